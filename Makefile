@@ -1,0 +1,44 @@
+# The two commands of the README. Both set everything up (idempotently) and then run.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: demo test system lint bench clean
+
+demo: $(VENV)/.stamp-base
+	$(BIN)/vyre demo
+
+test: system $(VENV)/.stamp-test
+	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/lint-imports
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# PoCL (OpenCL on the CPU) from Debian: the PyPI-only PoCL cannot build kernels here.
+system:
+	@if ! ls /etc/OpenCL/vendors/*pocl* >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = "0" ]; then SUDO=""; else SUDO="sudo"; fi; \
+		$$SUDO apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq pocl-opencl-icd ocl-icd-libopencl1; \
+	fi
+
+$(VENV)/.stamp-base: pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(VENV)/.stamp-test: pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@ $(VENV)/.stamp-base
+
+lint: $(VENV)/.stamp-test
+	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/lint-imports
+
+bench: $(VENV)/.stamp-test
+	$(BIN)/python benchmarks/reference_interp.py
+	$(BIN)/python benchmarks/opencl_elementwise.py
+
+clean:
+	rm -rf $(VENV)

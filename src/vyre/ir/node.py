@@ -1,0 +1,158 @@
+"""Statements of the IR: immutable, hashable, structurally compared.
+
+`Node` is the base class and the builder namespace (``Node.store(...)``, ``Node.if_(...)``);
+each statement kind is a frozen dataclass. Bodies are tuples of nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from .expr import Expr, coerce
+from .types import MemoryOrdering
+
+
+class Node:
+    __slots__ = ()
+
+    @staticmethod
+    def let_bind(name: str, value: Any) -> Let:
+        """Declare a new local ``name`` initialised to ``value`` (its type is the value's)."""
+        return Let(name, coerce(value))
+
+    @staticmethod
+    def assign(name: str, value: Any) -> Assign:
+        """Overwrite an existing local declared with `let_bind`."""
+        return Assign(name, coerce(value))
+
+    @staticmethod
+    def store(buffer: str, index: Any, value: Any) -> Store:
+        return Store(buffer, coerce(index), coerce(value))
+
+    @staticmethod
+    def if_(cond: Any, then: Iterable[Node], otherwise: Iterable[Node] = ()) -> If:
+        return If(coerce(cond), tuple(then), tuple(otherwise))
+
+    @staticmethod
+    def loop(var: str, from_: Any, to: Any, body: Iterable[Node]) -> Loop:
+        """``for var in [from_, to)`` (bounds evaluated once on entry; step 1)."""
+        return Loop(var, coerce(from_), coerce(to), tuple(body))
+
+    @staticmethod
+    def block(body: Iterable[Node]) -> Block:
+        return Block(tuple(body))
+
+    @staticmethod
+    def region(name: str, body: Iterable[Node]) -> Region:
+        """A named block: behaves as `block`, and names its statements in diagnostics."""
+        return Region(name, tuple(body))
+
+    @staticmethod
+    def return_() -> Return:
+        """End this invocation (it no longer takes part in barriers)."""
+        return Return()
+
+    @staticmethod
+    def barrier(ordering: MemoryOrdering = MemoryOrdering.SEQ_CST) -> Barrier:
+        return Barrier(ordering)
+
+    @staticmethod
+    def expr(value: Expr) -> Eval:
+        """Evaluate an expression for its effects (an atomic whose old value is unused)."""
+        return Eval(coerce(value))
+
+
+@dataclass(frozen=True)
+class Let(Node):
+    name: str
+    value: Expr
+
+
+@dataclass(frozen=True)
+class Assign(Node):
+    name: str
+    value: Expr
+
+
+@dataclass(frozen=True)
+class Store(Node):
+    buffer: str
+    index: Expr
+    value: Expr
+
+
+@dataclass(frozen=True)
+class If(Node):
+    cond: Expr
+    then: tuple[Node, ...]
+    otherwise: tuple[Node, ...] = ()
+
+
+@dataclass(frozen=True)
+class Loop(Node):
+    var: str
+    from_: Expr
+    to: Expr
+    body: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Block(Node):
+    body: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Region(Node):
+    name: str
+    body: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Return(Node):
+    pass
+
+
+@dataclass(frozen=True)
+class Barrier(Node):
+    ordering: MemoryOrdering = MemoryOrdering.SEQ_CST
+
+
+@dataclass(frozen=True)
+class Eval(Node):
+    value: Expr
+
+
+def node_exprs(node: Node) -> tuple[Expr, ...]:
+    """Expressions a statement evaluates directly (not those of nested statements)."""
+    if isinstance(node, Let | Assign):
+        return (node.value,)
+    if isinstance(node, Store):
+        return (node.index, node.value)
+    if isinstance(node, If):
+        return (node.cond,)
+    if isinstance(node, Loop):
+        return (node.from_, node.to)
+    if isinstance(node, Eval):
+        return (node.value,)
+    return ()
+
+
+def node_bodies(node: Node) -> tuple[tuple[str, tuple[Node, ...]], ...]:
+    """Nested statement lists with their location labels."""
+    if isinstance(node, If):
+        return (("then", node.then), ("otherwise", node.otherwise))
+    if isinstance(node, Loop | Block | Region):
+        return (("body", node.body),)
+    return ()
+
+
+def walk_nodes(body: Iterable[Node]):
+    """Pre-order traversal of every statement in a body, nested ones included."""
+    stack = list(reversed(tuple(body)))
+    while stack:
+        n = stack.pop()
+        yield n
+        for _, sub in reversed(node_bodies(n)):
+            stack.extend(reversed(sub))

@@ -1,0 +1,354 @@
+"""Wire form: a versioned, deterministic binary encoding of a Program.
+
+Layout: ``b"VYRE"``, u16 version, u16 flags (bit 0: canonical), 32-byte blake3 of the body,
+then the body: LEB128-framed sections (tag, length, payload) for the workgroup size, the
+buffers and the statement tree. Enum values are encoded by their fixed position in the
+tables below (append-only).
+
+Decoding is strict and bounded: every count is checked against the bytes left, nesting depth
+is capped, literals and enum codes are range-checked, and the checksum must match. Anything
+else is a `WireError` with a Fix — never another exception type, a hang or unbounded memory.
+``decode(encode(p)) == p`` for every Program.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import blake3
+
+from . import expr as E
+from . import node as N
+from .errors import WireError
+from .program import BufferDecl, Program
+from .types import AtomicOp, BinOp, Builtin, BufferAccess, DataType, MemoryOrdering, UnOp
+
+MAGIC = b"VYRE"
+VERSION = 1
+FLAG_CANONICAL = 1
+HEADER = 4 + 2 + 2 + 32
+MAX_DEPTH = 512
+MAX_NAME_BYTES = 256
+
+# Append-only code tables (position = wire code).
+DTYPES = (DataType.BOOL, DataType.U32, DataType.I32, DataType.F32)
+ACCESS = (BufferAccess.READ, BufferAccess.READ_WRITE, BufferAccess.OUTPUT, BufferAccess.WORKGROUP)
+ORDERINGS = (MemoryOrdering.SEQ_CST, MemoryOrdering.GRID_SYNC)
+BUILTINS = (Builtin.GID, Builtin.LID, Builtin.WGID)
+BINOPS = tuple(BinOp)
+UNOPS = tuple(UnOp)
+ATOMICS = tuple(AtomicOp)
+
+S_WORKGROUP, S_BUFFERS, S_BODY = 1, 2, 3
+N_LET, N_ASSIGN, N_STORE, N_IF, N_LOOP, N_BLOCK, N_REGION, N_RETURN, N_BARRIER, N_EVAL = range(1, 11)
+(X_LIT, X_VAR, X_LOAD, X_BUFLEN, X_ID, X_BIN, X_UN, X_SELECT, X_CAST, X_BITCAST, X_FMA,
+ X_ATOMIC) = range(1, 13)
+
+
+# ---------------------------------------------------------------------------- encoding
+def _uleb(out: bytearray, v: int) -> None:
+    if v < 0:
+        raise ValueError("negative value in wire encoding")
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return
+
+
+def _str(out: bytearray, s: str) -> None:
+    raw = s.encode("utf-8")
+    _uleb(out, len(raw))
+    out += raw
+
+
+def _expr(out: bytearray, e: E.Expr) -> None:
+    if isinstance(e, E.Lit):
+        out.append(X_LIT), _uleb(out, DTYPES.index(e.dtype)), _uleb(out, e.bits)
+    elif isinstance(e, E.Var):
+        out.append(X_VAR), _str(out, e.name)
+    elif isinstance(e, E.Load):
+        out.append(X_LOAD), _str(out, e.buffer), _expr(out, e.index)
+    elif isinstance(e, E.BufLen):
+        out.append(X_BUFLEN), _str(out, e.buffer)
+    elif isinstance(e, E.Id):
+        out.append(X_ID), _uleb(out, BUILTINS.index(e.kind)), _uleb(out, e.axis)
+    elif isinstance(e, E.Bin):
+        out.append(X_BIN), _uleb(out, BINOPS.index(e.op)), _expr(out, e.left), _expr(out, e.right)
+    elif isinstance(e, E.Un):
+        out.append(X_UN), _uleb(out, UNOPS.index(e.op)), _expr(out, e.operand)
+    elif isinstance(e, E.Select):
+        out.append(X_SELECT), _expr(out, e.cond), _expr(out, e.if_true), _expr(out, e.if_false)
+    elif isinstance(e, E.Cast):
+        out.append(X_CAST), _uleb(out, DTYPES.index(e.dtype)), _expr(out, e.value)
+    elif isinstance(e, E.Bitcast):
+        out.append(X_BITCAST), _uleb(out, DTYPES.index(e.dtype)), _expr(out, e.value)
+    elif isinstance(e, E.Fma):
+        out.append(X_FMA), _expr(out, e.a), _expr(out, e.b), _expr(out, e.c)
+    elif isinstance(e, E.Atomic):
+        out.append(X_ATOMIC), _uleb(out, ATOMICS.index(e.op)), _str(out, e.buffer)
+        _expr(out, e.index), _expr(out, e.value)
+        out.append(0 if e.expected is None else 1)
+        if e.expected is not None:
+            _expr(out, e.expected)
+    else:
+        raise TypeError(f"cannot encode {type(e).__name__}")
+
+
+def _nodes(out: bytearray, body: tuple[N.Node, ...]) -> None:
+    _uleb(out, len(body))
+    for n in body:
+        if isinstance(n, N.Let):
+            out.append(N_LET), _str(out, n.name), _expr(out, n.value)
+        elif isinstance(n, N.Assign):
+            out.append(N_ASSIGN), _str(out, n.name), _expr(out, n.value)
+        elif isinstance(n, N.Store):
+            out.append(N_STORE), _str(out, n.buffer), _expr(out, n.index), _expr(out, n.value)
+        elif isinstance(n, N.If):
+            out.append(N_IF), _expr(out, n.cond), _nodes(out, n.then), _nodes(out, n.otherwise)
+        elif isinstance(n, N.Loop):
+            out.append(N_LOOP), _str(out, n.var), _expr(out, n.from_), _expr(out, n.to)
+            _nodes(out, n.body)
+        elif isinstance(n, N.Block):
+            out.append(N_BLOCK), _nodes(out, n.body)
+        elif isinstance(n, N.Region):
+            out.append(N_REGION), _str(out, n.name), _nodes(out, n.body)
+        elif isinstance(n, N.Return):
+            out.append(N_RETURN)
+        elif isinstance(n, N.Barrier):
+            out.append(N_BARRIER), _uleb(out, ORDERINGS.index(n.ordering))
+        elif isinstance(n, N.Eval):
+            out.append(N_EVAL), _expr(out, n.value)
+        else:
+            raise TypeError(f"cannot encode {type(n).__name__}")
+
+
+def encode_expr(e: E.Expr) -> bytes:
+    out = bytearray()
+    _expr(out, e)
+    return bytes(out)
+
+
+def _section(out: bytearray, tag: int, payload: bytearray) -> None:
+    _uleb(out, tag)
+    _uleb(out, len(payload))
+    out += payload
+
+
+def encode(program: Program, canonical: bool = False) -> bytes:
+    """Encode ``program`` (after canonicalisation when ``canonical``)."""
+    if canonical:
+        from .canonical import canonicalize
+
+        program = canonicalize(program)
+    body = bytearray()
+    wg = bytearray()
+    for v in program.workgroup_size:
+        _uleb(wg, v)
+    _section(body, S_WORKGROUP, wg)
+    bufs = bytearray()
+    _uleb(bufs, len(program.buffers))
+    for b in program.buffers:
+        _str(bufs, b.name)
+        _uleb(bufs, ACCESS.index(b.access))
+        _uleb(bufs, DTYPES.index(b.dtype))
+        _uleb(bufs, 0 if b.binding is None else b.binding + 1)
+        _uleb(bufs, b.count)
+    _section(body, S_BUFFERS, bufs)
+    tree = bytearray()
+    _nodes(tree, program.body)
+    _section(body, S_BODY, tree)
+    flags = FLAG_CANONICAL if canonical else 0
+    return MAGIC + struct.pack("<HH", VERSION, flags) + blake3.blake3(bytes(body)).digest() + bytes(body)
+
+
+# ---------------------------------------------------------------------------- decoding
+class _Reader:
+    __slots__ = ("buf", "pos", "end")
+
+    def __init__(self, buf: bytes, pos: int, end: int) -> None:
+        self.buf, self.pos, self.end = buf, pos, end
+
+    def left(self) -> int:
+        return self.end - self.pos
+
+    def byte(self) -> int:
+        if self.pos >= self.end:
+            raise WireError(f"truncated record at byte {self.pos}.")
+        b = self.buf[self.pos]
+        self.pos += 1
+        return b
+
+    def uleb(self, limit: int = (1 << 64) - 1) -> int:
+        v = shift = 0
+        while True:
+            b = self.byte()
+            v |= (b & 0x7F) << shift
+            if not b & 0x80:
+                break
+            shift += 7
+            if shift > 63:
+                raise WireError(f"LEB128 integer too long at byte {self.pos}.")
+        if v > limit:
+            raise WireError(f"value {v} exceeds its limit {limit} at byte {self.pos}.")
+        return v
+
+    def count(self) -> int:
+        n = self.uleb()
+        if n > self.left():
+            raise WireError(f"count {n} exceeds the {self.left()} bytes left at byte {self.pos}.")
+        return n
+
+    def code(self, table: tuple) -> object:
+        c = self.uleb()
+        if c >= len(table):
+            raise WireError(f"unknown enum code {c} at byte {self.pos}.")
+        return table[c]
+
+    def string(self) -> str:
+        n = self.uleb(MAX_NAME_BYTES)
+        if n > self.left():
+            raise WireError(f"string of {n} bytes overruns the record at byte {self.pos}.")
+        raw = self.buf[self.pos:self.pos + n]
+        self.pos += n
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise WireError(f"string at byte {self.pos - n} is not UTF-8.") from None
+
+
+def _rexpr(r: _Reader, depth: int) -> E.Expr:
+    if depth > MAX_DEPTH:
+        raise WireError(f"expression nesting exceeds {MAX_DEPTH}.")
+    tag = r.byte()
+    d = depth + 1
+    if tag == X_LIT:
+        dtype = r.code(DTYPES)
+        bits = r.uleb(0xFFFFFFFF)
+        if dtype is DataType.F32 and E.canonical_f32_bits(bits) != bits:
+            raise WireError(f"non-canonical f32 literal 0x{bits:08x}.")
+        if dtype is DataType.BOOL and bits > 1:
+            raise WireError(f"bool literal {bits} is not 0 or 1.")
+        return E.Lit(dtype, bits)  # type: ignore[arg-type]
+    if tag == X_VAR:
+        return E.Var(r.string())
+    if tag == X_LOAD:
+        return E.Load(r.string(), _rexpr(r, d))
+    if tag == X_BUFLEN:
+        return E.BufLen(r.string())
+    if tag == X_ID:
+        return E.Id(r.code(BUILTINS), r.uleb(2))  # type: ignore[arg-type]
+    if tag == X_BIN:
+        op = r.code(BINOPS)
+        return E.Bin(op, _rexpr(r, d), _rexpr(r, d))  # type: ignore[arg-type]
+    if tag == X_UN:
+        op = r.code(UNOPS)
+        return E.Un(op, _rexpr(r, d))  # type: ignore[arg-type]
+    if tag == X_SELECT:
+        return E.Select(_rexpr(r, d), _rexpr(r, d), _rexpr(r, d))
+    if tag in (X_CAST, X_BITCAST):
+        dtype = r.code(DTYPES)
+        return (E.Cast if tag == X_CAST else E.Bitcast)(dtype, _rexpr(r, d))  # type: ignore[arg-type]
+    if tag == X_FMA:
+        return E.Fma(_rexpr(r, d), _rexpr(r, d), _rexpr(r, d))
+    if tag == X_ATOMIC:
+        op = r.code(ATOMICS)
+        buf = r.string()
+        idx, val = _rexpr(r, d), _rexpr(r, d)
+        has = r.byte()
+        if has > 1:
+            raise WireError(f"bad atomic flag {has} at byte {r.pos}.")
+        return E.Atomic(op, buf, idx, val, _rexpr(r, d) if has else None)  # type: ignore[arg-type]
+    raise WireError(f"unknown expression tag {tag} at byte {r.pos - 1}.")
+
+
+def _rnodes(r: _Reader, depth: int) -> tuple[N.Node, ...]:
+    if depth > MAX_DEPTH:
+        raise WireError(f"statement nesting exceeds {MAX_DEPTH}.")
+    n = r.count()
+    out: list[N.Node] = []
+    d = depth + 1
+    for _ in range(n):
+        tag = r.byte()
+        if tag == N_LET:
+            out.append(N.Let(r.string(), _rexpr(r, d)))
+        elif tag == N_ASSIGN:
+            out.append(N.Assign(r.string(), _rexpr(r, d)))
+        elif tag == N_STORE:
+            out.append(N.Store(r.string(), _rexpr(r, d), _rexpr(r, d)))
+        elif tag == N_IF:
+            cond = _rexpr(r, d)
+            out.append(N.If(cond, _rnodes(r, d), _rnodes(r, d)))
+        elif tag == N_LOOP:
+            var = r.string()
+            lo, hi = _rexpr(r, d), _rexpr(r, d)
+            out.append(N.Loop(var, lo, hi, _rnodes(r, d)))
+        elif tag == N_BLOCK:
+            out.append(N.Block(_rnodes(r, d)))
+        elif tag == N_REGION:
+            name = r.string()
+            out.append(N.Region(name, _rnodes(r, d)))
+        elif tag == N_RETURN:
+            out.append(N.Return())
+        elif tag == N_BARRIER:
+            out.append(N.Barrier(r.code(ORDERINGS)))  # type: ignore[arg-type]
+        elif tag == N_EVAL:
+            out.append(N.Eval(_rexpr(r, d)))
+        else:
+            raise WireError(f"unknown statement tag {tag} at byte {r.pos - 1}.")
+    return tuple(out)
+
+
+def _sections(data: bytes) -> dict[int, tuple[int, int]]:
+    r = _Reader(data, HEADER, len(data))
+    found: dict[int, tuple[int, int]] = {}
+    while r.left():
+        tag = r.uleb()
+        size = r.count()
+        if tag in found:
+            raise WireError(f"section {tag} appears twice.")
+        found[tag] = (r.pos, r.pos + size)
+        r.pos += size
+    for tag in (S_WORKGROUP, S_BUFFERS, S_BODY):
+        if tag not in found:
+            raise WireError(f"section {tag} is missing.")
+    return found
+
+
+def decode(data: bytes | bytearray | memoryview) -> Program:
+    """Decode wire bytes into a Program; any defect raises `WireError`."""
+    try:
+        data = bytes(data)
+    except Exception:
+        raise WireError(f"expected bytes, got {type(data).__name__}.") from None
+    if len(data) < HEADER or data[:4] != MAGIC:
+        raise WireError("not vyre wire bytes (missing b'VYRE' header).")
+    version, _flags = struct.unpack_from("<HH", data, 4)
+    if version != VERSION:
+        raise WireError(f"wire version {version}; this vyre reads version {VERSION}.",
+                        "re-encode the program with this vyre version, or upgrade vyre.")
+    if blake3.blake3(data[HEADER:]).digest() != data[8:HEADER]:
+        raise WireError("checksum mismatch: the bytes were altered or truncated.")
+    sec = _sections(data)
+    r = _Reader(data, *sec[S_WORKGROUP])
+    wg = (r.uleb(0xFFFFFFFF), r.uleb(0xFFFFFFFF), r.uleb(0xFFFFFFFF))
+    r = _Reader(data, *sec[S_BUFFERS])
+    buffers = []
+    for _ in range(r.count()):
+        name = r.string()
+        access = r.code(ACCESS)
+        dtype = r.code(DTYPES)
+        binding = r.uleb(0xFFFFFFFF)
+        count = r.uleb(0xFFFFFFFF)
+        buffers.append(BufferDecl(name, None if binding == 0 else binding - 1, access, dtype, count))  # type: ignore[arg-type]
+    r = _Reader(data, *sec[S_BODY])
+    try:
+        body = _rnodes(r, 0)
+    except RecursionError:
+        raise WireError("nesting too deep to decode.") from None
+    if r.left():
+        raise WireError(f"{r.left()} trailing bytes after the statement tree.")
+    return Program(tuple(buffers), wg, body)

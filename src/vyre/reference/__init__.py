@@ -1,0 +1,85 @@
+"""vyre.reference — the CPU reference interpreter: the meaning of every Program.
+
+``run(program, inputs, config=None) -> list[bytes]`` validates the program, sizes the launch
+(`vyre.ir.launch`), executes it (`interp.Machine`) and returns the output buffers in
+declaration order. Any bad input raises a `VyreError` whose text ends in ``Fix: ...``.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from vyre.ir.errors import ExecutionError, ValidationError
+from vyre.ir.fingerprint import fingerprint
+from vyre.ir.launch import input_nbytes, resolve
+from vyre.ir.program import Program
+from vyre.ir.validate import validate
+
+from .interp import MAX_BATCH_LANES, MAX_LOOP_TRIPS, Machine
+
+__all__ = ["MAX_BATCH_LANES", "MAX_LOOP_TRIPS", "as_words", "run"]
+
+_VALID: OrderedDict[bytes, tuple] = OrderedDict()
+
+
+def _check(program: Program) -> None:
+    if not isinstance(program, Program):
+        raise ExecutionError("inputs", f"expected a vyre Program, got {type(program).__name__}.",
+                             "build one with vyre.ir.Program.wrapped(...).")
+    fp = fingerprint(program)
+    diags = _VALID.get(fp)
+    if diags is None:
+        diags = tuple(validate(program))
+        _VALID[fp] = diags
+        if len(_VALID) > 1024:
+            _VALID.popitem(last=False)
+    if diags:
+        raise ValidationError(list(diags))
+
+
+def as_words(value: Any, name: str = "input") -> np.ndarray:
+    """View a bytes-like input as little-endian u32 words (no copy where possible)."""
+    if isinstance(value, np.ndarray):
+        raw = np.ascontiguousarray(value).reshape(-1).view(np.uint8)
+    else:
+        try:
+            raw = np.frombuffer(memoryview(value).cast("B"), dtype=np.uint8)
+        except (TypeError, ValueError) as exc:
+            raise ExecutionError("inputs", f"{name} is not a contiguous bytes-like object ({exc}).",
+                                 "pass bytes, bytearray, a contiguous memoryview or a numpy array.") from None
+    if raw.size % 4:
+        raise ExecutionError("inputs", f"{name} has {raw.size} bytes, not a multiple of 4.",
+                             "pass whole 32-bit elements.")
+    return raw.view("<u4")
+
+
+def run(program: Program, inputs: Sequence[Any], config: Any = None) -> list[bytes]:
+    """Execute ``program`` on ``inputs`` (one bytes-like per input buffer, declaration order).
+
+    ``config``: a DispatchConfig (or any object with ``grid_override``, ``dispatch_grid``,
+    ``dispatch_elements`` attributes) or None.
+    """
+    _check(program)
+    inputs = list(inputs)
+    sizes = []
+    for i, value in enumerate(inputs):
+        try:
+            sizes.append(input_nbytes(value))
+        except TypeError:
+            raise ExecutionError("inputs", f"input {i} is a {type(value).__name__}, not bytes-like.",
+                                 "pass bytes, bytearray, memoryview or numpy arrays.") from None
+    launch = resolve(program, sizes, config)
+    counts = dict(launch.counts)
+    memory: dict[str, np.ndarray] = {}
+    for decl, value in zip(program.inputs, inputs):
+        words = as_words(value, f"input {decl.name!r}").astype(np.uint32)
+        memory[decl.name] = words if decl.writable else words
+    for decl in program.buffers:
+        if decl.access.value == "output":
+            memory[decl.name] = np.zeros(counts[decl.name], dtype=np.uint32)
+    Machine(program, launch, memory).run()
+    return [memory[b.name].astype("<u4").tobytes() for b in program.outputs]

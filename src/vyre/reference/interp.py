@@ -1,0 +1,425 @@
+"""The reference interpreter: executes a Program as numpy vectors over invocations.
+
+Execution model (docs/semantics.md, "scheduling"): workgroups run in order; inside a
+workgroup every statement runs for all live invocations in lane order before the next
+statement starts (lockstep), so barriers need no action and a racy plain store is won by the
+highest lane. For speed, several workgroups run together as one lockstep batch. Batching is
+exact whenever no workgroup touches global memory that another workgroup of the batch writes;
+the interpreter records the global addresses each workgroup reads and writes, and when two
+workgroups of a batch do collide it restores the snapshot taken before the batch and replays
+those workgroups one at a time. Top-level grid_sync barriers split the program into phases
+that each cover the whole grid.
+
+Divergence is handled by index sets: a statement runs over the sorted array of active lanes;
+`if` partitions it, `loop` shrinks it as lanes finish, `return_` removes lanes for good.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from vyre.ir import expr as E
+from vyre.ir import node as N
+from vyre.ir.errors import ExecutionError
+from vyre.ir.launch import Launch
+from vyre.ir.program import Program
+from vyre.ir.typecheck import bin_result, un_result
+from vyre.ir.types import AtomicOp, BinOp, Builtin, DataType, MemoryOrdering
+
+from . import semantics as S
+
+MAX_LOOP_TRIPS = 1 << 20        # trips of one loop, per entry, for any lane
+MAX_BATCH_LANES = 1 << 20       # invocations executed together in one lockstep batch
+U32 = np.uint32
+I32_DIV_FIX = ("guard the divisor (e.g. select(d.eq(0), 1, d)) or use u32, whose x/0 is "
+               "0xFFFFFFFF and x%0 is 0.")
+
+
+@dataclass
+class _Access:
+    """Global addresses touched by a batch, per buffer, with the touching workgroup."""
+
+    reads: dict[str, list[tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict)
+    writes: dict[str, list[tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict)
+    commutes: dict[str, list[tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict)
+
+
+class Machine:
+    """Executes one Program over a resolved launch, mutating ``memory`` (u32 word arrays)."""
+
+    def __init__(self, program: Program, launch: Launch, memory: dict[str, np.ndarray]) -> None:
+        self.p = program
+        self.launch = launch
+        self.memory = memory
+        self.counts = dict(launch.counts)
+        self.wg = program.workgroup_size
+        self.inv = program.invocations_per_workgroup
+        self.types: dict[str, DataType] = {}
+        written = _written_buffers(program)
+        self.tracked = {name for name in written if not self.p.buffer(name).is_workgroup}
+
+    # ------------------------------------------------------------------ phases, batches
+    def run(self) -> None:
+        phases: list[list[N.Node]] = [[]]
+        for n in self.p.body:
+            if isinstance(n, N.Barrier) and n.ordering is MemoryOrdering.GRID_SYNC:
+                phases.append([])
+            else:
+                phases[-1].append(n)
+        total = self.launch.workgroups
+        if total == 0 or self.inv == 0:
+            return
+        per_batch = max(1, MAX_BATCH_LANES // self.inv)
+        for phase in phases:
+            body = tuple(phase)
+            sequential = False
+            start = 0
+            while start < total:
+                stop = min(total, start + (1 if sequential else per_batch))
+                if stop - start == 1 or not self.tracked:
+                    self._batch(body, start, stop, None)
+                else:
+                    snapshot = {b: self.memory[b].copy() for b in self.tracked}
+                    access = _Access()
+                    self._batch(body, start, stop, access)
+                    if _collides(access, self.counts):
+                        self.memory.update(snapshot)
+                        sequential = True
+                        for w in range(start, stop):
+                            self._batch(body, w, w + 1, None)
+                start = stop
+
+    def _batch(self, body: tuple[N.Node, ...], w0: int, w1: int, access: _Access | None) -> None:
+        nwg = w1 - w0
+        lanes = nwg * self.inv
+        self.L = lanes
+        self.w0 = w0
+        self.access = access
+        self.vars: dict[str, np.ndarray] = {}
+        self.alive = np.ones(lanes, dtype=bool)
+        self.returned = 0
+        self.scope_types: dict[str, DataType] = {}
+        self._ids: dict[tuple[Builtin, int], np.ndarray] = {}
+        self.wgmem = {b.name: np.zeros(nwg * b.count, dtype=U32) for b in self.p.workgroup_buffers}
+        self.block(body, None)
+
+    def ident(self, kind: Builtin, axis: int) -> np.ndarray:
+        key = (kind, axis)
+        arr = self._ids.get(key)
+        if arr is None:
+            lane = np.arange(self.L, dtype=np.int64)
+            if kind is Builtin.WGID or kind is Builtin.GID:
+                wlin = self.w0 + lane // self.inv
+                gx, gy, _ = self.launch.grid
+                wg_axis = (wlin % gx, (wlin // gx) % gy, wlin // (gx * gy))[axis]
+            if kind is Builtin.LID or kind is Builtin.GID:
+                llin = lane % self.inv
+                wx, wy, _ = self.wg
+                lid_axis = (llin % wx, (llin // wx) % wy, llin // (wx * wy))[axis]
+            if kind is Builtin.WGID:
+                arr = wg_axis
+            elif kind is Builtin.LID:
+                arr = lid_axis
+            else:
+                arr = wg_axis * self.wg[axis] + lid_axis
+            arr = (arr & 0xFFFFFFFF).astype(U32)
+            self._ids[key] = arr
+        return arr
+
+    def wg_of(self, idx: np.ndarray | None) -> np.ndarray:
+        lanes = np.arange(self.L, dtype=np.int64) if idx is None else idx.astype(np.int64)
+        return lanes // self.inv
+
+    # ------------------------------------------------------------------ statements
+    def block(self, body: tuple[N.Node, ...], idx: np.ndarray | None) -> None:
+        saved = dict(self.scope_types)
+        for n in body:
+            seen = self.returned
+            self.stmt(n, idx)
+            if self.returned != seen:
+                idx = np.flatnonzero(self.alive) if idx is None else idx[self.alive[idx]]
+                if idx.size == 0:
+                    break
+        self.scope_types = saved
+
+    def size(self, idx: np.ndarray | None) -> int:
+        return self.L if idx is None else idx.size
+
+    def stmt(self, n: N.Node, idx: np.ndarray | None) -> None:
+        if isinstance(n, N.Let | N.Assign):
+            val, t = self.eval(n.value, idx)
+            if isinstance(n, N.Let):
+                self.scope_types[n.name] = t
+                if idx is None:
+                    self.vars[n.name] = _full(val, t, self.L)
+                    return
+                self.vars[n.name] = np.zeros(self.L, dtype=t.numpy)
+            if idx is None:
+                self.vars[n.name] = _full(val, t, self.L)
+            else:
+                self.vars[n.name][idx] = val
+        elif isinstance(n, N.Store):
+            i, _ = self.eval(n.index, idx)
+            v, t = self.eval(n.value, idx)
+            self.store(n.buffer, i, _to_words(v, t), idx)
+        elif isinstance(n, N.If):
+            c, _ = self.eval(n.cond, idx)
+            c = np.broadcast_to(c, (self.size(idx),))
+            lanes = np.arange(self.L) if idx is None else idx
+            if n.then:
+                t_idx = lanes[c]
+                if t_idx.size:
+                    self.block(n.then, t_idx)
+            if n.otherwise:
+                e_idx = lanes[~c]
+                if self.returned:
+                    e_idx = e_idx[self.alive[e_idx]]
+                if e_idx.size:
+                    self.block(n.otherwise, e_idx)
+        elif isinstance(n, N.Loop):
+            self.loop(n, idx)
+        elif isinstance(n, N.Block | N.Region):
+            self.block(n.body, idx)
+        elif isinstance(n, N.Return):
+            if idx is None:
+                self.alive[:] = False
+            else:
+                self.alive[idx] = False
+            self.returned += 1
+        elif isinstance(n, N.Barrier):
+            pass  # lockstep execution: every earlier statement is complete for all lanes
+        elif isinstance(n, N.Eval):
+            self.eval(n.value, idx, discard=True)
+
+    def loop(self, n: N.Loop, idx: np.ndarray | None) -> None:
+        lo, t = self.eval(n.from_, idx)
+        hi, _ = self.eval(n.to, idx)
+        size = self.size(idx)
+        lo64 = np.broadcast_to(lo.astype(np.int64), (size,))
+        hi64 = np.broadcast_to(hi.astype(np.int64), (size,))
+        trips = int(np.max(hi64 - lo64, initial=0))
+        if trips > MAX_LOOP_TRIPS:
+            raise ExecutionError(
+                "limit", f"loop over {n.var!r} would run {trips} trips (the reference's cap is "
+                f"{MAX_LOOP_TRIPS}).", "bound the loop by at most 2**20 trips, or split the work "
+                "across invocations or dispatches.")
+        lanes = np.arange(self.L) if idx is None else idx
+        self.vars[n.var] = np.zeros(self.L, dtype=t.numpy)
+        saved = dict(self.scope_types)
+        self.scope_types[n.var] = t
+        for k in range(trips):
+            keep = (lo64 + k) < hi64
+            if self.returned:
+                keep = keep & self.alive[lanes]
+            cur = lanes[keep]
+            if cur.size == 0:
+                break
+            self.vars[n.var][cur] = (lo64[keep] + k).astype(np.int64).astype(t.numpy)
+            self.block(n.body, cur)
+        self.scope_types = saved
+
+    # ------------------------------------------------------------------ memory
+    def _addresses(self, buffer: str, i: np.ndarray, idx: np.ndarray | None):
+        decl = self.p.buffer(buffer)
+        i = np.broadcast_to(i, (self.size(idx),)).astype(np.int64)
+        if decl.is_workgroup:
+            valid = i < decl.count
+            addr = self.wg_of(idx) * decl.count + i
+            return self.wgmem[buffer], addr, valid, False
+        count = self.counts[buffer]
+        return self.memory[buffer], i, i < count, buffer in self.tracked
+
+    def _record(self, table: dict, buffer: str, addr: np.ndarray, valid: np.ndarray,
+                idx: np.ndarray | None) -> None:
+        if self.access is not None:
+            table.setdefault(buffer, []).append((addr[valid], self.wg_of(idx)[valid]))
+
+    def load(self, buffer: str, i: np.ndarray, idx: np.ndarray | None) -> np.ndarray:
+        mem, addr, valid, tracked = self._addresses(buffer, i, idx)
+        if tracked:
+            self._record(self.access.reads if self.access else {}, buffer, addr, valid, idx)
+        if mem.size == 0:
+            return np.zeros(addr.size, dtype=U32)
+        words = mem[np.where(valid, addr, 0)]
+        return np.where(valid, words, U32(0)).astype(U32)
+
+    def store(self, buffer: str, i: np.ndarray, words: np.ndarray, idx: np.ndarray | None) -> None:
+        mem, addr, valid, tracked = self._addresses(buffer, i, idx)
+        words = np.broadcast_to(words, addr.shape)
+        if tracked:
+            self._record(self.access.writes if self.access else {}, buffer, addr, valid, idx)
+        mem[addr[valid]] = words[valid]  # repeated addresses: the last (highest lane) wins
+
+    def atomic(self, e: E.Atomic, idx: np.ndarray | None, discard: bool) -> tuple[np.ndarray, DataType]:
+        t = self.p.buffer(e.buffer).dtype
+        i, _ = self.eval(e.index, idx)
+        v, _ = self.eval(e.value, idx)
+        x = self.eval(e.expected, idx)[0] if e.expected is not None else None
+        mem, addr, valid, tracked = self._addresses(e.buffer, i, idx)
+        n = addr.size
+        v = np.broadcast_to(np.ascontiguousarray(v).view(U32) if v.ndim else
+                            np.array(v, dtype=t.numpy).view(U32), (n,))
+        if tracked:
+            commutative = discard and e.op not in (AtomicOp.EXCHANGE, AtomicOp.COMPARE_EXCHANGE)
+            table = (self.access.commutes if commutative else self.access.writes) if self.access else {}
+            self._record(table, e.buffer, addr, valid, idx)
+        old = np.zeros(n, dtype=U32)
+        if valid.any():
+            pos = np.flatnonzero(valid)
+            order = pos[np.argsort(addr[pos], kind="stable")]
+            sa = addr[order]
+            sv = v[order]
+            first = np.ones(sa.size, dtype=bool)
+            first[1:] = sa[1:] != sa[:-1]
+            starts = np.flatnonzero(first)
+            seg = np.cumsum(first) - 1
+            rank = np.arange(sa.size) - starts[seg]
+            base = mem[sa]
+            if e.op is AtomicOp.COMPARE_EXCHANGE:
+                sx = np.broadcast_to(np.ascontiguousarray(x).view(U32) if np.ndim(x) else
+                                     np.array(x, dtype=t.numpy).view(U32), (n,))[order]
+                olds = np.zeros(sa.size, dtype=U32)
+                for r in range(int(rank.max()) + 1):
+                    m = rank == r
+                    cur = mem[sa[m]]
+                    olds[m] = cur
+                    hit = cur == sx[m]
+                    mem[sa[m][hit]] = sv[m][hit]
+                old[order] = olds
+            elif e.op is AtomicOp.EXCHANGE:
+                olds = np.where(first, base, np.roll(sv, 1))
+                old[order] = olds
+                last = np.append(starts[1:] - 1, sa.size - 1)
+                mem[sa[last]] = sv[last]
+            else:
+                tv = sv.view(t.numpy)
+                acc = tv.copy()
+                d = 1
+                longest = int(rank.max()) + 1
+                while d < longest:
+                    m = rank >= d
+                    nxt = acc.copy()
+                    nxt[m] = S.atomic_combine(e.op, t, acc[np.flatnonzero(m) - d], acc[m])
+                    acc = nxt
+                    d *= 2
+                tb = base.view(t.numpy)
+                prev = np.roll(acc, 1)
+                olds = np.where(first, tb, S.atomic_combine(e.op, t, tb, prev))
+                old[order] = np.ascontiguousarray(olds).view(U32)
+                last = np.append(starts[1:] - 1, sa.size - 1)
+                mem[sa[last]] = np.ascontiguousarray(
+                    S.atomic_combine(e.op, t, tb[last], acc[last])).view(U32)
+        return old.view(t.numpy), t
+
+    # ------------------------------------------------------------------ expressions
+    def eval(self, e: E.Expr, idx: np.ndarray | None, discard: bool = False) -> tuple[Any, DataType]:
+        if isinstance(e, E.Lit):
+            v = e.value
+            return np.asarray(v, dtype=e.dtype.numpy), e.dtype
+        if isinstance(e, E.Var):
+            arr = self.vars[e.name]
+            t = self.scope_types[e.name]
+            return (arr if idx is None else arr[idx]), t
+        if isinstance(e, E.Load):
+            i, _ = self.eval(e.index, idx)
+            t = self.p.buffer(e.buffer).dtype
+            words = self.load(e.buffer, i, idx)
+            return (words != 0 if t is DataType.BOOL else words.view(t.numpy)), t
+        if isinstance(e, E.BufLen):
+            decl = self.p.buffer(e.buffer)
+            n = decl.count if decl.is_workgroup else self.counts[e.buffer]
+            return np.asarray(n, dtype=U32), DataType.U32
+        if isinstance(e, E.Id):
+            arr = self.ident(e.kind, e.axis)
+            return (arr if idx is None else arr[idx]), DataType.U32
+        if isinstance(e, E.Bin):
+            a, ta = self.eval(e.left, idx)
+            b, tb = self.eval(e.right, idx)
+            r, bad = S.binop(e.op, ta, np.atleast_1d(a), np.atleast_1d(b))
+            if bad is not None and bad.any():
+                what = "division" if e.op is BinOp.DIV else "remainder"
+                raise ExecutionError("division", f"i32 {what} by zero or of -2147483648 by -1.",
+                                     I32_DIV_FIX)
+            return r, bin_result(e.op, ta, tb)
+        if isinstance(e, E.Un):
+            a, t = self.eval(e.operand, idx)
+            return S.unop(e.op, t, np.atleast_1d(a)), un_result(e.op, t)
+        if isinstance(e, E.Select):
+            c, _ = self.eval(e.cond, idx)
+            a, t = self.eval(e.if_true, idx)
+            b, _ = self.eval(e.if_false, idx)
+            return np.where(c, a, b).astype(t.numpy), t
+        if isinstance(e, E.Cast):
+            a, t = self.eval(e.value, idx)
+            return S.cast(e.dtype, t, np.atleast_1d(a)), e.dtype
+        if isinstance(e, E.Bitcast):
+            a, _ = self.eval(e.value, idx)
+            return S.bitcast(e.dtype, np.atleast_1d(a)), e.dtype
+        if isinstance(e, E.Fma):
+            a, _ = self.eval(e.a, idx)
+            b, _ = self.eval(e.b, idx)
+            c, _ = self.eval(e.c, idx)
+            with np.errstate(all="ignore"):
+                r = S.fma_f32(*np.broadcast_arrays(S.canon(np.atleast_1d(a)), S.canon(np.atleast_1d(b)),
+                                                    S.canon(np.atleast_1d(c))))
+            return S.canon(r), DataType.F32
+        if isinstance(e, E.Atomic):
+            return self.atomic(e, idx, discard)
+        raise TypeError(type(e).__name__)
+
+
+def _full(val: Any, t: DataType, lanes: int) -> np.ndarray:
+    return np.array(np.broadcast_to(np.asarray(val, dtype=t.numpy), (lanes,)), copy=True)
+
+
+def _to_words(v: Any, t: DataType) -> np.ndarray:
+    if t is DataType.BOOL:
+        return np.asarray(v, dtype=bool).astype(U32)
+    return np.ascontiguousarray(np.asarray(v, dtype=t.numpy)).view(U32)
+
+
+def _written_buffers(program: Program) -> set[str]:
+    out: set[str] = set()
+    for n in N.walk_nodes(program.body):
+        if isinstance(n, N.Store):
+            out.add(n.buffer)
+        for root in N.node_exprs(n):
+            out.update(e.buffer for e in E.walk(root) if isinstance(e, E.Atomic))
+    return out
+
+
+def _collides(access: _Access, counts: dict[str, int]) -> bool:
+    """True when some global address is written by one workgroup of the batch and read or
+    written by another (commuting atomics only collide with reads and plain writes)."""
+    names = set(access.writes) | set(access.commutes)
+    for name in names:
+        size = counts[name]
+        if size == 0:
+            continue
+        sentinel = np.int64(-1)
+
+        def spans(parts):
+            lo = np.full(size, np.iinfo(np.int64).max)
+            hi = np.full(size, sentinel)
+            for addr, wg in parts:
+                np.minimum.at(lo, addr, wg)
+                np.maximum.at(hi, addr, wg)
+            return lo, hi
+
+        wlo, whi = spans(access.writes.get(name, []))
+        written = whi != sentinel
+        if np.any(written & (wlo != whi)):
+            return True
+        clo, chi = spans(access.commutes.get(name, []))
+        touched = chi != sentinel
+        if np.any(written & touched & ((clo != wlo) | (chi != whi) | (clo != chi))):
+            return True
+        for addr, wg in access.reads.get(name, []):
+            w = written[addr] & ((wlo[addr] != wg) | (whi[addr] != wg))
+            c = touched[addr] & ((clo[addr] != wg) | (chi[addr] != wg))
+            if np.any(w | c):
+                return True
+    return False
