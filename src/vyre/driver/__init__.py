@@ -1,0 +1,68 @@
+"""vyre.driver — the substrate-neutral driver layer (the seeds' vyre-driver).
+
+Owns the frozen backend contract, errors, DispatchConfig, the registry and routing, the
+pipeline cache (in-process and on disk), shadow diffing, binding plans, program walks,
+validation, diagnostics, observability and migration. It never touches a device, never
+imports a concrete driver or a vendor module, and reaches the reference only through
+callables handed to it.
+"""
+
+from . import (
+    binding,
+    diagnostics,
+    migration,
+    observability,
+    pipeline,
+    program_walks,
+    registry,
+    shadow,
+    validation,
+)
+from .backend import CompiledPipeline, PassthroughPipeline, Resource, VyreBackend
+from .binding import BindingPlan, BindingRole
+from .capability import BackendCapability, DeviceProfile
+from .config import DispatchConfig
+from .enforcement import cancel_requested
+from .errors import (
+    CATALOGUE,
+    BackendError,
+    BackendUnavailable,
+    CooperativeResidencyExceeded,
+    DeviceLost,
+    DeviceOutOfMemory,
+    DispatchFailed,
+    InvalidProgram,
+    KernelCompileFailed,
+    Other,
+    PoisonedLock,
+    UnsupportedFeature,
+    ValidationFailed,
+)
+from .pending import PendingDispatch, ReadyPending, TimedDispatchResult
+from .program_walks import OutputBindingLayout
+from .registry import (
+    BackendRegistration,
+    acquire,
+    acquire_preferred_dispatch_backend,
+    backend_registration,
+    can_run,
+    core_supported_ops,
+    register,
+    registered_backends,
+    registered_backends_by_precedence,
+    unregister,
+)
+from .shadow import DivergenceError, DivergenceEvent, ShadowedPipeline
+
+__all__ = [
+    "CATALOGUE", "BackendCapability", "BackendError", "BackendUnavailable", "BackendRegistration", "BindingPlan",
+    "BindingRole", "CompiledPipeline", "CooperativeResidencyExceeded", "DeviceLost",
+    "DeviceOutOfMemory", "DeviceProfile", "DispatchConfig", "DispatchFailed", "DivergenceError",
+    "DivergenceEvent", "InvalidProgram", "KernelCompileFailed", "Other", "OutputBindingLayout",
+    "PassthroughPipeline", "PendingDispatch", "PoisonedLock", "ReadyPending", "Resource",
+    "ShadowedPipeline", "TimedDispatchResult", "UnsupportedFeature", "ValidationFailed",
+    "VyreBackend", "acquire", "acquire_preferred_dispatch_backend", "backend_registration",
+    "binding", "can_run", "cancel_requested", "core_supported_ops", "diagnostics", "migration",
+    "observability", "pipeline", "program_walks", "register", "registered_backends",
+    "registered_backends_by_precedence", "registry", "shadow", "unregister", "validation",
+]

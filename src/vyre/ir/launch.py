@@ -103,6 +103,15 @@ def element_counts(program: Program, nbytes: Sequence[int],
     return counts
 
 
+def effective_program(program: Program, config: Any) -> Program:
+    """Apply ``config.workgroup_override`` (it changes lid/wgid and workgroup sharing, so it
+    is part of what a dispatch means, for the reference and every driver alike)."""
+    wg = getattr(config, "workgroup_override", None)
+    if wg is None or tuple(wg) == program.workgroup_size:
+        return program
+    return Program(program.buffers, tuple(int(v) for v in wg), program.body)  # type: ignore[arg-type]
+
+
 def resolve(program: Program, nbytes: Sequence[int], config: Any = None) -> Launch:
     """Element counts + workgroup grid for ``program`` with inputs of ``nbytes`` bytes.
 

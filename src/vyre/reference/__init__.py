@@ -8,14 +8,14 @@ declaration order. Any bad input raises a `VyreError` whose text ends in ``Fix: 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from vyre.ir.errors import ExecutionError, ValidationError
 from vyre.ir.fingerprint import fingerprint
-from vyre.ir.launch import input_nbytes, resolve
+from vyre.ir.launch import effective_program, input_nbytes, resolve
 from vyre.ir.program import Program
 from vyre.ir.validate import validate
 
@@ -57,13 +57,16 @@ def as_words(value: Any, name: str = "input") -> np.ndarray:
     return raw.view("<u4")
 
 
-def run(program: Program, inputs: Sequence[Any], config: Any = None) -> list[bytes]:
+def run(program: Program, inputs: Sequence[Any], config: Any = None,
+        should_stop: Callable[[], bool] | None = None) -> list[bytes]:
     """Execute ``program`` on ``inputs`` (one bytes-like per input buffer, declaration order).
 
     ``config``: a DispatchConfig (or any object with ``grid_override``, ``dispatch_grid``,
-    ``dispatch_elements`` attributes) or None.
+    ``dispatch_elements``, ``workgroup_override`` attributes) or None. ``should_stop`` is
+    polled between statements; when it returns True the run aborts with ExecutionError.
     """
     _check(program)
+    program = effective_program(program, config)
     inputs = list(inputs)
     sizes = []
     for i, value in enumerate(inputs):
@@ -77,9 +80,9 @@ def run(program: Program, inputs: Sequence[Any], config: Any = None) -> list[byt
     memory: dict[str, np.ndarray] = {}
     for decl, value in zip(program.inputs, inputs):
         words = as_words(value, f"input {decl.name!r}").astype(np.uint32)
-        memory[decl.name] = words if decl.writable else words
+        memory[decl.name] = words
     for decl in program.buffers:
         if decl.access.value == "output":
             memory[decl.name] = np.zeros(counts[decl.name], dtype=np.uint32)
-    Machine(program, launch, memory).run()
+    Machine(program, launch, memory, should_stop).run()
     return [memory[b.name].astype("<u4").tobytes() for b in program.outputs]

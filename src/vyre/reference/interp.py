@@ -16,6 +16,7 @@ Divergence is handled by index sets: a statement runs over the sorted array of a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,8 +51,10 @@ class _Access:
 class Machine:
     """Executes one Program over a resolved launch, mutating ``memory`` (u32 word arrays)."""
 
-    def __init__(self, program: Program, launch: Launch, memory: dict[str, np.ndarray]) -> None:
+    def __init__(self, program: Program, launch: Launch, memory: dict[str, np.ndarray],
+                 should_stop: Callable[[], bool] | None = None) -> None:
         self.p = program
+        self.should_stop = should_stop
         self.launch = launch
         self.memory = memory
         self.counts = dict(launch.counts)
@@ -137,6 +140,9 @@ class Machine:
     def block(self, body: tuple[N.Node, ...], idx: np.ndarray | None) -> None:
         saved = dict(self.scope_types)
         for n in body:
+            if self.should_stop is not None and self.should_stop():
+                raise ExecutionError("limit", "execution was cancelled (timeout).",
+                                     "raise the dispatch timeout or dispatch less work.")
             seen = self.returned
             self.stmt(n, idx)
             if self.returned != seen:
