@@ -1,0 +1,159 @@
+"""OpenCL device objects: device selection, context and profiling queue, program builds
+(with vyre's on-disk binary cache), buffers, launches and error mapping. Only this module
+and backend.py import pyopencl."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+import blake3
+import numpy as np
+import pyopencl as cl
+
+from vyre.driver.errors import (
+    BackendUnavailable,
+    DeviceOutOfMemory,
+    DispatchFailed,
+    KernelCompileFailed,
+)
+from vyre.driver.pipeline import DiskCache, cache_root
+
+from .codegen import BASE_OPTIONS, CORRECT_DIV_SQRT
+
+ID = "opencl"
+_OOM = {"MEM_OBJECT_ALLOCATION_FAILURE", "OUT_OF_RESOURCES", "OUT_OF_HOST_MEMORY"}
+
+
+def pick_device() -> cl.Device:
+    """``VYRE_OPENCL_DEVICE`` (index or name substring), else the first GPU, else the first
+    device of any platform."""
+    try:
+        devices = [d for p in cl.get_platforms() for d in p.get_devices()]
+    except cl.Error as exc:
+        raise BackendUnavailable(ID, f"no OpenCL platform ({exc}).",
+                                 "install an OpenCL ICD (Debian: apt-get install pocl-opencl-icd "
+                                 "ocl-icd-libopencl1) or a GPU vendor's OpenCL driver.") from None
+    if not devices:
+        raise BackendUnavailable(ID, "no OpenCL device found.",
+                                 "install an OpenCL ICD (Debian: apt-get install pocl-opencl-icd "
+                                 "ocl-icd-libopencl1).")
+    want = os.environ.get("VYRE_OPENCL_DEVICE")
+    if want:
+        if want.isdigit() and int(want) < len(devices):
+            return devices[int(want)]
+        for d in devices:
+            if want.lower() in d.name.lower():
+                return d
+        raise BackendUnavailable(ID, f"VYRE_OPENCL_DEVICE={want!r} matches none of "
+                                 f"{[d.name for d in devices]}.", "set it to an index or a name "
+                                 "substring of a listed device, or unset it.")
+    gpus = [d for d in devices if d.type & cl.device_type.GPU]
+    return (gpus or devices)[0]
+
+
+def error_name(exc: cl.Error) -> str:
+    code = getattr(exc, "code", None)
+    try:
+        return cl.status_code.to_string(code) if code is not None else type(exc).__name__
+    except Exception:
+        return str(code)
+
+
+@dataclass
+class DeviceInfo:
+    name: str
+    platform: str
+    driver: str
+    max_workgroup_size: int
+    max_item_sizes: tuple[int, int, int]
+    max_alloc: int
+    global_mem: int
+    local_mem: int
+    compute_units: int
+    extensions: frozenset[str]
+    correct_div_sqrt: bool
+
+
+class Runtime:
+    def __init__(self) -> None:
+        self.device = pick_device()
+        d = self.device
+        try:
+            self.context = cl.Context([d])
+            self.queue = cl.CommandQueue(
+                self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
+        except cl.Error as exc:
+            raise BackendUnavailable(ID, f"cannot open {d.name}: {error_name(exc)}.",
+                                     "check the OpenCL driver installation (`clinfo`).") from None
+        sizes = tuple(d.max_work_item_sizes) + (1, 1, 1)
+        self.info = DeviceInfo(
+            name=d.name, platform=d.platform.name, driver=d.driver_version,
+            max_workgroup_size=int(d.max_work_group_size),
+            max_item_sizes=tuple(int(s) for s in sizes[:3]),  # type: ignore[arg-type]
+            max_alloc=int(d.max_mem_alloc_size), global_mem=int(d.global_mem_size),
+            local_mem=int(d.local_mem_size), compute_units=int(d.max_compute_units),
+            extensions=frozenset(d.extensions.split()),
+            correct_div_sqrt=bool(d.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT))
+        self.options = list(BASE_OPTIONS) + ([CORRECT_DIV_SQRT] if self.info.correct_div_sqrt else [])
+        self.disk = DiskCache("opencl")
+        self.fingerprint = blake3.blake3(
+            f"{self.info.platform}|{self.info.name}|{self.info.driver}|{cl.VERSION}".encode()).digest()
+        self.zero = np.zeros(1, dtype=np.uint32)
+
+    # ---- programs ----------------------------------------------------------------------
+    def build(self, source: str) -> tuple[cl.Program, str]:
+        """Build ``source``; returns the program and how (``disk`` or ``compiled``)."""
+        key = blake3.blake3(self.fingerprint + "|".join(self.options).encode() + source.encode()).digest()
+        binary = self.disk.get(key)
+        if binary is not None:
+            try:
+                prg = cl.Program(self.context, [self.device], [binary]).build(options=self.options)
+                return prg, "disk"
+            except cl.Error:
+                pass  # a binary the driver no longer accepts: rebuild from source
+        try:
+            prg = cl.Program(self.context, source).build(options=self.options, cache_dir=False)
+        except cl.Error as exc:
+            path = self.save_source(source)
+            log = _build_log(exc)
+            raise KernelCompileFailed(
+                f"OpenCL C build failed on {self.info.name}: {log[:2000]} (source: {path})",
+                "this is a vyre code-generation bug: report it with the source file; meanwhile "
+                "run on another backend.", backend=ID, log=log, source_path=str(path)) from None
+        try:
+            self.disk.put(key, bytes(prg.binaries[0]))
+        except cl.Error:
+            pass
+        return prg, "compiled"
+
+    def save_source(self, source: str) -> os.PathLike:
+        folder = cache_root() / "opencl-src"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{blake3.blake3(source.encode()).hexdigest()[:16]}.cl"
+        path.write_text(source)
+        return path
+
+    # ---- memory ------------------------------------------------------------------------
+    def buffer(self, nbytes: int) -> cl.Buffer:
+        try:
+            return cl.Buffer(self.context, cl.mem_flags.READ_WRITE, size=max(4, nbytes))
+        except cl.Error as exc:
+            raise self.oom_or_fail(exc, nbytes) from None
+
+    def oom_or_fail(self, exc: cl.Error, nbytes: int = 0):
+        name = error_name(exc)
+        if name in _OOM or isinstance(exc, cl.MemoryError):
+            return DeviceOutOfMemory(nbytes, self.info.global_mem, backend=ID)
+        return DispatchFailed(f"OpenCL error {name}: {exc}.", "check the device and inputs; "
+                              "`vyre doctor` reports the OpenCL setup.", backend=ID)
+
+
+def _build_log(exc: Exception) -> str:
+    text = str(exc)
+    return text.strip() or "no build log"
+
+
+def now_ns() -> int:
+    return time.perf_counter_ns()

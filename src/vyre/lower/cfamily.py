@@ -1,0 +1,444 @@
+"""C-family source emission shared by the OpenCL C and CUDA C printers.
+
+The emitter flattens every expression into typed temporaries in evaluation order (C leaves
+operand order unspecified; vyre does not), applies the semantics of docs/semantics.md
+explicitly (bounds-checked loads and stores, f32 canonicalisation, integer edge cases,
+saturating float->int casts, wrap-around i32 arithmetic done on u32) and prints through a
+`Dialect`, which spells the target's qualifiers, builtins, barriers and atomics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from vyre.ir import expr as E
+from vyre.ir import node as N
+from vyre.ir.typecheck import bin_result, un_result
+from vyre.ir.types import AtomicOp, BinOp, Builtin, DataType, MemoryOrdering, UnOp
+
+from .plan import KernelPlan
+
+CT = {DataType.U32: "uint", DataType.I32: "int", DataType.F32: "float", DataType.BOOL: "bool"}
+
+
+@dataclass(frozen=True)
+class Dialect:
+    name: str
+    header: str                                   # target typedefs and macro definitions
+    kernel: str                                   # kernel qualifier(s), e.g. "__kernel void"
+    global_param: str                             # pointer parameter type for a bound buffer
+    local_array: str                              # "{name}" and "{count}" placeholders
+    local_ptr: str                                # pointer type into workgroup memory
+    global_ptr: str                               # pointer type into global memory (atomics)
+    barrier: str
+    builtin: Callable[[Builtin, int], str]
+    atomic: Callable[[AtomicOp, str, str, str | None, bool], str]  # (op, ptr, val, expected, signed)
+    fn: dict[str, str]                            # math/intrinsic function names
+
+
+PRELUDE = r"""
+#define VY_NAN_BITS 0x7FC00000u
+VY_FN float vy_canon(float x) {
+    uint b = VY_F2U(x);
+    uint e = b & 0x7F800000u;
+    if (e == 0x7F800000u && (b & 0x007FFFFFu) != 0u) return VY_U2F(VY_NAN_BITS);
+    if (e == 0u) return VY_U2F(b & 0x80000000u);
+    return x;
+}
+VY_FN bool vy_isnan(float x) { return (VY_F2U(x) & 0x7FFFFFFFu) > 0x7F800000u; }
+VY_FN bool vy_isinf(float x) { return (VY_F2U(x) & 0x7FFFFFFFu) == 0x7F800000u; }
+VY_FN float vy_fmin(float a, float b) {
+    if (vy_isnan(a) || vy_isnan(b)) return VY_U2F(VY_NAN_BITS);
+    if (a < b) return a;
+    if (b < a) return b;
+    return (VY_F2U(a) & 0x80000000u) ? a : b;
+}
+VY_FN float vy_fmax(float a, float b) {
+    if (vy_isnan(a) || vy_isnan(b)) return VY_U2F(VY_NAN_BITS);
+    if (a > b) return a;
+    if (b > a) return b;
+    return (VY_F2U(a) & 0x80000000u) ? b : a;
+}
+VY_FN float vy_fsign(float a) {
+    if (vy_isnan(a)) return a;
+    if (a > 0.0f) return 1.0f;
+    if (a < 0.0f) return -1.0f;
+    return a;
+}
+VY_FN float vy_fround(float a) {
+    float t = VY_TRUNC(a);
+    float d = a - t;
+    if (d >= 0.5f) return t + 1.0f;
+    if (d <= -0.5f) return t - 1.0f;
+    return t;
+}
+VY_FN uint vy_f2u(float x) {
+    if (vy_isnan(x) || x <= 0.0f) return 0u;
+    if (x >= 4294967296.0f) return 0xFFFFFFFFu;
+    return (uint)x;
+}
+VY_FN int vy_f2i(float x) {
+    if (vy_isnan(x)) return 0;
+    if (x <= -2147483648.0f) return (int)0x80000000u;
+    if (x >= 2147483648.0f) return 0x7FFFFFFF;
+    return (int)x;
+}
+VY_FN uint vy_udiv(uint a, uint b) { return b == 0u ? 0xFFFFFFFFu : a / b; }
+VY_FN uint vy_umod(uint a, uint b) { return b == 0u ? 0u : a % b; }
+VY_FN int vy_idiv(int a, int b, VY_GPTR err) {
+    if (b == 0 || (a == (int)0x80000000u && b == -1)) { err[0] = 1u; return 0; }
+    return a / b;
+}
+VY_FN int vy_imod(int a, int b, VY_GPTR err) {
+    if (b == 0 || (a == (int)0x80000000u && b == -1)) { err[0] = 1u; return 0; }
+    return a % b;
+}
+VY_FN uint vy_rotl(uint a, uint b) { uint s = b & 31u; return s == 0u ? a : (a << s) | (a >> (32u - s)); }
+VY_FN uint vy_rotr(uint a, uint b) { uint s = b & 31u; return s == 0u ? a : (a >> s) | (a << (32u - s)); }
+VY_FN uint vy_ctz(uint x) { return x == 0u ? 32u : 31u - (uint)VY_CLZ(x & (0u - x)); }
+VY_FN uint vy_brev(uint x) {
+    x = ((x >> 1) & 0x55555555u) | ((x & 0x55555555u) << 1);
+    x = ((x >> 2) & 0x33333333u) | ((x & 0x33333333u) << 2);
+    x = ((x >> 4) & 0x0F0F0F0Fu) | ((x & 0x0F0F0F0Fu) << 4);
+    x = ((x >> 8) & 0x00FF00FFu) | ((x & 0x00FF00FFu) << 8);
+    return (x >> 16) | (x << 16);
+}
+VY_FN uint vy_usat_add(uint a, uint b) { uint s = a + b; return s < a ? 0xFFFFFFFFu : s; }
+VY_FN uint vy_usat_mul(uint a, uint b) { vy_u64 p = (vy_u64)a * (vy_u64)b; return p > 0xFFFFFFFFull ? 0xFFFFFFFFu : (uint)p; }
+VY_FN int vy_isat(vy_i64 v) { return v > 2147483647ll ? 0x7FFFFFFF : (v < -2147483648ll ? (int)0x80000000u : (int)v); }
+"""
+
+
+class _Emitter:
+    def __init__(self, plan: KernelPlan, d: Dialect) -> None:
+        self.plan, self.d = plan, d
+        self.program = plan.program
+        self.lines: list[str] = []
+        self.tmp = 0
+        self.indent = 1
+        self.scope: list[dict[str, DataType]] = [{}]
+        self.alive = False  # inside the "alive" scheme (a barrier program that may return)
+
+    # ---- output helpers ----------------------------------------------------------------
+    def out(self, line: str) -> None:
+        self.lines.append("    " * self.indent + line)
+
+    def fresh(self, t: DataType, value: str) -> str:
+        self.tmp += 1
+        name = f"t{self.tmp}"
+        self.out(f"const {CT[t]} {name} = {value};")
+        return name
+
+    def lookup(self, name: str) -> DataType:
+        for frame in reversed(self.scope):
+            if name in frame:
+                return frame[name]
+        raise KeyError(name)
+
+    def count(self, buffer: str) -> str:
+        decl = self.program.buffer(buffer)
+        if decl.is_workgroup:
+            return f"{decl.count}u"
+        return f"n_{buffer}"
+
+    def ptr(self, buffer: str) -> str:
+        decl = self.program.buffer(buffer)
+        return f"w_{buffer}" if decl.is_workgroup else f"b_{buffer}"
+
+    # ---- expressions: returns (C operand, type, canonical-f32?) --------------------------
+    def expr(self, e: E.Expr) -> tuple[str, DataType, bool]:
+        fn = self.d.fn
+        if isinstance(e, E.Lit):
+            if e.dtype is DataType.U32:
+                return f"{e.bits}u", e.dtype, True
+            if e.dtype is DataType.I32:
+                return f"((int){e.bits}u)", e.dtype, True
+            if e.dtype is DataType.F32:
+                return f"VY_U2F(0x{e.bits:08X}u)", e.dtype, True
+            return ("true" if e.bits else "false"), e.dtype, True
+        if isinstance(e, E.Var):
+            return f"v_{e.name}", self.lookup(e.name), False
+        if isinstance(e, E.BufLen):
+            return self.count(e.buffer), DataType.U32, True
+        if isinstance(e, E.Id):
+            return self.d.builtin(e.kind, e.axis), DataType.U32, True
+        if isinstance(e, E.Load):
+            i, _, _ = self.expr(e.index)
+            t = self.program.buffer(e.buffer).dtype
+            word = self.fresh(DataType.U32, f"({i} < {self.count(e.buffer)}) ? {self.ptr(e.buffer)}[{i}] : 0u")
+            return self.from_word(word, t), t, False
+        if isinstance(e, E.Bin):
+            return self.binary(e)
+        if isinstance(e, E.Un):
+            return self.unary(e)
+        if isinstance(e, E.Select):
+            c, _, _ = self.expr(e.cond)
+            a, t, ca = self.expr(e.if_true)
+            b, _, cb = self.expr(e.if_false)
+            return self.fresh(t, f"{c} ? {a} : {b}"), t, ca and cb
+        if isinstance(e, E.Cast):
+            return self.cast(e)
+        if isinstance(e, E.Bitcast):
+            v, t, _ = self.expr(e.value)
+            if e.dtype is t:
+                return v, t, False
+            if e.dtype is DataType.F32:
+                return self.fresh(e.dtype, f"VY_U2F((uint){v})"), e.dtype, False
+            if t is DataType.F32:
+                return self.fresh(e.dtype, f"({CT[e.dtype]})VY_F2U({v})"), e.dtype, True
+            return self.fresh(e.dtype, f"({CT[e.dtype]}){v}"), e.dtype, True
+        if isinstance(e, E.Fma):
+            a, b, c = (self.canon(*self.expr(x)[::2]) for x in (e.a, e.b, e.c))
+            return self.fresh(DataType.F32, f"vy_canon({fn['fma']}({a}, {b}, {c}))"), DataType.F32, True
+        if isinstance(e, E.Atomic):
+            return self.atomic(e)
+        raise TypeError(type(e).__name__)
+
+    def from_word(self, word: str, t: DataType) -> str:
+        if t is DataType.U32:
+            return word
+        if t is DataType.I32:
+            return self.fresh(t, f"(int){word}")
+        if t is DataType.F32:
+            return self.fresh(t, f"VY_U2F({word})")
+        return self.fresh(t, f"{word} != 0u")
+
+    @staticmethod
+    def to_word(v: str, t: DataType) -> str:
+        if t is DataType.F32:
+            return f"VY_F2U({v})"
+        if t is DataType.BOOL:
+            return f"({v} ? 1u : 0u)"
+        return f"(uint){v}"
+
+    def canon(self, v: str, canonical: bool) -> str:
+        return v if canonical else self.fresh(DataType.F32, f"vy_canon({v})")
+
+    def binary(self, e: E.Bin) -> tuple[str, DataType, bool]:
+        a, ta, ca = self.expr(e.left)
+        b, tb, cb = self.expr(e.right)
+        rt = bin_result(e.op, ta, tb)
+        op = e.op
+        fresh = lambda s: self.fresh(rt, s)  # noqa: E731
+        if ta is DataType.BOOL:
+            sym = {BinOp.EQ: "==", BinOp.NE: "!=", BinOp.AND: "&&", BinOp.OR: "||"}[op]
+            return fresh(f"{a} {sym} {b}"), rt, True
+        cmp = {BinOp.EQ: "==", BinOp.NE: "!=", BinOp.LT: "<", BinOp.GT: ">", BinOp.LE: "<=",
+               BinOp.GE: ">="}
+        if ta is DataType.F32:
+            a, b = self.canon(a, ca), self.canon(b, cb)
+            if op in cmp:
+                return fresh(f"{a} {cmp[op]} {b}"), rt, True
+            f = self.d.fn
+            body = {BinOp.ADD: f"{a} + {b}", BinOp.SUB: f"{a} - {b}", BinOp.MUL: f"{a} * {b}",
+                    BinOp.DIV: f"{a} / {b}", BinOp.MOD: f"{f['fmod']}({a}, {b})",
+                    BinOp.MIN: f"vy_fmin({a}, {b})", BinOp.MAX: f"vy_fmax({a}, {b})",
+                    BinOp.ABS_DIFF: f"{f['fabs']}(vy_canon({a} - {b}))"}[op]
+            return fresh(f"vy_canon({body})"), rt, True
+        if op in cmp:
+            return fresh(f"{a} {cmp[op]} {b}"), rt, True
+        if op in (BinOp.SHL, BinOp.SHR, BinOp.ROTATE_LEFT, BinOp.ROTATE_RIGHT):
+            s = f"((uint){b} & 31u)"
+            if op is BinOp.SHR:
+                return fresh(f"{a} >> {s}"), rt, True  # i32: arithmetic shift
+            ua = f"(uint){a}"
+            body = {BinOp.SHL: f"{ua} << {s}", BinOp.ROTATE_LEFT: f"vy_rotl({ua}, {s})",
+                    BinOp.ROTATE_RIGHT: f"vy_rotr({ua}, {s})"}[op]
+            return fresh(f"({CT[rt]})({body})"), rt, True
+        signed = ta is DataType.I32
+        if not signed:
+            body = {BinOp.ADD: f"{a} + {b}", BinOp.SUB: f"{a} - {b}", BinOp.MUL: f"{a} * {b}",
+                    BinOp.DIV: f"vy_udiv({a}, {b})", BinOp.MOD: f"vy_umod({a}, {b})",
+                    BinOp.BITAND: f"{a} & {b}", BinOp.BITOR: f"{a} | {b}", BinOp.BITXOR: f"{a} ^ {b}",
+                    BinOp.MIN: f"{a} < {b} ? {a} : {b}", BinOp.MAX: f"{a} > {b} ? {a} : {b}",
+                    BinOp.ABS_DIFF: f"{a} > {b} ? {a} - {b} : {b} - {a}",
+                    BinOp.SATURATING_ADD: f"vy_usat_add({a}, {b})",
+                    BinOp.SATURATING_SUB: f"{a} > {b} ? {a} - {b} : 0u",
+                    BinOp.SATURATING_MUL: f"vy_usat_mul({a}, {b})",
+                    BinOp.MUL_HIGH: f"(uint)(((vy_u64){a} * (vy_u64){b}) >> 32)"}[op]
+            return fresh(body), rt, True
+        ua, ub = f"(uint){a}", f"(uint){b}"
+        body = {BinOp.ADD: f"(int)({ua} + {ub})", BinOp.SUB: f"(int)({ua} - {ub})",
+                BinOp.MUL: f"(int)({ua} * {ub})", BinOp.DIV: f"vy_idiv({a}, {b}, vy_err)",
+                BinOp.MOD: f"vy_imod({a}, {b}, vy_err)", BinOp.BITAND: f"{a} & {b}",
+                BinOp.BITOR: f"{a} | {b}", BinOp.BITXOR: f"{a} ^ {b}",
+                BinOp.MIN: f"{a} < {b} ? {a} : {b}", BinOp.MAX: f"{a} > {b} ? {a} : {b}",
+                BinOp.ABS_DIFF: f"(int)({a} > {b} ? {ua} - {ub} : {ub} - {ua})",
+                BinOp.SATURATING_ADD: f"vy_isat((vy_i64){a} + (vy_i64){b})",
+                BinOp.SATURATING_SUB: f"vy_isat((vy_i64){a} - (vy_i64){b})",
+                BinOp.SATURATING_MUL: f"vy_isat((vy_i64){a} * (vy_i64){b})",
+                BinOp.MUL_HIGH: f"(int)(((vy_i64){a} * (vy_i64){b}) >> 32)"}[op]
+        return fresh(body), rt, True
+
+    def unary(self, e: E.Un) -> tuple[str, DataType, bool]:
+        a, t, ca = self.expr(e.operand)
+        rt = un_result(e.op, t)
+        op, f = e.op, self.d.fn
+        if t is DataType.BOOL:
+            return self.fresh(rt, f"!{a}"), rt, True
+        if t is DataType.F32:
+            a = self.canon(a, ca)
+            if op is UnOp.IS_NAN:
+                return self.fresh(rt, f"vy_isnan({a})"), rt, True
+            if op is UnOp.IS_INF:
+                return self.fresh(rt, f"vy_isinf({a})"), rt, True
+            if op is UnOp.IS_FINITE:
+                return self.fresh(rt, f"!vy_isnan({a}) && !vy_isinf({a})"), rt, True
+            body = {UnOp.NEGATE: f"-{a}", UnOp.ABS: f"{f['fabs']}({a})", UnOp.SQRT: f"{f['sqrt']}({a})",
+                    UnOp.FLOOR: f"{f['floor']}({a})", UnOp.CEIL: f"{f['ceil']}({a})",
+                    UnOp.TRUNC: f"{f['trunc']}({a})", UnOp.ROUND: f"vy_fround({a})",
+                    UnOp.SIGN: f"vy_fsign({a})", UnOp.RECIPROCAL: f"1.0f / {a}"}.get(op)
+            if body is None:
+                body = f"{f[op.value]}({a})"
+            return self.fresh(rt, f"vy_canon({body})"), rt, True
+        u = f"(uint){a}"
+        if op is UnOp.NEGATE:
+            return self.fresh(rt, f"({CT[t]})(0u - {u})"), rt, True
+        if op is UnOp.BITNOT:
+            return self.fresh(rt, f"~{a}"), rt, True
+        if op is UnOp.ABS:
+            return self.fresh(rt, a if t is DataType.U32 else f"{a} < 0 ? (int)(0u - {u}) : {a}"), rt, True
+        if op is UnOp.SIGN:
+            body = f"{a} != 0u ? 1u : 0u" if t is DataType.U32 else f"{a} > 0 ? 1 : ({a} < 0 ? -1 : 0)"
+            return self.fresh(rt, body), rt, True
+        body = {UnOp.POPCOUNT: f"(uint){f['popcount']}({u})", UnOp.CLZ: f"(uint){f['clz']}({u})",
+                UnOp.CTZ: f"vy_ctz({u})", UnOp.REVERSE_BITS: f"{f['brev']}({u})"}[op]
+        return self.fresh(rt, f"({CT[t]}){body}"), rt, True
+
+    def cast(self, e: E.Cast) -> tuple[str, DataType, bool]:
+        v, t, c = self.expr(e.value)
+        d = e.dtype
+        if d is t:
+            return v, t, c
+        if d is DataType.BOOL:
+            if t is DataType.F32:
+                return self.fresh(d, f"{self.canon(v, c)} != 0.0f"), d, True
+            return self.fresh(d, f"{v} != 0"), d, True
+        if t is DataType.BOOL:
+            one, zero = {DataType.U32: ("1u", "0u"), DataType.I32: ("1", "0"),
+                         DataType.F32: ("1.0f", "0.0f")}[d]
+            return self.fresh(d, f"{v} ? {one} : {zero}"), d, True
+        if d is DataType.F32:
+            return self.fresh(d, f"{self.d.fn['u2f' if t is DataType.U32 else 'i2f']}({v})"), d, True
+        if t is DataType.F32:
+            v = self.canon(v, c)
+            return self.fresh(d, f"{'vy_f2u' if d is DataType.U32 else 'vy_f2i'}({v})"), d, True
+        return self.fresh(d, f"({CT[d]}){v}"), d, True
+
+    def atomic(self, e: E.Atomic) -> tuple[str, DataType, bool]:
+        i, _, _ = self.expr(e.index)
+        v, t, _ = self.expr(e.value)
+        x = self.expr(e.expected)[0] if e.expected is not None else None
+        decl = self.program.buffer(e.buffer)
+        signed = t is DataType.I32
+        cast_t = "int" if signed else "uint"
+        ptr_t = self.d.local_ptr if decl.is_workgroup else self.d.global_ptr
+        ptr = f"({ptr_t.format(t=cast_t)})&{self.ptr(e.buffer)}[{i}]"
+        call = self.d.atomic(e.op, ptr, f"({cast_t}){v}", None if x is None else f"({cast_t}){x}", signed)
+        return self.fresh(t, f"({i} < {self.count(e.buffer)}) ? ({CT[t]}){call} : ({CT[t]})0"), t, True
+
+    # ---- statements --------------------------------------------------------------------
+    def block(self, body: tuple[N.Node, ...], guarded: bool = False) -> None:
+        self.scope.append({})
+        returned = False
+        for n in body:
+            self.stmt(n, guarded or returned)
+            if self.alive and _contains_return(n):
+                returned = True
+        self.scope.pop()
+
+    def open(self, head: str) -> None:
+        self.out(head + " {")
+        self.indent += 1
+
+    def close(self) -> None:
+        self.indent -= 1
+        self.out("}")
+
+    def stmt(self, n: N.Node, guarded: bool) -> None:
+        if guarded and not _contains_barrier(n):
+            self.open("if (vy_alive)")
+            self.stmt(n, False)
+            self.close()
+            return
+        if isinstance(n, N.Let):
+            v, t, _ = self.expr(n.value)
+            self.scope[-1][n.name] = t
+            self.out(f"{CT[t]} v_{n.name} = {v};")
+        elif isinstance(n, N.Assign):
+            v, _, _ = self.expr(n.value)
+            self.out(f"v_{n.name} = {v};")
+        elif isinstance(n, N.Store):
+            i, _, _ = self.expr(n.index)
+            v, t, _ = self.expr(n.value)
+            self.out(f"if ({i} < {self.count(n.buffer)}) {self.ptr(n.buffer)}[{i}] = {self.to_word(v, t)};")
+        elif isinstance(n, N.If):
+            c, _, _ = self.expr(n.cond)
+            self.open(f"if ({c})")
+            self.block(n.then, guarded)
+            self.close()
+            if n.otherwise:
+                self.open("else")
+                self.block(n.otherwise, guarded)
+                self.close()
+        elif isinstance(n, N.Loop):
+            lo, t, _ = self.expr(n.from_)
+            hi, _, _ = self.expr(n.to)
+            self.scope.append({n.var: t})
+            self.open(f"for ({CT[t]} v_{n.var} = {lo}; v_{n.var} < {hi}; v_{n.var}++)")
+            self.block(n.body, guarded)
+            self.close()
+            self.scope.pop()
+        elif isinstance(n, N.Block | N.Region):
+            self.open("")
+            self.block(n.body, guarded)
+            self.close()
+        elif isinstance(n, N.Return):
+            self.out("vy_alive = false;" if self.alive else "return;")
+        elif isinstance(n, N.Barrier):
+            if n.ordering is MemoryOrdering.SEQ_CST:
+                self.out(self.d.barrier)
+        elif isinstance(n, N.Eval):
+            self.expr(n.value)
+
+    # ---- kernels -----------------------------------------------------------------------
+    def kernel(self, index: int, body: tuple[N.Node, ...]) -> str:
+        self.lines = []
+        self.indent = 1
+        self.tmp = 0
+        self.scope = [{}]
+        self.alive = self.plan.has_barrier and any(isinstance(n, N.Return) for n in N.walk_nodes(body))
+        params = [f"{self.d.global_param} b_{b.name}" for b in self.plan.bound]
+        params += [f"uint n_{b.name}" for b in self.plan.bound]
+        params.append(f"{self.d.global_param} vy_err")
+        for w in self.plan.workgroup:
+            self.out(self.d.local_array.format(name=f"w_{w.name}", count=w.count))
+        if self.plan.workgroup:
+            wx, wy, wz = self.program.workgroup_size
+            lin = (f"({self.d.builtin(Builtin.LID, 0)} + {wx}u * ({self.d.builtin(Builtin.LID, 1)} "
+                   f"+ {wy}u * {self.d.builtin(Builtin.LID, 2)}))")
+            self.out(f"const uint vy_lin = {lin};")
+            for w in self.plan.workgroup:
+                self.out(f"for (uint z = vy_lin; z < {w.count}u; z += {wx * wy * wz}u) w_{w.name}[z] = 0u;")
+            self.out(self.d.barrier)
+        if self.alive:
+            self.out("bool vy_alive = true;")
+        self.block(body)
+        head = f"{self.d.kernel} {self.plan.entries[index]}({', '.join(params)})"
+        return head + " {\n" + "\n".join(self.lines) + "\n}\n"
+
+
+def _contains_return(n: N.Node) -> bool:
+    return any(isinstance(s, N.Return) for s in N.walk_nodes((n,)))
+
+
+def _contains_barrier(n: N.Node) -> bool:
+    return any(isinstance(s, N.Barrier) for s in N.walk_nodes((n,)))
+
+
+def emit_source(plan: KernelPlan, dialect: Dialect) -> str:
+    """Complete target source: header, shared prelude, one kernel per phase."""
+    em = _Emitter(plan, dialect)
+    kernels = [em.kernel(i, body) for i, body in enumerate(plan.phases)]
+    return "\n".join([dialect.header, PRELUDE, *kernels])

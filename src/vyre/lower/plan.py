@@ -1,0 +1,72 @@
+"""The backend-neutral kernel plan: what every code generator needs to know about a
+validated Program before printing target source.
+
+A plan fixes the kernel ABI (bound buffers in binding order, one u32 element count per bound
+buffer, an optional error-flag buffer), the phases (top-level grid_sync splits the program
+into kernels launched in sequence), the workgroup arrays, and whether an invocation can end
+early in a program with barriers (then it must keep reaching barriers: the "alive" scheme).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vyre.ir import expr as E
+from vyre.ir import node as N
+from vyre.ir.program import BufferDecl, Program
+from vyre.ir.types import TRANSCENDENTAL, BinOp, DataType, MemoryOrdering
+
+ENTRY = "vyre_phase_{}"
+
+
+@dataclass(frozen=True)
+class KernelPlan:
+    program: Program
+    bound: tuple[BufferDecl, ...]        # kernel buffer params, binding order
+    workgroup: tuple[BufferDecl, ...]    # per-workgroup arrays
+    phases: tuple[tuple[N.Node, ...], ...]
+    needs_error_flag: bool               # i32 DIV/MOD present: errors reported via a flag word
+    has_barrier: bool
+    uses_transcendentals: bool
+
+    @property
+    def entries(self) -> tuple[str, ...]:
+        return tuple(ENTRY.format(i) for i in range(len(self.phases)))
+
+    def param_index(self, name: str) -> int:
+        for i, b in enumerate(self.bound):
+            if b.name == name:
+                return i
+        raise KeyError(name)
+
+
+def _exprs(program: Program):
+    for n in N.walk_nodes(program.body):
+        for root in N.node_exprs(n):
+            yield from E.walk(root)
+
+
+def _has_division(program: Program) -> bool:
+    """Any DIV/MOD (an over-approximation of "an i32 division may fail"; types need scope)."""
+    return any(isinstance(e, E.Bin) and e.op in (BinOp.DIV, BinOp.MOD) for e in _exprs(program))
+
+
+def lower(program: Program) -> KernelPlan:
+    """Plan the kernels of a *validated* program."""
+    phases: list[list[N.Node]] = [[]]
+    for n in program.body:
+        if isinstance(n, N.Barrier) and n.ordering is MemoryOrdering.GRID_SYNC:
+            phases.append([])
+        else:
+            phases[-1].append(n)
+    bound = tuple(sorted((b for b in program.buffers if not b.is_workgroup),
+                         key=lambda b: b.binding))
+    has_barrier = any(isinstance(n, N.Barrier) and n.ordering is MemoryOrdering.SEQ_CST
+                      for n in N.walk_nodes(program.body))
+    uses_tr = any(isinstance(e, E.Un) and e.op in TRANSCENDENTAL for e in _exprs(program))
+    return KernelPlan(program, bound, program.workgroup_buffers, tuple(tuple(p) for p in phases),
+                      _has_division(program), has_barrier, uses_tr)
+
+
+def word_of(dtype: DataType) -> str:
+    return "u32" if dtype is not DataType.F32 else "f32"
