@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from vyre.ir import expr as E
 from vyre.ir import node as N
-from vyre.ir.typecheck import bin_result, un_result
+from vyre.ir.typecheck import bin_result, infer, un_result
 from vyre.ir.types import AtomicOp, BinOp, Builtin, DataType, MemoryOrdering, UnOp
 
 from .plan import KernelPlan
@@ -66,7 +66,14 @@ VY_FN float vy_fsign(float a) {
     if (a < 0.0f) return -1.0f;
     return a;
 }
+// Rounding builtins only see |x| < 2^23; anything else (larger, inf, NaN) is already
+// integral or passes through. PoCL's LLVM folds ceil/floor/trunc of a NaN constant to garbage.
+VY_FN bool vy_small(float x) { return (VY_F2U(x) & 0x7FFFFFFFu) < 0x4B000000u; }
+VY_FN float vy_floor(float x) { return vy_small(x) ? VY_FLOOR(x) : x; }
+VY_FN float vy_ceil(float x) { return vy_small(x) ? VY_CEIL(x) : x; }
+VY_FN float vy_trunc(float x) { return vy_small(x) ? VY_TRUNC(x) : x; }
 VY_FN float vy_fround(float a) {
+    if (!vy_small(a)) return a;
     float t = VY_TRUNC(a);
     float d = a - t;
     if (d >= 0.5f) return t + 1.0f;
@@ -286,8 +293,8 @@ class _Emitter:
             if op is UnOp.IS_FINITE:
                 return self.fresh(rt, f"!vy_isnan({a}) && !vy_isinf({a})"), rt, True
             body = {UnOp.NEGATE: f"-{a}", UnOp.ABS: f"{f['fabs']}({a})", UnOp.SQRT: f"{f['sqrt']}({a})",
-                    UnOp.FLOOR: f"{f['floor']}({a})", UnOp.CEIL: f"{f['ceil']}({a})",
-                    UnOp.TRUNC: f"{f['trunc']}({a})", UnOp.ROUND: f"vy_fround({a})",
+                    UnOp.FLOOR: f"vy_floor({a})", UnOp.CEIL: f"vy_ceil({a})",
+                    UnOp.TRUNC: f"vy_trunc({a})", UnOp.ROUND: f"vy_fround({a})",
                     UnOp.SIGN: f"vy_fsign({a})", UnOp.RECIPROCAL: f"1.0f / {a}"}.get(op)
             if body is None:
                 body = f"{f[op.value]}({a})"
@@ -357,6 +364,15 @@ class _Emitter:
         self.out("}")
 
     def stmt(self, n: N.Node, guarded: bool) -> None:
+        if guarded and isinstance(n, N.Let):
+            # declare outside the guard so later statements see it; assign inside
+            t = infer(n.value, {k: v for f in self.scope for k, v in f.items()}, self.program)
+            self.scope[-1][n.name] = t
+            self.out(f"{CT[t]} v_{n.name} = ({CT[t]})0;")
+            self.open("if (vy_alive)")
+            self.stmt(N.Assign(n.name, n.value), False)
+            self.close()
+            return
         if guarded and not _contains_barrier(n):
             self.open("if (vy_alive)")
             self.stmt(n, False)
@@ -387,7 +403,9 @@ class _Emitter:
             hi, _, _ = self.expr(n.to)
             self.scope.append({n.var: t})
             self.open(f"for ({CT[t]} v_{n.var} = {lo}; v_{n.var} < {hi}; v_{n.var}++)")
-            self.block(n.body, guarded)
+            # a return inside the body must also skip the body's earlier statements on
+            # later trips: guard the whole body
+            self.block(n.body, guarded or (self.alive and _contains_return(n)))
             self.close()
             self.scope.pop()
         elif isinstance(n, N.Block | N.Region):

@@ -22,6 +22,8 @@ typedef long vy_i64;
 #define VY_F2U(x) as_uint(x)
 #define VY_U2F(x) as_float(x)
 #define VY_TRUNC(x) trunc(x)
+#define VY_FLOOR(x) floor(x)
+#define VY_CEIL(x) ceil(x)
 #define VY_CLZ(x) clz(x)
 """
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from dataclasses import dataclass
 
 import blake3
@@ -114,7 +115,9 @@ class Runtime:
             except cl.Error:
                 pass  # a binary the driver no longer accepts: rebuild from source
         try:
-            prg = cl.Program(self.context, source).build(options=self.options, cache_dir=False)
+            with warnings.catch_warnings():  # PoCL's clang notes (unused temporaries) are noise
+                warnings.simplefilter("ignore", cl.CompilerWarning)
+                prg = cl.Program(self.context, source).build(options=self.options, cache_dir=False)
         except cl.Error as exc:
             path = self.save_source(source)
             log = _build_log(exc)
