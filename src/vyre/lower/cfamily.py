@@ -24,6 +24,11 @@ CT = {DataType.U32: "uint", DataType.I32: "int", DataType.F32: "float", DataType
 
 @dataclass(frozen=True)
 class Dialect:
+    """How a C-family target spells things. ``header`` must define: the ``uint`` type,
+    ``vy_u64``/``vy_i64``, ``VY_FN`` (helper qualifier), ``VY_GPTR`` (global word pointer),
+    ``VY_F2U``/``VY_U2F`` (bit casts), ``VY_FADD``/``VY_FSUB``/``VY_FMUL``/``VY_FDIV``
+    (correctly rounded, never contracted), ``VY_TRUNC``/``VY_FLOOR``/``VY_CEIL``, ``VY_CLZ``."""
+
     name: str
     header: str                                   # target typedefs and macro definitions
     kernel: str                                   # kernel qualifier(s), e.g. "__kernel void"
@@ -238,10 +243,11 @@ class _Emitter:
             if op in cmp:
                 return fresh(f"{a} {cmp[op]} {b}"), rt, True
             f = self.d.fn
-            body = {BinOp.ADD: f"{a} + {b}", BinOp.SUB: f"{a} - {b}", BinOp.MUL: f"{a} * {b}",
-                    BinOp.DIV: f"{a} / {b}", BinOp.MOD: f"{f['fmod']}({a}, {b})",
+            body = {BinOp.ADD: f"VY_FADD({a}, {b})", BinOp.SUB: f"VY_FSUB({a}, {b})",
+                    BinOp.MUL: f"VY_FMUL({a}, {b})", BinOp.DIV: f"VY_FDIV({a}, {b})",
+                    BinOp.MOD: f"{f['fmod']}({a}, {b})",
                     BinOp.MIN: f"vy_fmin({a}, {b})", BinOp.MAX: f"vy_fmax({a}, {b})",
-                    BinOp.ABS_DIFF: f"{f['fabs']}(vy_canon({a} - {b}))"}[op]
+                    BinOp.ABS_DIFF: f"{f['fabs']}(vy_canon(VY_FSUB({a}, {b})))"}[op]
             return fresh(f"vy_canon({body})"), rt, True
         if op in cmp:
             return fresh(f"{a} {cmp[op]} {b}"), rt, True
@@ -295,7 +301,7 @@ class _Emitter:
             body = {UnOp.NEGATE: f"-{a}", UnOp.ABS: f"{f['fabs']}({a})", UnOp.SQRT: f"{f['sqrt']}({a})",
                     UnOp.FLOOR: f"vy_floor({a})", UnOp.CEIL: f"vy_ceil({a})",
                     UnOp.TRUNC: f"vy_trunc({a})", UnOp.ROUND: f"vy_fround({a})",
-                    UnOp.SIGN: f"vy_fsign({a})", UnOp.RECIPROCAL: f"1.0f / {a}"}.get(op)
+                    UnOp.SIGN: f"vy_fsign({a})", UnOp.RECIPROCAL: f"VY_FDIV(1.0f, {a})"}.get(op)
             if body is None:
                 body = f"{f[op.value]}({a})"
             return self.fresh(rt, f"vy_canon({body})"), rt, True

@@ -21,6 +21,10 @@ typedef long vy_i64;
 #define VY_GPTR __global uint*
 #define VY_F2U(x) as_uint(x)
 #define VY_U2F(x) as_float(x)
+#define VY_FADD(a, b) ((a) + (b))
+#define VY_FSUB(a, b) ((a) - (b))
+#define VY_FMUL(a, b) ((a) * (b))
+#define VY_FDIV(a, b) ((a) / (b))
 #define VY_TRUNC(x) trunc(x)
 #define VY_FLOOR(x) floor(x)
 #define VY_CEIL(x) ceil(x)

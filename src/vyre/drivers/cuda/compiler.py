@@ -1,0 +1,100 @@
+"""NVRTC: CUDA C -> cubin for one architecture, through cuda.bindings.nvrtc.
+
+Needs no GPU (CI compiles every generated kernel with it). Results are cached on disk by
+vyre's `DiskCache`, keyed by source, architecture, options and NVRTC version, so a second
+process loads the cubin without running NVRTC.
+"""
+
+from __future__ import annotations
+
+import blake3
+
+from vyre.driver.errors import BackendUnavailable, KernelCompileFailed
+from vyre.driver.pipeline import DiskCache, cache_root
+
+ID = "cuda"
+OPTIONS = ("--fmad=false", "--ftz=false", "--prec-div=true", "--prec-sqrt=true", "-std=c++17")
+
+
+def _nvrtc():
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError as exc:
+        raise BackendUnavailable(ID, f"NVRTC is not importable ({exc}).",
+                                 "pip install 'vyre[cuda]' (cuda-bindings and nvidia-cuda-nvrtc).") from None
+    return nvrtc
+
+
+def _check(nvrtc, result) -> tuple:
+    err, *rest = result
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise RuntimeError(f"{err!r}")
+    return tuple(rest)
+
+
+def nvrtc_version() -> tuple[int, int]:
+    nvrtc = _nvrtc()
+    try:
+        major, minor = _check(nvrtc, nvrtc.nvrtcVersion())
+    except Exception as exc:  # libnvrtc missing
+        raise BackendUnavailable(ID, f"NVRTC library not loadable ({exc}).",
+                                 "pip install nvidia-cuda-nvrtc matching cuda-bindings.") from None
+    return int(major), int(minor)
+
+
+def _save_source(source: str) -> str:
+    folder = cache_root() / "cuda-src"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{blake3.blake3(source.encode()).hexdigest()[:16]}.cu"
+    path.write_text(source)
+    return str(path)
+
+
+def compile_cubin(source: str, arch: str, name: str = "vyre.cu") -> bytes:
+    """Compile ``source`` to a cubin for ``arch`` (e.g. ``"sm_90"``); raises
+    `KernelCompileFailed` with NVRTC's log and the saved source path."""
+    nvrtc = _nvrtc()
+    opts = [f"--gpu-architecture={arch}".encode(), *(o.encode() for o in OPTIONS)]
+    (prog,) = _check(nvrtc, nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], []))
+    try:
+        (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            (size,) = _check(nvrtc, nvrtc.nvrtcGetProgramLogSize(prog))
+            log = b" " * size
+            _check(nvrtc, nvrtc.nvrtcGetProgramLog(prog, log))
+            text = log.decode(errors="replace").strip()
+            path = _save_source(source)
+            raise KernelCompileFailed(
+                f"NVRTC failed for {arch}: {text[:2000]} (source: {path})",
+                "this is a vyre code-generation bug: report it with the source file; meanwhile "
+                "run on another backend.", backend=ID, log=text, source_path=path)
+        (size,) = _check(nvrtc, nvrtc.nvrtcGetCUBINSize(prog))
+        cubin = b" " * size
+        _check(nvrtc, nvrtc.nvrtcGetCUBIN(prog, cubin))
+        return cubin
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
+class CubinCache:
+    """Disk cache of cubins keyed by (source, arch, options, NVRTC version)."""
+
+    def __init__(self) -> None:
+        self.disk = DiskCache("cuda")
+        self.version = nvrtc_version()
+        self.compiled = self.loaded = 0
+
+    def key(self, source: str, arch: str) -> bytes:
+        return blake3.blake3(f"{arch}|{' '.join(OPTIONS)}|nvrtc{self.version}|".encode()
+                             + source.encode()).digest()
+
+    def get_or_compile(self, source: str, arch: str) -> tuple[bytes, str]:
+        key = self.key(source, arch)
+        cubin = self.disk.get(key)
+        if cubin is not None:
+            self.loaded += 1
+            return cubin, "disk"
+        cubin = compile_cubin(source, arch)
+        self.disk.put(key, cubin)
+        self.compiled += 1
+        return cubin, "nvrtc"

@@ -1,0 +1,131 @@
+"""CUDA device objects through cuda.core: device, context, stream, module loading,
+device and pinned allocations, memory info and error mapping. Only this package imports
+CUDA modules, and only when the backend is acquired."""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+
+import blake3
+import numpy as np
+
+from vyre.driver.errors import BackendUnavailable, DeviceLost, DeviceOutOfMemory, DispatchFailed
+
+from .compiler import CubinCache
+
+ID = "cuda"
+
+try:
+    import cuda.core as cc
+    from cuda.bindings import driver as cu
+except ImportError as exc:  # the package is optional: `pip install 'vyre[cuda]'`
+    raise BackendUnavailable(ID, f"cuda.core / cuda.bindings are not installed ({exc}).",
+                             "pip install 'vyre[cuda]' on a machine with an NVIDIA GPU.") from None
+
+_STICKY = ("ILLEGAL_ADDRESS", "LAUNCH_FAILED", "HARDWARE_STACK_ERROR", "ILLEGAL_INSTRUCTION",
+           "MISALIGNED_ADDRESS", "INVALID_PC", "ECC_UNCORRECTABLE", "CONTEXT_IS_DESTROYED")
+
+
+@dataclass(frozen=True)
+class DeviceFacts:
+    name: str
+    arch: str
+    compute_capability: tuple[int, int]
+    sm_count: int
+    max_threads_per_block: int
+    max_block: tuple[int, int, int]
+    max_grid: tuple[int, int, int]
+    shared_per_block: int
+    l2_bytes: int
+    warp_size: int
+    mem_clock_khz: int
+    bus_width_bits: int
+    total_memory: int
+
+    @property
+    def bandwidth_gbps(self) -> int:
+        return int(2 * self.mem_clock_khz * 1e3 * (self.bus_width_bits / 8) / 1e9)
+
+
+def _check(result):
+    err, *rest = result
+    if int(err) != 0:
+        raise RuntimeError(f"{err!r}")
+    return rest[0] if len(rest) == 1 else tuple(rest)
+
+
+def host_words(buf, n_words: int) -> np.ndarray:
+    """A numpy u32 view of a pinned host Buffer."""
+    if n_words == 0:
+        return np.empty(0, dtype=np.uint32)
+    addr = int(buf.handle)
+    return np.frombuffer((ctypes.c_uint32 * n_words).from_address(addr), dtype=np.uint32)
+
+
+class Runtime:
+    def __init__(self, device_id: int = 0) -> None:
+        try:
+            self.dev = cc.Device(device_id)
+            self.dev.set_current()
+        except Exception as exc:
+            raise BackendUnavailable(ID, f"no usable CUDA device {device_id} ({exc}).",
+                                     "run on a machine with an NVIDIA GPU and driver, or pick "
+                                     "another backend with VYRE_BACKEND.") from None
+        self.stream = self.dev.create_stream()
+        p = self.dev.properties
+        cc_major, cc_minor = self.dev.compute_capability
+        self.facts = DeviceFacts(
+            name=self.dev.name, arch=f"sm_{cc_major}{cc_minor}", compute_capability=(cc_major, cc_minor),
+            sm_count=p.multiprocessor_count, max_threads_per_block=p.max_threads_per_block,
+            max_block=(p.max_block_dim_x, p.max_block_dim_y, p.max_block_dim_z),
+            max_grid=(p.max_grid_dim_x, p.max_grid_dim_y, p.max_grid_dim_z),
+            shared_per_block=p.max_shared_memory_per_block, l2_bytes=p.l2_cache_size,
+            warp_size=p.warp_size, mem_clock_khz=p.memory_clock_rate,
+            bus_width_bits=p.global_memory_bus_width, total_memory=self.mem_info()[1])
+        self.cubins = CubinCache()
+        self.pinned = cc.LegacyPinnedMemoryResource()
+        driver_version = _check(cu.cuDriverGetVersion())
+        self.fingerprint = blake3.blake3(
+            f"{self.facts.name}|{self.facts.arch}|{driver_version}|nvrtc{self.cubins.version}".encode()).digest()
+        self.timing = cc.EventOptions(timing_enabled=True)
+
+    def mem_info(self) -> tuple[int, int]:
+        free, total = _check(cu.cuMemGetInfo())
+        return int(free), int(total)
+
+    def alloc(self, nbytes: int):
+        size = max(4, int(nbytes))
+        free, _ = self.mem_info()
+        if size > free:
+            raise DeviceOutOfMemory(size, free, backend=ID)
+        try:
+            return self.dev.allocate(size, stream=self.stream)
+        except Exception as exc:
+            if "OUT_OF_MEMORY" in str(exc):
+                raise DeviceOutOfMemory(size, self.mem_info()[0], backend=ID) from None
+            raise self.error(exc) from None
+
+    def alloc_pinned(self, nbytes: int):
+        return self.pinned.allocate(max(4, int(nbytes)))
+
+    def load(self, cubin: bytes):
+        return cc.ObjectCode.from_cubin(cubin)
+
+    def error(self, exc: Exception):
+        text = str(exc)
+        if any(s in text for s in _STICKY):
+            return DeviceLost(f"the CUDA context failed ({text}).",
+                              "call backend.try_recover() (this invalidates compiled pipelines) or "
+                              "restart the process.", backend=ID)
+        if "OUT_OF_MEMORY" in text:
+            return DeviceOutOfMemory(0, self.mem_info()[0], backend=ID)
+        return DispatchFailed(f"CUDA error: {text}.", "check inputs and the device state "
+                              "(`vyre doctor`).", backend=ID)
+
+    def elapsed_ns(self, start, end) -> int:
+        try:
+            return int((end - start) * 1e6)
+        except TypeError:
+            ms = _check(cu.cuEventElapsedTime(start.handle, end.handle))
+            return int(ms * 1e6)
