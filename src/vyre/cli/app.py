@@ -1,0 +1,243 @@
+"""The `vyre` command."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import typer
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+import vyre
+from vyre.ir import VyreError, fingerprint, validate, wire
+
+from .show import program_text
+
+app = typer.Typer(help="vyre: portable GPU compute with byte-identical results on every backend.",
+                  no_args_is_help=True, add_completion=False)
+console = Console()
+
+
+def _fail(err: Exception) -> None:
+    console.print(f"[red]error:[/red] {err}")
+    raise typer.Exit(2)
+
+
+def demo_program():
+    from vyre.ir import BufferDecl, DataType, Expr, Node, Program
+
+    gx = Expr.gid_x()
+    return Program.wrapped(
+        [BufferDecl.read("a", 0, DataType.F32), BufferDecl.read("b", 1, DataType.F32),
+         BufferDecl.output("out", 2, DataType.F32)], 64,
+        [Node.let_bind("x", Expr.load("a", gx)), Node.let_bind("y", Expr.load("b", gx)),
+         Node.store("out", gx, Expr.fma(Expr.var("x"), Expr.var("y"), Expr.var("x").sqrt()))])
+
+
+@app.command()
+def demo(save: Path | None = typer.Option(None, help="also write the program's wire form here")) -> None:
+    """Build a small program, validate it, show its fingerprint, run it on the reference."""
+    from vyre import reference
+
+    p = demo_program()
+    console.print(program_text(p))
+    diags = validate(p)
+    console.print(f"validation: {'ok' if not diags else diags}")
+    console.print(f"fingerprint: {fingerprint(p).hex()}")
+    a = np.arange(8, dtype=np.float32)
+    b = np.full(8, 0.5, dtype=np.float32)
+    out = np.frombuffer(reference.run(p, [a, b])[0], dtype=np.float32)
+    console.print(f"a   = {a.tolist()}\nb   = {b.tolist()}\nout = fma(a, b, sqrt(a)) = {out.tolist()}")
+    if save:
+        save.write_bytes(wire.encode(p))
+        console.print(f"wrote {save} ({save.stat().st_size} bytes)")
+
+
+@app.command()
+def inspect(file: Path, backend: str | None = typer.Option(None, help="print this backend's generated source")) -> None:
+    """Print a wire-encoded program readably, with its fingerprint and diagnostics."""
+    try:
+        p = wire.decode(file.read_bytes())
+    except OSError as exc:
+        _fail(VyreError(f"cannot read {file}: {exc}.", "pass the path of a file written by wire.encode()."))
+    except VyreError as exc:
+        _fail(exc)
+    console.print(program_text(p), highlight=False)
+    console.print(f"fingerprint: {fingerprint(p).hex()}")
+    diags = validate(p)
+    for d in diags:
+        console.print(f"[yellow]{d}[/yellow]")
+    if not diags:
+        console.print("diagnostics: none")
+    if backend:
+        from vyre.driver import BackendError, acquire
+
+        try:
+            b = acquire(backend)
+            src = b.generated_source(p) if hasattr(b, "generated_source") else None
+        except BackendError as exc:
+            _fail(exc)
+        if src is None:
+            _fail(VyreError(f"backend {backend} does not generate source.", "use opencl or cuda."))
+        console.print(src, highlight=False, markup=False)
+
+
+@app.command()
+def backends(explain: Path | None = typer.Option(None, help="say which backends can run this wire file")) -> None:
+    """List registered backends: precedence, availability (or why not), version, capabilities."""
+    from vyre.driver import BackendError, acquire, registered_backends_by_precedence
+    from vyre.driver.registry import broken_registrations, why_not
+
+    program = wire.decode(explain.read_bytes()) if explain else None
+    t = Table(title="vyre backends")
+    for col in ("id", "precedence", "available", "version", "capabilities"):
+        t.add_column(col)
+    for reg in registered_backends_by_precedence():
+        try:
+            b = acquire(reg.id)
+        except BackendError as exc:
+            t.add_row(reg.id, str(reg.precedence), f"[red]no[/red]: {exc}", "-", "-")
+            continue
+        caps = [f"wg≤{b.max_compute_invocations_per_workgroup()}", f"mem≤{b.max_storage_buffer_bytes() >> 20}MiB"]
+        caps += [n for n, f in (("async", b.supports_async_compute), ("grid_sync", b.supports_grid_sync),
+                                ("subgroups", b.supports_subgroup_ops)) if f()]
+        avail = "[green]yes[/green]" + (" (reference oracle)" if reg.reference_oracle else "")
+        if program is not None:
+            reasons = why_not(program, b)
+            avail += "; runs program" if not reasons else f"; cannot run: {'; '.join(reasons)}"
+        t.add_row(reg.id, str(reg.precedence), avail + f"\n{b.device_profile().device_name}", b.version(), ", ".join(caps))
+    for name, why in broken_registrations().items():
+        t.add_row(name, "-", f"[red]broken[/red]: {why}", "-", "-")
+    console.print(t)
+
+
+@app.command()
+def doctor() -> None:
+    """What is installed, what each backend needs, and the fix for each missing piece."""
+    from vyre.driver import BackendError, acquire, registered_backends_by_precedence
+    from vyre.driver.pipeline import cache_root
+
+    console.print(f"vyre {vyre.__version__} on Python {platform.python_version()} ({sys.platform})")
+    console.print(f"cache dir: {cache_root()}")
+    for mod in ("numpy", "blake3", "platformdirs", "pyopencl", "cuda.core", "cuda.bindings"):
+        spec = importlib.util.find_spec(mod.split(".")[0]) if "." in mod else importlib.util.find_spec(mod)
+        console.print(f"  {mod:14} {'installed' if spec else '[yellow]missing[/yellow]'}")
+    icds = sorted(os.listdir("/etc/OpenCL/vendors")) if os.path.isdir("/etc/OpenCL/vendors") else []
+    console.print(f"  OpenCL ICDs    {', '.join(icds) or '[yellow]none[/yellow] (Debian: apt-get install pocl-opencl-icd ocl-icd-libopencl1)'}")
+    console.print(f"  nvidia-smi     {'found' if shutil.which('nvidia-smi') else 'not found'}")
+    for reg in registered_backends_by_precedence():
+        try:
+            b = acquire(reg.id)
+            console.print(f"[green]✓[/green] {reg.id}: {b.device_profile().device_name or 'ready'}")
+        except BackendError as exc:
+            console.print(f"[red]✗[/red] {reg.id}: {exc}\n    needs: {reg.requires}")
+
+
+@app.command()
+def conform(
+    backend: list[str] = typer.Option([], help="backend id(s); default: every available dispatching backend"),
+    random: int = typer.Option(0, help="random programs per backend"),
+    seed: int = typer.Option(0, help="seed for witnesses and random programs"),
+    json_out: Path | None = typer.Option(None, "--json", help="write the report as JSON"),
+    cert_dir: Path = typer.Option(Path("conform-certs"), help="where certificates go"),
+    repro_dir: Path = typer.Option(Path("conform-repros"), help="where minimised repros go"),
+    replay: Path | None = typer.Option(None, help="re-run one repro file"),
+    verify: Path | None = typer.Option(None, help="verify a certificate file"),
+    oob_report: bool = typer.Option(False, help="list corpus programs relying on out-of-bounds masking"),
+) -> None:
+    """Run the corpus and random programs on each backend against the reference."""
+    from vyre.conform import certificate, diverges, load_repro, run_backend, verify_certificate
+    from vyre.conform import oob_report as oob
+    from vyre.conform.corpus import corpus
+    from vyre.driver import BackendError, acquire, registered_backends_by_precedence
+
+    if verify:
+        try:
+            ok, why = verify_certificate(json.loads(verify.read_text()))
+        except (OSError, ValueError) as exc:
+            _fail(VyreError(f"cannot read certificate {verify}: {exc}.", "pass a JSON certificate from `vyre conform`."))
+        console.print(f"{'[green]valid[/green]' if ok else '[red]invalid[/red]'}: {why}")
+        raise typer.Exit(0 if ok else 1)
+    if oob_report:
+        for name in oob():
+            console.print(name)
+        return
+    if replay:
+        try:
+            bid, program, inputs, config, ulp = load_repro(replay)
+            b = acquire(backend[0] if backend else bid)
+        except (VyreError, BackendError) as exc:
+            _fail(exc)
+        d = diverges(b, program, inputs, config, ulp)
+        if d is None:
+            console.print(f"[green]no divergence[/green] on {b.id()}")
+            return
+        console.print(f"[red]divergence[/red] on {b.id()}: {d if isinstance(d, str) else d.describe()}")
+        raise typer.Exit(1)
+    ids = backend or [r.id for r in registered_backends_by_precedence() if not r.reference_oracle]
+    reports, failed = [], False
+    summary = Table(title="vyre conform")
+    for col in ("backend", "pass", "fail", "error", "skip", "certificate"):
+        summary.add_column(col)
+    total = len(corpus()) + random
+    for bid in ids:
+        try:
+            b = acquire(bid)
+        except BackendError as exc:
+            if backend:
+                _fail(exc)
+            console.print(f"[yellow]skip[/yellow] {bid}: {exc}")
+            continue
+        with Progress(console=console, transient=True) as bar:
+            task = bar.add_task(f"{bid}", total=total)
+            report = run_backend(b, random=random, seed=seed, repro_dir=repro_dir,
+                                 progress=lambda name: bar.advance(task))
+        cert = certificate(report, random=random, seed=seed)
+        cert_dir.mkdir(parents=True, exist_ok=True)
+        cpath = cert_dir / f"{bid}.json"
+        cpath.write_text(json.dumps(cert, indent=1))
+        summary.add_row(bid, str(report.count("pass")), str(report.count("fail")), str(report.count("error")),
+                        str(report.count("skip")), str(cpath))
+        for r in report.results:
+            if r.status in ("fail", "error"):
+                console.print(f"[red]{r.status}[/red] {bid} {r.name}: {r.detail}" + (f"\n  repro: {r.repro}" if r.repro else ""))
+        failed |= not report.ok
+        reports.append({"certificate": cert, "results": [vars(r) for r in report.results]})
+    console.print(summary)
+    if json_out:
+        json_out.write_text(json.dumps(reports, indent=1))
+    if not reports:
+        _fail(VyreError("no backend could be checked.", "install a backend (`vyre doctor`)."))
+    raise typer.Exit(1 if failed else 0)
+
+
+@app.command()
+def bench(backend: list[str] = typer.Option([], help="backend ids (default: all available)"),
+          elements: int = typer.Option(1 << 20, help="elements for the throughput case"),
+          repeats: int = typer.Option(20, help="timed repetitions (median reported)"),
+          json_out: Path | None = typer.Option(None, "--json")) -> None:
+    """Side-by-side dispatch latency and elementwise throughput of the available backends."""
+    from .bench import run_bench
+
+    rows = run_bench(backend, elements, repeats)
+    t = Table(title=f"vyre bench ({elements} elements, median of {repeats})")
+    for col in ("backend", "tiny dispatch µs", "elementwise ms", "GB/s", "device ms"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r["backend"], f"{r['tiny_us']:.1f}", f"{r['elementwise_ms']:.2f}", f"{r['gbps']:.2f}",
+                  "-" if r["device_ms"] is None else f"{r['device_ms']:.3f}")
+    console.print(t)
+    if json_out:
+        json_out.write_text(json.dumps(rows, indent=1))
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,214 @@
+"""The conformance corpus: named programs covering every IR op, data type and semantics row,
+each with witness inputs (boundary values + seeded random values).
+
+Entries carry the semantics rows they exercise, whether they rely on out-of-bounds masking,
+the capability they need (if any) and whether outputs are compared within the ULP budget
+(transcendentals) instead of byte for byte.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from vyre.ir import (
+    AtomicOp,
+    BinOp,
+    BufferDecl,
+    DataType,
+    Expr,
+    MemoryOrdering,
+    Node,
+    Program,
+    UnOp,
+)
+from vyre.ir.typecheck import TypeFault, bin_result, un_result
+from vyre.ir.types import TRANSCENDENTAL
+
+from .witness import edges, witness_words
+
+U, I, F, B = DataType.U32, DataType.I32, DataType.F32, DataType.BOOL
+GX = Expr.gid_x()
+TYPES = [U, I, F, B]
+
+
+@dataclass(frozen=True)
+class CorpusEntry:
+    name: str
+    program: Program
+    make_inputs: Callable[[int], list[np.ndarray]] = field(compare=False)
+    rows: tuple[str, ...] = ()
+    oob: bool = False           # relies on out-of-bounds masking (S6)
+    ulp: bool = False           # compare f32 outputs within the ULP budget (S13)
+    requires: str | None = None  # capability the backend must report
+    grid_override: tuple[int, int, int] | None = None
+
+    def inputs(self, seed: int = 0) -> list[np.ndarray]:
+        return self.make_inputs(seed)
+
+
+def _map(in_types, out_type, make, wg=64) -> Program:
+    bufs = [BufferDecl.read(f"x{i}", i, t) for i, t in enumerate(in_types)]
+    bufs.append(BufferDecl.output("out", len(in_types), out_type))
+    args = [Expr.load(f"x{i}", GX) for i in range(len(in_types))]
+    return Program.wrapped(bufs, wg, [Node.store("out", GX, make(*args))])
+
+
+def _pair_inputs(t: DataType, guard_i32_div: bool = False):
+    def make(seed: int) -> list[np.ndarray]:
+        e = edges(t)
+        a, b = (np.array(v, dtype=np.uint32) for v in zip(*itertools.product(e, e)))
+        ra, rb = witness_words(t, 64, seed), witness_words(t, 64, seed + 1)
+        a, b = np.concatenate([a, ra]), np.concatenate([b, rb])
+        if guard_i32_div:
+            ai, bi = a.view(np.int32), b.view(np.int32)
+            keep = (bi != 0) & ~((ai == -(2**31)) & (bi == -1))
+            a, b = a[keep], b[keep]
+        return [a, b]
+    return make
+
+
+def _unary_inputs(t: DataType):
+    return lambda seed: [np.concatenate([np.array(edges(t), np.uint32), witness_words(t, 64, seed)])]
+
+
+def _elementwise() -> list[CorpusEntry]:
+    out = []
+    for op in BinOp:
+        for t in TYPES:
+            try:
+                rt = bin_result(op, t, t)
+            except TypeFault:
+                continue
+            guard = t is I and op in (BinOp.DIV, BinOp.MOD)
+            out.append(CorpusEntry(f"bin.{op.value}.{t.value}",
+                                   _map([t, t], rt, lambda x, y, op=op: Expr.bin(op, x, y), wg=1 if guard else 64),
+                                   _pair_inputs(t, guard), ("S1", "S2", "S3", "S4", "S7", "S9", "S10", "S11")))
+    for op in UnOp:
+        for t in TYPES:
+            try:
+                rt = un_result(op, t)
+            except TypeFault:
+                continue
+            out.append(CorpusEntry(f"un.{op.value}.{t.value}", _map([t], rt, lambda x, op=op: Expr.un(op, x)),
+                                   _unary_inputs(t), ("S13",) if op in TRANSCENDENTAL else ("S1", "S7", "S9", "S12"),
+                                   ulp=op in TRANSCENDENTAL))
+    for src, dst in itertools.product([U, I, F, B], repeat=2):
+        out.append(CorpusEntry(f"cast.{src.value}.{dst.value}", _map([src], dst, lambda x, d=dst: Expr.cast(d, x)),
+                               _unary_inputs(src), ("S12",)))
+    for src, dst in itertools.product([U, I, F], repeat=2):
+        out.append(CorpusEntry(f"bitcast.{src.value}.{dst.value}",
+                               _map([src], dst, lambda x, d=dst: Expr.bitcast(d, x)), _unary_inputs(src), ("S9",)))
+    out.append(CorpusEntry("fma.f32", _map([F, F, F], F, Expr.fma),
+                           lambda s: [witness_words(F, 300, s + k) for k in range(3)], ("S8",)))
+    out.append(CorpusEntry("no_contraction.f32", _map([F, F, F], F, lambda a, b, c: a * b + c),
+                           lambda s: [witness_words(F, 300, s + k) for k in range(3)], ("S8",)))
+    out.append(CorpusEntry("select.f32", _map([F, F, U], F, lambda a, b, c: Expr.select(c.gt(9), a, b)),
+                           lambda s: [witness_words(F, 100, s), witness_words(F, 100, s + 1),
+                                      witness_words(U, 100, s + 2)], ("S9",)))
+    return out
+
+
+def _structured() -> list[CorpusEntry]:
+    out = []
+    n = 256
+
+    def red(wg: int) -> Program:
+        body = [Node.store("tmp", Expr.lid_x(), Expr.load("a", GX)), Node.barrier()]
+        s = wg // 2
+        while s:
+            body += [Node.if_(Expr.lid_x().lt(s), [Node.store("tmp", Expr.lid_x(),
+                     Expr.load("tmp", Expr.lid_x()) + Expr.load("tmp", Expr.lid_x() + s))]), Node.barrier()]
+            s //= 2
+        body.append(Node.if_(Expr.lid_x().eq(0), [Node.store("out", Expr.wgid_x(), Expr.load("tmp", 0))]))
+        return Program.wrapped([BufferDecl.read("a", 0, U), BufferDecl.output("out", 1, U, n // wg),
+                                BufferDecl.workgroup("tmp", wg, U)], wg, body)
+
+    for wg in (32, 64, 256):
+        out.append(CorpusEntry(f"reduce.workgroup.{wg}", red(wg), lambda s: [witness_words(U, n, s)],
+                               ("S15", "S18")))
+    out.append(CorpusEntry(
+        "barrier.after_return",
+        Program.wrapped([BufferDecl.read("a", 0, U), BufferDecl.output("out", 1, U), BufferDecl.workgroup("t", 16, U)], 16,
+                        [Node.if_(Expr.load("a", GX).gt(0x80000000), [Node.return_()]),
+                         Node.store("t", Expr.lid_x(), Expr.load("a", GX)), Node.barrier(),
+                         Node.store("out", GX, Expr.load("t", (Expr.lid_x() + 3) % 16))]),
+        lambda s: [witness_words(U, 64, s)], ("S15", "S21")))
+    out.append(CorpusEntry(
+        "grid_sync.rotate",
+        Program.wrapped([BufferDecl.read("a", 0, U), BufferDecl.output("mid", 1, U), BufferDecl.output("out", 2, U)], 32,
+                        [Node.store("mid", GX, Expr.load("a", GX) * 3), Node.barrier(MemoryOrdering.GRID_SYNC),
+                         Node.store("out", GX, Expr.load("mid", (GX + 77) % Expr.buf_len("a")))]),
+        lambda s: [witness_words(U, 300, s)], ("S16",)))
+    out.append(CorpusEntry(
+        "atomics.histogram",
+        Program.wrapped([BufferDecl.read("a", 0, U), BufferDecl.read_write("h", 1, U, 16)], 64,
+                        [Node.if_(GX.lt(Expr.buf_len("a")),
+                                  [Node.expr(Expr.atomic(AtomicOp.ADD, "h", Expr.load("a", GX) % 16, 1))])]),
+        lambda s: [witness_words(U, 1000, s), np.zeros(16, np.uint32)], ("S17",)))
+    for op in (AtomicOp.OR, AtomicOp.AND, AtomicOp.XOR, AtomicOp.MIN, AtomicOp.MAX):
+        for t in (U, I):
+            out.append(CorpusEntry(
+                f"atomics.{op.value}.{t.value}",
+                Program.wrapped([BufferDecl.read("a", 0, t), BufferDecl.read_write("acc", 1, t, 4)], 32,
+                                [Node.expr(Expr.atomic(op, "acc", GX % 4, Expr.load("a", GX)))]),
+                lambda s, t=t: [witness_words(t, 200, s), witness_words(t, 4, s + 9)], ("S17", "S6"), oob=True))
+    out.append(CorpusEntry(
+        "atomics.exchange_cas_uncontended",
+        Program.wrapped([BufferDecl.read_write("buf", 0, U), BufferDecl.output("old", 1, U), BufferDecl.output("cas", 2, U)], 32,
+                        [Node.store("old", GX, Expr.atomic(AtomicOp.EXCHANGE, "buf", GX, GX + 5)),
+                         Node.store("cas", GX, Expr.atomic(AtomicOp.COMPARE_EXCHANGE, "buf", GX, GX * 2, GX + 5))]),
+        lambda s: [witness_words(U, 100, s)], ("S17",)))
+    out.append(CorpusEntry(
+        "atomics.workgroup_counter",
+        Program.wrapped([BufferDecl.read("a", 0, U), BufferDecl.output("out", 1, U), BufferDecl.workgroup("c", 1, U)], 64,
+                        [Node.expr(Expr.atomic(AtomicOp.ADD, "c", 0, Expr.load("a", GX) & 0xFF)), Node.barrier(),
+                         Node.store("out", GX, Expr.load("c", 0))]),
+        lambda s: [witness_words(U, 256, s)], ("S17", "S15", "S18")))
+    out.append(CorpusEntry(
+        "oob.load_store",
+        Program.wrapped([BufferDecl.read("a", 0, U), BufferDecl.output("out", 1, U, 64)], 64,
+                        [Node.store("out", GX, Expr.load("a", GX * 3)), Node.store("out", GX + 1000, 7)]),
+        lambda s: [witness_words(U, 50, s)], ("S6",), oob=True))
+    out.append(CorpusEntry(
+        "oob.padding_lanes",
+        _map([F, F], F, lambda a, b: a + b, wg=64),
+        lambda s: [witness_words(F, 37, s), witness_words(F, 37, s + 1)], ("S6", "S19"), oob=True))
+    out.append(CorpusEntry(
+        "loop.triangular_return",
+        Program.wrapped([BufferDecl.read("a", 0, U), BufferDecl.output("out", 1, U)], 16,
+                        [Node.let_bind("acc", Expr.u32(0)),
+                         Node.loop("i", Expr.u32(0), Expr.load("a", GX) & 31,
+                                   [Node.assign("acc", Expr.var("acc") * 3 + Expr.var("i")),
+                                    Node.if_(Expr.var("acc").gt(5000), [Node.return_()])]),
+                         Node.store("out", GX, Expr.var("acc"))]),
+        lambda s: [witness_words(U, 100, s)], ("S21",)))
+    out.append(CorpusEntry(
+        "ids.multi_axis",
+        Program.wrapped([BufferDecl.output("out", 0, U, 8 * 6 * 2)], (4, 3, 2),
+                        [Node.store("out", (Expr.gid_z() * 6 + Expr.gid_y()) * 8 + Expr.gid_x(),
+                                    Expr.wgid_x() * 1000000 + Expr.wgid_y() * 10000 + Expr.lid_z() * 100 + Expr.lid_x())]),
+        lambda s: [], ("S19",), grid_override=(2, 2, 1)))
+    out.append(CorpusEntry(
+        "bool.storage",
+        _map([B, U], B, lambda a, b: a.and_(b.ne(0)).or_(a.logical_not())),
+        lambda s: [witness_words(B, 64, s), witness_words(U, 64, s + 1)], ("S5",)))
+    out.append(CorpusEntry(
+        "eval_order.atomics",
+        Program.wrapped([BufferDecl.read_write("c", 0, U), BufferDecl.output("out", 1, U)], 8,
+                        [Node.store("out", GX, (Expr.atomic(AtomicOp.ADD, "c", GX, 1) << 16)
+                                    - Expr.atomic(AtomicOp.ADD, "c", GX, 3))]),
+        lambda s: [witness_words(U, 40, s)], ("S22",)))
+    return out
+
+
+def corpus() -> list[CorpusEntry]:
+    """Every corpus entry, in a stable order."""
+    return _elementwise() + _structured()
+
+
+def corpus_by_name() -> dict[str, CorpusEntry]:
+    return {e.name: e for e in corpus()}

@@ -1,0 +1,253 @@
+"""The parity matrix: corpus + random programs on each backend against the reference, with
+divergences minimised into self-contained repro files and a certificate per backend.
+
+The reference is reached directly here (conform sits above the driver layer). A backend
+that reports a capability but fails the rows that need it fails; a missing capability is a
+skip with its reason, never silent.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import blake3
+import numpy as np
+
+import vyre
+from vyre import reference
+from vyre.driver import BackendError, DispatchConfig, VyreBackend
+from vyre.driver.shadow import DivergenceEvent, compare_outputs, transcendental_ulp_budget
+from vyre.ir import VyreError, fingerprint, validate, wire
+from vyre.ir import node as N
+from vyre.ir.program import Program
+
+from .corpus import CorpusEntry, corpus
+from .generator import random_program
+from .witness import digest
+
+CAPABILITY_CHECKS: dict[str, Callable[[VyreBackend], bool]] = {
+    "subgroup_ops": lambda b: b.supports_subgroup_ops(),
+}
+
+
+@dataclass
+class CaseResult:
+    name: str
+    status: str                 # "pass", "fail", "skip", "error"
+    detail: str = ""
+    repro: str | None = None
+    seconds: float = 0.0
+
+
+@dataclass
+class BackendReport:
+    backend: str
+    version: str
+    device_fingerprint: str
+    results: list[CaseResult] = field(default_factory=list)
+
+    def count(self, status: str) -> int:
+        return sum(1 for r in self.results if r.status == status)
+
+    @property
+    def ok(self) -> bool:
+        return self.count("fail") == 0 and self.count("error") == 0
+
+
+def _config(entry_grid: tuple[int, int, int] | None) -> DispatchConfig | None:
+    return DispatchConfig(grid_override=entry_grid) if entry_grid else None
+
+
+def diverges(backend: VyreBackend, program: Program, inputs: Sequence[Any],
+             config: DispatchConfig | None, ulp: bool = False) -> DivergenceEvent | str | None:
+    """A divergence event, an error text where exactly one side failed, or None."""
+    ref_err = got_err = None
+    try:
+        want = reference.run(program, inputs, config)
+    except VyreError as e:
+        ref_err = type(e).__name__
+    try:
+        got = backend.dispatch(program, inputs, config)
+    except BackendError as e:
+        got_err = f"{type(e).__name__}: {e}"
+    if ref_err or got_err:
+        if ref_err and got_err:
+            return None  # both refuse (e.g. an i32 division error): agreement
+        return f"reference {'failed: ' + ref_err if ref_err else 'succeeded'}; backend " \
+               f"{'failed: ' + got_err if got_err else 'succeeded'}"
+    budget = transcendental_ulp_budget(program, config) if ulp else 0
+    return compare_outputs(program, got, want, backend.id(), budget)
+
+
+# ------------------------------------------------------------------------- minimiser
+def _variants(body: tuple[N.Node, ...]) -> Iterable[tuple[N.Node, ...]]:
+    """Smaller bodies: drop a statement, or splice a compound statement's body in its place."""
+    for i in range(len(body)):
+        yield body[:i] + body[i + 1:]
+    for i, n in enumerate(body):
+        for _, sub in N.node_bodies(n):
+            if sub:
+                yield body[:i] + sub + body[i + 1:]
+        if isinstance(n, N.If):
+            yield body[:i] + (N.If(n.cond, n.then, ()),) + body[i + 1:]
+        for label, sub in N.node_bodies(n):
+            for smaller in _variants(sub):
+                if isinstance(n, N.If):
+                    new = N.If(n.cond, smaller, n.otherwise) if label == "then" else N.If(n.cond, n.then, smaller)
+                elif isinstance(n, N.Loop):
+                    new = N.Loop(n.var, n.from_, n.to, smaller)
+                elif isinstance(n, N.Region):
+                    new = N.Region(n.name, smaller)
+                else:
+                    new = N.Block(smaller)
+                yield body[:i] + (new,) + body[i + 1:]
+
+
+def minimise(backend: VyreBackend, program: Program, inputs: list[np.ndarray],
+             config: DispatchConfig | None, ulp: bool = False, budget_s: float = 60.0) -> tuple[Program, list[np.ndarray]]:
+    """Greedy shrink of the body, then of the inputs, keeping the divergence."""
+    deadline = time.monotonic() + budget_s
+    changed = True
+    while changed and time.monotonic() < deadline:
+        changed = False
+        for body in _variants(program.body):
+            if time.monotonic() > deadline:
+                break
+            cand = Program(program.buffers, program.workgroup_size, body)
+            if validate(cand):
+                continue
+            if diverges(backend, cand, inputs, config, ulp):
+                program, changed = cand, True
+                break
+    for i, x in enumerate(inputs):
+        decl = program.inputs[i]
+        while decl.count == 0 and len(x) > 1 and time.monotonic() < deadline:
+            half = x[: len(x) // 2]
+            trial = inputs[:i] + [half] + inputs[i + 1:]
+            if not diverges(backend, program, trial, config, ulp):
+                break
+            inputs, x = trial, half
+    return program, inputs
+
+
+def write_repro(path: Path, backend: VyreBackend, program: Program, inputs: Sequence[Any],
+                config: DispatchConfig | None, ulp: bool, detail: str) -> Path:
+    data = {
+        "vyre": vyre.__version__, "backend": backend.id(), "backend_version": backend.version(),
+        "program_wire": wire.encode(program).hex(), "fingerprint": fingerprint(program).hex(),
+        "inputs": [bytes(memoryview(np.ascontiguousarray(x)).cast("B")).hex() for x in inputs],
+        "grid_override": list(config.grid_override) if config and config.grid_override else None,
+        "ulp": ulp, "divergence": detail,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1))
+    return path
+
+
+def load_repro(path: Path) -> tuple[str, Program, list[bytes], DispatchConfig | None, bool]:
+    try:
+        data = json.loads(Path(path).read_text())
+        program = wire.decode(bytes.fromhex(data["program_wire"]))
+        inputs = [bytes.fromhex(h) for h in data["inputs"]]
+        grid = data.get("grid_override")
+        return data["backend"], program, inputs, _config(tuple(grid) if grid else None), bool(data.get("ulp"))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise VyreError(f"{path} is not a vyre repro file ({exc}).",
+                        "pass a file written by `vyre conform` (conform-repros/*.json).") from None
+
+
+# ------------------------------------------------------------------------- the matrix
+def _check(backend: VyreBackend, name: str, program: Program, inputs: list, config, ulp: bool,
+           repro_dir: Path | None, minimise_budget: float) -> CaseResult:
+    t = time.perf_counter()
+    try:
+        d = diverges(backend, program, inputs, config, ulp)
+    except Exception as exc:  # a crash is a failure of the backend, recorded, never fatal
+        return CaseResult(name, "error", f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - t)
+    if d is None:
+        return CaseResult(name, "pass", seconds=time.perf_counter() - t)
+    detail = d if isinstance(d, str) else d.describe()
+    repro = None
+    if repro_dir is not None:
+        small, small_inputs = minimise(backend, program, list(inputs), config, ulp, minimise_budget)
+        fname = f"{backend.id()}-{name.replace('/', '_')}.json"
+        repro = str(write_repro(repro_dir / fname, backend, small, small_inputs, config, ulp, detail))
+    return CaseResult(name, "fail", detail, repro, time.perf_counter() - t)
+
+
+def run_backend(backend: VyreBackend, *, random: int = 0, seed: int = 0,
+                entries: list[CorpusEntry] | None = None, repro_dir: Path | None = None,
+                progress: Callable[[str], None] | None = None,
+                minimise_budget: float = 60.0) -> BackendReport:
+    report = BackendReport(backend.id(), backend.version(), backend.device_fingerprint().hex())
+    for e in entries if entries is not None else corpus():
+        if e.requires and not CAPABILITY_CHECKS[e.requires](backend):
+            report.results.append(CaseResult(e.name, "skip", f"backend lacks {e.requires}"))
+        else:
+            report.results.append(_check(backend, e.name, e.program, e.inputs(seed), _config(e.grid_override),
+                                         e.ulp, repro_dir, minimise_budget))
+        if progress:
+            progress(e.name)
+    for i in range(random):
+        s = seed * 1_000_003 + i
+        program, inputs = random_program(s)
+        report.results.append(_check(backend, f"random/{s}", program, inputs, None, False, repro_dir,
+                                     minimise_budget))
+        if progress:
+            progress(f"random/{s}")
+    return report
+
+
+# ------------------------------------------------------------------------- certificates
+def corpus_digest(entries: list[CorpusEntry] | None = None) -> str:
+    h = blake3.blake3()
+    for e in entries if entries is not None else corpus():
+        h.update(e.name.encode() + b"\0" + fingerprint(e.program))
+    return h.hexdigest()
+
+
+def witness_digest(entries: list[CorpusEntry] | None = None, seed: int = 0) -> str:
+    return digest([e.inputs(seed) for e in (entries if entries is not None else corpus())])
+
+
+def certificate(report: BackendReport, *, random: int, seed: int) -> dict:
+    body = {
+        "backend": report.backend, "backend_version": report.version,
+        "device_fingerprint": report.device_fingerprint, "vyre": vyre.__version__,
+        "wire_version": wire.VERSION, "corpus_digest": corpus_digest(), "witness_digest": witness_digest(seed=seed),
+        "random_programs": random, "seed": seed,
+        "counts": {s: report.count(s) for s in ("pass", "fail", "skip", "error")},
+        "skips": {r.name: r.detail for r in report.results if r.status == "skip"},
+        "failures": [asdict(r) for r in report.results if r.status in ("fail", "error")],
+        "passed": report.ok,
+    }
+    body["digest"] = blake3.blake3(json.dumps(body, sort_keys=True).encode()).hexdigest()
+    return body
+
+
+def verify_certificate(cert: dict) -> tuple[bool, str]:
+    """Check the digest, and that corpus and wire version match this vyre."""
+    try:
+        body = {k: v for k, v in cert.items() if k != "digest"}
+        want = blake3.blake3(json.dumps(body, sort_keys=True).encode()).hexdigest()
+    except (TypeError, AttributeError):
+        return False, "not a certificate object"
+    if cert.get("digest") != want:
+        return False, "digest mismatch: the certificate was altered"
+    if cert.get("wire_version") != wire.VERSION:
+        return False, f"wire version {cert.get('wire_version')} differs from this vyre's {wire.VERSION}"
+    if cert.get("corpus_digest") != corpus_digest():
+        return False, "corpus differs from this vyre's corpus: re-certify"
+    if not cert.get("passed"):
+        return False, "certificate records failures"
+    return True, "valid"
+
+
+def oob_report(entries: list[CorpusEntry] | None = None) -> list[str]:
+    """Corpus programs that rely on out-of-bounds masking."""
+    return [e.name for e in (entries if entries is not None else corpus()) if e.oob]
