@@ -67,3 +67,9 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
     # every test session writes compiled artifacts into its own temporary cache directory
     root = tmp_path_factory.getbasetemp() / "vyre-cache"
     monkeypatch.setenv("VYRE_CACHE_DIR", str(root))
+
+
+@pytest.fixture
+def opencl_or_none():
+    got = _try("opencl")
+    return None if isinstance(got, BackendError) else got

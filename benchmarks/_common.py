@@ -1,0 +1,52 @@
+"""Shared benchmark plumbing: timing helpers and JSON output (numbers, machine, versions)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+
+def args(description: str) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--json", type=Path, default=None, help="write results here")
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions")
+    return ap.parse_args()
+
+
+def median_ns(fn: Callable[[], object], repeats: int, warmup: int = 3) -> float:
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(repeats):
+        t = time.perf_counter_ns()
+        fn()
+        samples.append(time.perf_counter_ns() - t)
+    return statistics.median(samples)
+
+
+def per_call_ns(fn: Callable[[], object], calls: int, sync: Callable[[], object], rounds: int = 5) -> float:
+    """Median over rounds of (time for `calls` back-to-back calls + one sync) / calls."""
+    fn()
+    sync()
+    out = []
+    for _ in range(rounds):
+        t = time.perf_counter_ns()
+        for _ in range(calls):
+            fn()
+        sync()
+        out.append((time.perf_counter_ns() - t) / calls)
+    return statistics.median(out)
+
+
+def emit(name: str, results: dict, path: Path | None) -> None:
+    doc = {"benchmark": name, "machine": platform.node(), "python": platform.python_version(),
+           "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "results": results}
+    text = json.dumps(doc, indent=1, default=float)
+    print(text)
+    if path:
+        path.write_text(text)

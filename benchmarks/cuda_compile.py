@@ -1,0 +1,56 @@
+"""Compile cost: cold (NVRTC), warm in-process pipeline-cache hit, and on-disk cubin hit in a
+fresh process, for one small program."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from _common import args, emit, median_ns
+
+CHILD = r"""
+import time, sys
+t0 = time.perf_counter()
+import vyre.driver as d
+from vyre.driver import pipeline as P
+from vyre.ir import *
+gx = Expr.gid_x()
+p = Program.wrapped([BufferDecl.read('a',0,DataType.F32), BufferDecl.output('o',1,DataType.F32)], 128,
+    [Node.store('o', gx, (Expr.load('a', gx) * 1.5 + %SALT%).sqrt())])
+b = d.acquire('cuda')
+t1 = time.perf_counter()
+pipe = P.compile(b, p)
+t2 = time.perf_counter()
+print(pipe.compiled.built_from, (t2 - t1) * 1e3)
+"""
+
+
+def main() -> None:
+    a = args(__doc__)
+    res: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, VYRE_CACHE_DIR=cache)
+        code = CHILD.replace("%SALT%", repr(float(time.time() % 1000)))
+        cold = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.split()
+        disk = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.split()
+        res["cold_how"], res["cold_ms"] = cold[0], float(cold[1])
+        res["disk_how"], res["disk_hit_ms"] = disk[0], float(disk[1])
+        os.environ["VYRE_CACHE_DIR"] = cache
+        import vyre.driver as d
+        from vyre.driver import pipeline as P
+        from vyre.ir import BufferDecl, DataType, Expr, Node, Program
+
+        gx = Expr.gid_x()
+        p = Program.wrapped([BufferDecl.read("a", 0, DataType.F32), BufferDecl.output("o", 1, DataType.F32)], 128,
+                            [Node.store("o", gx, Expr.load("a", gx) + 2.0)])
+        b = d.acquire("cuda")
+        P.compile(b, p)
+        res["warm_hit_us"] = median_ns(lambda: P.compile(b, p), 2000) / 1e3
+    emit("cuda_compile", res, a.json)
+
+
+if __name__ == "__main__":
+    main()
