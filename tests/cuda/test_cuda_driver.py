@@ -39,10 +39,24 @@ def _slow_program() -> Program:
 
 
 def _lcg(a: np.ndarray, trips: int) -> np.ndarray:
-    acc = a.astype(np.uint64)
-    for _ in range(trips):
-        acc = (acc * 1664525 + 1013904223) & 0xFFFFFFFF
-    return acc.astype(np.uint32)
+    """`trips` steps of x -> 1664525 x + 1013904223 (mod 2^32), by squaring the affine map."""
+    mul, add = 1, 0
+    step_mul, step_add = 1664525, 1013904223
+    n = trips
+    while n:
+        if n & 1:
+            mul, add = (step_mul * mul) % 2**32, (step_mul * add + step_add) % 2**32
+        step_mul, step_add = (step_mul * step_mul) % 2**32, (step_mul * step_add + step_add) % 2**32
+        n >>= 1
+    return ((a.astype(np.uint64) * mul + add) % 2**32).astype(np.uint32)
+
+
+def test_lcg_closed_form_matches_stepping():
+    a = np.arange(5, dtype=np.uint64)
+    acc = a.copy()
+    for _ in range(37):
+        acc = (acc * 1664525 + 1013904223) % 2**32
+    assert np.array_equal(_lcg(a, 37), acc.astype(np.uint32))
 
 
 def _inc() -> Program:
@@ -72,7 +86,7 @@ def test_capabilities_match_device_attributes(cuda):
 def test_dispatch_async_returns_before_the_kernel_finishes(cuda):
     p = _slow_program()
     a = np.arange(1 << 16, dtype=np.uint32)
-    trips = np.array([200_000], np.uint32)
+    trips = np.array([20_000_000], np.uint32)  # ~0.1 s of dependent integer math per lane
     cuda.dispatch(p, [a[:256], np.array([1], np.uint32)])  # compile outside the timed part
     t = time.perf_counter()
     pending = cuda.dispatch_async(p, [a, trips])
@@ -82,7 +96,7 @@ def test_dispatch_async_returns_before_the_kernel_finishes(cuda):
     waited = time.perf_counter() - t
     assert pending.is_ready()
     assert returned < waited / 4
-    assert np.array_equal(as_u32(out[0])[:512], _lcg(a[:512], 200_000))
+    assert np.array_equal(as_u32(out[0])[:512], _lcg(a[:512], 20_000_000))
 
 
 def test_timed_dispatch_reports_device_time(cuda):
@@ -97,7 +111,7 @@ def test_timeout_is_honoured(cuda):
     a = np.arange(1 << 18, dtype=np.uint32)
     cuda.dispatch(p, [a[:256], np.array([1], np.uint32)])
     with pytest.raises(DispatchFailed, match="timeout"):
-        cuda.dispatch(p, [a, np.array([3_000_000], np.uint32)], DispatchConfig(timeout=0.05))
+        cuda.dispatch(p, [a, np.array([60_000_000], np.uint32)], DispatchConfig(timeout=0.05))
     cuda.flush()
 
 

@@ -33,6 +33,7 @@ class Dialect:
     header: str                                   # target typedefs and macro definitions
     kernel: str                                   # kernel qualifier(s), e.g. "__kernel void"
     global_param: str                             # pointer parameter type for a bound buffer
+    readonly_param: str                           # ... for a READ buffer (never written)
     local_array: str                              # "{name}" and "{count}" placeholders
     local_ptr: str                                # pointer type into workgroup memory
     global_ptr: str                               # pointer type into global memory (atomics)
@@ -433,7 +434,8 @@ class _Emitter:
         self.tmp = 0
         self.scope = [{}]
         self.alive = self.plan.has_barrier and any(isinstance(n, N.Return) for n in N.walk_nodes(body))
-        params = [f"{self.d.global_param} b_{b.name}" for b in self.plan.bound]
+        params = [f"{self.d.readonly_param if not b.writable else self.d.global_param} b_{b.name}"
+                  for b in self.plan.bound]
         params += [f"uint n_{b.name}" for b in self.plan.bound]
         params.append(f"{self.d.global_param} vy_err")
         for w in self.plan.workgroup:

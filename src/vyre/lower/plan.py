@@ -28,6 +28,12 @@ class KernelPlan:
     needs_error_flag: bool               # i32 DIV/MOD present: errors reported via a flag word
     has_barrier: bool
     uses_transcendentals: bool
+    fully_written: frozenset[str] = frozenset()  # outputs stored at gid.x by every lane
+
+    def skips_zero_fill(self, name: str, count: int, global_x: int) -> bool:
+        """True when every element of output ``name`` is overwritten by the dispatch, so the
+        driver need not zero it first (S18 still holds: no element keeps a stale value)."""
+        return name in self.fully_written and global_x >= count
 
     @property
     def entries(self) -> tuple[str, ...]:
@@ -51,6 +57,23 @@ def _has_division(program: Program) -> bool:
     return any(isinstance(e, E.Bin) and e.op in (BinOp.DIV, BinOp.MOD) for e in _exprs(program))
 
 
+def _fully_written(program: Program) -> frozenset[str]:
+    """OUTPUT buffers that a top-level, unconditional ``store(buf, gid.x, v)`` writes before
+    any statement that can end an invocation early, and that the program never reads (no load,
+    no atomic). Every lane with gid.x < count then writes its own element and no stale value
+    can be observed, so a grid covering ``count`` may skip zeroing the buffer first."""
+    read = {e.buffer for e in _exprs(program) if isinstance(e, E.Load | E.Atomic)}
+    out: set[str] = set()
+    for n in program.body:
+        if any(isinstance(s, N.Return) for s in N.walk_nodes((n,))):
+            break
+        if isinstance(n, N.Store) and isinstance(n.index, E.Id) and n.index == E.Expr.gid_x():
+            decl = program.buffer(n.buffer)
+            if decl is not None and decl.access.value == "output" and n.buffer not in read:
+                out.add(n.buffer)
+    return frozenset(out)
+
+
 def lower(program: Program) -> KernelPlan:
     """Plan the kernels of a *validated* program."""
     phases: list[list[N.Node]] = [[]]
@@ -65,7 +88,7 @@ def lower(program: Program) -> KernelPlan:
                       for n in N.walk_nodes(program.body))
     uses_tr = any(isinstance(e, E.Un) and e.op in TRANSCENDENTAL for e in _exprs(program))
     return KernelPlan(program, bound, program.workgroup_buffers, tuple(tuple(p) for p in phases),
-                      _has_division(program), has_barrier, uses_tr)
+                      _has_division(program), has_barrier, uses_tr, _fully_written(program))
 
 
 def word_of(dtype: DataType) -> str:

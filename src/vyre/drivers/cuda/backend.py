@@ -71,6 +71,15 @@ class _Staging:
     def __init__(self, rt: Runtime) -> None:
         self.rt = rt
         self.bufs: dict[tuple[str, int], Any] = {}
+        self._views: dict[int, np.ndarray] = {}
+
+    def views(self, buf, n_words: int) -> np.ndarray:
+        """Cached numpy view of a pinned buffer's first ``n_words`` words."""
+        v = self._views.get(id(buf))
+        if v is None or v.size != n_words:
+            v = host_words(buf, n_words)
+            self._views[id(buf)] = v
+        return v
 
     def get(self, slot: str, nbytes: int):
         size = max(4, nbytes)
@@ -114,8 +123,7 @@ class CudaPipeline(CompiledPipeline):
         return ID
 
     def dispatch(self, inputs: Sequence[Any], config: DispatchConfig | None = None) -> list[bytes]:
-        b = self._backend
-        return b._complete(b._enqueue(self, inputs, config or self.config))
+        return self._backend._run_sync(self, inputs, config or self.config)
 
     def dispatch_timed(self, inputs: Sequence[Any], config: DispatchConfig | None = None) -> TimedDispatchResult:
         return self._backend._timed(self, inputs, config or self.config)
@@ -190,7 +198,8 @@ class BoundDispatch:
         bufs = [resources[b.decl_index].handle for b in shape.buffers]
         self.args = (*bufs, *(np.uint32(c) for c in shape.counts), backend.err_dev)
         self.zero = [resources[b.decl_index].handle for b in shape.buffers
-                     if b.role is BindingRole.OUTPUT and b.nbytes]
+                     if b.role is BindingRole.OUTPUT and b.nbytes
+                     and not pipe.plan.skips_zero_fill(b.name, b.count, shape.global_size[0])]
         if pipe.plan.needs_error_flag:
             self.zero.append(backend.err_dev)
         self.kernels = pipe.kernels if not shape.empty else []
@@ -259,7 +268,7 @@ class CudaBackend(VyreBackend):
     def dispatch(self, program: Program, inputs: Sequence[Any],
                  config: DispatchConfig | None = None) -> list[bytes]:
         config = config or DEFAULT
-        return self._complete(self._enqueue(self._pipeline(program, config), inputs, config))
+        return self._run_sync(self._pipeline(program, config), inputs, config)
 
     def dispatch_borrowed(self, program: Program, inputs: Sequence[Any],
                           config: DispatchConfig | None = None) -> list[bytes]:
@@ -287,11 +296,12 @@ class CudaBackend(VyreBackend):
                                    t1 - t0, t2 - t1)
 
     def _enqueue(self, pipe: CudaPipeline, inputs: Sequence[Any], config: DispatchConfig,
-                 timed: bool = False) -> _Flight:
+                 timed: bool = False, sync: bool = False) -> _Flight:
         if self._lost:
             raise DeviceLost("the CUDA device was lost.", "call backend.try_recover() or restart.",
                              backend=ID)
         pipe.check_live()
+        self.rt.ensure_current()
         inputs = list(inputs)
         shape, launch_cfg = pipe.shape_for(tuple(input_sizes(inputs, ID)), config)
         rt, s = self.rt, self.rt.stream
@@ -305,7 +315,7 @@ class CudaBackend(VyreBackend):
                         dev = self._bind_input(pipe, b, inputs[b.input_index], staging, flight)
                     else:
                         dev = pipe.device_buffer(b.name, b.nbytes)
-                        if b.nbytes:
+                        if b.nbytes and not pipe.plan.skips_zero_fill(b.name, b.count, shape.global_size[0]):
                             dev.fill(0, stream=s)
                     args.append(dev)
                 if pipe.plan.needs_error_flag:
@@ -328,7 +338,8 @@ class CudaBackend(VyreBackend):
                     err = staging.get("err", 4)
                     err.copy_from(self.err_dev, stream=s)
                     flight.err = err
-                flight.done = s.record()
+                if not sync:
+                    flight.done = s.record()
             except BackendError:
                 raise
             except Exception as exc:
@@ -352,21 +363,25 @@ class CudaBackend(VyreBackend):
         dev = pipe.device_buffer(b.name, b.nbytes)
         if b.nbytes:
             host = staging.get(f"in{b.input_index}", b.nbytes)
-            np.copyto(host_words(host, b.count), as_words(x, f"input {b.name!r}"))
+            np.copyto(staging.views(host, b.count), as_words(x, f"input {b.name!r}"))
             dev.copy_from(host, stream=s)
         return dev
 
     def _complete(self, flight: _Flight) -> list[bytes]:
         try:
-            flight.done.sync()
+            (flight.done or self.rt.stream).sync()
         except Exception as exc:
             raise self._fail(exc) from None
         try:
-            if flight.err is not None and host_words(flight.err, 1)[0]:
+            views = flight.staging.views
+            if flight.err is not None and views(flight.err, 1)[0]:
                 raise DispatchFailed(*I32_DIVISION, backend=ID)
-            return [host_words(h, n).tobytes() for h, n in flight.hosts]
+            return [views(h, n).tobytes() for h, n in flight.hosts]
         finally:
             flight.pipe.free_staging.append(flight.staging)
+
+    def _run_sync(self, pipe: CudaPipeline, inputs: Sequence[Any], config: DispatchConfig) -> list[bytes]:
+        return self._complete(self._enqueue(pipe, inputs, config, sync=True))
 
     def _fail(self, exc: Exception) -> BackendError:
         err = self.rt.error(exc)
@@ -423,6 +438,7 @@ class CudaBackend(VyreBackend):
         resource.freed = True
 
     def _resident(self, program: Program, resources: Sequence[Resource], config: DispatchConfig):
+        self.rt.ensure_current()
         for r in resources:
             self.own(r)
         pipe = self._pipeline(program, config)

@@ -54,6 +54,7 @@ CUDA = Dialect(
     header=HEADER,
     kernel='extern "C" __global__ void',
     global_param="uint* __restrict__",
+    readonly_param="const uint* __restrict__",
     local_array="__shared__ uint {name}[{count}];",
     local_ptr="{t}*",
     global_ptr="{t}*",

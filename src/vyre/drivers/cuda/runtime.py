@@ -5,6 +5,7 @@ CUDA modules, and only when the backend is acquired."""
 from __future__ import annotations
 
 import ctypes
+import threading
 from dataclasses import dataclass
 
 import blake3
@@ -72,6 +73,8 @@ class Runtime:
             raise BackendUnavailable(ID, f"no usable CUDA device {device_id} ({exc}).",
                                      "run on a machine with an NVIDIA GPU and driver, or pick "
                                      "another backend with VYRE_BACKEND.") from None
+        self._tls = threading.local()
+        self._tls.current = self
         self.stream = self.dev.create_stream()
         p = self.dev.properties
         cc_major, cc_minor = self.dev.compute_capability
@@ -89,6 +92,12 @@ class Runtime:
         self.fingerprint = blake3.blake3(
             f"{self.facts.name}|{self.facts.arch}|{driver_version}|nvrtc{self.cubins.version}".encode()).digest()
         self.timing = cc.EventOptions(timing_enabled=True)
+
+    def ensure_current(self) -> None:
+        """Make this device's context current in the calling thread (once per thread)."""
+        if getattr(self._tls, "current", None) is not self:
+            self.dev.set_current()
+            self._tls.current = self
 
     def mem_info(self) -> tuple[int, int]:
         free, total = _check(cu.cuMemGetInfo())

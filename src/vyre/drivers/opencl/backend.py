@@ -242,7 +242,7 @@ class OpenCLBackend(VyreBackend):
                             host = as_words(inputs[b.input_index], f"input {b.name!r}")
                             flight.keep.append(host)
                             flight.events.append(cl.enqueue_copy(q, buf, host, is_blocking=False))
-                    elif b.nbytes:
+                    elif b.nbytes and not pipe.plan.skips_zero_fill(b.name, b.count, shape.global_size[0]):
                         flight.events.append(cl.enqueue_fill_buffer(q, buf, self.rt.zero, 0, b.nbytes))
                 self._launch(pipe, shape, bufs, flight)
                 for b in shape.outputs:
@@ -310,7 +310,8 @@ class OpenCLBackend(VyreBackend):
         flight = _InFlight()
         with self._lock:
             for b in shape.buffers:
-                if b.input_index is None and b.nbytes:
+                if b.input_index is None and b.nbytes and \
+                        not pipe.plan.skips_zero_fill(b.name, b.count, shape.global_size[0]):
                     flight.events.append(cl.enqueue_fill_buffer(
                         self.rt.queue, resources[b.decl_index].handle, self.rt.zero, 0, b.nbytes))
             self._launch(pipe, shape, [resources[b.decl_index].handle for b in shape.buffers], flight)

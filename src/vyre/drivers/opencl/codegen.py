@@ -52,6 +52,7 @@ OPENCL = Dialect(
     header=HEADER,
     kernel="__kernel void",
     global_param="__global uint* restrict",
+    readonly_param="__global const uint* restrict",
     local_array="__local uint {name}[{count}];",
     local_ptr="volatile __local {t}*",
     global_ptr="volatile __global {t}*",
