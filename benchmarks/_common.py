@@ -50,3 +50,20 @@ def emit(name: str, results: dict, path: Path | None) -> None:
     print(text)
     if path:
         path.write_text(text)
+
+
+def interleaved_median_us(variants: dict[str, Callable[[], object]], rounds: int = 10,
+                          per_round: int = 200) -> dict[str, float]:
+    """Median per-call time of each variant, measured in alternating rounds so clock ramps and
+    warm-up affect every variant alike."""
+    samples: dict[str, list[int]] = {k: [] for k in variants}
+    for fn in variants.values():
+        for _ in range(20):
+            fn()
+    for _ in range(rounds):
+        for name, fn in variants.items():
+            for _ in range(per_round):
+                t = time.perf_counter_ns()
+                fn()
+                samples[name].append(time.perf_counter_ns() - t)
+    return {k: statistics.median(v) / 1e3 for k, v in samples.items()}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ctypes
 
 import numpy as np
-from _common import args, emit, median_ns
+from _common import args, emit, interleaved_median_us
 
 import vyre.driver as d
 from vyre.driver import pipeline as P
@@ -31,8 +31,8 @@ def main() -> None:
     pipe = P.compile(b, prog)
     want = (host * 3 + 1).tobytes()
     assert pipe.dispatch([host])[0] == want
-    res["vyre_pipeline_dispatch_us"] = median_ns(lambda: pipe.dispatch([host]), reps) / 1e3
-    res["vyre_backend_dispatch_us"] = median_ns(lambda: b.dispatch(prog, [host]), reps) / 1e3
+    variants = {"vyre_pipeline_dispatch_us": lambda: pipe.dispatch([host]),
+                "vyre_backend_dispatch_us": lambda: b.dispatch(prog, [host])}
 
     import cuda.core as cc
     dev = cc.Device(0)
@@ -56,7 +56,7 @@ def main() -> None:
         return view_out.tobytes()
 
     assert handwritten() == want
-    res["handwritten_pinned_us"] = median_ns(handwritten, reps) / 1e3
+    variants["handwritten_pinned_us"] = handwritten
     try:
         import cupy as cp
         ck = cp.RawKernel(SRC, "k")
@@ -68,10 +68,25 @@ def main() -> None:
             return do.get().tobytes()
 
         assert with_cupy() == want
-        res["cupy_us"] = median_ns(with_cupy, reps) / 1e3
-        res["ratio_vyre_vs_cupy"] = res["vyre_pipeline_dispatch_us"] / res["cupy_us"]
+        variants["cupy_us"] = with_cupy
     except Exception as exc:  # noqa: BLE001
         res["cupy_error"] = str(exc)
+    res.update(interleaved_median_us(variants, rounds=10, per_round=max(20, reps // 10)))
+    if "cupy_us" in res:
+        res["ratio_vyre_vs_cupy"] = res["vyre_pipeline_dispatch_us"] / res["cupy_us"]
+    if a.json:
+        import cProfile
+        import io
+        import pstats
+
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(2000):
+            pipe.dispatch([host])
+        prof.disable()
+        text = io.StringIO()
+        pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(25)
+        a.json.with_suffix(".profile.txt").write_text(text.getvalue())
     res["ratio_vyre_vs_handwritten"] = res["vyre_pipeline_dispatch_us"] / res["handwritten_pinned_us"]
     emit("cuda_sync", res, a.json)
 

@@ -338,8 +338,7 @@ class CudaBackend(VyreBackend):
                     err = staging.get("err", 4)
                     err.copy_from(self.err_dev, stream=s)
                     flight.err = err
-                if not sync:
-                    flight.done = s.record()
+                flight.done = s.record()
             except BackendError:
                 raise
             except Exception as exc:
@@ -369,7 +368,7 @@ class CudaBackend(VyreBackend):
 
     def _complete(self, flight: _Flight) -> list[bytes]:
         try:
-            (flight.done or self.rt.stream).sync()
+            flight.done.sync()
         except Exception as exc:
             raise self._fail(exc) from None
         try:

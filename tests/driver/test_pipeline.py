@@ -1,0 +1,110 @@
+"""Pipeline compile cache (in-process, explain_miss) and the on-disk artifact cache."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+from test_contract import MockBackend, prog
+
+from vyre.driver import DispatchConfig
+from vyre.driver import pipeline as P
+from vyre.driver.pipeline import DiskCache
+from vyre.ir import BufferDecl, DataType, Expr, Node, Program
+
+
+def test_compile_caches_by_key_and_reports_hits():
+    m = MockBackend()
+    P.clear()
+    before = P.snapshot()
+    p1 = P.compile(m, prog())
+    p2 = P.compile(m, prog())
+    assert p1 is p2 and not p1.native
+    snap = P.snapshot()
+    assert snap.hits == before.hits + 1 and snap.misses == before.misses + 1
+    a = np.arange(4, dtype=np.uint32)
+    assert p1.dispatch([a]) == m.dispatch(prog(), [a])
+    assert P.compile(m, prog(), DispatchConfig(label="only a label")) is p1  # not code-affecting
+
+
+def test_explain_miss_names_the_differing_component():
+    m = MockBackend()
+    P.clear()
+    assert "empty" in P.explain_miss(m, prog())
+    P.compile(m, prog())
+    assert P.explain_miss(m, prog()).startswith("hit")
+    assert "code_config" in P.explain_miss(m, prog(), DispatchConfig(ulp_budget=3))
+    other = Program.wrapped(prog().buffers, 8, prog().body)
+    assert "program_fingerprint" in P.explain_miss(m, other)
+
+
+def test_code_affecting_dispatch_config_must_match_the_compiled_one():
+    from vyre.driver import InvalidProgram
+
+    pipe = P.compile(MockBackend(), prog())
+    try:
+        pipe.dispatch([b"\0" * 4], DispatchConfig(workgroup_override=(2, 1, 1)))
+    except InvalidProgram as err:
+        assert "compile the program again" in str(err)
+    else:
+        raise AssertionError("expected InvalidProgram")
+
+
+def test_invalid_programs_are_refused_at_compile():
+    from vyre.driver import InvalidProgram
+
+    bad = Program.wrapped([BufferDecl.read("a", 0, DataType.U32)], 4, [Node.store("a", Expr.gid_x(), 1)])
+    try:
+        P.compile(MockBackend(), bad)
+    except InvalidProgram as err:
+        assert err.diagnostics and err.diagnostics[0].code == "V008"
+    else:
+        raise AssertionError("expected InvalidProgram")
+
+
+def test_disk_cache_round_trip_and_atomic_files(tmp_path):
+    c = DiskCache("t", root=tmp_path)
+    assert c.get(b"k") is None
+    c.put(b"k", b"payload")
+    assert c.get(b"k") == b"payload"
+    assert not list((tmp_path / "t").glob(".tmp-*"))
+    assert c.hits == 1 and c.misses == 1
+
+
+def test_corrupt_truncated_or_foreign_entries_are_misses_with_a_warning(tmp_path, caplog):
+    c = DiskCache("t", root=tmp_path)
+    c.put(b"k", b"payload" * 10)
+    path = next((tmp_path / "t").glob("*.bin"))
+    caplog.set_level(logging.WARNING, logger="vyre.cache")
+    for damage in (lambda d: d[:-3], lambda d: d[:10], lambda d: d[:-1] + bytes([d[-1] ^ 1]), lambda d: b"junk"):
+        c.put(b"k", b"payload" * 10)
+        path.write_bytes(damage(path.read_bytes()))
+        assert c.get(b"k") is None
+    c.put(b"other", b"x")
+    other = next(p for p in (tmp_path / "t").glob("*.bin") if p != path)
+    path.write_bytes(other.read_bytes())  # a valid entry for another key, renamed: foreign
+    assert c.get(b"k") is None
+    assert "corrupt or foreign" in caplog.text
+
+
+def test_size_cap_evicts_least_recently_used(tmp_path):
+    import os
+    import time
+
+    c = DiskCache("t", root=tmp_path, cap_bytes=1 << 20)
+    now = time.time()
+    for i in range(5):
+        c.put(bytes([i]), bytes(900))
+        os.utime(c._path(bytes([i])), (now + i, now + i))
+    c.cap_bytes = 3000
+    c._evict()
+    kept = [i for i in range(5) if c.get(bytes([i])) is not None]
+    assert kept == [2, 3, 4]
+
+
+def test_unwritable_cache_is_not_fatal(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    c = DiskCache("t", root=blocker)
+    c.put(b"k", b"v")
+    assert c.get(b"k") is None
