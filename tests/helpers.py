@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from vyre import reference
+from vyre.driver import VyreBackend
 from vyre.ir import BufferDecl, DataType, Expr, Node, Program
 
 GX = Expr.gid_x()
@@ -49,3 +50,55 @@ def run_checked(backend, program: Program, inputs: Sequence, config=None) -> lis
                 f"{backend.id()} output {i} differs from the reference at elements {list(bad[:8])}: "
                 f"got {[hex(v) for v in x[bad[:8]]]} expected {[hex(v) for v in y[bad[:8]]]}")
     return got
+
+
+def slow_program() -> Program:
+    """Each lane spins `trips` times (read from memory, so nothing folds)."""
+    body = [Node.let_bind("acc", Expr.load("a", GX)),
+            Node.loop("i", Expr.u32(0), Expr.load("trips", 0),
+                      [Node.assign("acc", Expr.var("acc") * 1664525 + 1013904223)]),
+            Node.store("out", GX, Expr.var("acc"))]
+    return Program.wrapped([BufferDecl.read("a", 0, DataType.U32), BufferDecl.read("trips", 1, DataType.U32, 1),
+                            BufferDecl.output("out", 2, DataType.U32)], 256, body)
+
+
+def lcg(a: np.ndarray, trips: int) -> np.ndarray:
+    """`trips` steps of x -> 1664525 x + 1013904223 (mod 2^32), by squaring the affine map."""
+    mul, add = 1, 0
+    step_mul, step_add = 1664525, 1013904223
+    n = trips
+    while n:
+        if n & 1:
+            mul, add = (step_mul * mul) % 2**32, (step_mul * add + step_add) % 2**32
+        step_mul, step_add = (step_mul * step_mul) % 2**32, (step_mul * step_add + step_add) % 2**32
+        n >>= 1
+    return ((a.astype(np.uint64) * mul + add) % 2**32).astype(np.uint32)
+
+
+def check_lcg_closed_form():
+    a = np.arange(5, dtype=np.uint64)
+    acc = a.copy()
+    for _ in range(37):
+        acc = (acc * 1664525 + 1013904223) % 2**32
+    assert np.array_equal(lcg(a, 37), acc.astype(np.uint32))
+
+
+
+
+def prog() -> Program:
+    return Program.wrapped([BufferDecl.read("a", 0, DataType.U32), BufferDecl.output("o", 1, DataType.U32)], 4,
+                           [Node.store("o", GX, Expr.load("a", GX) + 1)])
+
+
+class MockBackend(VyreBackend, external=True):
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def id(self) -> str:
+        return "mock"
+
+    def dispatch(self, program, inputs, config=None):
+        self.calls += 1
+        return reference.run(program, inputs, config)
+
+

@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 import pytest
-from helpers import GX, as_u32
+from helpers import GX, as_u32, lcg, slow_program
 
 from vyre import reference
 from vyre.driver import (
@@ -26,37 +26,6 @@ from vyre.ir import BufferDecl, DataType, Expr, Node, Program
 
 pytestmark = pytest.mark.gpu
 U = DataType.U32
-
-
-def _slow_program() -> Program:
-    """Each lane spins `trips` times (read from memory, so nothing folds)."""
-    body = [Node.let_bind("acc", Expr.load("a", GX)),
-            Node.loop("i", Expr.u32(0), Expr.load("trips", 0),
-                      [Node.assign("acc", Expr.var("acc") * 1664525 + 1013904223)]),
-            Node.store("out", GX, Expr.var("acc"))]
-    return Program.wrapped([BufferDecl.read("a", 0, U), BufferDecl.read("trips", 1, U, 1),
-                            BufferDecl.output("out", 2, U)], 256, body)
-
-
-def _lcg(a: np.ndarray, trips: int) -> np.ndarray:
-    """`trips` steps of x -> 1664525 x + 1013904223 (mod 2^32), by squaring the affine map."""
-    mul, add = 1, 0
-    step_mul, step_add = 1664525, 1013904223
-    n = trips
-    while n:
-        if n & 1:
-            mul, add = (step_mul * mul) % 2**32, (step_mul * add + step_add) % 2**32
-        step_mul, step_add = (step_mul * step_mul) % 2**32, (step_mul * step_add + step_add) % 2**32
-        n >>= 1
-    return ((a.astype(np.uint64) * mul + add) % 2**32).astype(np.uint32)
-
-
-def test_lcg_closed_form_matches_stepping():
-    a = np.arange(5, dtype=np.uint64)
-    acc = a.copy()
-    for _ in range(37):
-        acc = (acc * 1664525 + 1013904223) % 2**32
-    assert np.array_equal(_lcg(a, 37), acc.astype(np.uint32))
 
 
 def _inc() -> Program:
@@ -84,7 +53,7 @@ def test_capabilities_match_device_attributes(cuda):
 
 
 def test_dispatch_async_returns_before_the_kernel_finishes(cuda):
-    p = _slow_program()
+    p = slow_program()
     a = np.arange(1 << 16, dtype=np.uint32)
     trips = np.array([20_000_000], np.uint32)  # ~0.1 s of dependent integer math per lane
     cuda.dispatch(p, [a[:256], np.array([1], np.uint32)])  # compile outside the timed part
@@ -96,18 +65,18 @@ def test_dispatch_async_returns_before_the_kernel_finishes(cuda):
     waited = time.perf_counter() - t
     assert pending.is_ready()
     assert returned < waited / 4
-    assert np.array_equal(as_u32(out[0])[:512], _lcg(a[:512], 20_000_000))
+    assert np.array_equal(as_u32(out[0])[:512], lcg(a[:512], 20_000_000))
 
 
 def test_timed_dispatch_reports_device_time(cuda):
-    p = _slow_program()
+    p = slow_program()
     r = cuda.dispatch_borrowed_timed(p, [np.arange(4096, dtype=np.uint32), np.array([20_000], np.uint32)])
     assert r.device_ns is not None and 0 < r.device_ns <= r.wall_ns
     assert r.enqueue_ns is not None and r.wait_ns is not None
 
 
 def test_timeout_is_honoured(cuda):
-    p = _slow_program()
+    p = slow_program()
     a = np.arange(1 << 18, dtype=np.uint32)
     cuda.dispatch(p, [a[:256], np.array([1], np.uint32)])
     with pytest.raises(DispatchFailed, match="timeout"):

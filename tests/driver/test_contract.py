@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 import pytest
-from helpers import GX
+from helpers import GX, MockBackend, prog
 
 from vyre import reference
 from vyre.driver import (
@@ -32,23 +32,6 @@ from vyre.ir import BufferDecl, DataType, Expr, Node, Program
 U = DataType.U32
 SEED = open("../shared/seeds/vyre_backend.rs").read() if __import__("os").path.exists(
     "../shared/seeds/vyre_backend.rs") else ""
-
-
-def prog() -> Program:
-    return Program.wrapped([BufferDecl.read("a", 0, U), BufferDecl.output("o", 1, U)], 4,
-                           [Node.store("o", GX, Expr.load("a", GX) + 1)])
-
-
-class MockBackend(VyreBackend, external=True):
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def id(self) -> str:
-        return "mock"
-
-    def dispatch(self, program, inputs, config=None):
-        self.calls += 1
-        return reference.run(program, inputs, config)
 
 
 def test_every_seed_method_exists_with_snake_case_names():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 import numpy as np
-from test_contract import MockBackend, prog
+from helpers import MockBackend, prog
 
 from vyre.driver import DispatchConfig
 from vyre.driver import pipeline as P

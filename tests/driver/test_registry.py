@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from test_contract import MockBackend, prog
+from helpers import MockBackend, prog
 
 from vyre.driver import (
     BackendRegistration,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_contract import MockBackend, prog
+from helpers import MockBackend, prog
 
 from vyre import reference
 from vyre.driver import (

@@ -1,0 +1,117 @@
+"""The OpenCL driver on a real OpenCL implementation (PoCL in CI): capabilities against
+the device query, non-blocking async, profiling, resident buffers, caching, inspection."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from helpers import GX, as_u32, check_lcg_closed_form, lcg, slow_program
+
+from vyre import reference
+from vyre.driver import InvalidProgram
+from vyre.driver import pipeline as P
+from vyre.ir import BufferDecl, DataType, Expr, Node, Program
+
+U = DataType.U32
+
+
+def test_lcg_helper_is_right():
+    check_lcg_closed_form()
+
+
+def test_capabilities_match_the_device_query(opencl):
+    import pyopencl as cl
+
+    d = opencl.rt.device
+    assert opencl.max_compute_invocations_per_workgroup() == d.max_work_group_size
+    assert opencl.max_workgroup_size() == tuple(min(s, d.max_work_group_size) for s in d.max_work_item_sizes[:3])
+    assert opencl.max_storage_buffer_bytes() == d.max_mem_alloc_size
+    prof = opencl.device_profile()
+    assert prof.max_shared_memory_bytes == d.local_mem_size
+    assert prof.compute_units == d.max_compute_units
+    assert opencl.supports_subgroup_ops() is False  # no subgroup intrinsics are emitted
+    assert opencl.supports_f16() is False           # the IR has no f16 type yet
+    assert opencl.supports_async_compute() is True
+    assert opencl.rt.info.correct_div_sqrt == bool(d.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT)
+
+
+def test_dispatch_async_returns_before_a_long_kernel_finishes(opencl):
+    p = slow_program()
+    a = np.arange(1 << 13, dtype=np.uint32)
+    opencl.dispatch(p, [a[:256], np.array([1], np.uint32)])  # build first
+    trips = 40_000
+    t = time.perf_counter()
+    pending = opencl.dispatch_async(p, [a, np.array([trips], np.uint32)])
+    returned = time.perf_counter() - t
+    assert not pending.is_ready()
+    out = pending.await_result()
+    waited = time.perf_counter() - t
+    assert pending.is_ready() and returned < waited / 4
+    assert np.array_equal(as_u32(out[0]), lcg(a, trips))
+
+
+def test_timed_dispatch_fills_device_ns_from_profiling_events(opencl):
+    r = opencl.dispatch_borrowed_timed(slow_program(), [np.arange(1024, dtype=np.uint32), np.array([500], np.uint32)])
+    assert r.device_ns and 0 < r.device_ns <= r.wall_ns
+
+
+def test_resident_buffers(opencl, reference_backend):
+    p = Program.wrapped([BufferDecl.read_write("x", 0, U), BufferDecl.output("o", 1, U)], 8,
+                        [Node.store("o", GX, Expr.load("x", GX) * 2), Node.store("x", GX, Expr.load("x", GX) + 1)])
+    x = np.arange(100, dtype=np.uint32)
+    rx, ro = opencl.allocate_resident(x.nbytes), opencl.allocate_resident(x.nbytes)
+    opencl.upload_resident(rx, x)
+    for _ in range(3):
+        t = opencl.dispatch_resident_timed(p, [rx, ro])
+        assert t.outputs == [] and t.device_ns
+    assert np.array_equal(as_u32(opencl.read_resident(rx)), x + 3)
+    assert np.array_equal(as_u32(opencl.read_resident(ro)), (x + 2) * 2)
+    with pytest.raises(InvalidProgram, match="does not belong"):
+        reference_backend.own(rx)
+    with pytest.raises(InvalidProgram, match="upload exactly"):
+        opencl.upload_resident(rx, x[:5])
+    small = opencl.allocate_resident(8)
+    with pytest.raises(InvalidProgram, match="holds 8 bytes"):
+        opencl.dispatch_resident_timed(p, [rx, small])
+    for r in (rx, ro, small):
+        opencl.free_resident(r)
+
+
+def test_compile_native_is_a_real_cached_pipeline(opencl):
+    p = Program.wrapped([BufferDecl.read("a", 0, U), BufferDecl.output("o", 1, U)], 32,
+                        [Node.store("o", GX, Expr.load("a", GX).rotate_left(7) ^ 0xABCDEF)])
+    pipe = P.compile(opencl, p)
+    assert pipe.native and P.compile(opencl, p) is pipe
+    a = np.arange(777, dtype=np.uint32)
+    assert pipe.dispatch([a]) == opencl.dispatch(p, [a]) == reference.run(p, [a])
+    snap = opencl.pipeline_cache_snapshot()
+    assert snap.hits >= 1 and snap.misses >= 1
+
+
+def test_program_binaries_come_from_vyres_disk_cache(opencl, tmp_path, monkeypatch):
+    from vyre.drivers.opencl.backend import OpenCLPipeline
+
+    monkeypatch.setenv("VYRE_CACHE_DIR", str(tmp_path))
+    from vyre.driver.pipeline import DiskCache
+
+    opencl.rt.disk = DiskCache("opencl")
+    p = Program.wrapped([BufferDecl.read("a", 0, U), BufferDecl.output("o", 1, U)], 16,
+                        [Node.store("o", GX, Expr.load("a", GX) * 12345)])
+    first = OpenCLPipeline(opencl, p, opencl_config())
+    second = OpenCLPipeline(opencl, p, opencl_config())
+    assert (first.built_from, second.built_from) == ("compiled", "disk")
+    a = np.arange(50, dtype=np.uint32)
+    assert first.dispatch([a]) == second.dispatch([a]) == reference.run(p, [a])
+
+
+def opencl_config():
+    from vyre.driver import DispatchConfig
+
+    return DispatchConfig()
+
+
+def test_generated_source_is_inspectable(opencl):
+    src = opencl.generated_source(slow_program())
+    assert "__kernel void vyre_phase_0" in src and "FP_CONTRACT OFF" in src
