@@ -4,10 +4,11 @@ time from CUDA events) vs a device-to-device copy (the ceiling) and Triton, one 
 from __future__ import annotations
 
 import numpy as np
-from _common import args, emit
 
 import vyre.driver as d
 from vyre.ir import BufferDecl, DataType, Expr, Node, Program
+
+from _common import args, emit
 
 
 def main() -> None:
@@ -69,8 +70,7 @@ def main() -> None:
             to = torch.empty_like(ta)
             ms = events_ms(lambda: add[(triton.cdiv(n, 1024),)](ta, tb, to, n, BLOCK=1024))
             res[f"triton_{name}_tbps"] = 3 * 4 * n / (ms * 1e-3) / 1e12
-            del ta, tb, to
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         res["triton_error"] = str(exc)
     for name in ("u32", "f32"):
         res[f"ratio_vyre_{name}_vs_copy"] = res[f"vyre_{name}_tbps"] / res["d2d_copy_tbps"]

@@ -5,10 +5,11 @@ a Triton kernel, side by side in one run. Per-launch time = (N launches + one sy
 from __future__ import annotations
 
 import numpy as np
-from _common import args, emit, per_call_ns
 
 import vyre.driver as d
 from vyre.ir import BufferDecl, DataType, Expr, Node, Program
+
+from _common import args, emit, per_call_ns
 
 N = 1024
 CALLS = 2000
@@ -47,13 +48,13 @@ def main() -> None:
         cx = cp.zeros(N, dtype=cp.uint32)
         res["cupy_rawkernel_us"] = per_call_ns(lambda: ck((N // 64,), (64,), (cx, n32)), calls,
                                                cp.cuda.Device().synchronize) / 1e3
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         res["cupy_error"] = str(exc)
     try:
         import torch
         t = torch.zeros(N, dtype=torch.int32, device="cuda")
         res["torch_add__us"] = per_call_ns(lambda: t.add_(1), calls, torch.cuda.synchronize) / 1e3
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         res["torch_error"] = str(exc)
     try:
         import torch
@@ -69,7 +70,7 @@ def main() -> None:
         tx = torch.zeros(N, dtype=torch.int32, device="cuda")
         res["triton_launch_us"] = per_call_ns(lambda: tinc[(N // 64,)](tx, N, BLOCK=64), calls,
                                               torch.cuda.synchronize) / 1e3
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         res["triton_error"] = str(exc)
     base = res["raw_cuda_core_launch_us"]
     res["ratio_vyre_vs_raw"] = res["vyre_bound_launch_us"] / base

@@ -6,11 +6,12 @@ from __future__ import annotations
 import ctypes
 
 import numpy as np
-from _common import args, emit, interleaved_median_us
 
 import vyre.driver as d
 from vyre.driver import pipeline as P
 from vyre.ir import BufferDecl, DataType, Expr, Node, Program
+
+from _common import args, emit, interleaved_median_us
 
 N = 1024  # 4 KiB of u32
 SRC = r'''extern "C" __global__ void k(const unsigned int* a, unsigned int* o, unsigned int n) {
@@ -69,7 +70,7 @@ def main() -> None:
 
         assert with_cupy() == want
         variants["cupy_us"] = with_cupy
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         res["cupy_error"] = str(exc)
     res.update(interleaved_median_us(variants, rounds=10, per_round=max(20, reps // 10)))
     if "cupy_us" in res:

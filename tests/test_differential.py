@@ -5,10 +5,11 @@ on every available backend."""
 from __future__ import annotations
 
 import pytest
-from helpers import run_checked
 from hypothesis import HealthCheck, given, settings
 
 from vyre.conform.generator import GenOptions, programs
+
+from helpers import run_checked
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

@@ -6,13 +6,22 @@ from __future__ import annotations
 import json
 
 import numpy as np
-from helpers import MockBackend
 
 from vyre import reference
-from vyre.conform import certificate, corpus, diverges, load_repro, oob_report, run_backend, verify_certificate
+from vyre.conform import (
+    certificate,
+    corpus,
+    diverges,
+    load_repro,
+    oob_report,
+    run_backend,
+    verify_certificate,
+)
 from vyre.conform.runner import corpus_digest
 from vyre.ir import BinOp, wire
 from vyre.ir import expr as E
+
+from helpers import MockBackend
 
 
 class WrongXor(MockBackend, external=True):

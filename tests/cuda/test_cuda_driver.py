@@ -10,7 +10,6 @@ import time
 
 import numpy as np
 import pytest
-from helpers import GX, as_u32, lcg, slow_program
 
 from vyre import reference
 from vyre.driver import (
@@ -19,10 +18,11 @@ from vyre.driver import (
     DispatchConfig,
     DispatchFailed,
     InvalidProgram,
-    acquire,
 )
 from vyre.driver import pipeline as P
 from vyre.ir import BufferDecl, DataType, Expr, Node, Program
+
+from helpers import GX, as_u32, lcg, slow_program
 
 pytestmark = pytest.mark.gpu
 U = DataType.U32
@@ -139,12 +139,12 @@ def test_cuda_array_inputs_are_used_in_place(cuda):
                              Node.store("b", GX, Expr.u32(0))])
     a = cp.arange(3000, dtype=cp.uint32)
     b = cp.full(3000, 5, dtype=cp.uint32)
-    out_b, out = cuda.dispatch(p, [a, b])
+    _, out = cuda.dispatch(p, [a, b])
     assert np.array_equal(as_u32(out), np.arange(3000, dtype=np.uint32) + 5)
     assert int(b[0]) == 5  # a READ_WRITE device input is copied, never modified in place
     torch = pytest.importorskip("torch")
     t = torch.arange(3000, dtype=torch.int32, device="cuda")
-    out_b, out = cuda.dispatch(p, [t, b])
+    _, out = cuda.dispatch(p, [t, b])
     assert np.array_equal(as_u32(out), np.arange(3000, dtype=np.uint32) + 5)
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import inspect
 import re
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import GX, MockBackend, prog
 
 from vyre import reference
 from vyre.driver import (
@@ -29,9 +29,11 @@ from vyre.driver import (
 from vyre.driver.backend import PassthroughPipeline, SealedContractError
 from vyre.ir import BufferDecl, DataType, Expr, Node, Program
 
+from helpers import GX, MockBackend, prog
+
 U = DataType.U32
-SEED = open("../shared/seeds/vyre_backend.rs").read() if __import__("os").path.exists(
-    "../shared/seeds/vyre_backend.rs") else ""
+_SEED_PATH = Path("../shared/seeds/vyre_backend.rs")
+SEED = _SEED_PATH.read_text() if _SEED_PATH.exists() else ""
 
 
 def test_every_seed_method_exists_with_snake_case_names():
@@ -217,11 +219,11 @@ def test_resources_refuse_another_backend():
 
 def test_sealed_without_opt_in_fails_with_fix():
     with pytest.raises(SealedContractError, match="external=True"):
-        class Rogue(VyreBackend):  # noqa: F841
+        class Rogue(VyreBackend):
             def id(self): return "rogue"
             def dispatch(self, p, i, c=None): return []
     with pytest.raises(SealedContractError, match="Fix:"):
-        class RoguePipe(CompiledPipeline):  # noqa: F841
+        class RoguePipe(CompiledPipeline):
             pass
 
     class Child(MockBackend):  # inherits the parent's opt-in

@@ -5,12 +5,13 @@ from __future__ import annotations
 import logging
 
 import numpy as np
-from helpers import MockBackend, prog
 
 from vyre.driver import DispatchConfig
 from vyre.driver import pipeline as P
 from vyre.driver.pipeline import DiskCache
 from vyre.ir import BufferDecl, DataType, Expr, Node, Program
+
+from helpers import MockBackend, prog
 
 
 def test_compile_caches_by_key_and_reports_hits():

@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import pytest
-from helpers import MockBackend, prog
 
 from vyre.driver import (
     BackendRegistration,
@@ -23,6 +22,8 @@ from vyre.driver import (
 )
 from vyre.driver import registry as R
 from vyre.ir import BufferDecl, DataType, Program
+
+from helpers import MockBackend, prog
 
 
 def test_importing_vyre_and_listing_registrations_touches_no_device_or_vendor_module():

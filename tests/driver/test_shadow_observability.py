@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import MockBackend, prog
 
 from vyre import reference
 from vyre.driver import (
@@ -19,6 +18,8 @@ from vyre.driver import (
 from vyre.driver import pipeline as P
 from vyre.driver.shadow import assert_exhaustive_byte_identity, compare_outputs
 from vyre.ir import BufferDecl, DataType, Expr, Node, Program, UnOp
+
+from helpers import MockBackend, prog
 
 
 class OffByOne(MockBackend, external=True):

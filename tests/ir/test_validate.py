@@ -80,6 +80,8 @@ def test_uniform_barrier_is_fine_and_uniform_locals_count():
 
 def test_valid_program_has_no_diagnostics_and_codes_are_documented():
     assert validate(prog([Node.store("o", GX, Expr.load("a", GX) + 1)])) == []
-    doc = open("docs/semantics.md").read()
+    from pathlib import Path
+
+    doc = Path("docs/semantics.md").read_text()
     for code in CODES:
         assert f"| {code} |" in doc

@@ -7,12 +7,13 @@ import time
 
 import numpy as np
 import pytest
-from helpers import GX, as_u32, check_lcg_closed_form, lcg, slow_program
 
 from vyre import reference
 from vyre.driver import InvalidProgram
 from vyre.driver import pipeline as P
 from vyre.ir import BufferDecl, DataType, Expr, Node, Program
+
+from helpers import GX, as_u32, check_lcg_closed_form, lcg, slow_program
 
 U = DataType.U32
 

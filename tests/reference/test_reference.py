@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import GX, as_u32
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +21,8 @@ from vyre.ir import (
     ValidationError,
 )
 from vyre.reference import interp
+
+from helpers import GX, as_u32
 
 U = DataType.U32
 

@@ -9,7 +9,6 @@ import itertools
 
 import numpy as np
 import pytest
-from helpers import as_u32, map_program, run_checked
 
 from vyre import reference
 from vyre.conform.witness import edges
@@ -18,6 +17,8 @@ from vyre.driver.shadow import compare_outputs
 from vyre.ir import BinOp, DataType, Expr, UnOp
 from vyre.ir.typecheck import TypeFault, bin_result, un_result
 from vyre.ir.types import TRANSCENDENTAL
+
+from helpers import as_u32, map_program, run_checked
 
 TYPES = [DataType.U32, DataType.I32, DataType.F32, DataType.BOOL]
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import GX, as_f32, as_i32, as_u32, map_program, run_checked
 
 from vyre.driver import DispatchConfig, DispatchFailed
 from vyre.ir import AtomicOp, BufferDecl, DataType, Expr, MemoryOrdering, Node, Program
+
+from helpers import GX, as_f32, as_i32, as_u32, map_program, run_checked
 
 U, I, F, B = DataType.U32, DataType.I32, DataType.F32, DataType.BOOL
 NAN = 0x7FC00000
@@ -191,7 +192,7 @@ def test_S16_grid_sync_phases_see_all_previous_writes(backend):
     body = [Node.store("mid", GX, GX * 2), Node.barrier(MemoryOrdering.GRID_SYNC),
             Node.store("out", GX, Expr.load("mid", (GX + 17) % n))]
     p = Program.wrapped([BufferDecl.output("mid", 0, U, n), BufferDecl.output("out", 1, U, n)], 8, body)
-    mid, out = run_checked(backend, p, [])
+    _, out = run_checked(backend, p, [])
     assert list(as_u32(out)) == [((i + 17) % n) * 2 for i in range(n)]
 
 
@@ -263,5 +264,5 @@ def test_S22_left_to_right_evaluation_of_atomics(backend):
     at = Expr.atomic(AtomicOp.ADD, "c", GX, Expr.u32(1))
     body = [Node.store("out", GX, (at << 8) | at)]
     p = Program.wrapped([BufferDecl.read_write("c", 0, U), BufferDecl.output("out", 1, U)], 2, body)
-    c, out = run_checked(backend, p, [np.array([5, 9], np.uint32)])
+    _, out = run_checked(backend, p, [np.array([5, 9], np.uint32)])
     assert list(as_u32(out)) == [(5 << 8) | 6, (9 << 8) | 10]

@@ -50,7 +50,7 @@ def demo(save: Path | None = typer.Option(None, help="also write the program's w
     p = demo_program()
     console.print(program_text(p))
     diags = validate(p)
-    console.print(f"validation: {'ok' if not diags else diags}")
+    console.print(f"validation: {diags or 'ok'}")
     console.print(f"fingerprint: {fingerprint(p).hex()}")
     a = np.arange(8, dtype=np.float32)
     b = np.full(8, 0.5, dtype=np.float32)
@@ -199,7 +199,7 @@ def conform(
         with Progress(console=console, transient=True) as bar:
             task = bar.add_task(f"{bid}", total=total)
             report = run_backend(b, random=random, seed=seed, repro_dir=repro_dir,
-                                 progress=lambda name: bar.advance(task))
+                                 progress=lambda name, task=task: bar.advance(task))
         cert = certificate(report, random=random, seed=seed)
         cert_dir.mkdir(parents=True, exist_ok=True)
         cpath = cert_dir / f"{bid}.json"

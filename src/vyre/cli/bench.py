@@ -48,8 +48,8 @@ def run_bench(ids: list[str], elements: int, repeats: int) -> list[dict]:
             continue
         tiny = P.compile(b, tiny_program())
         saxpy = P.compile(b, saxpy_program())
-        tiny_ns = _median_ns(lambda: tiny.dispatch(tiny_in), repeats)
-        big_ns = _median_ns(lambda: saxpy.dispatch(big_in), max(3, repeats // 4))
+        tiny_ns = _median_ns(lambda tiny=tiny: tiny.dispatch(tiny_in), repeats)
+        big_ns = _median_ns(lambda saxpy=saxpy: saxpy.dispatch(big_in), max(3, repeats // 4))
         timed = saxpy.dispatch_timed(big_in)
         rows.append({"backend": bid, "tiny_us": tiny_ns / 1e3, "elementwise_ms": big_ns / 1e6,
                      "gbps": 3 * 4 * elements / big_ns, "device_ms": None if timed.device_ns is None

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vyre.ir.errors import ExecutionError
-from vyre.ir.launch import Launch, effective_program, input_nbytes, resolve
+from vyre.ir.launch import Launch, input_nbytes, resolve
 from vyre.ir.program import Program
 from vyre.ir.types import DataType
 

@@ -24,7 +24,7 @@ from .launch import Launch, resolve
 from .node import Assign, Barrier, Block, Eval, If, Let, Loop, Node, Region, Return, Store
 from .ops import OpId, all_op_ids, program_ops
 from .program import BufferDecl, Program
-from .types import AtomicOp, BinOp, Builtin, BufferAccess, DataType, MemoryOrdering, UnOp
+from .types import AtomicOp, BinOp, BufferAccess, Builtin, DataType, MemoryOrdering, UnOp
 from .validate import CODES, Diagnostic, check, validate
 
 __all__ = [

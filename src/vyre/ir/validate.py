@@ -269,9 +269,8 @@ class _Validator:
                          "pick a fresh name for the loop variable.")
             lo = self.expr(n.from_, loc, scope, what="loop start")
             hi = self.expr(n.to, loc, scope, what="loop end")
-            if lo is not None and hi is not None:
-                if lo is not hi or not lo.is_integer:
-                    self.add("V003", loc, f"loop bounds are {lo.value} and {hi.value}.",
+            if lo is not None and hi is not None and (lo is not hi or not lo.is_integer):
+                self.add("V003", loc, f"loop bounds are {lo.value} and {hi.value}.",
                              "make both bounds u32 or both i32.")
             inner = dict(scope)
             inner[n.var] = lo if lo is not None and lo.is_integer else DataType.U32

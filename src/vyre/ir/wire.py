@@ -21,7 +21,7 @@ from . import expr as E
 from . import node as N
 from .errors import WireError
 from .program import BufferDecl, Program
-from .types import AtomicOp, BinOp, Builtin, BufferAccess, DataType, MemoryOrdering, UnOp
+from .types import AtomicOp, BinOp, BufferAccess, Builtin, DataType, MemoryOrdering, UnOp
 
 MAGIC = b"VYRE"
 VERSION = 1
@@ -167,7 +167,7 @@ def encode(program: Program, canonical: bool = False) -> bytes:
 
 # ---------------------------------------------------------------------------- decoding
 class _Reader:
-    __slots__ = ("buf", "pos", "end")
+    __slots__ = ("buf", "end", "pos")
 
     def __init__(self, buf: bytes, pos: int, end: int) -> None:
         self.buf, self.pos, self.end = buf, pos, end

@@ -407,7 +407,7 @@ def _collides(access: _Access, counts: dict[str, int]) -> bool:
             continue
         sentinel = np.int64(-1)
 
-        def spans(parts):
+        def spans(parts, size=size, sentinel=sentinel):
             lo = np.full(size, np.iinfo(np.int64).max)
             hi = np.full(size, sentinel)
             for addr, wg in parts:

@@ -89,7 +89,7 @@ def key_for(backend: VyreBackend, program: Program, config: DispatchConfig | Non
                        fingerprint(program), config.code_key())
 
 
-def compile(backend: VyreBackend, program: Program, config: DispatchConfig | None = None) -> Pipeline:  # noqa: A001
+def compile(backend: VyreBackend, program: Program, config: DispatchConfig | None = None) -> Pipeline:
     config = config or DEFAULT
     VALIDATION_CACHE.require_valid(program, backend.id())
     key = key_for(backend, program, config)

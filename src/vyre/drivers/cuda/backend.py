@@ -555,7 +555,8 @@ class CudaBackend(VyreBackend):
             self.generation += 1
             try:
                 dev = int(self.rt.dev.device_id)
-                err, = cu.cuDevicePrimaryCtxReset(dev) if self._lost else (0,)
+                if self._lost:
+                    cu.cuDevicePrimaryCtxReset(dev)
                 self.rt = Runtime(dev)
                 self._init_state()
             except BackendError:

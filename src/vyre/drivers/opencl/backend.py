@@ -49,7 +49,7 @@ I32_DIVISION = ("i32 division or remainder by zero (or -2147483648 / -1) in the 
 class _InFlight:
     """Everything one enqueued dispatch needs until its results are read."""
 
-    __slots__ = ("events", "kernel_events", "hosts", "keep", "err", "started")
+    __slots__ = ("err", "events", "hosts", "keep", "kernel_events", "started")
 
     def __init__(self) -> None:
         self.events: list[cl.Event] = []
