@@ -31,9 +31,10 @@ from vyre.driver.dispatch_shape import (
 from vyre.driver.errors import BackendError, DeviceLost, DispatchFailed, InvalidProgram
 from vyre.driver.pending import PendingDispatch, TimedDispatchResult
 from vyre.driver.pipeline import PipelineCacheSnapshot
-from vyre.driver.program_walks import effective_program, input_sizes, launch_for_sizes
+from vyre.driver.program_walks import input_sizes, launch_for_sizes
 from vyre.driver.validation import VALIDATION_CACHE, check_launch_geometry
 from vyre.ir.fingerprint import fingerprint
+from vyre.ir.launch import effective_program
 from vyre.ir.program import Program
 from vyre.reference import as_words
 
