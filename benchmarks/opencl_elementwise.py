@@ -8,11 +8,12 @@ import time
 
 import numpy as np
 import pyopencl as cl
-from _common import args, emit, interleaved_median_us, median_ns
 
 import vyre.driver as d
 from vyre.driver import pipeline as P
 from vyre.ir import BufferDecl, DataType, Expr, Node, Program
+
+from _common import args, emit, interleaved_median_us, median_ns
 
 GX = Expr.gid_x()
 SRC = """__kernel void k(__global const uint* a, __global uint* o, uint n) {

@@ -8,12 +8,13 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from _common import args, emit
 
 from vyre import reference
 from vyre.driver import DispatchConfig
 from vyre.ir import BufferDecl, DataType, Expr, Node, Program
 from vyre.reference import interp
+
+from _common import args, emit
 
 N = 1 << 20
 GX = Expr.gid_x()

@@ -50,9 +50,10 @@ I32_DIVISION = ("i32 division or remainder by zero (or -2147483648 / -1) in the 
 class _InFlight:
     """Everything one enqueued dispatch needs until its results are read."""
 
-    __slots__ = ("err", "events", "hosts", "keep", "kernel_events", "started")
+    __slots__ = ("err", "events", "hosts", "keep", "kernel_events", "maps", "started")
 
     def __init__(self) -> None:
+        self.maps: list[Any] = []
         self.events: list[cl.Event] = []
         self.kernel_events: list[cl.Event] = []
         self.hosts: list[np.ndarray] = []
@@ -231,27 +232,55 @@ class OpenCLBackend(VyreBackend):
         flight = _InFlight()
         inputs = list(inputs)
         shape = self._shape(pipe, input_sizes(inputs, ID), config)
-        q = self.rt.queue
+        q, ctx = self.rt.queue, self.rt.context
+        # On devices that share host memory (CPU OpenCL such as PoCL) buffers wrap host arrays
+        # (USE_HOST_PTR) instead of copying them: inputs are read in place, outputs written
+        # in place, and a map makes them visible to the host.
+        zero_copy = self.rt.info.host_unified
+        gx = shape.global_size[0]
         try:
             with self._lock:
                 bufs = []
+                outs: dict[int, np.ndarray] = {}
                 for b in shape.buffers:
-                    buf = pipe.buffer(b.name, b.nbytes)
-                    bufs.append(buf)
-                    if b.input_index is not None:
-                        if b.nbytes:
+                    fill = b.input_index is None and bool(b.nbytes) and \
+                        not pipe.plan.skips_zero_fill(b.name, b.count, gx)
+                    if zero_copy and b.nbytes:
+                        if b.input_index is not None:
+                            host = as_words(inputs[b.input_index], f"input {b.name!r}")
+                            if b.output_index is not None:
+                                host = host.copy()  # the kernel writes READ_WRITE buffers
+                        else:
+                            host = np.empty(b.count, dtype=np.uint32)
+                        flags = cl.mem_flags.USE_HOST_PTR | (cl.mem_flags.READ_WRITE if b.output_index is not None
+                                                             else cl.mem_flags.READ_ONLY)
+                        buf = cl.Buffer(ctx, flags, hostbuf=host)
+                        flight.keep.append(host)
+                        if b.output_index is not None:
+                            outs[b.output_index] = host
+                    else:
+                        buf = pipe.buffer(b.name, b.nbytes)
+                        if b.input_index is not None and b.nbytes:
                             host = as_words(inputs[b.input_index], f"input {b.name!r}")
                             flight.keep.append(host)
                             flight.events.append(cl.enqueue_copy(q, buf, host, is_blocking=False))
-                    elif b.nbytes and not pipe.plan.skips_zero_fill(b.name, b.count, shape.global_size[0]):
+                    if fill:
                         flight.events.append(cl.enqueue_fill_buffer(q, buf, self.rt.zero, 0, b.nbytes))
+                    bufs.append(buf)
                 self._launch(pipe, shape, bufs, flight)
                 for b in shape.outputs:
-                    host = np.empty(b.count, dtype=np.uint32)
-                    flight.hosts.append(host)
-                    if b.count:
-                        flight.events.append(cl.enqueue_copy(q, host, bufs[shape.buffers.index(b)],
-                                                             is_blocking=False))
+                    buf = bufs[shape.buffers.index(b)]
+                    if b.output_index in outs:
+                        mapped, ev = cl.enqueue_map_buffer(q, buf, cl.map_flags.READ, 0, (b.count,),
+                                                           np.uint32, is_blocking=False)
+                        flight.maps.append(mapped)
+                        flight.events.append(ev)
+                        flight.hosts.append(outs[b.output_index])
+                    else:
+                        host = np.empty(b.count, dtype=np.uint32)
+                        flight.hosts.append(host)
+                        if b.count:
+                            flight.events.append(cl.enqueue_copy(q, host, buf, is_blocking=False))
                 if pipe.plan.needs_error_flag:
                     flight.err = np.empty(1, dtype=np.uint32)
                     flight.events.append(cl.enqueue_copy(q, flight.err, self._err_buf, is_blocking=False))
@@ -266,9 +295,13 @@ class OpenCLBackend(VyreBackend):
                 cl.wait_for_events(flight.events)
         except cl.Error as exc:
             raise self.rt.oom_or_fail(exc) from None
-        if flight.err is not None and flight.err[0]:
-            raise DispatchFailed(*I32_DIVISION, backend=ID)
-        return [h.tobytes() for h in flight.hosts]
+        try:
+            if flight.err is not None and flight.err[0]:
+                raise DispatchFailed(*I32_DIVISION, backend=ID)
+            return [h.tobytes() for h in flight.hosts]
+        finally:
+            for m in flight.maps:
+                m.base.release(self.rt.queue)
 
     # ---- resident buffers --------------------------------------------------------------
     def allocate_resident(self, byte_len: int) -> Resource:

@@ -75,6 +75,7 @@ class DeviceInfo:
     compute_units: int
     extensions: frozenset[str]
     correct_div_sqrt: bool
+    host_unified: bool
 
 
 class Runtime:
@@ -96,7 +97,8 @@ class Runtime:
             max_alloc=int(d.max_mem_alloc_size), global_mem=int(d.global_mem_size),
             local_mem=int(d.local_mem_size), compute_units=int(d.max_compute_units),
             extensions=frozenset(d.extensions.split()),
-            correct_div_sqrt=bool(d.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT))
+            correct_div_sqrt=bool(d.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT),
+            host_unified=bool(d.host_unified_memory) and os.environ.get("VYRE_OPENCL_ZERO_COPY", "1") != "0")
         self.options = list(BASE_OPTIONS) + ([CORRECT_DIV_SQRT] if self.info.correct_div_sqrt else [])
         self.disk = DiskCache("opencl")
         self.fingerprint = blake3.blake3(
