@@ -133,6 +133,15 @@ def enforce(backend_id: str, program, inputs: Sequence[Any], config: DispatchCon
         inputs = list(inputs)
         if config.max_output_bytes is not None:
             check_output_budget(program, _sizes(inputs), config, backend_id)
+        if config.timeout is None and config.fixpoint_iterations == 1 and config.max_output_bytes is None:
+            try:  # the common case: nothing to enforce but the error mapping
+                outputs = call(inputs, config)
+            except BackendError:
+                raise
+            except VyreError as err:
+                raise from_foundation(err, backend_id) from None
+            ok = True
+            return outputs
 
         def run() -> list:
             _state.depth = 1

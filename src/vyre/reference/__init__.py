@@ -43,6 +43,9 @@ def _check(program: Program) -> None:
 
 def as_words(value: Any, name: str = "input") -> np.ndarray:
     """View a bytes-like input as little-endian u32 words (no copy where possible)."""
+    if type(value) is np.ndarray and value.ndim == 1 and value.dtype.itemsize == 4 \
+            and value.flags.c_contiguous and value.dtype.byteorder in "=<|":
+        return value.view("<u4")
     if isinstance(value, np.ndarray):
         raw = np.ascontiguousarray(value).reshape(-1).view(np.uint8)
     else:
