@@ -13,6 +13,7 @@ test: system $(VENV)/.stamp-test
 	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/vyre conform --backend opencl --random 200 --seed 1 --cert-dir .conform/certs --repro-dir .conform/repros
 
 # PoCL (OpenCL on the CPU) from Debian: the PyPI-only PoCL cannot build kernels here.
 system:
