@@ -113,3 +113,34 @@ def test_hostile_counts_and_depth_are_bounded():
         wire.decode(b"NOPE" + bytes(100))
     with pytest.raises(WireError):
         wire.decode(12345)  # type: ignore[arg-type]
+
+
+def test_decoder_fuzz_stays_within_time_and_memory_bounds(tmp_path):
+    """Mutated and truncated wire bytes under a 1 GiB address-space limit and a wall-clock
+    limit: only WireError, never MemoryError, a crash or a hang."""
+    import subprocess
+    import sys
+
+    code = (
+        "import random, resource\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+        "from vyre.conform.generator import random_program\n"
+        "from vyre.ir import wire, WireError\n"
+        "rnd = random.Random(5)\n"
+        "n = 0\n"
+        "for seed in range(60):\n"
+        "    data = bytearray(wire.encode(random_program(seed)[0]))\n"
+        "    for _ in range(60):\n"
+        "        d = bytearray(data)\n"
+        "        for _ in range(rnd.randint(1, 4)):\n"
+        "            d[rnd.randrange(len(d))] = rnd.randrange(256)\n"
+        "        cut = bytes(d[: rnd.randrange(1, len(d) + 1)])\n"
+        "        for blob in (bytes(d), cut):\n"
+        "            try:\n"
+        "                wire.decode(blob)\n"
+        "            except WireError:\n"
+        "                n += 1\n"
+        "print(n)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout) > 3000

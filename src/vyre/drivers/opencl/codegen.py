@@ -65,7 +65,7 @@ OPENCL = Dialect(
         "exp2": "exp2", "log2": "log2", "sin": "sin", "cos": "cos", "tan": "tan", "tanh": "tanh"},
 )
 
-BASE_OPTIONS = ("-cl-std=CL1.2",)
+BASE_OPTIONS = ("-cl-std=CL1.2", "-w")  # -w: PoCL's clang notes are noise here
 CORRECT_DIV_SQRT = "-cl-fp32-correctly-rounded-divide-sqrt"
 
 

@@ -1,0 +1,59 @@
+"""Neutral decision helpers: capability records, diagnostics shaping, launch-geometry limits,
+and the lowering's zero-fill analysis that both compiled drivers rely on."""
+
+from __future__ import annotations
+
+import pytest
+
+from vyre.driver import BackendCapability, DeviceProfile, UnsupportedFeature, diagnostics
+from vyre.driver.validation import check_launch_geometry
+from vyre.ir import AtomicOp, BufferDecl, DataType, Expr, Launch, Node, Program, validate
+from vyre.lower.plan import lower
+
+from helpers import GX, MockBackend, prog
+
+U = DataType.U32
+
+
+def test_backend_capability_reads_the_backend_queries():
+    cap = BackendCapability.of(MockBackend())
+    assert cap.backend == "mock" and cap.max_workgroup_size == (1, 1, 1) and cap.features == frozenset()
+    assert "vyre.node.store" in cap.supported_ops and cap.subgroup_size is None
+
+
+def test_diagnostics_shape_validation_and_errors():
+    bad = Program.wrapped([BufferDecl.read("a", 0, U)], 4, [Node.store("a", GX, 1)])
+    diags = diagnostics.from_validation(validate(bad))
+    assert diags[0].code == "V008" and "Fix:" in diags[0].render()
+    err = diagnostics.from_error(UnsupportedFeature("f16", "x"), "x")
+    assert err.code == "1002" and "Fix:" in diagnostics.render_all([err])
+
+
+def test_launch_geometry_is_checked_against_the_profile():
+    profile = DeviceProfile("d", max_workgroup_size=(64, 1, 1), max_invocations_per_workgroup=64,
+                            max_shared_memory_bytes=1024)
+    ok = Launch((("a", 4), ("o", 4)), (1, 1, 1))
+    check_launch_geometry(prog(), ok, profile, 10)
+    with pytest.raises(UnsupportedFeature, match="workgroups per"):
+        check_launch_geometry(prog(), Launch(ok.counts, (11, 1, 1)), profile, 10)
+    wide = Program.wrapped(prog().buffers, 128, prog().body)
+    with pytest.raises(UnsupportedFeature, match="Fix:"):
+        check_launch_geometry(wide, ok, profile, 10)
+    shared = Program.wrapped([*prog().buffers, BufferDecl.workgroup("w", 512, U)], 4, prog().body)
+    with pytest.raises(UnsupportedFeature, match="workgroup memory"):
+        check_launch_geometry(shared, ok, profile, 10)
+
+
+def _out(body) -> Program:
+    return Program.wrapped([BufferDecl.read("a", 0, U), BufferDecl.output("o", 1, U)], 4, body)
+
+
+def test_zero_fill_is_skipped_only_for_fully_overwritten_unread_outputs():
+    full = lower(_out([Node.store("o", GX, Expr.load("a", GX))]))
+    assert full.skips_zero_fill("o", 100, 100) and not full.skips_zero_fill("o", 100, 64)
+    for body in ([Node.if_(GX.lt(3), [Node.store("o", GX, 1)])],                      # conditional
+                 [Node.store("o", GX + 1, 1)],                                          # not gid.x
+                 [Node.if_(GX.eq(0), [Node.return_()]), Node.store("o", GX, 1)],        # after a return
+                 [Node.store("o", GX, Expr.load("o", GX) + 1)],                         # reads stale bytes
+                 [Node.store("o", GX, 1), Node.expr(Expr.atomic(AtomicOp.ADD, "o", 0, 1))]):
+        assert not lower(_out(body)).skips_zero_fill("o", 100, 100), body
