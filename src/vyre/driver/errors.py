@@ -98,6 +98,20 @@ class Other(BackendError):
     code, kind = 1999, "Other"
 
 
+def i32_division_failed(backend: str) -> DispatchFailed:
+    """The error every driver raises when its kernel's error flag reports an i32 division
+    by zero or MIN / -1 (semantics row S3)."""
+    return DispatchFailed("i32 division or remainder by zero (or -2147483648 / -1) in the dispatch.",
+                          "guard the divisor (e.g. select(d.eq(0), 1, d)) or use u32, whose x/0 is "
+                          "0xFFFFFFFF and x%0 is 0.", backend=backend)
+
+
+def check_upload_size(nbytes: int, resource_len: int, backend: str) -> None:
+    if nbytes != resource_len:
+        raise InvalidProgram(f"upload of {nbytes} bytes into a {resource_len}-byte resident buffer.",
+                             "upload exactly the allocated size.", backend=backend)
+
+
 CATALOGUE: dict[int, type[BackendError]] = {
     cls.code: cls for cls in (DeviceOutOfMemory, UnsupportedFeature, PoisonedLock,
                               KernelCompileFailed, DispatchFailed, InvalidProgram,

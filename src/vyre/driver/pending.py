@@ -28,6 +28,22 @@ class PendingDispatch(abc.ABC):
     def await_result(self, timeout: float | None = None) -> list[bytes]: ...
 
 
+def wait_until(ready, timeout: float | None, backend: str, poll_s: float = 0.0002) -> None:
+    """Poll ``ready()`` until it is true or ``timeout`` seconds pass (then DispatchFailed)."""
+    if timeout is None:
+        return
+    import time
+
+    from .errors import DispatchFailed
+
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if time.monotonic() > deadline:
+            raise DispatchFailed(f"dispatch not finished after {timeout} s.",
+                                 "wait longer or dispatch less work.", backend=backend)
+        time.sleep(poll_s)
+
+
 class ReadyPending(PendingDispatch):
     __slots__ = ("outputs",)
 

@@ -25,7 +25,7 @@ from ..validation import VALIDATION_CACHE
 from .disk import DiskCache, cache_root
 from .key import PipelineKey
 
-__all__ = ["DiskCache", "Pipeline", "PipelineCacheSnapshot", "PipelineKey", "cache_root",
+__all__ = ["DiskCache", "NativeCache", "Pipeline", "PipelineCacheSnapshot", "PipelineKey", "cache_root",
            "clear", "compile", "explain_miss", "key_for", "snapshot"]
 
 
@@ -108,6 +108,40 @@ def compile(backend: VyreBackend, program: Program, config: DispatchConfig | Non
         if len(_cache) > CAPACITY:
             _cache.popitem(last=False)
     return pipe
+
+
+class NativeCache:
+    """A driver's own cache of compiled pipelines, keyed by program fingerprint and
+    code-affecting config; it validates each program once before building and counts hits
+    and misses for `pipeline_cache_snapshot()`."""
+
+    def __init__(self, backend_id: str) -> None:
+        self.backend_id = backend_id
+        self.entries: dict[tuple, Any] = {}
+        self.hits = self.misses = 0
+        self._lock = threading.Lock()
+
+    def get_or_build(self, program: Program, config: DispatchConfig, build) -> Any:
+        from vyre.ir.fingerprint import fingerprint
+
+        key = (fingerprint(program), config.code_key())
+        hit = self.entries.get(key)
+        if hit is not None:
+            self.hits += 1
+            return hit
+        VALIDATION_CACHE.require_valid(program, self.backend_id)
+        with self._lock:
+            hit = self.entries.get(key)
+            if hit is None:
+                hit = self.entries[key] = build()
+                self.misses += 1
+        return hit
+
+    def snapshot(self) -> PipelineCacheSnapshot:
+        return PipelineCacheSnapshot(self.hits, self.misses, len(self.entries), len(self.entries))
+
+    def clear(self) -> None:
+        self.entries.clear()
 
 
 def snapshot() -> PipelineCacheSnapshot:

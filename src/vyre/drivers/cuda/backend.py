@@ -28,22 +28,23 @@ from vyre.driver.dispatch_shape import (
     dispatch_shape,
     resident_sizes,
 )
-from vyre.driver.errors import BackendError, DeviceLost, DispatchFailed, InvalidProgram
-from vyre.driver.pending import PendingDispatch, TimedDispatchResult
-from vyre.driver.pipeline import PipelineCacheSnapshot
+from vyre.driver.errors import (
+    BackendError,
+    DeviceLost,
+    InvalidProgram,
+    check_upload_size,
+    i32_division_failed,
+)
+from vyre.driver.pending import PendingDispatch, TimedDispatchResult, wait_until
+from vyre.driver.pipeline import NativeCache, PipelineCacheSnapshot
 from vyre.driver.program_walks import input_sizes, launch_for_sizes
 from vyre.driver.validation import VALIDATION_CACHE, check_launch_geometry
-from vyre.ir.fingerprint import fingerprint
 from vyre.ir.launch import effective_program
 from vyre.ir.program import Program
 from vyre.reference import as_words
 
 from .codegen import generate
 from .runtime import ID, Runtime, cc, host_words
-
-I32_DIVISION = ("i32 division or remainder by zero (or -2147483648 / -1) in the dispatch.",
-                "guard the divisor (e.g. select(d.eq(0), 1, d)) or use u32, whose x/0 is "
-                "0xFFFFFFFF and x%0 is 0.")
 
 
 def _cai(x: Any) -> tuple[int, int] | None:
@@ -250,13 +251,7 @@ class _Pending(PendingDispatch):
 
     def await_result(self, timeout: float | None = None) -> list[bytes]:
         if self.result is None:
-            if timeout is not None:
-                deadline = time.monotonic() + timeout
-                while not self.flight.done.is_done:
-                    if time.monotonic() > deadline:
-                        raise DispatchFailed(f"dispatch not finished after {timeout} s.",
-                                             "wait longer or dispatch less work.", backend=ID)
-                    time.sleep(0.0002)
+            wait_until(lambda: self.flight.done.is_done, timeout, ID)
             self.result = self.backend._complete(self.flight)
         return self.result
 
@@ -297,8 +292,7 @@ class CudaBackend(VyreBackend):
     def __init__(self) -> None:
         self.rt = Runtime()
         self._lock = threading.RLock()
-        self._pipelines: dict[tuple, CudaPipeline] = {}
-        self.hits = self.misses = 0
+        self._pipelines = NativeCache(ID)
         self.generation = 0
         self._init_state()
 
@@ -315,23 +309,14 @@ class CudaBackend(VyreBackend):
 
     # ---- compile -----------------------------------------------------------------------
     def _pipeline(self, program: Program, config: DispatchConfig) -> CudaPipeline:
-        key = (fingerprint(program), config.code_key())
-        pipe = self._pipelines.get(key)
-        if pipe is not None:
-            self.hits += 1
-            return pipe
-        VALIDATION_CACHE.require_valid(program, ID)
-        with self._lock:
-            pipe = CudaPipeline(self, effective_program(program, config), config)
-            self._pipelines[key] = pipe
-            self.misses += 1
-        return pipe
+        return self._pipelines.get_or_build(
+            program, config, lambda: CudaPipeline(self, effective_program(program, config), config))
 
     def compile_native(self, program: Program, config: DispatchConfig | None = None) -> CudaPipeline:
         return self._pipeline(program, config or DEFAULT)
 
     def pipeline_cache_snapshot(self) -> PipelineCacheSnapshot:
-        return PipelineCacheSnapshot(self.hits, self.misses, len(self._pipelines), len(self._pipelines))
+        return self._pipelines.snapshot()
 
     def generated_source(self, program: Program) -> str:
         VALIDATION_CACHE.require_valid(program, ID)
@@ -445,7 +430,7 @@ class CudaBackend(VyreBackend):
         try:
             views = flight.staging.views
             if flight.err is not None and views(flight.err, 1)[0]:
-                raise DispatchFailed(*I32_DIVISION, backend=ID)
+                raise i32_division_failed(ID)
             return [views(h, n).tobytes() for h, n in flight.hosts]
         finally:
             flight.pipe.free_staging.append(flight.staging)
@@ -487,7 +472,7 @@ class CudaBackend(VyreBackend):
             except Exception as exc:
                 raise self._fail(exc) from None
             if fast.err is not None and fast.err_view[0]:
-                raise DispatchFailed(*I32_DIVISION, backend=ID)
+                raise i32_division_failed(ID)
             return [v.tobytes() for v in fast.views]
 
     def _fail(self, exc: Exception) -> BackendError:
@@ -508,17 +493,13 @@ class CudaBackend(VyreBackend):
         dev_ptr = _cai(data)
         if dev_ptr is not None:
             ptr, nbytes = dev_ptr
-            if nbytes != resource.byte_len:
-                raise InvalidProgram(f"upload of {nbytes} bytes into a {resource.byte_len}-byte "
-                                     "resident buffer.", "upload exactly the allocated size.", backend=ID)
+            check_upload_size(nbytes, resource.byte_len, ID)
             self.rt.dev.sync()
             resource.handle.copy_from(cc.Buffer.from_handle(ptr, max(4, nbytes), owner=data), stream=s)
             s.sync()
             return
         words = as_words(data, "resident upload")
-        if words.nbytes != resource.byte_len:
-            raise InvalidProgram(f"upload of {words.nbytes} bytes into a {resource.byte_len}-byte "
-                                 "resident buffer.", "upload exactly the allocated size.", backend=ID)
+        check_upload_size(words.nbytes, resource.byte_len, ID)
         if words.nbytes:
             host = self.rt.alloc_pinned(words.nbytes)
             np.copyto(host_words(host, words.size), words)
@@ -569,7 +550,7 @@ class CudaBackend(VyreBackend):
         except Exception as exc:
             raise self._fail(exc) from None
         if pipe.plan.needs_error_flag and host_words(self.err_host, 1)[0]:
-            raise DispatchFailed(*I32_DIVISION, backend=ID)
+            raise i32_division_failed(ID)
 
     def dispatch_resident_timed(self, program: Program, resources: Sequence[Resource],
                                 config: DispatchConfig | None = None) -> TimedDispatchResult:

@@ -26,14 +26,20 @@ from vyre.driver.dispatch_shape import (
     dispatch_shape,
     resident_sizes,
 )
-from vyre.driver.errors import BackendError, DispatchFailed, InvalidProgram, UnsupportedFeature
-from vyre.driver.pending import PendingDispatch, TimedDispatchResult
-from vyre.driver.pipeline import PipelineCacheSnapshot
+from vyre.driver.errors import (
+    BackendError,
+    DispatchFailed,
+    InvalidProgram,
+    UnsupportedFeature,
+    check_upload_size,
+    i32_division_failed,
+)
+from vyre.driver.pending import PendingDispatch, TimedDispatchResult, wait_until
+from vyre.driver.pipeline import NativeCache, PipelineCacheSnapshot
 from vyre.driver.program_walks import input_sizes, launch_for_sizes
 from vyre.driver.validation import VALIDATION_CACHE, check_launch_geometry
 from vyre.ir import expr as E
 from vyre.ir import node as N
-from vyre.ir.fingerprint import fingerprint
 from vyre.ir.launch import effective_program
 from vyre.ir.program import Program
 from vyre.ir.types import BinOp, UnOp
@@ -41,10 +47,6 @@ from vyre.reference import as_words
 
 from .codegen import generate
 from .runtime import ID, Runtime
-
-I32_DIVISION = ("i32 division or remainder by zero (or -2147483648 / -1) in the dispatch.",
-                "guard the divisor (e.g. select(d.eq(0), 1, d)) or use u32, whose x/0 is "
-                "0xFFFFFFFF and x%0 is 0.")
 
 
 class _InFlight:
@@ -106,13 +108,7 @@ class _Pending(PendingDispatch):
 
     def await_result(self, timeout: float | None = None) -> list[bytes]:
         if self.result is None:
-            if timeout is not None:
-                deadline = time.monotonic() + timeout
-                while not self.is_ready():
-                    if time.monotonic() > deadline:
-                        raise DispatchFailed(f"dispatch not finished after {timeout} s.",
-                                             "wait longer or dispatch less work.", backend=ID)
-                    time.sleep(0.0005)
+            wait_until(self.is_ready, timeout, ID, 0.0005)
             self.result = self.backend._complete(self.flight)
         return self.result
 
@@ -132,8 +128,7 @@ class OpenCLBackend(VyreBackend):
     def __init__(self) -> None:
         self.rt = Runtime()
         self._lock = threading.RLock()
-        self._pipelines: dict[tuple, OpenCLPipeline] = {}
-        self.hits = self.misses = 0
+        self._pipelines = NativeCache(ID)
         self._err_buf = self.rt.buffer(4)
         self._closed = False
 
@@ -148,29 +143,22 @@ class OpenCLBackend(VyreBackend):
         if self._closed:
             raise DispatchFailed("the OpenCL backend was shut down.",
                                  "acquire a new backend (vyre.driver.acquire('opencl')).", backend=ID)
-        key = (fingerprint(program), config.code_key())
-        pipe = self._pipelines.get(key)
-        if pipe is not None:
-            self.hits += 1
-            return pipe
-        VALIDATION_CACHE.require_valid(program, ID)
-        eff = effective_program(program, config)
-        if not self.rt.info.correct_div_sqrt and _needs_correct_division(eff):
-            raise UnsupportedFeature(
-                "correctly rounded f32 division/sqrt", ID,
-                "this OpenCL device cannot guarantee the reference's bytes for f32 DIV/SQRT; "
-                "use another backend for this program.")
-        with self._lock:
-            pipe = OpenCLPipeline(self, eff, config)
-            self._pipelines[key] = pipe
-            self.misses += 1
-        return pipe
+        def build() -> OpenCLPipeline:
+            eff = effective_program(program, config)
+            if not self.rt.info.correct_div_sqrt and _needs_correct_division(eff):
+                raise UnsupportedFeature(
+                    "correctly rounded f32 division/sqrt", ID,
+                    "this OpenCL device cannot guarantee the reference's bytes for f32 DIV/SQRT; "
+                    "use another backend for this program.")
+            return OpenCLPipeline(self, eff, config)
+
+        return self._pipelines.get_or_build(program, config, build)
 
     def compile_native(self, program: Program, config: DispatchConfig | None = None) -> OpenCLPipeline:
         return self._pipeline(program, config or DEFAULT)
 
     def pipeline_cache_snapshot(self) -> PipelineCacheSnapshot:
-        return PipelineCacheSnapshot(self.hits, self.misses, len(self._pipelines), len(self._pipelines))
+        return self._pipelines.snapshot()
 
     def generated_source(self, program: Program) -> str:
         """The OpenCL C this backend compiles for ``program`` (for `vyre inspect`)."""
@@ -297,7 +285,7 @@ class OpenCLBackend(VyreBackend):
             raise self.rt.oom_or_fail(exc) from None
         try:
             if flight.err is not None and flight.err[0]:
-                raise DispatchFailed(*I32_DIVISION, backend=ID)
+                raise i32_division_failed(ID)
             return [h.tobytes() for h in flight.hosts]
         finally:
             for m in flight.maps:
@@ -312,9 +300,7 @@ class OpenCLBackend(VyreBackend):
     def upload_resident(self, resource: Resource, data: Any) -> None:
         self.own(resource)
         words = as_words(data, "resident upload")
-        if words.nbytes != resource.byte_len:
-            raise InvalidProgram(f"upload of {words.nbytes} bytes into a {resource.byte_len}-byte "
-                                 "resident buffer.", "upload exactly the allocated size.", backend=ID)
+        check_upload_size(words.nbytes, resource.byte_len, ID)
         if words.nbytes:
             cl.enqueue_copy(self.rt.queue, resource.handle, words, is_blocking=True)
 
