@@ -4,6 +4,7 @@ cached pipeline vs CuPy doing the same and vs a handwritten pinned-memory cuda.c
 from __future__ import annotations
 
 import ctypes
+import os
 
 import numpy as np
 
@@ -75,7 +76,7 @@ def main() -> None:
     res.update(interleaved_median_us(variants, rounds=10, per_round=max(20, reps // 10)))
     if "cupy_us" in res:
         res["ratio_vyre_vs_cupy"] = res["vyre_pipeline_dispatch_us"] / res["cupy_us"]
-    if a.json:
+    if a.json and os.environ.get("VYRE_BENCH_PROFILE") == "1":
         import cProfile
         import io
         import pstats

@@ -8,6 +8,7 @@ callables handed to it.
 """
 
 from . import (
+    batch,
     binding,
     diagnostics,
     migration,
@@ -19,6 +20,7 @@ from . import (
     validation,
 )
 from .backend import CompiledPipeline, PassthroughPipeline, Resource, VyreBackend
+from .batch import Batch
 from .binding import BindingPlan, BindingRole
 from .capability import BackendCapability, DeviceProfile
 from .config import DispatchConfig
@@ -55,14 +57,14 @@ from .registry import (
 from .shadow import DivergenceError, DivergenceEvent, ShadowedPipeline
 
 __all__ = [
-    "CATALOGUE", "BackendCapability", "BackendError", "BackendUnavailable", "BackendRegistration", "BindingPlan",
+    "CATALOGUE", "Batch", "BackendCapability", "BackendError", "BackendUnavailable", "BackendRegistration", "BindingPlan",
     "BindingRole", "CompiledPipeline", "CooperativeResidencyExceeded", "DeviceLost",
     "DeviceOutOfMemory", "DeviceProfile", "DispatchConfig", "DispatchFailed", "DivergenceError",
     "DivergenceEvent", "InvalidProgram", "KernelCompileFailed", "Other", "OutputBindingLayout",
     "PassthroughPipeline", "PendingDispatch", "PoisonedLock", "ReadyPending", "Resource",
     "ShadowedPipeline", "TimedDispatchResult", "UnsupportedFeature", "ValidationFailed",
     "VyreBackend", "acquire", "acquire_preferred_dispatch_backend", "backend_registration",
-    "binding", "can_run", "cancel_requested", "core_supported_ops", "diagnostics", "migration",
+    "batch", "binding", "can_run", "cancel_requested", "core_supported_ops", "diagnostics", "migration",
     "observability", "pipeline", "program_walks", "register", "registered_backends",
     "registered_backends_by_precedence", "registry", "shadow", "unregister", "validation",
 ]

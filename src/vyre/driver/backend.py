@@ -194,6 +194,11 @@ class VyreBackend(abc.ABC):
             max_storage_buffer_binding_size=self.max_storage_buffer_bytes(),
             subgroup_size=self.subgroup_size() or 0)
 
+    def compile_batch(self, items: list) -> Any:
+        """Record many resident dispatches for native replay (additive method; see
+        `vyre.driver.batch`). Default: None, and `Batch` replays item by item."""
+        return None
+
     def device_fingerprint(self) -> bytes:
         """Identifies the device (and its driver) for cache keys. Additive default: blake3 of
         the id, version and device profile."""

@@ -273,11 +273,14 @@ class BoundDispatch:
         self.kernels = pipe.kernels if not shape.empty else []
         self.stream = backend.rt.stream
 
-    def launch(self) -> None:
-        """Enqueue the dispatch on the backend's stream and return at once."""
-        s = self.stream
+    def launch(self, on: Any = None, zero_error_flag: bool = True) -> None:
+        """Enqueue the dispatch on the backend's stream (or a graph being captured) and
+        return at once."""
+        s = self.stream if on is None else on
+        err = self.backend.err_dev
         for buf in self.zero:
-            buf.fill(0, stream=s)
+            if zero_error_flag or buf is not err:
+                buf.fill(0, stream=s)
         for k in self.kernels:
             cc.launch(s, self.cfg, k, *self.args)
 
@@ -286,6 +289,36 @@ class BoundDispatch:
         self.pipe.check_live()
         self.launch()
         self.backend._finish_resident(self.pipe)
+
+
+class CudaGraphBatch:
+    """A batch captured once into a CUDA graph; `replay()` launches the graph and waits."""
+
+    def __init__(self, backend: CudaBackend, items: list) -> None:
+        self.backend = backend
+        self.bounds = [backend.bind_resident(it.program, it.resources, it.config) for it in items]
+        s = backend.rt.stream
+        pipes = {id(b.pipe): b.pipe for b in self.bounds}
+        # the error flag is zeroed once, so an error in any item survives to the end
+        self.checker = next((p for p in pipes.values() if p.plan.needs_error_flag), None)
+        builder = s.create_graph_builder().begin_building()
+        if self.checker is not None:
+            backend.err_dev.fill(0, stream=builder)
+        for b in self.bounds:
+            b.launch(on=builder, zero_error_flag=False)
+        builder.end_building()
+        self.graph = builder.complete()
+        self.pipes = list(pipes.values())
+
+    def replay(self) -> None:
+        be = self.backend
+        for p in self.pipes:
+            p.check_live()
+        try:
+            self.graph.launch(be.rt.stream)
+        except Exception as exc:
+            raise be._fail(exc) from None
+        be._finish_resident(self.checker or self.pipes[0])
 
 
 class CudaBackend(VyreBackend):
@@ -540,6 +573,16 @@ class CudaBackend(VyreBackend):
         """Pack a resident dispatch once; `BoundDispatch.launch()` is the hot path."""
         pipe, shape, launch_cfg = self._resident(program, resources, config or DEFAULT)
         return BoundDispatch(self, pipe, shape, launch_cfg, resources)
+
+    def compile_batch(self, items: list) -> CudaGraphBatch:
+        """Capture the batch's launches (and output zeroing) into one CUDA graph."""
+        self.rt.ensure_current()
+        try:
+            return CudaGraphBatch(self, items)
+        except BackendError:
+            raise
+        except Exception as exc:
+            raise self._fail(exc) from None
 
     def _finish_resident(self, pipe: CudaPipeline) -> None:
         s = self.rt.stream
