@@ -117,6 +117,10 @@ def backends(explain: Path | None = typer.Option(None, help="say which backends 
     for name, why in broken_registrations().items():
         t.add_row(name, "-", f"[red]broken[/red]: {why}", "-", "-")
     console.print(t)
+    if program is not None:
+        from vyre.driver.routing import Router
+
+        console.print(Router().choose(program).explain(), highlight=False)
 
 
 @app.command()

@@ -11,11 +11,14 @@ from . import (
     batch,
     binding,
     diagnostics,
+    fusion,
     migration,
     observability,
+    persistent,
     pipeline,
     program_walks,
     registry,
+    routing,
     shadow,
     validation,
 )
@@ -64,7 +67,7 @@ __all__ = [
     "PassthroughPipeline", "PendingDispatch", "PoisonedLock", "ReadyPending", "Resource",
     "ShadowedPipeline", "TimedDispatchResult", "UnsupportedFeature", "ValidationFailed",
     "VyreBackend", "acquire", "acquire_preferred_dispatch_backend", "backend_registration",
-    "batch", "binding", "can_run", "cancel_requested", "core_supported_ops", "diagnostics", "migration",
+    "batch", "binding", "fusion", "persistent", "routing", "can_run", "cancel_requested", "core_supported_ops", "diagnostics", "migration",
     "observability", "pipeline", "program_walks", "register", "registered_backends",
     "registered_backends_by_precedence", "registry", "shadow", "unregister", "validation",
 ]

@@ -171,12 +171,17 @@ def release(backend_id: str) -> None:
         inst.shutdown()
 
 
-def acquire_preferred_dispatch_backend() -> VyreBackend:
-    """The best available dispatching backend: ``VYRE_BACKEND`` if set, else the first by
-    precedence that starts. Never a reference oracle unless named explicitly."""
+def acquire_preferred_dispatch_backend(program: Program | None = None) -> VyreBackend:
+    """The best available dispatching backend: ``VYRE_BACKEND`` if set; for a given
+    ``program``, the routing decision (ops, capabilities, measured timings); else the first
+    by precedence that starts. Never a reference oracle unless named explicitly."""
     named = os.environ.get(ENV_BACKEND)
     if named:
         return acquire(named.strip())
+    if program is not None:
+        from .routing import Router
+
+        return Router().acquire_for(program)
     failures: list[str] = []
     for reg in registered_backends_by_precedence():
         if reg.reference_oracle or not reg.dispatches:

@@ -124,6 +124,44 @@ def _needs_correct_division(program: Program) -> bool:
     return False
 
 
+class _ClBound:
+    """A resident dispatch with kernel arguments set once; `launch()` only zeroes outputs
+    and enqueues the kernels."""
+
+    def __init__(self, backend: OpenCLBackend, pipe: OpenCLPipeline, shape: DispatchShape,
+                 resources: Sequence[Resource]) -> None:
+        self.backend, self.pipe, self.shape = backend, pipe, shape
+        bufs = [resources[b.decl_index].handle for b in shape.buffers]
+        gx = shape.global_size[0]
+        self.zero = [(resources[b.decl_index].handle, b.nbytes) for b in shape.buffers
+                     if b.input_index is None and b.nbytes and not pipe.plan.skips_zero_fill(b.name, b.count, gx)]
+        args = [*bufs, *(np.uint32(c) for c in shape.counts), backend._err_buf]
+        # a kernel object keeps its arguments: give this binding its own kernels
+        self.kernels = [cl.Kernel(pipe.cl_program, name) for name in pipe.plan.entries]
+        for k in self.kernels:
+            k.set_args(*args)
+
+    def launch(self) -> None:
+        q, rt = self.backend.rt.queue, self.backend.rt
+        for buf, n in self.zero:
+            cl.enqueue_fill_buffer(q, buf, rt.zero, 0, n)
+        if self.pipe.plan.needs_error_flag:
+            cl.enqueue_fill_buffer(q, self.backend._err_buf, rt.zero, 0, 4)
+        if not self.shape.empty:
+            for k in self.kernels:
+                cl.enqueue_nd_range_kernel(q, k, self.shape.global_size, self.shape.workgroup)
+
+    def run(self) -> None:
+        self.launch()
+        flight = _InFlight()
+        if self.pipe.plan.needs_error_flag:
+            flight.err = np.empty(1, dtype=np.uint32)
+            flight.events.append(cl.enqueue_copy(self.backend.rt.queue, flight.err, self.backend._err_buf,
+                                                 is_blocking=False))
+        self.backend.rt.queue.finish()
+        self.backend._complete(flight)
+
+
 class OpenCLBackend(VyreBackend):
     def __init__(self) -> None:
         self.rt = Runtime()
@@ -316,6 +354,17 @@ class OpenCLBackend(VyreBackend):
         self.own(resource)
         resource.handle.release()
         resource.freed = True
+
+    def bind_resident(self, program: Program, resources: Sequence[Resource],
+                      config: DispatchConfig | None = None) -> _ClBound:
+        """Pack a resident dispatch once (see `vyre.driver.persistent.bind`)."""
+        config = config or DEFAULT
+        for r in resources:
+            self.own(r)
+        pipe = self._pipeline(program, config)
+        shape = self._shape(pipe, resident_sizes(pipe.program, resources), config)
+        check_resident_capacity(shape, resources)
+        return _ClBound(self, pipe, shape, resources)
 
     def dispatch_resident_timed(self, program: Program, resources: Sequence[Resource],
                                 config: DispatchConfig | None = None) -> TimedDispatchResult:
