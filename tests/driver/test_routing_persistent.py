@@ -98,8 +98,9 @@ def test_work_queue_is_a_fifo_ring():
     assert [q.claim()[1] for _ in range(3)] == ["b", "c", "d"]
     with pytest.raises(Exception, match="not claimed"):
         q.done(5)
+    q.done(slot)  # slot 0 holds "d", claimed above
     with pytest.raises(Exception, match="not claimed"):
-        q.done(slot)  # slot 0 now holds "d", queued but not claimed
+        q.done(slot)  # ... and can be marked done only once
 
 
 def test_work_queue_across_threads_processes_each_item_once():
