@@ -20,6 +20,7 @@ from . import (
     registry,
     routing,
     shadow,
+    specialization,
     validation,
 )
 from .backend import CompiledPipeline, PassthroughPipeline, Resource, VyreBackend
@@ -67,7 +68,7 @@ __all__ = [
     "PassthroughPipeline", "PendingDispatch", "PoisonedLock", "ReadyPending", "Resource",
     "ShadowedPipeline", "TimedDispatchResult", "UnsupportedFeature", "ValidationFailed",
     "VyreBackend", "acquire", "acquire_preferred_dispatch_backend", "backend_registration",
-    "batch", "binding", "fusion", "persistent", "routing", "can_run", "cancel_requested", "core_supported_ops", "diagnostics", "migration",
+    "batch", "binding", "fusion", "persistent", "routing", "specialization", "can_run", "cancel_requested", "core_supported_ops", "diagnostics", "migration",
     "observability", "pipeline", "program_walks", "register", "registered_backends",
     "registered_backends_by_precedence", "registry", "shadow", "unregister", "validation",
 ]

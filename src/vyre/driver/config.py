@@ -1,7 +1,7 @@
 """`DispatchConfig`: the frozen per-call options bag.
 
-Only fields that change generated code (``ulp_budget``, ``workgroup_override``) enter
-pipeline cache keys (`code_key`). Invalid values are rejected at construction with a Fix.
+Only fields that change generated code (``ulp_budget``, ``workgroup_override``,
+``specialization``) enter pipeline cache keys (`code_key`). Invalid values are rejected at construction with a Fix.
 """
 
 from __future__ import annotations
@@ -39,9 +39,15 @@ class DispatchConfig:
     dispatch_grid: tuple[int, int, int] | None = None
     fixpoint_iterations: int = 1
     cooperative: bool = False
+    specialization: Any = None  # SpecMap (a plain dict is converted)
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
+        if self.specialization is not None:
+            from .specialization import SpecMap
+
+            spec = self.specialization
+            set_(self, "specialization", spec if isinstance(spec, SpecMap) else SpecMap(spec) or None)
         set_(self, "workgroup_override", _triple("workgroup_override", self.workgroup_override, False))
         set_(self, "grid_override", _triple("grid_override", self.grid_override, True))
         set_(self, "dispatch_grid", _triple("dispatch_grid", self.dispatch_grid, True))
@@ -64,7 +70,8 @@ class DispatchConfig:
 
     def code_key(self) -> tuple:
         """The fields that change generated code: part of every pipeline cache key."""
-        return (self.ulp_budget, self.workgroup_override)
+        spec = self.specialization.digest() if self.specialization else None
+        return (self.ulp_budget, self.workgroup_override, spec)
 
     def with_(self, **changes: Any) -> DispatchConfig:
         return replace(self, **changes)

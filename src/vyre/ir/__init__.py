@@ -16,6 +16,7 @@ from .expr import (
     Lit,
     Load,
     Select,
+    Spec,
     Un,
     Var,
 )
@@ -24,6 +25,7 @@ from .launch import Launch, resolve
 from .node import Assign, Barrier, Block, Eval, If, Let, Loop, Node, Region, Return, Store
 from .ops import OpId, all_op_ids, program_ops
 from .program import BufferDecl, Program
+from .specialize import spec_constants, specialize
 from .types import AtomicOp, BinOp, BufferAccess, Builtin, DataType, MemoryOrdering, UnOp
 from .validate import CODES, Diagnostic, check, validate
 
@@ -31,7 +33,7 @@ __all__ = [
     "CODES", "Assign", "Atomic", "AtomicOp", "Barrier", "Bin", "BinOp", "Bitcast", "Block",
     "BufLen", "BufferAccess", "BufferDecl", "Builtin", "Cast", "DataType", "Diagnostic", "Eval",
     "ExecutionError", "Expr", "Fma", "Id", "If", "Launch", "Let", "Lit", "Load", "Loop",
-    "MemoryOrdering", "Node", "OpId", "Program", "Region", "Return", "Select", "Store", "Un",
+    "MemoryOrdering", "Node", "OpId", "Program", "Region", "Return", "Select", "Spec", "Store", "Un",
     "UnOp", "ValidationError", "Var", "VyreError", "WireError", "all_op_ids", "canonicalize",
-    "check", "fingerprint", "program_ops", "resolve", "validate", "wire",
+    "check", "fingerprint", "program_ops", "resolve", "spec_constants", "specialize", "validate", "wire",
 ]

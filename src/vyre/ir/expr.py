@@ -134,6 +134,14 @@ class Expr:
     def wgid_z() -> Id:
         return Id(Builtin.WGID, 2)
 
+    @staticmethod
+    def spec(name: str, dtype: DataType, default: Any) -> Spec:
+        """A named specialization constant: ``default`` unless the dispatch config's
+        ``specialization`` gives another value; drivers bake the value into their code."""
+        lit = {DataType.U32: Expr.u32, DataType.I32: Expr.i32, DataType.F32: Expr.f32,
+               DataType.BOOL: Expr.bool_}[dtype](default)
+        return Spec(name, dtype, lit.bits)
+
     # ---- generic constructors -------------------------------------------------------
     @staticmethod
     def bin(op: BinOp, left: Any, right: Any) -> Bin:
@@ -235,6 +243,15 @@ class Lit(Expr):
         if self.dtype is DataType.F32:
             return bits_f32(self.bits)
         return bool(self.bits)
+
+
+@dataclass(frozen=True)
+class Spec(Expr):
+    """A specialization constant (name, type, default bits)."""
+
+    name: str
+    dtype: DataType
+    bits: int
 
 
 @dataclass(frozen=True)

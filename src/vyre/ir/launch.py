@@ -104,8 +104,12 @@ def element_counts(program: Program, nbytes: Sequence[int],
 
 
 def effective_program(program: Program, config: Any) -> Program:
-    """Apply ``config.workgroup_override`` (it changes lid/wgid and workgroup sharing, so it
-    is part of what a dispatch means, for the reference and every driver alike)."""
+    """Apply ``config.specialization`` (named constants become literals) and
+    ``config.workgroup_override`` (it changes lid/wgid and workgroup sharing): both are part
+    of what a dispatch means, for the reference and every driver alike."""
+    from .specialize import specialize
+
+    program = specialize(program, getattr(config, "specialization", None))
     wg = getattr(config, "workgroup_override", None)
     if wg is None or tuple(wg) == program.workgroup_size:
         return program

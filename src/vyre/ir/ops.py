@@ -24,6 +24,7 @@ _EXPR_IDS = {
     E.Lit: "vyre.expr.literal", E.Var: "vyre.expr.var", E.Load: "vyre.expr.load",
     E.BufLen: "vyre.expr.buf_len", E.Id: "vyre.expr.id", E.Select: "vyre.expr.select",
     E.Cast: "vyre.expr.cast", E.Bitcast: "vyre.expr.bitcast", E.Fma: "vyre.expr.fma",
+    E.Spec: "vyre.expr.spec",
 }
 
 

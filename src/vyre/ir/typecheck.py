@@ -83,7 +83,7 @@ def un_result(op: UnOp, t: DataType) -> DataType:
 
 def infer(expr: E.Expr, scope: Mapping[str, DataType], program) -> DataType:
     """Type of ``expr`` given visible locals ``scope``; raises TypeFault."""
-    if isinstance(expr, E.Lit):
+    if isinstance(expr, E.Lit | E.Spec):
         return expr.dtype
     if isinstance(expr, E.Var):
         t = scope.get(expr.name)

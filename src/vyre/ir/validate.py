@@ -43,6 +43,7 @@ CODES: dict[str, str] = {
     "V019": "malformed buffer declaration",
     "V022": "invalid builtin axis",
     "V025": "invalid identifier",
+    "V026": "specialization constant declared with two types or defaults",
 }
 
 
@@ -85,7 +86,23 @@ class _Validator:
         has_grid_sync = any(isinstance(n, N.Barrier) and n.ordering is MemoryOrdering.GRID_SYNC
                             for n in N.walk_nodes(self.p.body))
         self.block(self.p.body, "body", {}, set(), True, 0, top=True, grid=has_grid_sync)
+        self.specs()
         return self.out
+
+    def specs(self) -> None:
+        seen: dict[str, E.Spec] = {}
+        for n in N.walk_nodes(self.p.body):
+            for root in N.node_exprs(n):
+                for e in E.walk(root):
+                    if not isinstance(e, E.Spec):
+                        continue
+                    if not isinstance(e.name, str) or not NAME.match(e.name):
+                        self.add("V025", "body", f"specialization name {e.name!r} is not an identifier.",
+                                 "use letters, digits and underscores.")
+                    elif e.name in seen and seen[e.name] != e:
+                        self.add("V026", "body", f"specialization constant {e.name!r} appears with "
+                                 "different types or defaults.", "declare it once and reuse that Expr.")
+                    seen.setdefault(e.name, e)
 
     # ---- declarations --------------------------------------------------------------
     def buffers(self) -> None:

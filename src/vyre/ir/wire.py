@@ -42,7 +42,7 @@ ATOMICS = tuple(AtomicOp)
 S_WORKGROUP, S_BUFFERS, S_BODY = 1, 2, 3
 N_LET, N_ASSIGN, N_STORE, N_IF, N_LOOP, N_BLOCK, N_REGION, N_RETURN, N_BARRIER, N_EVAL = range(1, 11)
 (X_LIT, X_VAR, X_LOAD, X_BUFLEN, X_ID, X_BIN, X_UN, X_SELECT, X_CAST, X_BITCAST, X_FMA,
- X_ATOMIC) = range(1, 13)
+ X_ATOMIC, X_SPEC) = range(1, 14)
 
 
 # ---------------------------------------------------------------------------- encoding
@@ -70,6 +70,8 @@ def _expr(out: bytearray, e: E.Expr) -> None:
         out.append(X_LIT), _uleb(out, DTYPES.index(e.dtype)), _uleb(out, e.bits)
     elif isinstance(e, E.Var):
         out.append(X_VAR), _str(out, e.name)
+    elif isinstance(e, E.Spec):
+        out.append(X_SPEC), _str(out, e.name), _uleb(out, DTYPES.index(e.dtype)), _uleb(out, e.bits)
     elif isinstance(e, E.Load):
         out.append(X_LOAD), _str(out, e.buffer), _expr(out, e.index)
     elif isinstance(e, E.BufLen):
@@ -235,6 +237,13 @@ def _rexpr(r: _Reader, depth: int) -> E.Expr:
         return E.Lit(dtype, bits)  # type: ignore[arg-type]
     if tag == X_VAR:
         return E.Var(r.string())
+    if tag == X_SPEC:
+        name = r.string()
+        dtype = r.code(DTYPES)
+        bits = r.uleb(0xFFFFFFFF)
+        if dtype is DataType.F32 and E.canonical_f32_bits(bits) != bits:
+            raise WireError(f"non-canonical f32 specialization default 0x{bits:08x}.")
+        return E.Spec(name, dtype, bits)  # type: ignore[arg-type]
     if tag == X_LOAD:
         return E.Load(r.string(), _rexpr(r, d))
     if tag == X_BUFLEN:

@@ -162,6 +162,8 @@ class _Emitter:
     # ---- expressions: returns (C operand, type, canonical-f32?) --------------------------
     def expr(self, e: E.Expr) -> tuple[str, DataType, bool]:
         fn = self.d.fn
+        if isinstance(e, E.Spec):  # drivers specialize first; a leftover takes its default
+            return self.expr(E.Lit(e.dtype, e.bits))
         if isinstance(e, E.Lit):
             if e.dtype is DataType.U32:
                 return f"{e.bits}u", e.dtype, True

@@ -322,8 +322,8 @@ class Machine:
 
     # ------------------------------------------------------------------ expressions
     def eval(self, e: E.Expr, idx: np.ndarray | None, discard: bool = False) -> tuple[Any, DataType]:
-        if isinstance(e, E.Lit):
-            v = e.value
+        if isinstance(e, E.Lit | E.Spec):  # an unspecialized constant takes its default
+            v = E.Lit(e.dtype, e.bits).value
             return np.asarray(v, dtype=e.dtype.numpy), e.dtype
         if isinstance(e, E.Var):
             arr = self.vars[e.name]

@@ -1,0 +1,106 @@
+"""Specialization: replace named constants (`Expr.spec`) by literal values.
+
+`spec_constants(program)` lists them; `specialize(program, values)` substitutes the given
+values (converted to each constant's declared type, range-checked) and the defaults for the
+rest. The reference and every driver apply it before execution, so a specialized program
+means exactly the program with those literals written in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from . import expr as E
+from . import node as N
+from .errors import ExecutionError
+from .program import Program
+from .types import DataType
+
+
+def spec_constants(program: Program) -> dict[str, E.Spec]:
+    found: dict[str, E.Spec] = {}
+    for n in N.walk_nodes(program.body):
+        for root in N.node_exprs(n):
+            for e in E.walk(root):
+                if isinstance(e, E.Spec):
+                    found.setdefault(e.name, e)
+    return found
+
+
+def _literal(spec: E.Spec, value: Any) -> E.Lit:
+    if isinstance(value, E.Lit):
+        if value.dtype is not spec.dtype:
+            raise ExecutionError("inputs", f"specialization {spec.name!r} is {spec.dtype.value}, got a {value.dtype.value}.",
+                            f"pass a {spec.dtype.value} value for {spec.name!r}.")
+        return value
+    try:
+        if spec.dtype is DataType.F32:
+            return E.Expr.f32(float(value))
+        if spec.dtype is DataType.BOOL:
+            return E.Expr.bool_(bool(value))
+        if isinstance(value, float | bool):
+            raise TypeError(type(value).__name__)
+        return E.Expr.u32(int(value)) if spec.dtype is DataType.U32 else E.Expr.i32(int(value))
+    except (TypeError, ValueError) as exc:
+        raise ExecutionError("inputs", f"specialization {spec.name!r} ({spec.dtype.value}) cannot take {value!r} ({exc}).",
+                        "pass an integer for u32/i32 constants, a number for f32, a bool for bool.") from None
+
+
+def specialize(program: Program, values: Mapping[str, Any] | None) -> Program:
+    specs = spec_constants(program)
+    if not specs:
+        if values:
+            unknown = ", ".join(sorted(values))
+            raise ExecutionError("inputs", f"specialization values for {unknown}, but the program has no "
+                            "specialization constants.", "remove them from DispatchConfig.specialization.")
+        return program
+    values = dict(values or {})
+    unknown = sorted(set(values) - set(specs))
+    if unknown:
+        raise ExecutionError("inputs", f"unknown specialization constant(s) {', '.join(unknown)}; the program has "
+                        f"{', '.join(sorted(specs))}.", "pass only constants the program declares.")
+    lits = {name: _literal(spec, values[name]) if name in values else E.Lit(spec.dtype, spec.bits)
+            for name, spec in specs.items()}
+
+    def ex(e: E.Expr) -> E.Expr:
+        if isinstance(e, E.Spec):
+            return lits[e.name]
+        if isinstance(e, E.Bin):
+            return E.Bin(e.op, ex(e.left), ex(e.right))
+        if isinstance(e, E.Un):
+            return E.Un(e.op, ex(e.operand))
+        if isinstance(e, E.Load):
+            return E.Load(e.buffer, ex(e.index))
+        if isinstance(e, E.Select):
+            return E.Select(ex(e.cond), ex(e.if_true), ex(e.if_false))
+        if isinstance(e, E.Cast | E.Bitcast):
+            return type(e)(e.dtype, ex(e.value))
+        if isinstance(e, E.Fma):
+            return E.Fma(ex(e.a), ex(e.b), ex(e.c))
+        if isinstance(e, E.Atomic):
+            return E.Atomic(e.op, e.buffer, ex(e.index), ex(e.value), None if e.expected is None else ex(e.expected))
+        return e
+
+    def body(nodes: tuple[N.Node, ...]) -> tuple[N.Node, ...]:
+        out: list[N.Node] = []
+        for n in nodes:
+            if isinstance(n, N.Let | N.Assign):
+                out.append(type(n)(n.name, ex(n.value)))
+            elif isinstance(n, N.Store):
+                out.append(N.Store(n.buffer, ex(n.index), ex(n.value)))
+            elif isinstance(n, N.If):
+                out.append(N.If(ex(n.cond), body(n.then), body(n.otherwise)))
+            elif isinstance(n, N.Loop):
+                out.append(N.Loop(n.var, ex(n.from_), ex(n.to), body(n.body)))
+            elif isinstance(n, N.Block):
+                out.append(N.Block(body(n.body)))
+            elif isinstance(n, N.Region):
+                out.append(N.Region(n.name, body(n.body)))
+            elif isinstance(n, N.Eval):
+                out.append(N.Eval(ex(n.value)))
+            else:
+                out.append(n)
+        return tuple(out)
+
+    return Program(program.buffers, program.workgroup_size, body(program.body))
