@@ -38,6 +38,7 @@ from vyre.driver.errors import (
 from vyre.driver.pending import PendingDispatch, TimedDispatchResult, wait_until
 from vyre.driver.pipeline import NativeCache, PipelineCacheSnapshot
 from vyre.driver.program_walks import input_sizes, launch_for_sizes
+from vyre.driver.tuner import tuned_config
 from vyre.driver.validation import VALIDATION_CACHE, check_launch_geometry
 from vyre.ir.launch import effective_program
 from vyre.ir.program import Program
@@ -358,7 +359,7 @@ class CudaBackend(VyreBackend):
     # ---- dispatch ----------------------------------------------------------------------
     def dispatch(self, program: Program, inputs: Sequence[Any],
                  config: DispatchConfig | None = None) -> list[bytes]:
-        config = config or DEFAULT
+        config = tuned_config(self, program, inputs, config) or DEFAULT
         return self._run_sync(self._pipeline(program, config), inputs, config)
 
     def dispatch_borrowed(self, program: Program, inputs: Sequence[Any],

@@ -37,6 +37,7 @@ from vyre.driver.errors import (
 from vyre.driver.pending import PendingDispatch, TimedDispatchResult, wait_until
 from vyre.driver.pipeline import NativeCache, PipelineCacheSnapshot
 from vyre.driver.program_walks import input_sizes, launch_for_sizes
+from vyre.driver.tuner import tuned_config
 from vyre.driver.validation import VALIDATION_CACHE, check_launch_geometry
 from vyre.ir import expr as E
 from vyre.ir import node as N
@@ -206,7 +207,7 @@ class OpenCLBackend(VyreBackend):
     # ---- dispatch ----------------------------------------------------------------------
     def dispatch(self, program: Program, inputs: Sequence[Any],
                  config: DispatchConfig | None = None) -> list[bytes]:
-        config = config or DEFAULT
+        config = tuned_config(self, program, inputs, config) or DEFAULT
         return self._complete(self._enqueue(self._pipeline(program, config), inputs, config))
 
     def dispatch_borrowed(self, program: Program, inputs: Sequence[Any],
