@@ -47,7 +47,7 @@ def test_capabilities_match_device_attributes(cuda):
     assert prof.max_shared_memory_bytes == p.max_shared_memory_per_block
     assert prof.mem_bw_gbps == int(2 * p.memory_clock_rate * 1e3 * p.global_memory_bus_width / 8 / 1e9)
     assert cuda.max_storage_buffer_bytes() > 1 << 30
-    assert cuda.supports_subgroup_ops() is False  # no warp intrinsics are emitted yet
+    assert cuda.supports_subgroup_ops() is True  # warp intrinsics are emitted (tests/semantics/test_subgroups.py)
     assert cuda.supports_async_compute() is True
     assert cuda.supports_grid_sync() is False     # grid_sync runs as one launch per phase
 

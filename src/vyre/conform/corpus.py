@@ -205,9 +205,32 @@ def _structured() -> list[CorpusEntry]:
     return out
 
 
+def _subgroups() -> list[CorpusEntry]:
+    from vyre.ir import SubgroupOp
+    from vyre.ir.types import SUBGROUP_REDUCTIONS
+
+    out = []
+    for op in sorted(SUBGROUP_REDUCTIONS, key=lambda o: o.value):
+        for t in (U, I):
+            out.append(CorpusEntry(f"subgroup.{op.value}.{t.value}",
+                                   _map([t], t, lambda x, op=op: Expr.subgroup_reduce(op, x)),
+                                   lambda s, t=t: [witness_words(t, 256, s)], ("S24",), requires="subgroup_ops"))
+    out.append(CorpusEntry("subgroup.shuffle.f32",
+                           _map([F], F, lambda x: Expr.subgroup_shuffle(x, Expr.subgroup_local_id() * 7 + 3)),
+                           lambda s: [witness_words(F, 256, s)], ("S24", "S9"), requires="subgroup_ops"))
+    out.append(CorpusEntry("subgroup.ballot",
+                           _map([U], U, lambda x: Expr.subgroup_ballot(x.gt(0x80000000))),
+                           lambda s: [witness_words(U, 256, s)], ("S24",), requires="subgroup_ops"))
+    out.append(CorpusEntry("subgroup.ids",
+                           _map([U], U, lambda x: Expr.subgroup_local_id() * 100 + Expr.subgroup_size() + x * 0),
+                           lambda s: [witness_words(U, 256, s)], ("S24",), requires="subgroup_ops"))
+    del SubgroupOp
+    return out
+
+
 def corpus() -> list[CorpusEntry]:
     """Every corpus entry, in a stable order."""
-    return _elementwise() + _structured()
+    return _elementwise() + _structured() + _subgroups()
 
 
 def corpus_by_name() -> dict[str, CorpusEntry]:

@@ -21,6 +21,7 @@ from . import (
     routing,
     shadow,
     specialization,
+    subgroup,
     tuner,
     validation,
 )
@@ -69,7 +70,7 @@ __all__ = [
     "PassthroughPipeline", "PendingDispatch", "PoisonedLock", "ReadyPending", "Resource",
     "ShadowedPipeline", "TimedDispatchResult", "UnsupportedFeature", "ValidationFailed",
     "VyreBackend", "acquire", "acquire_preferred_dispatch_backend", "backend_registration",
-    "batch", "binding", "fusion", "persistent", "routing", "specialization", "tuner", "can_run", "cancel_requested", "core_supported_ops", "diagnostics", "migration",
+    "batch", "binding", "fusion", "persistent", "routing", "specialization", "subgroup", "tuner", "can_run", "cancel_requested", "core_supported_ops", "diagnostics", "migration",
     "observability", "pipeline", "program_walks", "register", "registered_backends",
     "registered_backends_by_precedence", "registry", "shadow", "unregister", "validation",
 ]

@@ -95,6 +95,8 @@ def _elementwise_problem(p: Program, who: str) -> str | None:
     for e in _exprs(p.body):
         if isinstance(e, E.Atomic):
             return f"the {who} uses atomics"
+        if isinstance(e, E.Subgroup):
+            return f"the {who} uses subgroup operations"
         if isinstance(e, E.Id) and e.kind is not Builtin.GID:
             return f"the {who} uses {e.kind.value}"
     return None

@@ -216,6 +216,10 @@ def why_not(program: Program, backend: VyreBackend) -> list[str]:
     if program.invocations_per_workgroup > backend.max_compute_invocations_per_workgroup():
         reasons.append(f"{program.invocations_per_workgroup} invocations per workgroup exceed "
                        f"{backend.max_compute_invocations_per_workgroup()}")
+    from .subgroup import subgroup_ops
+
+    if subgroup_ops(program) and not backend.supports_subgroup_ops():
+        reasons.append("needs subgroup operations")
     shared = sum(b.count * b.dtype.size for b in program.workgroup_buffers)
     limit = backend.device_profile().max_shared_memory_bytes
     if shared and shared > limit:

@@ -53,7 +53,8 @@ def tunable(program: Program, config: DispatchConfig | None = None) -> bool:
             return False
         for root in N.node_exprs(n):
             for e in E.walk(root):
-                if isinstance(e, E.Atomic) or (isinstance(e, E.Id) and (e.kind is not Builtin.GID or e.axis)):
+                if isinstance(e, E.Atomic | E.Subgroup) or \
+                        (isinstance(e, E.Id) and (e.kind is not Builtin.GID or e.axis)):
                     return False
     return True
 

@@ -17,6 +17,7 @@ from .expr import (
     Load,
     Select,
     Spec,
+    Subgroup,
     Un,
     Var,
 )
@@ -26,14 +27,23 @@ from .node import Assign, Barrier, Block, Eval, If, Let, Loop, Node, Region, Ret
 from .ops import OpId, all_op_ids, program_ops
 from .program import BufferDecl, Program
 from .specialize import spec_constants, specialize
-from .types import AtomicOp, BinOp, BufferAccess, Builtin, DataType, MemoryOrdering, UnOp
+from .types import (
+    AtomicOp,
+    BinOp,
+    BufferAccess,
+    Builtin,
+    DataType,
+    MemoryOrdering,
+    SubgroupOp,
+    UnOp,
+)
 from .validate import CODES, Diagnostic, check, validate
 
 __all__ = [
     "CODES", "Assign", "Atomic", "AtomicOp", "Barrier", "Bin", "BinOp", "Bitcast", "Block",
     "BufLen", "BufferAccess", "BufferDecl", "Builtin", "Cast", "DataType", "Diagnostic", "Eval",
     "ExecutionError", "Expr", "Fma", "Id", "If", "Launch", "Let", "Lit", "Load", "Loop",
-    "MemoryOrdering", "Node", "OpId", "Program", "Region", "Return", "Select", "Spec", "Store", "Un",
+    "MemoryOrdering", "Node", "OpId", "Program", "Region", "Return", "Select", "Spec", "Store", "Subgroup", "SubgroupOp", "Un",
     "UnOp", "ValidationError", "Var", "VyreError", "WireError", "all_op_ids", "canonicalize",
     "check", "fingerprint", "program_ops", "resolve", "spec_constants", "specialize", "validate", "wire",
 ]

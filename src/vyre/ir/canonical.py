@@ -37,6 +37,9 @@ def canonicalize(program: Program) -> Program:
             return E.Bitcast(e.dtype, cexpr(e.value))
         if isinstance(e, E.Fma):
             return E.Fma(cexpr(e.a), cexpr(e.b), cexpr(e.c))
+        if isinstance(e, E.Subgroup):
+            return E.Subgroup(e.op, None if e.value is None else cexpr(e.value),
+                              None if e.lane is None else cexpr(e.lane))
         if isinstance(e, E.Atomic):
             return E.Atomic(e.op, e.buffer, cexpr(e.index), cexpr(e.value),
                             None if e.expected is None else cexpr(e.expected))

@@ -16,7 +16,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from .types import AtomicOp, BinOp, Builtin, DataType, UnOp
+from .types import AtomicOp, BinOp, Builtin, DataType, SubgroupOp, UnOp
 
 CANONICAL_NAN_BITS = 0x7FC00000
 
@@ -142,6 +142,30 @@ class Expr:
                DataType.BOOL: Expr.bool_}[dtype](default)
         return Spec(name, dtype, lit.bits)
 
+    # ---- subgroups -------------------------------------------------------------------
+    @staticmethod
+    def subgroup_reduce(op: SubgroupOp, value: Any) -> Subgroup:
+        """Integer reduction over the subgroup; every lane gets the result."""
+        return Subgroup(op, coerce(value), None)
+
+    @staticmethod
+    def subgroup_shuffle(value: Any, lane: Any) -> Subgroup:
+        """``value`` as held by lane ``lane % subgroup_size`` of this subgroup (bits moved)."""
+        return Subgroup(SubgroupOp.SHUFFLE, coerce(value), coerce(lane))
+
+    @staticmethod
+    def subgroup_ballot(cond: Any) -> Subgroup:
+        """A u32 whose bit i is set when lane i of the subgroup has ``cond`` true."""
+        return Subgroup(SubgroupOp.BALLOT, coerce(cond), None)
+
+    @staticmethod
+    def subgroup_local_id() -> Subgroup:
+        return Subgroup(SubgroupOp.LOCAL_ID, None, None)
+
+    @staticmethod
+    def subgroup_size() -> Subgroup:
+        return Subgroup(SubgroupOp.SIZE, None, None)
+
     # ---- generic constructors -------------------------------------------------------
     @staticmethod
     def bin(op: BinOp, left: Any, right: Any) -> Bin:
@@ -243,6 +267,13 @@ class Lit(Expr):
         if self.dtype is DataType.F32:
             return bits_f32(self.bits)
         return bool(self.bits)
+
+
+@dataclass(frozen=True)
+class Subgroup(Expr):
+    op: SubgroupOp
+    value: Expr | None
+    lane: Expr | None
 
 
 @dataclass(frozen=True)
@@ -368,6 +399,8 @@ def children(expr: Expr) -> tuple[Expr, ...]:
         return (expr.a, expr.b, expr.c)
     if isinstance(expr, Atomic):
         return (expr.index, expr.value) + (() if expr.expected is None else (expr.expected,))
+    if isinstance(expr, Subgroup):
+        return tuple(x for x in (expr.value, expr.lane) if x is not None)
     return ()
 
 

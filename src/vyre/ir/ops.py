@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from . import expr as E
 from . import node as N
-from .types import AtomicOp, BinOp, DataType, MemoryOrdering, UnOp
+from .types import AtomicOp, BinOp, DataType, MemoryOrdering, SubgroupOp, UnOp
 
 OpId = str
 
@@ -47,6 +47,8 @@ def expr_ops(expr: E.Expr) -> tuple[OpId, ...]:
         return ("vyre.expr.atomic", f"vyre.atomic.{expr.op.value}")
     if isinstance(expr, E.Id):
         return (f"vyre.expr.{expr.kind.value}",)
+    if isinstance(expr, E.Subgroup):
+        return (f"vyre.subgroup.{expr.op.value}",)
     return (_EXPR_IDS[type(expr)],)
 
 
@@ -60,6 +62,7 @@ def all_op_ids() -> frozenset[OpId]:
     ids |= {f"vyre.atomic.{o.value}" for o in AtomicOp}
     ids |= {f"vyre.dtype.{d.value}" for d in DataType}
     ids |= {"vyre.buffer.workgroup"}
+    ids |= {f"vyre.subgroup.{o.value}" for o in SubgroupOp}
     return frozenset(ids)
 
 

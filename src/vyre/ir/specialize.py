@@ -80,6 +80,8 @@ def specialize(program: Program, values: Mapping[str, Any] | None) -> Program:
             return E.Fma(ex(e.a), ex(e.b), ex(e.c))
         if isinstance(e, E.Atomic):
             return E.Atomic(e.op, e.buffer, ex(e.index), ex(e.value), None if e.expected is None else ex(e.expected))
+        if isinstance(e, E.Subgroup):
+            return E.Subgroup(e.op, None if e.value is None else ex(e.value), None if e.lane is None else ex(e.lane))
         return e
 
     def body(nodes: tuple[N.Node, ...]) -> tuple[N.Node, ...]:

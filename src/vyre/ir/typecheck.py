@@ -146,6 +146,25 @@ def infer(expr: E.Expr, scope: Mapping[str, DataType], program) -> DataType:
             raise TypeFault("V003", "bitcast to or from bool is not defined.",
                             "use Expr.cast for bool conversions.")
         return expr.dtype
+    if isinstance(expr, E.Subgroup):
+        from .types import SUBGROUP_REDUCTIONS, SubgroupOp
+
+        if expr.op in (SubgroupOp.LOCAL_ID, SubgroupOp.SIZE):
+            return U
+        vt = infer(expr.value, scope, program)
+        if expr.op in SUBGROUP_REDUCTIONS:
+            if not vt.is_integer:
+                raise TypeFault("V003", f"subgroup {expr.op.value} needs u32 or i32, got {vt.value}.",
+                                "reduce integers (float reductions would depend on lane order).")
+            return vt
+        if expr.op is SubgroupOp.BALLOT:
+            if vt is not B:
+                raise TypeFault("V003", f"subgroup ballot needs a bool, got {vt.value}.", "compare first.")
+            return U
+        if vt is B:
+            raise TypeFault("V003", "subgroup shuffle of a bool.", "cast it to u32 first.")
+        _index(infer(expr.lane, scope, program))
+        return vt
     if isinstance(expr, E.Fma):
         for part in (expr.a, expr.b, expr.c):
             t = infer(part, scope, program)

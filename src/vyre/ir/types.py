@@ -156,3 +156,24 @@ FLOAT_ONLY_UN = frozenset({UnOp.SQRT, UnOp.FLOOR, UnOp.CEIL, UnOp.ROUND, UnOp.TR
 TRANSCENDENTAL = frozenset({UnOp.EXP, UnOp.LOG, UnOp.EXP2, UnOp.LOG2, UnOp.SIN, UnOp.COS,
                             UnOp.TAN, UnOp.TANH})
 FLOAT_PREDICATES = frozenset({UnOp.IS_NAN, UnOp.IS_INF, UnOp.IS_FINITE})
+
+
+class SubgroupOp(enum.Enum):
+    """Operations across the invocations of one subgroup (consecutive lanes of a workgroup,
+    `subgroup_size` wide). Reductions are integer-only so their result cannot depend on the
+    order hardware combines lanes in."""
+
+    REDUCE_ADD = "reduce_add"
+    REDUCE_MIN = "reduce_min"
+    REDUCE_MAX = "reduce_max"
+    REDUCE_AND = "reduce_and"
+    REDUCE_OR = "reduce_or"
+    REDUCE_XOR = "reduce_xor"
+    SHUFFLE = "shuffle"
+    BALLOT = "ballot"
+    LOCAL_ID = "local_id"
+    SIZE = "size"
+
+
+SUBGROUP_REDUCTIONS = frozenset({SubgroupOp.REDUCE_ADD, SubgroupOp.REDUCE_MIN, SubgroupOp.REDUCE_MAX,
+                                 SubgroupOp.REDUCE_AND, SubgroupOp.REDUCE_OR, SubgroupOp.REDUCE_XOR})

@@ -44,6 +44,8 @@ CODES: dict[str, str] = {
     "V022": "invalid builtin axis",
     "V025": "invalid identifier",
     "V026": "specialization constant declared with two types or defaults",
+    "V027": "subgroup operation under non-uniform control flow",
+    "V028": "return in a program with subgroup operations",
 }
 
 
@@ -87,7 +89,36 @@ class _Validator:
                             for n in N.walk_nodes(self.p.body))
         self.block(self.p.body, "body", {}, set(), True, 0, top=True, grid=has_grid_sync)
         self.specs()
+        self.subgroups()
         return self.out
+
+    def subgroups(self) -> None:
+        uses = any(isinstance(e, E.Subgroup) for n in N.walk_nodes(self.p.body)
+                   for root in N.node_exprs(n) for e in E.walk(root))
+        if not uses:
+            return
+        if any(isinstance(n, N.Return) for n in N.walk_nodes(self.p.body)):
+            self.add("V028", "body", "return_ in a program that uses subgroup operations.",
+                     "guard the remaining work with Node.if_ instead: every lane of a subgroup must "
+                     "reach each subgroup operation.")
+        self._subgroup_uniform(self.p.body, "body", True)
+
+    def _subgroup_uniform(self, body, loc: str, uniform: bool) -> None:
+        for i, n in enumerate(body):
+            here = f"{loc}[{i}]"
+            if not uniform and any(isinstance(e, E.Subgroup) for root in N.node_exprs(n) for e in E.walk(root)):
+                self.add("V027", here, "subgroup operation under control flow that differs between "
+                         "invocations.", "move it out of the divergent if/loop (every lane of the "
+                         "subgroup must take part).")
+            if isinstance(n, N.If):
+                u = uniform and self.uniform_expr(n.cond, self.nonuniform)
+                self._subgroup_uniform(n.then, f"{here}.then", u)
+                self._subgroup_uniform(n.otherwise, f"{here}.otherwise", u)
+            elif isinstance(n, N.Loop):
+                u = uniform and self.uniform_expr(n.from_, self.nonuniform) and self.uniform_expr(n.to, self.nonuniform)
+                self._subgroup_uniform(n.body, f"{here}.body", u)
+            elif isinstance(n, N.Block | N.Region):
+                self._subgroup_uniform(n.body, f"{here}.body", uniform)
 
     def specs(self) -> None:
         seen: dict[str, E.Spec] = {}
@@ -147,6 +178,8 @@ class _Validator:
             if isinstance(sub, E.Id) and sub.kind is not Builtin.WGID:
                 return False
             if isinstance(sub, E.Atomic):
+                return False
+            if isinstance(sub, E.Subgroup) and sub.op.value != "size":
                 return False
             if isinstance(sub, E.Var) and sub.name in nonuniform:
                 return False

@@ -21,7 +21,16 @@ from . import expr as E
 from . import node as N
 from .errors import WireError
 from .program import BufferDecl, Program
-from .types import AtomicOp, BinOp, BufferAccess, Builtin, DataType, MemoryOrdering, UnOp
+from .types import (
+    AtomicOp,
+    BinOp,
+    BufferAccess,
+    Builtin,
+    DataType,
+    MemoryOrdering,
+    SubgroupOp,
+    UnOp,
+)
 
 MAGIC = b"VYRE"
 VERSION = 1
@@ -38,11 +47,12 @@ BUILTINS = (Builtin.GID, Builtin.LID, Builtin.WGID)
 BINOPS = tuple(BinOp)
 UNOPS = tuple(UnOp)
 ATOMICS = tuple(AtomicOp)
+SUBGROUP_OPS = tuple(SubgroupOp)
 
 S_WORKGROUP, S_BUFFERS, S_BODY = 1, 2, 3
 N_LET, N_ASSIGN, N_STORE, N_IF, N_LOOP, N_BLOCK, N_REGION, N_RETURN, N_BARRIER, N_EVAL = range(1, 11)
 (X_LIT, X_VAR, X_LOAD, X_BUFLEN, X_ID, X_BIN, X_UN, X_SELECT, X_CAST, X_BITCAST, X_FMA,
- X_ATOMIC, X_SPEC) = range(1, 14)
+ X_ATOMIC, X_SPEC, X_SUBGROUP) = range(1, 15)
 
 
 # ---------------------------------------------------------------------------- encoding
@@ -70,6 +80,12 @@ def _expr(out: bytearray, e: E.Expr) -> None:
         out.append(X_LIT), _uleb(out, DTYPES.index(e.dtype)), _uleb(out, e.bits)
     elif isinstance(e, E.Var):
         out.append(X_VAR), _str(out, e.name)
+    elif isinstance(e, E.Subgroup):
+        out.append(X_SUBGROUP), _uleb(out, SUBGROUP_OPS.index(e.op))
+        for part in (e.value, e.lane):
+            out.append(0 if part is None else 1)
+            if part is not None:
+                _expr(out, part)
     elif isinstance(e, E.Spec):
         out.append(X_SPEC), _str(out, e.name), _uleb(out, DTYPES.index(e.dtype)), _uleb(out, e.bits)
     elif isinstance(e, E.Load):
@@ -237,6 +253,15 @@ def _rexpr(r: _Reader, depth: int) -> E.Expr:
         return E.Lit(dtype, bits)  # type: ignore[arg-type]
     if tag == X_VAR:
         return E.Var(r.string())
+    if tag == X_SUBGROUP:
+        op = r.code(SUBGROUP_OPS)
+        parts = []
+        for _ in range(2):
+            has = r.byte()
+            if has > 1:
+                raise WireError(f"bad subgroup flag {has} at byte {r.pos}.")
+            parts.append(_rexpr(r, d) if has else None)
+        return E.Subgroup(op, parts[0], parts[1])  # type: ignore[arg-type]
     if tag == X_SPEC:
         name = r.string()
         dtype = r.code(DTYPES)

@@ -14,8 +14,18 @@ from dataclasses import dataclass
 
 from vyre.ir import expr as E
 from vyre.ir import node as N
+from vyre.ir.errors import VyreError
 from vyre.ir.typecheck import bin_result, infer, un_result
-from vyre.ir.types import AtomicOp, BinOp, Builtin, DataType, MemoryOrdering, UnOp
+from vyre.ir.types import (
+    SUBGROUP_REDUCTIONS,
+    AtomicOp,
+    BinOp,
+    Builtin,
+    DataType,
+    MemoryOrdering,
+    SubgroupOp,
+    UnOp,
+)
 
 from .plan import KernelPlan
 
@@ -41,6 +51,8 @@ class Dialect:
     builtin: Callable[[Builtin, int], str]
     atomic: Callable[[AtomicOp, str, str, str | None, bool], str]  # (op, ptr, val, expected, signed)
     fn: dict[str, str]                            # math/intrinsic function names
+    # (op, C type, value, lane, linear-lid expr) -> C expression; None: no subgroup support
+    subgroup: Callable[[SubgroupOp, str, str | None, str | None, str], str] | None = None
 
 
 PRELUDE = r"""
@@ -208,7 +220,23 @@ class _Emitter:
             return self.fresh(DataType.F32, f"vy_canon({fn['fma']}({a}, {b}, {c}))"), DataType.F32, True
         if isinstance(e, E.Atomic):
             return self.atomic(e)
+        if isinstance(e, E.Subgroup):
+            return self.subgroup(e)
         raise TypeError(type(e).__name__)
+
+    def subgroup(self, e: E.Subgroup) -> tuple[str, DataType, bool]:
+        if self.d.subgroup is None:
+            raise VyreError(f"the {self.d.name} printer has no subgroup operations.",
+                            "run subgroup programs on a backend that supports them.")
+        v = t = None
+        if e.value is not None:
+            v, t, _ = self.expr(e.value)
+        lane = self.expr(e.lane)[0] if e.lane is not None else None
+        rt = t if e.op in SUBGROUP_REDUCTIONS or e.op is SubgroupOp.SHUFFLE else DataType.U32
+        wx, wy, _ = self.program.workgroup_size
+        b = self.d.builtin
+        lin = f"({b(Builtin.LID, 0)} + {wx}u * ({b(Builtin.LID, 1)} + {wy}u * {b(Builtin.LID, 2)}))"
+        return self.fresh(rt, self.d.subgroup(e.op, CT[rt], v, lane, lin)), rt, False
 
     def from_word(self, word: str, t: DataType) -> str:
         if t is DataType.U32:

@@ -60,13 +60,22 @@ def as_words(value: Any, name: str = "input") -> np.ndarray:
     return raw.view("<u4")
 
 
+def _uses_subgroups(program: Program) -> bool:
+    from vyre.ir import expr as E
+    from vyre.ir import node as N
+
+    return any(isinstance(e, E.Subgroup) for n in N.walk_nodes(program.body)
+               for root in N.node_exprs(n) for e in E.walk(root))
+
+
 def run(program: Program, inputs: Sequence[Any], config: Any = None,
-        should_stop: Callable[[], bool] | None = None) -> list[bytes]:
+        should_stop: Callable[[], bool] | None = None, subgroup_size: int = 32) -> list[bytes]:
     """Execute ``program`` on ``inputs`` (one bytes-like per input buffer, declaration order).
 
     ``config``: a DispatchConfig (or any object with ``grid_override``, ``dispatch_grid``,
     ``dispatch_elements``, ``workgroup_override`` attributes) or None. ``should_stop`` is
     polled between statements; when it returns True the run aborts with ExecutionError.
+    ``subgroup_size`` is the simulated subgroup width for subgroup operations.
     """
     _check(program)
     program = effective_program(program, config)
@@ -87,5 +96,9 @@ def run(program: Program, inputs: Sequence[Any], config: Any = None,
     for decl in program.buffers:
         if decl.access.value == "output":
             memory[decl.name] = np.zeros(counts[decl.name], dtype=np.uint32)
-    Machine(program, launch, memory, should_stop).run()
+    if program.invocations_per_workgroup % subgroup_size and _uses_subgroups(program):
+        raise ExecutionError("inputs", f"workgroup of {program.invocations_per_workgroup} invocations "
+                             f"is not a whole number of {subgroup_size}-wide subgroups.",
+                             f"use a workgroup size that is a multiple of {subgroup_size}.")
+    Machine(program, launch, memory, should_stop, subgroup_size).run()
     return [memory[b.name].astype("<u4").tobytes() for b in program.outputs]

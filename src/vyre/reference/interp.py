@@ -28,7 +28,7 @@ from vyre.ir.errors import ExecutionError
 from vyre.ir.launch import Launch
 from vyre.ir.program import Program
 from vyre.ir.typecheck import bin_result, un_result
-from vyre.ir.types import AtomicOp, BinOp, Builtin, DataType, MemoryOrdering
+from vyre.ir.types import AtomicOp, BinOp, Builtin, DataType, MemoryOrdering, SubgroupOp
 
 from . import semantics as S
 
@@ -52,9 +52,10 @@ class Machine:
     """Executes one Program over a resolved launch, mutating ``memory`` (u32 word arrays)."""
 
     def __init__(self, program: Program, launch: Launch, memory: dict[str, np.ndarray],
-                 should_stop: Callable[[], bool] | None = None) -> None:
+                 should_stop: Callable[[], bool] | None = None, subgroup_size: int = 32) -> None:
         self.p = program
         self.should_stop = should_stop
+        self.subgroup_size = subgroup_size
         self.launch = launch
         self.memory = memory
         self.counts = dict(launch.counts)
@@ -374,7 +375,38 @@ class Machine:
             return S.canon(r), DataType.F32
         if isinstance(e, E.Atomic):
             return self.atomic(e, idx, discard)
+        if isinstance(e, E.Subgroup):
+            return self.subgroup(e, idx)
         raise TypeError(type(e).__name__)
+
+    def subgroup(self, e: E.Subgroup, idx: np.ndarray | None) -> tuple[np.ndarray, DataType]:
+        """Subgroups are runs of `subgroup_size` consecutive lanes of a workgroup. Validation
+        guarantees uniform control flow and no returns, so every subgroup is whole here."""
+        w = self.subgroup_size
+        lanes = np.arange(self.L, dtype=np.int64) if idx is None else idx.astype(np.int64)
+        within = (lanes % self.inv) % w                       # lane index inside its subgroup
+        if e.op is SubgroupOp.SIZE:
+            return np.asarray(w, dtype=U32), DataType.U32
+        if e.op is SubgroupOp.LOCAL_ID:
+            return within.astype(U32), DataType.U32
+        v, t = self.eval(e.value, idx)
+        v = np.ascontiguousarray(np.broadcast_to(v, lanes.shape))
+        starts = np.flatnonzero(within == 0)                 # lanes are sorted: groups are runs
+        group = np.cumsum(within == 0) - 1
+        if e.op is SubgroupOp.BALLOT:
+            bits = (v.astype(np.uint64) << within.astype(np.uint64)).astype(np.uint64)
+            out = np.bitwise_or.reduceat(bits, starts)
+            return out[group].astype(U32), DataType.U32
+        if e.op is SubgroupOp.SHUFFLE:
+            src, _ = self.eval(e.lane, idx)
+            src = np.broadcast_to(src, lanes.shape).astype(np.int64) % w
+            return v[starts[group] + src], t
+        ufunc = {SubgroupOp.REDUCE_ADD: np.add, SubgroupOp.REDUCE_MIN: np.minimum,
+                 SubgroupOp.REDUCE_MAX: np.maximum, SubgroupOp.REDUCE_AND: np.bitwise_and,
+                 SubgroupOp.REDUCE_OR: np.bitwise_or, SubgroupOp.REDUCE_XOR: np.bitwise_xor}[e.op]
+        vals = v.view(U32) if e.op is SubgroupOp.REDUCE_ADD else v  # ADD wraps as u32 bits
+        red = ufunc.reduceat(vals, starts, dtype=vals.dtype)  # wraps: no numpy upcast
+        return np.ascontiguousarray(red[group]).view(t.numpy), t
 
 
 def _full(val: Any, t: DataType, lanes: int) -> np.ndarray:

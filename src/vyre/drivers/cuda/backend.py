@@ -38,6 +38,7 @@ from vyre.driver.errors import (
 from vyre.driver.pending import PendingDispatch, TimedDispatchResult, wait_until
 from vyre.driver.pipeline import NativeCache, PipelineCacheSnapshot
 from vyre.driver.program_walks import input_sizes, launch_for_sizes
+from vyre.driver.subgroup import require_subgroups
 from vyre.driver.tuner import tuned_config
 from vyre.driver.validation import VALIDATION_CACHE, check_launch_geometry
 from vyre.ir.launch import effective_program
@@ -343,8 +344,12 @@ class CudaBackend(VyreBackend):
 
     # ---- compile -----------------------------------------------------------------------
     def _pipeline(self, program: Program, config: DispatchConfig) -> CudaPipeline:
-        return self._pipelines.get_or_build(
-            program, config, lambda: CudaPipeline(self, effective_program(program, config), config))
+        def build() -> CudaPipeline:
+            eff = effective_program(program, config)
+            require_subgroups(eff, self)
+            return CudaPipeline(self, eff, config)
+
+        return self._pipelines.get_or_build(program, config, build)
 
     def compile_native(self, program: Program, config: DispatchConfig | None = None) -> CudaPipeline:
         return self._pipeline(program, config or DEFAULT)
@@ -618,6 +623,10 @@ class CudaBackend(VyreBackend):
     # ---- capabilities (probed from device attributes) ----------------------------------
     def supports_async_compute(self) -> bool:
         return True  # dispatch_async returns after enqueue; completion is a CUDA event
+
+    def supports_subgroup_ops(self) -> bool:
+        # the lowering emits __reduce_*_sync / __shfl_sync / __ballot_sync (sm_80 and newer)
+        return self.rt.facts.compute_capability >= (8, 0) and self.rt.facts.warp_size == 32
 
     def max_workgroup_size(self) -> tuple[int, int, int]:
         return self.rt.facts.max_block

@@ -8,7 +8,7 @@ and sqrt are also set for anything else (see `compiler.OPTIONS`).
 from __future__ import annotations
 
 from vyre.ir.program import Program
-from vyre.ir.types import AtomicOp, Builtin
+from vyre.ir.types import AtomicOp, Builtin, SubgroupOp
 from vyre.lower.cfamily import Dialect, emit_source
 from vyre.lower.plan import KernelPlan, lower
 
@@ -43,6 +43,27 @@ def _builtin(kind: Builtin, axis: int) -> str:
     return f"threadIdx.{a}" if kind is Builtin.LID else f"blockIdx.{a}"
 
 
+_REDUCE = {SubgroupOp.REDUCE_ADD: "__reduce_add_sync", SubgroupOp.REDUCE_MIN: "__reduce_min_sync",
+           SubgroupOp.REDUCE_MAX: "__reduce_max_sync", SubgroupOp.REDUCE_AND: "__reduce_and_sync",
+           SubgroupOp.REDUCE_OR: "__reduce_or_sync", SubgroupOp.REDUCE_XOR: "__reduce_xor_sync"}
+FULL = "0xffffffffu"
+
+
+def _subgroup(op: SubgroupOp, ctype: str, value: str | None, lane: str | None, lin: str) -> str:
+    """Warp intrinsics (sm_80+): vyre subgroups are the 32-lane warps of a block."""
+    if op is SubgroupOp.SIZE:
+        return "32u"
+    if op is SubgroupOp.LOCAL_ID:
+        return f"({lin} & 31u)"
+    if op is SubgroupOp.BALLOT:
+        return f"__ballot_sync({FULL}, {value})"
+    if op is SubgroupOp.SHUFFLE:
+        return f"__shfl_sync({FULL}, {value}, (int)({lane} & 31u))"
+    # min/max compare signed for i32; add/and/or/xor only have bit-exact unsigned forms
+    arg = "int" if ctype == "int" and op in (SubgroupOp.REDUCE_MIN, SubgroupOp.REDUCE_MAX) else "unsigned"
+    return f"({ctype}){_REDUCE[op]}({FULL}, ({arg}){value})"
+
+
 def _atomic(op: AtomicOp, ptr: str, val: str, expected: str | None, signed: bool) -> str:
     if op is AtomicOp.COMPARE_EXCHANGE:
         return f"atomicCAS({ptr}, {expected}, {val})"
@@ -66,6 +87,7 @@ CUDA = Dialect(
         "clz": "__clz", "brev": "__brev", "u2f": "__uint2float_rn", "i2f": "__int2float_rn",
         "exp": "expf", "log": "logf", "exp2": "exp2f", "log2": "log2f", "sin": "sinf",
         "cos": "cosf", "tan": "tanf", "tanh": "tanhf"},
+    subgroup=_subgroup,
 )
 
 

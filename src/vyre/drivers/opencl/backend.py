@@ -37,6 +37,7 @@ from vyre.driver.errors import (
 from vyre.driver.pending import PendingDispatch, TimedDispatchResult, wait_until
 from vyre.driver.pipeline import NativeCache, PipelineCacheSnapshot
 from vyre.driver.program_walks import input_sizes, launch_for_sizes
+from vyre.driver.subgroup import require_subgroups
 from vyre.driver.tuner import tuned_config
 from vyre.driver.validation import VALIDATION_CACHE, check_launch_geometry
 from vyre.ir import expr as E
@@ -184,6 +185,7 @@ class OpenCLBackend(VyreBackend):
                                  "acquire a new backend (vyre.driver.acquire('opencl')).", backend=ID)
         def build() -> OpenCLPipeline:
             eff = effective_program(program, config)
+            require_subgroups(eff, self)  # OpenCL C 1.2 lowering emits no subgroup operations
             if not self.rt.info.correct_div_sqrt and _needs_correct_division(eff):
                 raise UnsupportedFeature(
                     "correctly rounded f32 division/sqrt", ID,

@@ -16,6 +16,7 @@ from vyre.ir.program import Program
 from vyre.reference.interp import MAX_BATCH_LANES
 
 MAX_AXIS = 1 << 16
+SUBGROUP = 32  # the simulated subgroup width (that of CUDA warps)
 
 
 class ReferenceBackend(VyreBackend):
@@ -28,12 +29,19 @@ class ReferenceBackend(VyreBackend):
     def dispatch(self, program: Program, inputs: Sequence[Any],
                  config: DispatchConfig | None = None) -> list[bytes]:
         VALIDATION_CACHE.require_valid(program, self.id())
-        return reference.run(program, inputs, config, should_stop=cancel_requested)
+        return reference.run(program, inputs, config, should_stop=cancel_requested,
+                             subgroup_size=SUBGROUP)
 
     # The interpreter executes grid_sync natively (phases), any workgroup shape up to the
     # limits below, and workgroup memory in host RAM.
     def supports_grid_sync(self) -> bool:
         return True
+
+    def supports_subgroup_ops(self) -> bool:
+        return True  # simulated exactly, `SUBGROUP` lanes wide
+
+    def subgroup_size(self) -> int:
+        return SUBGROUP
 
     def max_workgroup_size(self) -> tuple[int, int, int]:
         return (MAX_AXIS, MAX_AXIS, MAX_AXIS)
