@@ -57,3 +57,16 @@ def test_zero_fill_is_skipped_only_for_fully_overwritten_unread_outputs():
                  [Node.store("o", GX, Expr.load("o", GX) + 1)],                         # reads stale bytes
                  [Node.store("o", GX, 1), Node.expr(Expr.atomic(AtomicOp.ADD, "o", 0, 1))]):
         assert not lower(_out(body)).skips_zero_fill("o", 100, 100), body
+
+
+def test_program_walks_layouts_counts_and_indices():
+    from vyre.driver import program_walks as W
+    from vyre.driver.dispatch_shape import dispatch_shape
+
+    p = Program.wrapped([BufferDecl.output("o", 3, U, 5), BufferDecl.read("a", 1, U), BufferDecl.read_write("rw", 0, U)],
+                        4, [Node.store("o", GX, Expr.load("a", GX))])
+    launch = W.launch_for(p, [b"\0" * 28, b"\0" * 12])
+    assert W.output_buffer_indices(p) == [0, 2]
+    assert W.element_size(p, "a") == 4
+    assert [(o.name, o.element_count, o.byte_len) for o in W.output_layouts(p, launch)] == [("o", 5, 20), ("rw", 3, 12)]
+    assert W.count_words(p, launch) == [3, 7, 5] == list(dispatch_shape(p, launch).counts)

@@ -72,6 +72,12 @@ def output_bytes(program, nbytes: Sequence[int], config: DispatchConfig) -> int:
     return sum(counts[b.name] * b.dtype.size for b in program.outputs)
 
 
+def input_sizes(inputs: Sequence[Any], backend: str) -> list[int]:
+    from .program_walks import input_sizes as sizes
+
+    return sizes(inputs, backend)
+
+
 def check_output_budget(program, nbytes: Sequence[int], config: DispatchConfig, backend: str) -> None:
     if config.max_output_bytes is None:
         return
@@ -81,19 +87,6 @@ def check_output_budget(program, nbytes: Sequence[int], config: DispatchConfig, 
             f"dispatch would produce {need} output bytes, over max_output_bytes="
             f"{config.max_output_bytes}.", "raise DispatchConfig.max_output_bytes or shrink the "
             "outputs (declare smaller counts or pass smaller inputs).", backend=backend)
-
-
-def _sizes(inputs: Sequence[Any]) -> list[int]:
-    from vyre.ir.launch import input_nbytes
-
-    out = []
-    for i, x in enumerate(inputs):
-        try:
-            out.append(input_nbytes(x))
-        except TypeError:
-            raise InvalidProgram(f"input {i} is a {type(x).__name__}, not bytes-like.",
-                                 "pass bytes, bytearray, memoryview or numpy arrays.") from None
-    return out
 
 
 def fixpoint(call: Callable[[list], list], program, inputs: list, iterations: int) -> list:
@@ -132,7 +125,7 @@ def enforce(backend_id: str, program, inputs: Sequence[Any], config: DispatchCon
     try:
         inputs = list(inputs)
         if config.max_output_bytes is not None:
-            check_output_budget(program, _sizes(inputs), config, backend_id)
+            check_output_budget(program, input_sizes(inputs, backend_id), config, backend_id)
         if config.timeout is None and config.fixpoint_iterations == 1 and config.max_output_bytes is None:
             try:  # the common case: nothing to enforce but the error mapping
                 outputs = call(inputs, config)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from vyre.ir.program import Program
 
 from .backend import VyreBackend
-from .errors import BackendError, BackendUnavailable, InvalidProgram, Other, UnsupportedFeature
+from .errors import BackendError, BackendUnavailable, Other, UnsupportedFeature
 from .validation import default_supported_ops
 
 log = logging.getLogger("vyre.registry")
@@ -230,11 +230,3 @@ def why_not(program: Program, backend: VyreBackend) -> list[str]:
 def can_run(program: Program, backend: VyreBackend) -> bool:
     """Whether ``backend`` executes ``program``: its ops and its capability limits."""
     return not why_not(program, backend)
-
-
-def require_runnable(program: Program, backend: VyreBackend) -> None:
-    reasons = why_not(program, backend)
-    if reasons:
-        raise InvalidProgram(f"{backend.id()} cannot run this program: {'; '.join(reasons)}.",
-                             "pick a backend that can (`vyre backends`), or change the program.",
-                             backend=backend.id())

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from vyre.ir import expr as E
 from vyre.ir import node as N
 from vyre.ir.program import BufferDecl, Program
-from vyre.ir.types import TRANSCENDENTAL, BinOp, DataType, MemoryOrdering
+from vyre.ir.types import TRANSCENDENTAL, BinOp, MemoryOrdering
 
 ENTRY = "vyre_phase_{}"
 
@@ -89,7 +89,3 @@ def lower(program: Program) -> KernelPlan:
     uses_tr = any(isinstance(e, E.Un) and e.op in TRANSCENDENTAL for e in _exprs(program))
     return KernelPlan(program, bound, program.workgroup_buffers, tuple(tuple(p) for p in phases),
                       _has_division(program), has_barrier, uses_tr, _fully_written(program))
-
-
-def word_of(dtype: DataType) -> str:
-    return "u32" if dtype is not DataType.F32 else "f32"
