@@ -12,8 +12,8 @@ demo: $(VENV)/.stamp-base
 test: system $(VENV)/.stamp-test
 	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -q -p no:cacheprovider
 	$(BIN)/vyre conform --backend opencl --random 200 --seed 1 --cert-dir .conform/certs --repro-dir .conform/repros
+	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 # PoCL (OpenCL on the CPU) from Debian: the PyPI-only PoCL cannot build kernels here.
 system:
