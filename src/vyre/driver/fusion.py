@@ -20,6 +20,7 @@ from typing import Any
 from vyre.ir import expr as E
 from vyre.ir import node as N
 from vyre.ir.program import BufferDecl, Program
+from vyre.ir.rewrite import map_expr
 from vyre.ir.types import Builtin, DataType
 
 from .errors import InvalidProgram
@@ -166,25 +167,18 @@ class _Rename:
         self.prefix, self.buffers, self.replace_load = prefix, buffers, replace_load
 
     def expr(self, e: E.Expr) -> E.Expr:
-        if isinstance(e, E.Var):
-            return E.Var(self.prefix + e.name)
-        if isinstance(e, E.Load):
-            if self.replace_load and e.buffer == self.replace_load[0]:
-                return self.replace_load[1]
-            return E.Load(self.buffers[e.buffer], self.expr(e.index))
-        if isinstance(e, E.BufLen):
-            return E.BufLen(self.buffers[e.buffer])
-        if isinstance(e, E.Bin):
-            return E.Bin(e.op, self.expr(e.left), self.expr(e.right))
-        if isinstance(e, E.Un):
-            return E.Un(e.op, self.expr(e.operand))
-        if isinstance(e, E.Select):
-            return E.Select(self.expr(e.cond), self.expr(e.if_true), self.expr(e.if_false))
-        if isinstance(e, E.Cast | E.Bitcast):
-            return type(e)(e.dtype, self.expr(e.value))
-        if isinstance(e, E.Fma):
-            return E.Fma(self.expr(e.a), self.expr(e.b), self.expr(e.c))
-        return e
+        def fn(x: E.Expr) -> E.Expr:
+            if isinstance(x, E.Var):
+                return E.Var(self.prefix + x.name)
+            if isinstance(x, E.Load):
+                if self.replace_load and x.buffer == self.replace_load[0]:
+                    return self.replace_load[1]  # already in fused names: not mapped again
+                return E.Load(self.buffers[x.buffer], x.index)
+            if isinstance(x, E.BufLen):
+                return E.BufLen(self.buffers[x.buffer])
+            return x
+
+        return map_expr(e, fn)
 
     def body(self, body: tuple[N.Node, ...], intermediate: str | None = None, local: str = "") -> tuple[N.Node, ...]:
         out: list[N.Node] = []

@@ -15,6 +15,7 @@ from . import expr as E
 from . import node as N
 from .errors import ExecutionError
 from .program import Program
+from .rewrite import map_body
 from .types import DataType
 
 
@@ -63,46 +64,7 @@ def specialize(program: Program, values: Mapping[str, Any] | None) -> Program:
     lits = {name: _literal(spec, values[name]) if name in values else E.Lit(spec.dtype, spec.bits)
             for name, spec in specs.items()}
 
-    def ex(e: E.Expr) -> E.Expr:
-        if isinstance(e, E.Spec):
-            return lits[e.name]
-        if isinstance(e, E.Bin):
-            return E.Bin(e.op, ex(e.left), ex(e.right))
-        if isinstance(e, E.Un):
-            return E.Un(e.op, ex(e.operand))
-        if isinstance(e, E.Load):
-            return E.Load(e.buffer, ex(e.index))
-        if isinstance(e, E.Select):
-            return E.Select(ex(e.cond), ex(e.if_true), ex(e.if_false))
-        if isinstance(e, E.Cast | E.Bitcast):
-            return type(e)(e.dtype, ex(e.value))
-        if isinstance(e, E.Fma):
-            return E.Fma(ex(e.a), ex(e.b), ex(e.c))
-        if isinstance(e, E.Atomic):
-            return E.Atomic(e.op, e.buffer, ex(e.index), ex(e.value), None if e.expected is None else ex(e.expected))
-        if isinstance(e, E.Subgroup):
-            return E.Subgroup(e.op, None if e.value is None else ex(e.value), None if e.lane is None else ex(e.lane))
-        return e
+    def fn(e: E.Expr) -> E.Expr:
+        return lits[e.name] if isinstance(e, E.Spec) else e
 
-    def body(nodes: tuple[N.Node, ...]) -> tuple[N.Node, ...]:
-        out: list[N.Node] = []
-        for n in nodes:
-            if isinstance(n, N.Let | N.Assign):
-                out.append(type(n)(n.name, ex(n.value)))
-            elif isinstance(n, N.Store):
-                out.append(N.Store(n.buffer, ex(n.index), ex(n.value)))
-            elif isinstance(n, N.If):
-                out.append(N.If(ex(n.cond), body(n.then), body(n.otherwise)))
-            elif isinstance(n, N.Loop):
-                out.append(N.Loop(n.var, ex(n.from_), ex(n.to), body(n.body)))
-            elif isinstance(n, N.Block):
-                out.append(N.Block(body(n.body)))
-            elif isinstance(n, N.Region):
-                out.append(N.Region(n.name, body(n.body)))
-            elif isinstance(n, N.Eval):
-                out.append(N.Eval(ex(n.value)))
-            else:
-                out.append(n)
-        return tuple(out)
-
-    return Program(program.buffers, program.workgroup_size, body(program.body))
+    return Program(program.buffers, program.workgroup_size, map_body(program.body, fn))
