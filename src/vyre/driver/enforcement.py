@@ -23,6 +23,7 @@ from vyre.ir.errors import VyreError
 from . import observability
 from .config import DEFAULT, DispatchConfig
 from .errors import BackendError, DispatchFailed, InvalidProgram, from_foundation
+from .program_walks import input_sizes
 
 _state = threading.local()
 _cancel: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar(
@@ -70,12 +71,6 @@ def output_bytes(program, nbytes: Sequence[int], config: DispatchConfig) -> int:
     launch = launch_for_sizes(program, nbytes, config)
     counts = dict(launch.counts)
     return sum(counts[b.name] * b.dtype.size for b in program.outputs)
-
-
-def input_sizes(inputs: Sequence[Any], backend: str) -> list[int]:
-    from .program_walks import input_sizes as sizes
-
-    return sizes(inputs, backend)
 
 
 def check_output_budget(program, nbytes: Sequence[int], config: DispatchConfig, backend: str) -> None:

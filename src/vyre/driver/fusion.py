@@ -79,12 +79,6 @@ class Fused:
         return [outputs[i] for i in self.consumer_outputs]
 
 
-def _exprs(body):
-    for n in N.walk_nodes(body):
-        for root in N.node_exprs(n):
-            yield from E.walk(root)
-
-
 def _elementwise_problem(p: Program, who: str) -> str | None:
     if p.workgroup_buffers:
         return f"the {who} uses workgroup memory"
@@ -93,7 +87,7 @@ def _elementwise_problem(p: Program, who: str) -> str | None:
             return f"the {who} has a barrier ({n.ordering.value})"
         if isinstance(n, N.Store) and n.index != E.Expr.gid_x():
             return f"the {who} stores {n.buffer!r} at an index other than gid.x"
-    for e in _exprs(p.body):
+    for e in N.walk_exprs(p.body):
         if isinstance(e, E.Atomic):
             return f"the {who} uses atomics"
         if isinstance(e, E.Subgroup):
@@ -151,9 +145,9 @@ def decide(producer: Program, consumer: Program, caps: FusionCaps, *,
     if len(stores) != 1 or len(top) != 1:
         return FusionDecision(False, FusionReject.NOT_ELEMENTWISE,
                               f"the producer must store {p_out!r} exactly once, unconditionally")
-    if any(isinstance(e, E.Load | E.BufLen) and e.buffer == p_out for e in _exprs(producer.body)):
+    if any(isinstance(e, E.Load | E.BufLen) and e.buffer == p_out for e in N.walk_exprs(producer.body)):
         return FusionDecision(False, FusionReject.NOT_ELEMENTWISE, f"the producer reads {p_out!r}")
-    for e in _exprs(consumer.body):
+    for e in N.walk_exprs(consumer.body):
         if isinstance(e, E.Load) and e.buffer == c_in and e.index != E.Expr.gid_x():
             return FusionDecision(False, FusionReject.NOT_ELEMENTWISE,
                                   f"the consumer reads {c_in!r} at an index other than gid.x")

@@ -30,8 +30,7 @@ class SubgroupCaps:
 
 
 def subgroup_ops(program: Program) -> frozenset[SubgroupOp]:
-    return frozenset(e.op for n in N.walk_nodes(program.body) for root in N.node_exprs(n)
-                     for e in E.walk(root) if isinstance(e, E.Subgroup))
+    return frozenset(e.op for e in N.walk_exprs(program.body) if isinstance(e, E.Subgroup))
 
 
 def require_subgroups(program: Program, backend) -> None:

@@ -39,11 +39,7 @@ class Launch:
 
 
 def uses_atomics(program: Program) -> bool:
-    for n in N.walk_nodes(program.body):
-        for root in N.node_exprs(n):
-            if any(isinstance(e, E.Atomic) for e in E.walk(root)):
-                return True
-    return False
+    return any(isinstance(e, E.Atomic) for e in N.walk_exprs(program.body))
 
 
 def _ceil(a: int, b: int) -> int:

@@ -148,6 +148,15 @@ def node_bodies(node: Node) -> tuple[tuple[str, tuple[Node, ...]], ...]:
     return ()
 
 
+def walk_exprs(body: Iterable[Node]):
+    """Every expression of every statement in ``body`` (nested ones included), pre-order."""
+    from .expr import walk
+
+    for n in walk_nodes(body):
+        for root in node_exprs(n):
+            yield from walk(root)
+
+
 def walk_nodes(body: Iterable[Node]):
     """Pre-order traversal of every statement in a body, nested ones included."""
     stack = list(reversed(tuple(body)))

@@ -21,11 +21,9 @@ from .types import DataType
 
 def spec_constants(program: Program) -> dict[str, E.Spec]:
     found: dict[str, E.Spec] = {}
-    for n in N.walk_nodes(program.body):
-        for root in N.node_exprs(n):
-            for e in E.walk(root):
-                if isinstance(e, E.Spec):
-                    found.setdefault(e.name, e)
+    for e in N.walk_exprs(program.body):
+        if isinstance(e, E.Spec):
+            found.setdefault(e.name, e)
     return found
 
 

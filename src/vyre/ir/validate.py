@@ -93,8 +93,7 @@ class _Validator:
         return self.out
 
     def subgroups(self) -> None:
-        uses = any(isinstance(e, E.Subgroup) for n in N.walk_nodes(self.p.body)
-                   for root in N.node_exprs(n) for e in E.walk(root))
+        uses = any(isinstance(e, E.Subgroup) for e in N.walk_exprs(self.p.body))
         if not uses:
             return
         if any(isinstance(n, N.Return) for n in N.walk_nodes(self.p.body)):
@@ -122,18 +121,16 @@ class _Validator:
 
     def specs(self) -> None:
         seen: dict[str, E.Spec] = {}
-        for n in N.walk_nodes(self.p.body):
-            for root in N.node_exprs(n):
-                for e in E.walk(root):
-                    if not isinstance(e, E.Spec):
-                        continue
-                    if not isinstance(e.name, str) or not NAME.match(e.name):
-                        self.add("V025", "body", f"specialization name {e.name!r} is not an identifier.",
-                                 "use letters, digits and underscores.")
-                    elif e.name in seen and seen[e.name] != e:
-                        self.add("V026", "body", f"specialization constant {e.name!r} appears with "
-                                 "different types or defaults.", "declare it once and reuse that Expr.")
-                    seen.setdefault(e.name, e)
+        for e in N.walk_exprs(self.p.body):
+            if not isinstance(e, E.Spec):
+                continue
+            if not isinstance(e.name, str) or not NAME.match(e.name):
+                self.add("V025", "body", f"specialization name {e.name!r} is not an identifier.",
+                         "use letters, digits and underscores.")
+            elif e.name in seen and seen[e.name] != e:
+                self.add("V026", "body", f"specialization constant {e.name!r} appears with "
+                         "different types or defaults.", "declare it once and reuse that Expr.")
+            seen.setdefault(e.name, e)
 
     # ---- declarations --------------------------------------------------------------
     def buffers(self) -> None:

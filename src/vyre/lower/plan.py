@@ -46,15 +46,9 @@ class KernelPlan:
         raise KeyError(name)
 
 
-def _exprs(program: Program):
-    for n in N.walk_nodes(program.body):
-        for root in N.node_exprs(n):
-            yield from E.walk(root)
-
-
 def _has_division(program: Program) -> bool:
     """Any DIV/MOD (an over-approximation of "an i32 division may fail"; types need scope)."""
-    return any(isinstance(e, E.Bin) and e.op in (BinOp.DIV, BinOp.MOD) for e in _exprs(program))
+    return any(isinstance(e, E.Bin) and e.op in (BinOp.DIV, BinOp.MOD) for e in N.walk_exprs(program.body))
 
 
 def _fully_written(program: Program) -> frozenset[str]:
@@ -62,7 +56,7 @@ def _fully_written(program: Program) -> frozenset[str]:
     any statement that can end an invocation early, and that the program never reads (no load,
     no atomic). Every lane with gid.x < count then writes its own element and no stale value
     can be observed, so a grid covering ``count`` may skip zeroing the buffer first."""
-    read = {e.buffer for e in _exprs(program) if isinstance(e, E.Load | E.Atomic)}
+    read = {e.buffer for e in N.walk_exprs(program.body) if isinstance(e, E.Load | E.Atomic)}
     out: set[str] = set()
     for n in program.body:
         if any(isinstance(s, N.Return) for s in N.walk_nodes((n,))):
@@ -86,6 +80,6 @@ def lower(program: Program) -> KernelPlan:
                          key=lambda b: b.binding))
     has_barrier = any(isinstance(n, N.Barrier) and n.ordering is MemoryOrdering.SEQ_CST
                       for n in N.walk_nodes(program.body))
-    uses_tr = any(isinstance(e, E.Un) and e.op in TRANSCENDENTAL for e in _exprs(program))
+    uses_tr = any(isinstance(e, E.Un) and e.op in TRANSCENDENTAL for e in N.walk_exprs(program.body))
     return KernelPlan(program, bound, program.workgroup_buffers, tuple(tuple(p) for p in phases),
                       _has_division(program), has_barrier, uses_tr, _fully_written(program))

@@ -64,8 +64,7 @@ def _uses_subgroups(program: Program) -> bool:
     from vyre.ir import expr as E
     from vyre.ir import node as N
 
-    return any(isinstance(e, E.Subgroup) for n in N.walk_nodes(program.body)
-               for root in N.node_exprs(n) for e in E.walk(root))
+    return any(isinstance(e, E.Subgroup) for e in N.walk_exprs(program.body))
 
 
 def run(program: Program, inputs: Sequence[Any], config: Any = None,

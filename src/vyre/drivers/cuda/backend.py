@@ -705,6 +705,3 @@ class CudaBackend(VyreBackend):
                 raise
             except Exception as exc:
                 raise DeviceLost(f"recovery failed ({exc}).", "restart the process.", backend=ID) from None
-
-    def max_compute_workgroups(self) -> tuple[int, int, int]:
-        return self.rt.facts.max_grid

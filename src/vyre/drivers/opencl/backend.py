@@ -116,14 +116,9 @@ class _Pending(PendingDispatch):
 
 
 def _needs_correct_division(program: Program) -> bool:
-    for n in N.walk_nodes(program.body):
-        for root in N.node_exprs(n):
-            for e in E.walk(root):
-                if isinstance(e, E.Bin) and e.op is BinOp.DIV:
-                    return True
-                if isinstance(e, E.Un) and e.op in (UnOp.SQRT, UnOp.RECIPROCAL):
-                    return True
-    return False
+    return any((isinstance(e, E.Bin) and e.op is BinOp.DIV) or
+               (isinstance(e, E.Un) and e.op in (UnOp.SQRT, UnOp.RECIPROCAL))
+               for e in N.walk_exprs(program.body))
 
 
 class _ClBound:
