@@ -37,8 +37,17 @@ def map_program(in_types: Sequence[DataType], out_type: DataType, make_value, wg
     return Program.wrapped(bufs, wg, [Node.store("out", GX, make_value(*args))])
 
 
+def typed(program: Program, inputs: Sequence) -> list:
+    """Test data as arrays of each input buffer's declared dtype (same bits): a u32 word array
+    handed to an f32 buffer is refused by every backend, as it must be."""
+    from vyre.conform.witness import typed_inputs
+
+    return typed_inputs(program, [np.asarray(x) if isinstance(x, list) else x for x in inputs])
+
+
 def run_checked(backend, program: Program, inputs: Sequence, config=None) -> list[bytes]:
     """Run on ``backend``, assert byte identity with the reference, return the bytes."""
+    inputs = typed(program, inputs)
     expected = reference.run(program, inputs, config)
     got = backend.dispatch(program, inputs, config)
     assert len(got) == len(expected)

@@ -3,6 +3,7 @@ minimised and replayable; certificates verify; capability skips are explicit."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -46,7 +47,7 @@ def _swap(program):
                             (E.Bitcast, ("value",)), (E.Select, ("cond", "if_true", "if_false")),
                             (E.Fma, ("a", "b", "c"))):
             if isinstance(e, cls):
-                return cls(**{**e.__dict__, **{f: ex(getattr(e, f)) for f in fields}})
+                return dataclasses.replace(e, **{f: ex(getattr(e, f)) for f in fields})
         return e
 
     def st(n):

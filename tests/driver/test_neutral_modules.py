@@ -1,16 +1,13 @@
-"""Neutral decision helpers: capability records, diagnostics shaping, launch-geometry limits,
+"""Neutral decision helpers: capability records, diagnostics shaping,
 and the lowering's zero-fill analysis that both compiled drivers rely on."""
 
 from __future__ import annotations
 
-import pytest
-
-from vyre.driver import BackendCapability, DeviceProfile, UnsupportedFeature, diagnostics
-from vyre.driver.validation import check_launch_geometry
-from vyre.ir import AtomicOp, BufferDecl, DataType, Expr, Launch, Node, Program, validate
+from vyre.driver import BackendCapability, UnsupportedFeature, diagnostics
+from vyre.ir import AtomicOp, BufferDecl, DataType, Expr, Node, Program, validate
 from vyre.lower.plan import lower
 
-from helpers import GX, MockBackend, prog
+from helpers import GX, MockBackend
 
 U = DataType.U32
 
@@ -27,21 +24,6 @@ def test_diagnostics_shape_validation_and_errors():
     assert diags[0].code == "V008" and "Fix:" in diags[0].render()
     err = diagnostics.from_error(UnsupportedFeature("f16", "x"), "x")
     assert err.code == "1002" and "Fix:" in diagnostics.render_all([err])
-
-
-def test_launch_geometry_is_checked_against_the_profile():
-    profile = DeviceProfile("d", max_workgroup_size=(64, 1, 1), max_invocations_per_workgroup=64,
-                            max_shared_memory_bytes=1024)
-    ok = Launch((("a", 4), ("o", 4)), (1, 1, 1))
-    check_launch_geometry(prog(), ok, profile, 10)
-    with pytest.raises(UnsupportedFeature, match="workgroups per"):
-        check_launch_geometry(prog(), Launch(ok.counts, (11, 1, 1)), profile, 10)
-    wide = Program.wrapped(prog().buffers, 128, prog().body)
-    with pytest.raises(UnsupportedFeature, match="Fix:"):
-        check_launch_geometry(wide, ok, profile, 10)
-    shared = Program.wrapped([*prog().buffers, BufferDecl.workgroup("w", 512, U)], 4, prog().body)
-    with pytest.raises(UnsupportedFeature, match="workgroup memory"):
-        check_launch_geometry(shared, ok, profile, 10)
 
 
 def _out(body) -> Program:

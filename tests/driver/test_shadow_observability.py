@@ -76,21 +76,21 @@ def test_ulp_budget_applies_only_to_transcendental_f32_outputs():
     assert compare_outputs(prog(), [b.tobytes()], [a.tobytes()], ulp_budget=0) is not None
 
 
-def test_observability_counts_dispatches_and_exports():
+def test_observability_counts_dispatches_and_exports(backend):
     observability.reset()
     seen = []
     observability.set_trace_hook(seen.append)
     try:
-        m = MockBackend()
-        m.dispatch(prog(), [b"\0" * 8])
+        backend.dispatch(prog(), [b"\0" * 8])
         with pytest.raises(InvalidProgram):
-            m.dispatch(prog(), [b"\0" * 3])
+            backend.dispatch(prog(), [b"\0" * 3])
     finally:
         observability.set_trace_hook(None)
-    snap = observability.snapshot()["mock"]
+    bid = backend.id()
+    snap = observability.snapshot()[bid]
     assert snap["dispatches"] == 2 and snap["errors"] == 1 and sum(snap["latency_buckets_ns"].values()) == 2
     text = observability.prometheus_text()
-    assert 'vyre_dispatches_total{backend="mock"} 2' in text and "vyre_dispatch_seconds_bucket" in text
+    assert f'vyre_dispatches_total{{backend="{bid}"}} 2' in text and "vyre_dispatch_seconds_bucket" in text
     assert [e.ok for e in seen] == [True, False]
 
 

@@ -40,14 +40,28 @@ def test_construction_order_does_not_change_the_fingerprint():
     gx = Expr.gid_x()
     a, b = Expr.load("a", gx), Expr.load("b", gx)
     p1 = Program.wrapped([BufferDecl.read("a", 0, DataType.U32), BufferDecl.read("b", 1, DataType.U32),
-                          BufferDecl.output("o", 2, DataType.U32)], 64,
+                          BufferDecl.output("o", 2, DataType.U32), BufferDecl.workgroup("w1", 4, DataType.U32),
+                          BufferDecl.workgroup("w2", 4, DataType.U32)], 64,
                          [Node.store("o", gx, (a + b) * (a ^ b))])
-    p2 = Program.wrapped([BufferDecl.output("o", 2, DataType.U32), BufferDecl.read("b", 1, DataType.U32),
-                          BufferDecl.read("a", 0, DataType.U32)], 64,
+    p2 = Program.wrapped([BufferDecl.workgroup("w2", 4, DataType.U32), BufferDecl.read("a", 0, DataType.U32),
+                          BufferDecl.read("b", 1, DataType.U32), BufferDecl.workgroup("w1", 4, DataType.U32),
+                          BufferDecl.output("o", 2, DataType.U32)], 64,
                          [Node.block([]), Node.block([Node.store("o", gx, (b ^ a) * (b + a)), Node.block([])])])
     assert p1 != p2
     assert fingerprint(p1) == fingerprint(p2)
     assert len(fingerprint(p1)) == 32
+
+
+def test_declaration_order_of_bound_buffers_is_part_of_the_fingerprint():
+    """Inputs feed buffers in declaration order: swapping two inputs' declarations changes
+    the meaning, so it must change the fingerprint (it once shared a pipeline: issue 11)."""
+    gx = Expr.gid_x()
+    body = [Node.store("o", gx, Expr.load("a", gx) - Expr.load("b", gx))]
+    ab = Program.wrapped([BufferDecl.read("a", 0, DataType.U32), BufferDecl.read("b", 1, DataType.U32),
+                          BufferDecl.output("o", 2, DataType.U32)], 64, body)
+    ba = Program.wrapped([BufferDecl.read("b", 1, DataType.U32), BufferDecl.read("a", 0, DataType.U32),
+                          BufferDecl.output("o", 2, DataType.U32)], 64, body)
+    assert fingerprint(ab) != fingerprint(ba)
 
 
 @settings(max_examples=60, deadline=None)

@@ -92,25 +92,17 @@ def test_compile_native_is_a_real_cached_pipeline(opencl):
 
 
 def test_program_binaries_come_from_vyres_disk_cache(opencl, tmp_path, monkeypatch):
-    from vyre.drivers.opencl.backend import OpenCLPipeline
-
     monkeypatch.setenv("VYRE_CACHE_DIR", str(tmp_path))
     from vyre.driver.pipeline import DiskCache
 
     opencl.rt.disk = DiskCache("opencl")
     p = Program.wrapped([BufferDecl.read("a", 0, U), BufferDecl.output("o", 1, U)], 16,
                         [Node.store("o", GX, Expr.load("a", GX) * 12345)])
-    first = OpenCLPipeline(opencl, p, opencl_config())
-    second = OpenCLPipeline(opencl, p, opencl_config())
+    first = opencl.device.build(p)
+    second = opencl.device.build(p)
     assert (first.built_from, second.built_from) == ("compiled", "disk")
     a = np.arange(50, dtype=np.uint32)
-    assert first.dispatch([a]) == second.dispatch([a]) == reference.run(p, [a])
-
-
-def opencl_config():
-    from vyre.driver import DispatchConfig
-
-    return DispatchConfig()
+    assert opencl.dispatch(p, [a]) == reference.run(p, [a])
 
 
 def test_generated_source_is_inspectable(opencl):

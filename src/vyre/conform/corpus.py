@@ -28,7 +28,7 @@ from vyre.ir import (
 from vyre.ir.typecheck import TypeFault, bin_result, un_result
 from vyre.ir.types import TRANSCENDENTAL
 
-from .witness import edges, witness_words
+from .witness import edges, typed_inputs, witness_words
 
 U, I, F, B = DataType.U32, DataType.I32, DataType.F32, DataType.BOOL
 GX = Expr.gid_x()
@@ -47,7 +47,7 @@ class CorpusEntry:
     grid_override: tuple[int, int, int] | None = None
 
     def inputs(self, seed: int = 0) -> list[np.ndarray]:
-        return self.make_inputs(seed)
+        return typed_inputs(self.program, self.make_inputs(seed))
 
 
 def _map(in_types, out_type, make, wg=64) -> Program:

@@ -25,7 +25,7 @@ from vyre.ir.types import (
     LOGICAL,
 )
 
-from .witness import witness_words
+from .witness import typed_inputs, witness_words
 
 U, I, F, B = DataType.U32, DataType.I32, DataType.F32, DataType.BOOL
 IN = {U: "in_u", I: "in_i", F: "in_f"}
@@ -234,7 +234,7 @@ def random_program(seed: int, opts: GenOptions | None = None) -> tuple[Program, 
     program = Program.wrapped(buffers, wg, body)
     inputs = [witness_words(U, n, seed * 3 + 1), witness_words(I, n, seed * 3 + 2),
               witness_words(F, n, seed * 3 + 3), witness_words(U, 5, seed * 3 + 4)]
-    return program, inputs
+    return program, typed_inputs(program, inputs)
 
 
 def programs(opts: GenOptions | None = None):

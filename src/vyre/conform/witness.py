@@ -21,6 +21,16 @@ F32_EDGE_BITS = [0x00000000, 0x80000000, 0x3F800000, 0xBF800000, 0x7F800000, 0xF
                  0x3EAAAAAB, 0x4B000000, 0x4B000001]
 
 
+def typed_inputs(program, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Witness words as arrays of each input buffer's own element type (the same bits):
+    what a caller passes, since backends refuse arrays of another dtype."""
+    out = []
+    for decl, x in zip(program.inputs, arrays):
+        want = np.uint32 if decl.dtype is DataType.BOOL else decl.dtype.numpy
+        out.append(np.ascontiguousarray(x).view(want) if isinstance(x, np.ndarray) and x.itemsize == 4 else x)
+    return out + list(arrays[len(out):])
+
+
 def edges(dtype: DataType) -> list[int]:
     if dtype is DataType.F32:
         return list(F32_EDGE_BITS)

@@ -11,7 +11,9 @@ from . import (
     batch,
     binding,
     diagnostics,
+    engine,
     fusion,
+    inputs,
     migration,
     observability,
     persistent,
@@ -30,7 +32,6 @@ from .batch import Batch
 from .binding import BindingPlan, BindingRole
 from .capability import BackendCapability, DeviceProfile
 from .config import DispatchConfig
-from .enforcement import cancel_requested
 from .errors import (
     CATALOGUE,
     BackendError,
@@ -39,8 +40,10 @@ from .errors import (
     DeviceLost,
     DeviceOutOfMemory,
     DispatchFailed,
+    InvalidInput,
     InvalidProgram,
     KernelCompileFailed,
+    LimitExceeded,
     Other,
     PoisonedLock,
     UnsupportedFeature,
@@ -70,7 +73,7 @@ __all__ = [
     "PassthroughPipeline", "PendingDispatch", "PoisonedLock", "ReadyPending", "Resource",
     "ShadowedPipeline", "TimedDispatchResult", "UnsupportedFeature", "ValidationFailed",
     "VyreBackend", "acquire", "acquire_preferred_dispatch_backend", "backend_registration",
-    "batch", "binding", "fusion", "persistent", "routing", "specialization", "subgroup", "tuner", "can_run", "cancel_requested", "core_supported_ops", "diagnostics", "migration",
+    "batch", "binding", "fusion", "persistent", "routing", "specialization", "subgroup", "tuner", "can_run", "core_supported_ops", "engine", "inputs", "InvalidInput", "LimitExceeded", "diagnostics", "migration",
     "observability", "pipeline", "program_walks", "register", "registered_backends",
     "registered_backends_by_precedence", "registry", "shadow", "unregister", "validation",
 ]

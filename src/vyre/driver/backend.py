@@ -6,9 +6,12 @@ hooks are no-ops; `try_recover` and the resident-buffer methods raise `Unsupport
 After 0.6 the surface only grows by defaulted methods (`device_fingerprint` is one).
 
 Sealed: a subclass defined outside the ``vyre`` package must opt in explicitly with
-``class MyBackend(VyreBackend, external=True)``. Every subclass's ``dispatch`` and
-``dispatch_borrowed`` are wrapped by `vyre.driver.enforcement` so that ``max_output_bytes``,
-``timeout`` and ``fixpoint_iterations`` hold for every backend.
+``class MyBackend(VyreBackend, external=True)``.
+
+This class is the contract and its defaults, nothing more. The rules every dispatch obeys
+(input checks, limits, ``max_output_bytes``, ``timeout``, ``fixpoint_iterations``, counters)
+live in `vyre.driver.engine.EngineBackend`, which every built-in backend subclasses; a backend
+that overrides ``dispatch`` directly gets only the defaults below.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import abc
 import itertools
 import time
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,13 +31,11 @@ from vyre.ir.program import Program
 
 from .capability import DeviceProfile
 from .config import DispatchConfig
-from .enforcement import enforced, enforced_pipeline
 from .errors import InvalidProgram, UnsupportedFeature
 from .pending import OutputBuffers, PendingDispatch, ReadyPending, TimedDispatchResult
 from .validation import default_supported_ops
 
-Inputs = Sequence[Any]  # bytes-like values: bytes, bytearray, memoryview, numpy arrays
-_ENFORCED = ("dispatch", "dispatch_borrowed")
+Inputs = Sequence[Any]  # numpy arrays, bytes-like values, device arrays (vyre.driver.inputs)
 
 
 class SealedContractError(VyreError, TypeError):
@@ -64,9 +66,6 @@ class VyreBackend(abc.ABC):
     def __init_subclass__(cls, external: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         _seal(cls, external, "VyreBackend")
-        for name in _ENFORCED:
-            if name in cls.__dict__:
-                setattr(cls, name, enforced(cls.__dict__[name]))
 
     # ---- dispatch core ---------------------------------------------------------------
     @abc.abstractmethod
@@ -242,7 +241,11 @@ _serials = itertools.count(1)
 
 @dataclass(eq=False)
 class Resource:
-    """A backend-resident buffer handle; only meaningful to the backend that made it."""
+    """A backend-resident buffer handle; only meaningful to the backend that made it.
+
+    ``holders`` are the bound dispatches that use it. Freeing a held resource marks it freed
+    at once (every later use is an error with a Fix) and releases the device memory when the
+    last holder is released, so a bound dispatch can never launch on freed memory."""
 
     backend: str
     owner: int
@@ -250,6 +253,11 @@ class Resource:
     handle: Any = field(repr=False, default=None)
     serial: int = field(default_factory=lambda: next(_serials))
     freed: bool = False
+    holders: weakref.WeakSet = field(default_factory=weakref.WeakSet, repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        state = "freed" if self.freed else f"{self.byte_len} bytes"
+        return f"<Resource {self.backend}#{self.serial} {state}>"
 
 
 class CompiledPipeline(abc.ABC):
@@ -261,8 +269,6 @@ class CompiledPipeline(abc.ABC):
     def __init_subclass__(cls, external: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         _seal(cls, external, "CompiledPipeline")
-        if "dispatch" in cls.__dict__:
-            cls.dispatch = enforced_pipeline(cls.__dict__["dispatch"])  # type: ignore[method-assign]
 
     @property
     @abc.abstractmethod

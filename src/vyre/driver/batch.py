@@ -1,10 +1,12 @@
 """Batches: many dispatches of compiled programs on resident buffers, recorded once and
 replayed as a unit (issue: graphs).
 
-`Batch(backend).add(program, resources, config)...` then `run()`. A backend that can replay
-natively returns a replayable object from `compile_batch` (CUDA: a captured CUDA graph);
-otherwise the batch replays item by item through `dispatch_resident_timed`. Either way the
-bytes are those of running the items one by one, in order.
+`Batch(backend).add(program, resources, config)...` then `run()`. Engine backends return an
+`EngineBatch` from `compile_batch`: the items are bound once, enqueued back to back and waited
+for once (captured as one CUDA graph on CUDA: `native` is True), with every rule of the engine
+(freed resources refused, timeouts, error flags, counters). Other backends replay item by item
+through `dispatch_resident_timed`. Either way the bytes are those of running the items one by
+one, in order.
 """
 
 from __future__ import annotations
@@ -49,7 +51,9 @@ class Batch:
 
     @property
     def native(self) -> bool:
-        return self.compile()._native is not None
+        """Whether the batch replays as one device graph."""
+        got = self.compile()._native
+        return got is not None and bool(getattr(got, "native", True))
 
     def run(self) -> None:
         """Replay every recorded dispatch, in order, and wait for them."""

@@ -1,29 +1,62 @@
 """`DispatchConfig`: the frozen per-call options bag.
 
-Only fields that change generated code (``ulp_budget``, ``workgroup_override``,
-``specialization``) enter pipeline cache keys (`code_key`). Invalid values are rejected at construction with a Fix.
+Every field is checked for type and range when the config is built: a bad value is an
+`InvalidProgram` with a Fix, never a raw TypeError/ValueError later. Only fields that change
+generated code (``ulp_budget``, ``workgroup_override``, ``specialization``) enter pipeline
+cache keys (`code_key`).
+
+``profile`` names a dispatch profile from `PROFILES` (the seeds' per-call tuning hint):
+``"default"``, ``"latency"`` (never autotune: the first dispatch is as fast as the rest) or
+``"throughput"`` (autotune the workgroup size where the program allows it, whatever
+``VYRE_AUTOTUNER`` says). ``cooperative=True`` asks for a single-launch grid barrier; backends
+without one refuse it (`UnsupportedFeature`) instead of silently splitting the launch.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any
 
 from .errors import InvalidProgram
 
+MAX_TIMEOUT_S = 7 * 24 * 3600.0   # a week: anything longer is a mistake, not a deadline
+MAX_AXIS = 2**32 - 1
+PROFILES = ("default", "latency", "throughput")
+
+
+def _int(name: str, value: Any, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        try:
+            import numpy as np
+
+            if isinstance(value, np.integer):
+                value = int(value)
+            else:
+                raise TypeError
+        except TypeError:
+            raise InvalidProgram(f"DispatchConfig.{name}={value!r} is not an integer.",
+                                 f"pass {name} as an int in {lo}..{hi}.") from None
+    if not lo <= value <= hi:
+        raise InvalidProgram(f"DispatchConfig.{name}={value!r} is outside {lo}..{hi}.",
+                             f"pass {name} as an int in {lo}..{hi}.")
+    return value
+
 
 def _triple(name: str, value: Any, allow_zero: bool) -> tuple[int, int, int] | None:
     if value is None:
         return None
-    try:
-        t = tuple(int(v) for v in value)
-    except TypeError:
-        t = (int(value), 1, 1)
-    if len(t) != 3 or any(v < (0 if allow_zero else 1) for v in t):
-        lo = "non-negative" if allow_zero else "positive"
-        raise InvalidProgram(f"DispatchConfig.{name}={value!r} is not three {lo} sizes.",
-                             f"pass {name}=(x, y, z) with {lo} integers, or None.")
-    return t  # type: ignore[return-value]
+    lo = 0 if allow_zero else 1
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        value = (value, 1, 1)
+    if isinstance(value, str | bytes) or not hasattr(value, "__iter__"):
+        raise InvalidProgram(f"DispatchConfig.{name}={value!r} is not three sizes.",
+                             f"pass {name}=(x, y, z) with integers >= {lo}, or None.")
+    items = tuple(value)
+    if len(items) != 3:
+        raise InvalidProgram(f"DispatchConfig.{name}={value!r} has {len(items)} axes, not 3.",
+                             f"pass {name}=(x, y, z) with integers >= {lo}, or None.")
+    return tuple(_int(f"{name}[{i}]", v, lo, MAX_AXIS) for i, v in enumerate(items))  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -46,8 +79,7 @@ class DispatchConfig:
         if self.specialization is not None:
             from .specialization import SpecMap
 
-            spec = self.specialization
-            set_(self, "specialization", spec if isinstance(spec, SpecMap) else SpecMap(spec) or None)
+            set_(self, "specialization", SpecMap.of(self.specialization) or None)
         set_(self, "workgroup_override", _triple("workgroup_override", self.workgroup_override, False))
         set_(self, "grid_override", _triple("grid_override", self.grid_override, True))
         set_(self, "dispatch_grid", _triple("dispatch_grid", self.dispatch_grid, True))
@@ -55,23 +87,49 @@ class DispatchConfig:
             raise InvalidProgram("DispatchConfig sets both grid_override and dispatch_grid.",
                                  "set one: grid_override counts workgroups, dispatch_grid "
                                  "counts invocations.")
-        if not isinstance(self.fixpoint_iterations, int) or self.fixpoint_iterations < 1:
-            raise InvalidProgram(
-                f"DispatchConfig.fixpoint_iterations={self.fixpoint_iterations!r}; 0 iterations "
-                "would never run the program.", "use fixpoint_iterations >= 1 (1 = one dispatch).")
-        if self.timeout is not None and not self.timeout > 0:
-            raise InvalidProgram(f"DispatchConfig.timeout={self.timeout!r} is not positive.",
-                                 "pass a timeout in seconds > 0, or None for no limit.")
-        for name in ("ulp_budget", "max_output_bytes", "dispatch_elements"):
+        if type(self.fixpoint_iterations) is not int or self.fixpoint_iterations != 1:
+            if type(self.fixpoint_iterations) is int and self.fixpoint_iterations < 1:
+                raise InvalidProgram(
+                    f"DispatchConfig.fixpoint_iterations={self.fixpoint_iterations!r}; 0 iterations "
+                    "would never run the program.", "use fixpoint_iterations >= 1 (1 = one dispatch).")
+            set_(self, "fixpoint_iterations", _int("fixpoint_iterations", self.fixpoint_iterations, 1, 1 << 20))
+        if self.timeout is not None:
+            t = self.timeout
+            if isinstance(t, bool) or not isinstance(t, int | float):
+                raise InvalidProgram(f"DispatchConfig.timeout={t!r} is not a number of seconds.",
+                                     "pass a timeout in seconds (a float > 0), or None.")
+            if not (math.isfinite(t) and 0 < t <= MAX_TIMEOUT_S):
+                raise InvalidProgram(f"DispatchConfig.timeout={t!r} is not in (0, {MAX_TIMEOUT_S:g}] s.",
+                                     "pass a finite timeout in seconds > 0, or None for no limit.")
+            set_(self, "timeout", float(t))
+        for name, hi in (("ulp_budget", 1 << 24), ("max_output_bytes", 1 << 62),
+                         ("dispatch_elements", MAX_AXIS)):
             v = getattr(self, name)
-            if v is not None and (not isinstance(v, int) or v < 0):
-                raise InvalidProgram(f"DispatchConfig.{name}={v!r} is not a non-negative integer.",
-                                     f"pass {name} as an int >= 0, or None.")
+            if v is not None:
+                set_(self, name, _int(name, v, 0, hi))
+        if self.profile is not None and self.profile not in PROFILES:
+            raise InvalidProgram(f"DispatchConfig.profile={self.profile!r} is not a known profile.",
+                                 f"use one of {', '.join(PROFILES)}, or None.")
+        if self.label is not None and not isinstance(self.label, str):
+            raise InvalidProgram(f"DispatchConfig.label={self.label!r} is not a str.",
+                                 "pass a short string label, or None.")
+        if not isinstance(self.cooperative, bool):
+            raise InvalidProgram(f"DispatchConfig.cooperative={self.cooperative!r} is not a bool.",
+                                 "pass cooperative=True or False.")
 
     def code_key(self) -> tuple:
         """The fields that change generated code: part of every pipeline cache key."""
-        spec = self.specialization.digest() if self.specialization else None
-        return (self.ulp_budget, self.workgroup_override, spec)
+        key = self.__dict__.get("_code_key")
+        if key is None:
+            spec = self.specialization.digest() if self.specialization else None
+            key = (self.ulp_budget, self.workgroup_override, spec)
+            object.__setattr__(self, "_code_key", key)
+        return key
+
+    @property
+    def plain(self) -> bool:
+        """No rule beyond the input checks applies (the fast path)."""
+        return self.timeout is None and self.fixpoint_iterations == 1 and self.max_output_bytes is None
 
     def with_(self, **changes: Any) -> DispatchConfig:
         return replace(self, **changes)

@@ -74,7 +74,7 @@ def dispatch_shape(program: Program, launch: Launch) -> DispatchShape:
     return DispatchShape(tuple(bound), launch.grid, program.workgroup_size)
 
 
-def resident_sizes(program: Program, resources: Sequence) -> list[int]:
+def resident_sizes(program: Program, resources: Sequence, backend: str | None = None) -> list[int]:
     """Input byte lengths for a resident dispatch: one resource per non-workgroup buffer in
     declaration order; the inputs' sizes are their resources' sizes."""
     decls = [b for b in program.buffers if not b.is_workgroup]
@@ -82,13 +82,5 @@ def resident_sizes(program: Program, resources: Sequence) -> list[int]:
         raise InvalidProgram(
             f"resident dispatch got {len(resources)} resources for {len(decls)} buffers.",
             "pass one resident resource per non-workgroup buffer, in declaration order "
-            f"({', '.join(b.name for b in decls)}).")
+            f"({', '.join(b.name for b in decls)}).", backend=backend)
     return [r.byte_len for b, r in zip(decls, resources) if b.is_input]
-
-
-def check_resident_capacity(shape: DispatchShape, resources: Sequence) -> None:
-    for b in shape.buffers:
-        have = resources[b.decl_index].byte_len
-        if have < b.nbytes:
-            raise InvalidProgram(f"resident buffer for {b.name!r} holds {have} bytes; the dispatch "
-                                 f"needs {b.nbytes}.", "allocate a larger resident buffer.")

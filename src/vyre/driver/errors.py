@@ -86,6 +86,29 @@ class InvalidProgram(BackendError):
 ValidationFailed = InvalidProgram
 
 
+class InvalidInput(InvalidProgram):
+    """An input (or resident upload) does not match what its buffer declares. ``reason`` is a
+    stable string: input_count, input_type, input_dtype, input_byteorder, input_layout,
+    input_size, input_device."""
+
+    REASONS = ("input_count", "input_type", "input_dtype", "input_byteorder", "input_layout",
+               "input_size", "input_device")
+
+    def __init__(self, reason: str, message: str, fix: str, *, backend: str | None = None) -> None:
+        self.reason = reason
+        super().__init__(message, fix, backend=backend)
+
+
+class LimitExceeded(InvalidProgram):
+    """A dispatch asks for more than the backend declares it can do (``reason``: invocations,
+    workgroup_size, grid, shared_memory, buffer_bytes, output_bytes). Raised before anything
+    is allocated."""
+
+    def __init__(self, reason: str, message: str, fix: str, *, backend: str | None = None) -> None:
+        self.reason = reason
+        super().__init__(message, fix, backend=backend)
+
+
 class CooperativeResidencyExceeded(BackendError):
     code, kind = 1007, "CooperativeResidencyExceeded"
 

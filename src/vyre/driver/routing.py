@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import statistics
 from collections.abc import Sequence
@@ -72,15 +73,28 @@ class Router:
         return cache_root() / "routing" / f"{blake3.blake3(ids.encode()).hexdigest()[:24]}.json"
 
     def _load(self, backends: Sequence[Any]) -> dict[str, dict[str, float]]:
+        """Persisted timings; a missing, unreadable or absurd file (non-finite or negative
+        times, wrong shapes) is ignored with a warning, never an error."""
         if self._timings is None:
-            try:
-                data = json.loads(self._file(backends).read_text())
-                self._timings = {k: {b: float(t) for b, t in v.items()} for k, v in data.items()}
-            except FileNotFoundError:
-                self._timings = {}
-            except (OSError, ValueError, TypeError, AttributeError) as exc:
-                log.warning("vyre routing: ignoring unreadable timings (%s)", exc)
-                self._timings = {}
+            from .pipeline.disk import read_small_file
+
+            self._timings = {}
+            text = read_small_file(self._file(backends), "routing timings")
+            if text is not None:
+                try:
+                    data = json.loads(text)
+                    for k, v in (data.items() if isinstance(data, dict) else ()):
+                        if not isinstance(v, dict):
+                            continue
+                        row = {b: float(t) for b, t in v.items()
+                               if isinstance(t, int | float) and not isinstance(t, bool)
+                               and math.isfinite(float(t)) and 0 <= float(t) < 1e15}
+                        if len(row) != len(v):
+                            log.warning("vyre routing: ignoring absurd timings for %s", k)
+                        self._timings[k] = row
+                except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+                    log.warning("vyre routing: ignoring unreadable timings (%s)", exc)
+                    self._timings = {}
         return self._timings
 
     def choose(self, program: Program, allow_reference: bool = False) -> RouteDecision:

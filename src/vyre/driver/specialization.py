@@ -12,7 +12,15 @@ from typing import Any
 import blake3
 
 from vyre.ir import expr as E
+from vyre.ir.errors import VyreError
 from vyre.ir.types import DataType
+
+
+def _bad(what: str) -> VyreError:
+    from .errors import InvalidProgram
+
+    return InvalidProgram(f"DispatchConfig.{what}.",
+                          "pass specialization={name: value} with str names and bool/int/float values.")
 
 
 @dataclass(frozen=True)
@@ -40,11 +48,22 @@ class SpecValue:
     def infer(v: Any) -> SpecValue:
         if isinstance(v, SpecValue):
             return v
+        if isinstance(v, E.Lit):
+            return SpecValue(v.dtype, v.bits)
         if isinstance(v, bool):
             return SpecValue.bool_(v)
         if isinstance(v, int):
             return SpecValue.u32(v) if v >= 0 else SpecValue.i32(v)
-        return SpecValue.f32(float(v))
+        if isinstance(v, float):
+            return SpecValue.f32(v)
+        try:
+            import numpy as np
+
+            if isinstance(v, np.bool_ | np.integer | np.floating):
+                return SpecValue.infer(v.item())
+        except ImportError:  # pragma: no cover
+            pass
+        raise TypeError(type(v).__name__)
 
     @property
     def literal(self) -> E.Lit:
@@ -58,7 +77,24 @@ class SpecMap(Mapping[str, E.Lit]):
 
     def __init__(self, values: Mapping[str, Any] | None = None, **kw: Any) -> None:
         merged = {**(values or {}), **kw}
-        self._items = tuple(sorted((k, SpecValue.infer(v)) for k, v in merged.items()))
+        items = []
+        for k, v in merged.items():
+            if not isinstance(k, str):
+                raise _bad(f"specialization name {k!r} is not a str")
+            try:
+                items.append((k, SpecValue.infer(v)))
+            except (TypeError, ValueError, OverflowError, VyreError) as exc:
+                raise _bad(f"specialization {k!r}={v!r} is not a bool, int or float ({exc})") from None
+        self._items = tuple(sorted(items))
+
+    @staticmethod
+    def of(value: Any) -> SpecMap:
+        """A SpecMap from a SpecMap or a mapping; anything else is refused with a Fix."""
+        if isinstance(value, SpecMap):
+            return value
+        if not isinstance(value, Mapping):
+            raise _bad(f"specialization={value!r} is not a mapping")
+        return SpecMap(value)
 
     def __getitem__(self, key: str) -> E.Lit:
         for k, v in self._items:

@@ -6,7 +6,9 @@ no grid overrides), so a tuned dispatch gives the same bytes as the default one.
 come from the device profile (multiples of the subgroup size up to the invocation cap); each
 is timed best-of-N with the backend's own timing (device_ns where it has one) and the winner
 is kept in a persistent cache keyed by program fingerprint + device fingerprint. A corrupt
-cache file means retuning, never a crash. ``VYRE_AUTOTUNER=on|off`` (default off).
+cache file, or an entry that is not one of the current candidates, means retuning (with a
+warning), never a crash. ``VYRE_AUTOTUNER=on|off`` (default off); ``DispatchConfig(profile=
+"throughput")`` tunes whatever the variable says and ``profile="latency"`` never does.
 """
 
 from __future__ import annotations
@@ -103,19 +105,32 @@ class TuningCache:
 
     def _load(self) -> dict[str, list[int]]:
         if self._data is None:
-            try:
-                raw = json.loads(self.path.read_text())
-                self._data = {k: [int(x) for x in v] for k, v in raw.items() if len(v) == 3}
-            except FileNotFoundError:
-                self._data = {}
-            except (OSError, ValueError, TypeError, AttributeError) as exc:
-                log.warning("vyre tuner: cache %s unreadable (%s); retuning", self.path, exc)
-                self._data = {}
+            from .pipeline.disk import read_small_file
+
+            self._data = {}
+            text = read_small_file(self.path, "tuner cache")
+            if text is not None:
+                try:
+                    raw = json.loads(text)
+                    if not isinstance(raw, dict):
+                        raise ValueError("not an object")
+                    for k, v in raw.items():
+                        if isinstance(v, list) and len(v) == 3 and all(type(x) is int for x in v):
+                            self._data[k] = v
+                        else:
+                            log.warning("vyre tuner: ignoring malformed entry %r in %s", k, self.path)
+                except (ValueError, TypeError, RecursionError) as exc:
+                    log.warning("vyre tuner: cache %s unreadable (%s); retuning", self.path, exc)
         return self._data
 
-    def get(self, program: Program) -> tuple[int, int, int] | None:
+    def get(self, program: Program, allowed: list[int] | None = None) -> tuple[int, int, int] | None:
         v = self._load().get(fingerprint(program).hex())
-        return tuple(v) if v else None  # type: ignore[return-value]
+        if not v:
+            return None
+        if v[1:] != [1, 1] or (allowed is not None and v[0] not in allowed):
+            log.warning("vyre tuner: stored workgroup size %s is not a candidate here; retuning", v)
+            return None
+        return tuple(v)  # type: ignore[return-value]
 
     def put(self, program: Program, best: tuple[int, int, int]) -> None:
         data = self._load()
@@ -145,11 +160,12 @@ def tune(backend: Any, program: Program, inputs: Sequence[Any], config: Dispatch
     """Time every candidate workgroup size on ``inputs``; keep and return the best."""
     config = config or DEFAULT
     cache = cache_for(backend)
-    hit = cache.get(program)
+    sizes = candidates(backend.device_profile())
+    hit = cache.get(program, sizes)
     if hit is not None:
         return TuneResult(hit, {}, True)
     timings: dict[int, float] = {}
-    for size in candidates(backend.device_profile()):
+    for size in sizes:
         cfg = config.with_(workgroup_override=(size, 1, 1))
         backend.dispatch(program, inputs, cfg)  # compile + warm
         best = None
@@ -165,9 +181,9 @@ def tune(backend: Any, program: Program, inputs: Sequence[Any], config: Dispatch
 
 
 def tuned_config(backend: Any, program: Program, inputs: Sequence[Any],
-                 config: DispatchConfig | None) -> DispatchConfig | None:
+                 config: DispatchConfig | None, force: bool = False) -> DispatchConfig | None:
     """The config a driver should dispatch with: the tuned workgroup size when the tuner is
-    on and the program is tunable, else ``config`` unchanged."""
-    if not enabled() or not tunable(program, config):
+    on (or ``force``) and the program is tunable, else ``config`` unchanged."""
+    if not (force or enabled()) or not tunable(program, config):
         return config
     return (config or DEFAULT).with_(workgroup_override=tune(backend, program, inputs, config).best)

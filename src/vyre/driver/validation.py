@@ -1,6 +1,7 @@
-"""Program-level preconditions shared by every backend: the default supported-op set, a
-successful-validation cache keyed by program fingerprint, and launch-geometry checks against
-a device profile. Concrete drivers add only their target compiler's own checks."""
+"""Program-level preconditions shared by every backend: the default supported-op set and a
+successful-validation cache keyed by each program's exact identity (`vyre.ir.fingerprint.
+identity`: the wire form as built, so two programs that canonicalise alike but differ in
+validity never share an entry). Limits are checked by the engine (`vyre.driver.engine`)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,12 @@ import functools
 import threading
 from collections import OrderedDict
 
-from vyre.ir.fingerprint import fingerprint
-from vyre.ir.launch import Launch
+from vyre.ir.fingerprint import identity
 from vyre.ir.ops import all_op_ids
 from vyre.ir.program import Program
-from vyre.ir.validate import validate
+from vyre.ir.validate import Diagnostic, validate
 
-from .capability import DeviceProfile
-from .errors import InvalidProgram, UnsupportedFeature
+from .errors import InvalidProgram
 
 
 @functools.cache
@@ -34,13 +33,13 @@ class ValidationCache:
         self.hits = self.misses = 0
 
     def require_valid(self, program: Program, backend: str | None = None) -> bytes:
-        """Validate ``program`` (once per fingerprint); return its fingerprint."""
+        """Validate ``program`` (once per exact identity); return that identity."""
         try:
-            fp = fingerprint(program)
-        except Exception as exc:  # a structurally broken object cannot even be encoded
-            raise InvalidProgram(f"program cannot be encoded ({exc}).",
-                                 "build programs with vyre.ir constructors; run vyre.validate() "
-                                 "on it for details.", backend=backend) from None
+            fp = identity(program)
+        except Exception:  # a structurally broken object cannot even be encoded
+            _raise(validate(program) or [Diagnostic(
+                "V030", "program", "the program cannot be encoded. Fix: build it with the vyre.ir "
+                "constructors.")], backend)
         with self._lock:
             if fp in self._ok:
                 self._ok.move_to_end(fp)
@@ -48,10 +47,7 @@ class ValidationCache:
                 return fp
         diags = validate(program)
         if diags:
-            lines = "; ".join(str(d) for d in diags[:5])
-            raise InvalidProgram(f"program is invalid: {lines}",
-                                 "correct the program as each diagnostic says (vyre.validate() "
-                                 "lists them all).", backend=backend, diagnostics=diags)
+            _raise(diags, backend)
         with self._lock:
             self.misses += 1
             self._ok[fp] = None
@@ -60,36 +56,12 @@ class ValidationCache:
         return fp
 
 
+def _raise(diags: list, backend: str | None) -> None:
+    lines = "; ".join(str(d) for d in diags[:5])
+    raise InvalidProgram(f"program is invalid: {lines}",
+                         "correct the program as each diagnostic says (vyre.validate() lists them "
+                         "all).", backend=backend, diagnostics=diags)
+
+
 VALIDATION_CACHE = ValidationCache()
 
-
-def shared_memory_bytes(program: Program) -> int:
-    return sum(b.count * b.dtype.size for b in program.workgroup_buffers)
-
-
-def check_launch_geometry(program: Program, launch: Launch, profile: DeviceProfile,
-                          max_workgroups_per_dimension: int) -> None:
-    """Raise `UnsupportedFeature` when the launch exceeds the device's limits."""
-    wg = program.workgroup_size
-    mx = profile.max_workgroup_size
-    name = profile.backend
-    if any(w > m for w, m in zip(wg, mx)):
-        raise UnsupportedFeature(
-            f"workgroup size {wg} (device maximum per axis {mx})", name,
-            f"use a workgroup size within {mx} (DispatchConfig.workgroup_override).")
-    inv = program.invocations_per_workgroup
-    if inv > profile.max_invocations_per_workgroup:
-        raise UnsupportedFeature(
-            f"{inv} invocations per workgroup (device maximum "
-            f"{profile.max_invocations_per_workgroup})", name,
-            "use a smaller workgroup size.")
-    if any(g > max_workgroups_per_dimension for g in launch.grid):
-        raise UnsupportedFeature(
-            f"grid {launch.grid} (device maximum {max_workgroups_per_dimension} workgroups per "
-            "axis)", name, "spread the work over more axes with dispatch_grid, or over several "
-            "dispatches.")
-    shared = shared_memory_bytes(program)
-    if shared and shared > profile.max_shared_memory_bytes:
-        raise UnsupportedFeature(
-            f"{shared} bytes of workgroup memory (device maximum "
-            f"{profile.max_shared_memory_bytes})", name, "use smaller workgroup buffers.")

@@ -1,6 +1,8 @@
 """Canonical form: the representative every construction-order variant of a Program maps to.
 
-Rules: buffers sorted by binding (workgroup buffers last, by name); operands of commutative
+Rules: non-workgroup buffers keep their declaration order (it decides which input feeds which
+buffer, the order of the outputs and of resident resources, so it is part of what a program
+means); workgroup buffers, whose order nothing can observe, go last sorted by name; operands of commutative
 operators put in a canonical order (by their encoding) unless an operand has an atomic side
 effect; regions become blocks (their names are only for diagnostics); empty blocks vanish and
 blocks that declare no local are spliced into their parent. f32 literals are canonical already
@@ -40,7 +42,9 @@ def canonicalize(program: Program) -> Program:
                 out.append(map_node(n, order, cbody))
         return tuple(out)
 
-    buffers = tuple(sorted(program.buffers, key=lambda b: (b.binding is None, b.binding or 0, b.name)))
+    bound = tuple(b for b in program.buffers if not b.is_workgroup)
+    shared = tuple(sorted((b for b in program.buffers if b.is_workgroup), key=lambda b: str(b.name)))
+    buffers = bound + shared
     return Program(buffers, program.workgroup_size, cbody(program.body))
 
 

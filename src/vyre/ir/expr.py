@@ -16,6 +16,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
+from .limits import MAX_DEPTH, too_deep
 from .types import AtomicOp, BinOp, Builtin, DataType, SubgroupOp, UnOp
 
 CANONICAL_NAN_BITS = 0x7FC00000
@@ -48,6 +49,19 @@ class Expr:
     """Base of every expression kind, and the builder namespace."""
 
     __slots__ = ()
+
+    def __post_init__(self) -> None:
+        # every node knows its height; trees over MAX_DEPTH are refused here, so no walk of
+        # a Program can hit Python's recursion limit
+        h = 1 + max((getattr(k, "_h", 1) for k in children(self)), default=0)
+        if h > MAX_DEPTH:
+            raise too_deep(h, "expression")
+        object.__setattr__(self, "_h", h)
+
+    @property
+    def height(self) -> int:
+        """Levels of this expression tree (a leaf is 1)."""
+        return getattr(self, "_h", 1)
 
     # ---- literals and leaves -------------------------------------------------------
     @staticmethod

@@ -11,11 +11,28 @@ from dataclasses import dataclass
 from typing import Any
 
 from .expr import Expr, coerce
+from .limits import MAX_DEPTH, too_deep
 from .types import MemoryOrdering
 
 
 class Node:
     __slots__ = ()
+
+    def __post_init__(self) -> None:
+        h = 0
+        for e in node_exprs(self):
+            h = max(h, getattr(e, "_h", 1))
+        for _, body in node_bodies(self):
+            for n in body:
+                h = max(h, getattr(n, "_h", 1))
+        h += 1
+        if h > MAX_DEPTH:
+            raise too_deep(h, "statement")
+        object.__setattr__(self, "_h", h)
+
+    @property
+    def height(self) -> int:
+        return getattr(self, "_h", 1)
 
     @staticmethod
     def let_bind(name: str, value: Any) -> Let:

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 
 from . import expr as E
 from . import node as N
+from .limits import MAX_BUFFERS, MAX_NODES
+from .limits import MAX_STMT_NESTING as MAX_DEPTH
 from .program import Program
+from .structure import structural_faults
 from .typecheck import TypeFault, infer
 from .types import Builtin, DataType, MemoryOrdering
 
-MAX_DEPTH = 64
-MAX_NODES = 100_000
-MAX_BUFFERS = 64
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 
 CODES: dict[str, str] = {
@@ -46,6 +46,8 @@ CODES: dict[str, str] = {
     "V026": "specialization constant declared with two types or defaults",
     "V027": "subgroup operation under non-uniform control flow",
     "V028": "return in a program with subgroup operations",
+    "V029": "literal out of range or not canonical",
+    "V030": "malformed program object",
 }
 
 
@@ -75,10 +77,11 @@ class _Validator:
         self.out.append(Diagnostic(code, loc, f"{message} Fix: {fix}"))
 
     def run(self) -> list[Diagnostic]:
-        if not isinstance(self.p, Program):
-            self.add("V013", "program", f"expected a Program, got {type(self.p).__name__}.",
-                     "build it with vyre.ir.Program.wrapped(buffers, workgroup_size, body).")
-            return self.out
+        faults = structural_faults(self.p)
+        for code, loc, message, fix in faults:
+            self.add(code, loc, message, fix)
+        if any(code == "V030" for code, *_ in faults):
+            return self.out  # the remaining rules assume a well-formed tree
         self.buffers()
         wg = self.p.workgroup_size
         if len(wg) != 3 or any((not isinstance(v, int)) or v <= 0 for v in wg):
@@ -231,11 +234,6 @@ class _Validator:
 
     def expr(self, e: E.Expr, loc: str, scope: dict[str, DataType], want: DataType | None = None,
              what: str = "expression") -> DataType | None:
-        depth = _expr_depth(e)
-        if depth > 4 * MAX_DEPTH:
-            self.add("V012", loc, f"{what} nests deeper than {4 * MAX_DEPTH}.",
-                     "bind sub-expressions to locals with let_bind.")
-            return None
         for sub in E.walk(e):
             if isinstance(sub, E.Var) and sub.name in self.phase_dead and sub.name not in scope:
                 self.add("V018", loc, f"{sub.name!r} was declared before a grid_sync and used after it.",
@@ -350,18 +348,6 @@ class _Validator:
         else:
             self.add("V003", loc, f"unknown statement kind {type(n).__name__}.",
                      "build statements with the vyre.ir.Node constructors.")
-
-
-def _expr_depth(e: E.Expr) -> int:
-    best = 0
-    stack = [(e, 1)]
-    while stack:
-        x, d = stack.pop()
-        best = max(best, d)
-        if d > 10_000:
-            return d
-        stack.extend((c, d + 1) for c in E.children(x))
-    return best
 
 
 def check(program: Program) -> None:

@@ -19,7 +19,8 @@ import blake3
 
 from . import expr as E
 from . import node as N
-from .errors import WireError
+from .errors import VyreError, WireError
+from .limits import MAX_DEPTH, MAX_NAME_BYTES
 from .program import BufferDecl, Program
 from .types import (
     AtomicOp,
@@ -36,8 +37,6 @@ MAGIC = b"VYRE"
 VERSION = 1
 FLAG_CANONICAL = 1
 HEADER = 4 + 2 + 2 + 32
-MAX_DEPTH = 512
-MAX_NAME_BYTES = 256
 
 # Append-only code tables (position = wire code).
 DTYPES = (DataType.BOOL, DataType.U32, DataType.I32, DataType.F32)
@@ -381,8 +380,10 @@ def decode(data: bytes | bytearray | memoryview) -> Program:
     r = _Reader(data, *sec[S_BODY])
     try:
         body = _rnodes(r, 0)
-    except RecursionError:
-        raise WireError("nesting too deep to decode.") from None
+    except WireError:
+        raise
+    except VyreError as exc:  # a constructor refused a node (e.g. nesting over MAX_DEPTH)
+        raise WireError(f"the encoded program is not buildable: {exc.message}") from None
     if r.left():
         raise WireError(f"{r.left()} trailing bytes after the statement tree.")
     return Program(tuple(buffers), wg, body)

@@ -37,7 +37,8 @@ class Dialect:
     """How a C-family target spells things. ``header`` must define: the ``uint`` type,
     ``vy_u64``/``vy_i64``, ``VY_FN`` (helper qualifier), ``VY_GPTR`` (global word pointer),
     ``VY_F2U``/``VY_U2F`` (bit casts), ``VY_FADD``/``VY_FSUB``/``VY_FMUL``/``VY_FDIV``
-    (correctly rounded, never contracted), ``VY_TRUNC``/``VY_FLOOR``/``VY_CEIL``, ``VY_CLZ``."""
+    (correctly rounded, never contracted), ``VY_TRUNC``/``VY_FLOOR``/``VY_CEIL``, ``VY_CLZ``,
+    ``VY_CANCELLED(ctl)`` (a volatile read of the control block's cancel word)."""
 
     name: str
     header: str                                   # target typedefs and macro definitions
@@ -111,12 +112,12 @@ VY_FN int vy_f2i(float x) {
 }
 VY_FN uint vy_udiv(uint a, uint b) { return b == 0u ? 0xFFFFFFFFu : a / b; }
 VY_FN uint vy_umod(uint a, uint b) { return b == 0u ? 0u : a % b; }
-VY_FN int vy_idiv(int a, int b, VY_GPTR err) {
-    if (b == 0 || (a == (int)0x80000000u && b == -1)) { err[0] = 1u; return 0; }
+VY_FN int vy_idiv(int a, int b, VY_GPTR ctl) {
+    if (b == 0 || (a == (int)0x80000000u && b == -1)) { ctl[0] = 1u; return 0; }
     return a / b;
 }
-VY_FN int vy_imod(int a, int b, VY_GPTR err) {
-    if (b == 0 || (a == (int)0x80000000u && b == -1)) { err[0] = 1u; return 0; }
+VY_FN int vy_imod(int a, int b, VY_GPTR ctl) {
+    if (b == 0 || (a == (int)0x80000000u && b == -1)) { ctl[0] = 1u; return 0; }
     return a % b;
 }
 VY_FN uint vy_rotl(uint a, uint b) { uint s = b & 31u; return s == 0u ? a : (a << s) | (a >> (32u - s)); }
@@ -144,6 +145,7 @@ class _Emitter:
         self.indent = 1
         self.scope: list[dict[str, DataType]] = [{}]
         self.alive = False  # inside the "alive" scheme (a barrier program that may return)
+        self.cancel = False  # loops poll the cancel word (kernels without barriers)
 
     # ---- output helpers ----------------------------------------------------------------
     def out(self, line: str) -> None:
@@ -304,8 +306,8 @@ class _Emitter:
             return fresh(body), rt, True
         ua, ub = f"(uint){a}", f"(uint){b}"
         body = {BinOp.ADD: f"(int)({ua} + {ub})", BinOp.SUB: f"(int)({ua} - {ub})",
-                BinOp.MUL: f"(int)({ua} * {ub})", BinOp.DIV: f"vy_idiv({a}, {b}, vy_err)",
-                BinOp.MOD: f"vy_imod({a}, {b}, vy_err)", BinOp.BITAND: f"{a} & {b}",
+                BinOp.MUL: f"(int)({ua} * {ub})", BinOp.DIV: f"vy_idiv({a}, {b}, vy_ctl)",
+                BinOp.MOD: f"vy_imod({a}, {b}, vy_ctl)", BinOp.BITAND: f"{a} & {b}",
                 BinOp.BITOR: f"{a} | {b}", BinOp.BITXOR: f"{a} ^ {b}",
                 BinOp.MIN: f"{a} < {b} ? {a} : {b}", BinOp.MAX: f"{a} > {b} ? {a} : {b}",
                 BinOp.ABS_DIFF: f"(int)({a} > {b} ? {ua} - {ub} : {ub} - {ua})",
@@ -440,6 +442,8 @@ class _Emitter:
             hi, _, _ = self.expr(n.to)
             self.scope.append({n.var: t})
             self.open(f"for ({CT[t]} v_{n.var} = {lo}; v_{n.var} < {hi}; v_{n.var}++)")
+            if self.cancel:  # every 1024 trips: stop if the engine cancelled the dispatch
+                self.out("if ((++vy_trips & 1023u) == 0u && VY_CANCELLED(vy_ctl)) return;")
             # a return inside the body must also skip the body's earlier statements on
             # later trips: guard the whole body
             self.block(n.body, guarded or (self.alive and _contains_return(n)))
@@ -464,10 +468,11 @@ class _Emitter:
         self.tmp = 0
         self.scope = [{}]
         self.alive = self.plan.has_barrier and any(isinstance(n, N.Return) for n in N.walk_nodes(body))
+        self.cancel = bool(self.plan.cancel_checked and self.plan.cancel_checked[index])
         params = [f"{self.d.readonly_param if not b.writable else self.d.global_param} b_{b.name}"
                   for b in self.plan.bound]
         params += [f"uint n_{b.name}" for b in self.plan.bound]
-        params.append(f"{self.d.global_param} vy_err")
+        params.append(f"{self.d.global_param} vy_ctl")
         for w in self.plan.workgroup:
             self.out(self.d.local_array.format(name=f"w_{w.name}", count=w.count))
         if self.plan.workgroup:
@@ -480,6 +485,8 @@ class _Emitter:
             self.out(self.d.barrier)
         if self.alive:
             self.out("bool vy_alive = true;")
+        if self.cancel:
+            self.out("uint vy_trips = 0u;")
         self.block(body)
         head = f"{self.d.kernel} {self.plan.entries[index]}({', '.join(params)})"
         return head + " {\n" + "\n".join(self.lines) + "\n}\n"

@@ -2,7 +2,8 @@
 validated Program before printing target source.
 
 A plan fixes the kernel ABI (bound buffers in binding order, one u32 element count per bound
-buffer, an optional error-flag buffer), the phases (top-level grid_sync splits the program
+buffer, then the dispatch's control block ``vy_ctl``: word 0 is the i32-division error flag,
+word 1 the cancel flag the engine raises on a timeout), the phases (top-level grid_sync splits the program
 into kernels launched in sequence), the workgroup arrays, and whether an invocation can end
 early in a program with barriers (then it must keep reaching barriers: the "alive" scheme).
 """
@@ -29,6 +30,13 @@ class KernelPlan:
     has_barrier: bool
     uses_transcendentals: bool
     fully_written: frozenset[str] = frozenset()  # outputs stored at gid.x by every lane
+    cancel_checked: tuple[bool, ...] = ()  # per phase: loops poll vy_ctl[1] (no barrier there)
+
+    @property
+    def uses_ctl(self) -> bool:
+        """Whether a kernel reads or writes its control block (else the driver need not reset
+        or read it back)."""
+        return self.needs_error_flag or any(self.cancel_checked)
 
     def skips_zero_fill(self, name: str, count: int, global_x: int) -> bool:
         """True when every element of output ``name`` is overwritten by the dispatch, so the
@@ -81,5 +89,9 @@ def lower(program: Program) -> KernelPlan:
     has_barrier = any(isinstance(n, N.Barrier) and n.ordering is MemoryOrdering.SEQ_CST
                       for n in N.walk_nodes(program.body))
     uses_tr = any(isinstance(e, E.Un) and e.op in TRANSCENDENTAL for e in N.walk_exprs(program.body))
+    # A kernel can only run long in a loop; where no barrier needs every lane to arrive, its
+    # loops poll the cancel word so a timed-out dispatch stops instead of running on.
+    cancel = tuple(any(isinstance(n, N.Loop) for n in N.walk_nodes(p)) and
+                   not any(isinstance(n, N.Barrier) for n in N.walk_nodes(p)) for p in phases)
     return KernelPlan(program, bound, program.workgroup_buffers, tuple(tuple(p) for p in phases),
-                      _has_division(program), has_barrier, uses_tr, _fully_written(program))
+                      _has_division(program), has_barrier, uses_tr, _fully_written(program), cancel)

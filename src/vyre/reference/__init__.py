@@ -14,14 +14,14 @@ from typing import Any
 import numpy as np
 
 from vyre.ir.errors import ExecutionError, ValidationError
-from vyre.ir.fingerprint import fingerprint
+from vyre.ir.fingerprint import identity
 from vyre.ir.launch import effective_program, input_nbytes, resolve
 from vyre.ir.program import Program
 from vyre.ir.validate import validate
 
-from .interp import MAX_BATCH_LANES, MAX_LOOP_TRIPS, Machine
+from .interp import MAX_BATCH_LANES, MAX_LOOP_TRIPS, MAX_WORKGROUP_WORDS, Machine
 
-__all__ = ["MAX_BATCH_LANES", "MAX_LOOP_TRIPS", "as_words", "run"]
+__all__ = ["MAX_BATCH_LANES", "MAX_LOOP_TRIPS", "MAX_WORKGROUP_WORDS", "execute", "run"]
 
 _VALID: OrderedDict[bytes, tuple] = OrderedDict()
 
@@ -30,7 +30,10 @@ def _check(program: Program) -> None:
     if not isinstance(program, Program):
         raise ExecutionError("inputs", f"expected a vyre Program, got {type(program).__name__}.",
                              "build one with vyre.ir.Program.wrapped(...).")
-    fp = fingerprint(program)
+    try:
+        fp = identity(program)
+    except Exception:  # malformed: validate() reports why
+        raise ValidationError(validate(program)) from None
     diags = _VALID.get(fp)
     if diags is None:
         diags = tuple(validate(program))
@@ -41,23 +44,34 @@ def _check(program: Program) -> None:
         raise ValidationError(list(diags))
 
 
-def as_words(value: Any, name: str = "input") -> np.ndarray:
-    """View a bytes-like input as little-endian u32 words (no copy where possible)."""
-    if type(value) is np.ndarray and value.ndim == 1 and value.dtype.itemsize == 4 \
-            and value.flags.c_contiguous and value.dtype.byteorder in "=<|":
-        return value.view("<u4")
-    if isinstance(value, np.ndarray):
-        raw = np.ascontiguousarray(value).reshape(-1).view(np.uint8)
-    else:
-        try:
-            raw = np.frombuffer(memoryview(value).cast("B"), dtype=np.uint8)
-        except (TypeError, ValueError) as exc:
-            raise ExecutionError("inputs", f"{name} is not a contiguous bytes-like object ({exc}).",
-                                 "pass bytes, bytearray, a contiguous memoryview or a numpy array.") from None
+def _raw_words(value: Any, name: str) -> np.ndarray:
+    """The oracle's raw view: any contiguous bytes-like value as little-endian u32 words.
+    (Typed checking of what callers pass is the driver layer's job: `vyre.driver.inputs`.)"""
+    try:
+        raw = np.frombuffer(memoryview(np.ascontiguousarray(value) if isinstance(value, np.ndarray)
+                                       else value).cast("B"), dtype=np.uint8)
+    except (TypeError, ValueError) as exc:
+        raise ExecutionError("inputs", f"{name} is not a contiguous bytes-like object ({exc}).",
+                             "pass bytes, bytearray, a contiguous memoryview or a numpy array.") from None
     if raw.size % 4:
         raise ExecutionError("inputs", f"{name} has {raw.size} bytes, not a multiple of 4.",
                              "pass whole 32-bit elements.")
     return raw.view("<u4")
+
+
+def execute(program: Program, launch: Any, memory: dict[str, np.ndarray],
+            should_stop: Callable[[], bool] | None = None, subgroup_size: int = 32) -> None:
+    """Run a validated, specialized ``program`` over a resolved launch. ``memory`` maps every
+    non-workgroup buffer to its u32 words (``launch`` counts long), updated in place."""
+    if program.invocations_per_workgroup % subgroup_size and _uses_subgroups(program):
+        raise ExecutionError("inputs", f"workgroup of {program.invocations_per_workgroup} invocations "
+                             f"is not a whole number of {subgroup_size}-wide subgroups.",
+                             f"use a workgroup size that is a multiple of {subgroup_size}.")
+    if sum(b.count for b in program.workgroup_buffers) > MAX_WORKGROUP_WORDS:
+        raise ExecutionError("limit", "workgroup memory over the reference's "
+                             f"{MAX_WORKGROUP_WORDS * 4} bytes per workgroup.",
+                             "use smaller workgroup buffers.")
+    Machine(program, launch, memory, should_stop, subgroup_size).run()
 
 
 def _uses_subgroups(program: Program) -> bool:
@@ -77,7 +91,10 @@ def run(program: Program, inputs: Sequence[Any], config: Any = None,
     ``subgroup_size`` is the simulated subgroup width for subgroup operations.
     """
     _check(program)
-    program = effective_program(program, config)
+    effective = effective_program(program, config)
+    if effective is not program:  # a workgroup override can break barrier or subgroup rules
+        _check(effective)
+    program = effective
     inputs = list(inputs)
     sizes = []
     for i, value in enumerate(inputs):
@@ -90,14 +107,10 @@ def run(program: Program, inputs: Sequence[Any], config: Any = None,
     counts = dict(launch.counts)
     memory: dict[str, np.ndarray] = {}
     for decl, value in zip(program.inputs, inputs):
-        words = as_words(value, f"input {decl.name!r}").astype(np.uint32)
+        words = _raw_words(value, f"input {decl.name!r}").astype(np.uint32)
         memory[decl.name] = words
     for decl in program.buffers:
         if decl.access.value == "output":
             memory[decl.name] = np.zeros(counts[decl.name], dtype=np.uint32)
-    if program.invocations_per_workgroup % subgroup_size and _uses_subgroups(program):
-        raise ExecutionError("inputs", f"workgroup of {program.invocations_per_workgroup} invocations "
-                             f"is not a whole number of {subgroup_size}-wide subgroups.",
-                             f"use a workgroup size that is a multiple of {subgroup_size}.")
-    Machine(program, launch, memory, should_stop, subgroup_size).run()
+    execute(program, launch, memory, should_stop, subgroup_size)
     return [memory[b.name].astype("<u4").tobytes() for b in program.outputs]

@@ -34,6 +34,8 @@ from . import semantics as S
 
 MAX_LOOP_TRIPS = 1 << 20        # trips of one loop, per entry, for any lane
 MAX_BATCH_LANES = 1 << 20       # invocations executed together in one lockstep batch
+MAX_BATCH_WG_WORDS = 1 << 24    # workgroup-memory words of one batch (64 MiB): batches shrink
+MAX_WORKGROUP_WORDS = 1 << 24   # workgroup memory of one workgroup the interpreter accepts
 U32 = np.uint32
 I32_DIV_FIX = ("guard the divisor (e.g. select(d.eq(0), 1, d)) or use u32, whose x/0 is "
                "0xFFFFFFFF and x%0 is 0.")
@@ -76,7 +78,8 @@ class Machine:
         total = self.launch.workgroups
         if total == 0 or self.inv == 0:
             return
-        per_batch = max(1, MAX_BATCH_LANES // self.inv)
+        wg_words = sum(b.count for b in self.p.workgroup_buffers)
+        per_batch = max(1, min(MAX_BATCH_LANES // self.inv, MAX_BATCH_WG_WORDS // max(1, wg_words)))
         for phase in phases:
             body = tuple(phase)
             sequential = False

@@ -1,10 +1,12 @@
 """Pipeline plumbing: `compile(backend, program, config) -> Pipeline`.
 
-`compile` validates once (validation cache keyed by fingerprint), then uses the backend's
-`compile_native` or a passthrough pipeline, and caches the result in-process under a
-`PipelineKey` (backend id + version, device fingerprint, program fingerprint, code-affecting
-config). `snapshot()` reports hits and misses; `explain_miss()` says which key component
-differed from the nearest cached entry. `DiskCache` is the on-disk artifact cache drivers use.
+`compile` validates once (validation cache keyed by the program's exact identity), then uses
+the backend's `compile_native` or a passthrough pipeline, and caches the result in-process
+under a `PipelineKey` (backend id + version, device fingerprint, program fingerprint — which
+keeps buffer declaration order —, code-affecting config). `snapshot()` reports hits and misses;
+`explain_miss()` says which key component differed from the nearest cached entry. `clear()`
+forgets a backend's pipelines (its `try_recover` and `shutdown` call it). `DiskCache` is the
+on-disk artifact cache drivers use.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from ..validation import VALIDATION_CACHE
 from .disk import DiskCache, cache_root
 from .key import PipelineKey
 
-__all__ = ["DiskCache", "NativeCache", "Pipeline", "PipelineCacheSnapshot", "PipelineKey", "cache_root",
+__all__ = ["DiskCache", "Pipeline", "PipelineCacheSnapshot", "PipelineKey", "cache_root",
            "clear", "compile", "explain_miss", "key_for", "snapshot"]
 
 
@@ -47,6 +49,10 @@ class Pipeline:
     native: bool
     config: DispatchConfig
 
+    def __repr__(self) -> str:
+        return (f"<Pipeline {self.key.backend_id} program={self.key.program_fingerprint.hex()[:12]} "
+                f"native={self.native}>")
+
     @property
     def program(self) -> Program:
         return self.compiled.program
@@ -54,15 +60,22 @@ class Pipeline:
     def _cfg(self, config: DispatchConfig | None) -> DispatchConfig:
         if config is None:
             return self.config
+        if not isinstance(config, DispatchConfig):
+            raise InvalidProgram(f"config is a {type(config).__name__}, not a DispatchConfig.",
+                                 "pass vyre.driver.DispatchConfig(...) or None.",
+                                 backend=self.key.backend_id)
         if config.code_key() != self.config.code_key():
             raise InvalidProgram(
-                "dispatch config changes code-affecting fields (ulp_budget/workgroup_override) "
-                "of a compiled pipeline.", "compile the program again with that config.",
+                "dispatch config changes code-affecting fields (ulp_budget/workgroup_override/"
+                "specialization) of a compiled pipeline.", "compile the program again with that config.",
                 backend=self.key.backend_id)
         return config
 
     def dispatch(self, inputs: Sequence[Any], config: DispatchConfig | None = None) -> list[bytes]:
         return self.compiled.dispatch(inputs, self._cfg(config))
+
+    def dispatch_borrowed(self, inputs: Sequence[Any], config: DispatchConfig | None = None) -> list[bytes]:
+        return self.compiled.dispatch_borrowed(inputs, self._cfg(config))
 
     def dispatch_timed(self, inputs: Sequence[Any],
                        config: DispatchConfig | None = None) -> TimedDispatchResult:
@@ -71,6 +84,14 @@ class Pipeline:
     def dispatch_async(self, inputs: Sequence[Any],
                        config: DispatchConfig | None = None) -> PendingDispatch:
         return self.compiled.dispatch_async(inputs, self._cfg(config))
+
+    def dispatch_resident_timed(self, resources: Sequence[Any],
+                                config: DispatchConfig | None = None) -> TimedDispatchResult:
+        """Run on resident buffers (engine backends; others go through the backend)."""
+        native = getattr(self.compiled, "dispatch_resident_timed", None)
+        if native is not None:
+            return native(resources, self._cfg(config))
+        return self.backend.dispatch_resident_timed(self.program, resources, self._cfg(config))
 
     __call__ = dispatch
 
@@ -91,6 +112,12 @@ def key_for(backend: VyreBackend, program: Program, config: DispatchConfig | Non
 
 def compile(backend: VyreBackend, program: Program, config: DispatchConfig | None = None) -> Pipeline:
     config = config or DEFAULT
+    if not isinstance(config, DispatchConfig):
+        raise InvalidProgram(f"config is a {type(config).__name__}, not a DispatchConfig.",
+                             "pass vyre.driver.DispatchConfig(...) or None.", backend=backend.id())
+    if not isinstance(program, Program):
+        raise InvalidProgram(f"expected a vyre Program, got {type(program).__name__}.",
+                             "build one with vyre.ir.Program.wrapped(...).", backend=backend.id())
     VALIDATION_CACHE.require_valid(program, backend.id())
     key = key_for(backend, program, config)
     with _lock:
@@ -110,50 +137,18 @@ def compile(backend: VyreBackend, program: Program, config: DispatchConfig | Non
     return pipe
 
 
-class NativeCache:
-    """A driver's own cache of compiled pipelines, keyed by program fingerprint and
-    code-affecting config; it validates each program once before building and counts hits
-    and misses for `pipeline_cache_snapshot()`."""
-
-    def __init__(self, backend_id: str) -> None:
-        self.backend_id = backend_id
-        self.entries: dict[tuple, Any] = {}
-        self.hits = self.misses = 0
-        self._lock = threading.Lock()
-
-    def get_or_build(self, program: Program, config: DispatchConfig, build) -> Any:
-        from vyre.ir.fingerprint import fingerprint
-
-        key = (fingerprint(program), config.code_key())
-        hit = self.entries.get(key)
-        if hit is not None:
-            self.hits += 1
-            return hit
-        VALIDATION_CACHE.require_valid(program, self.backend_id)
-        with self._lock:
-            hit = self.entries.get(key)
-            if hit is None:
-                hit = self.entries[key] = build()
-                self.misses += 1
-        return hit
-
-    def snapshot(self) -> PipelineCacheSnapshot:
-        return PipelineCacheSnapshot(self.hits, self.misses, len(self.entries), len(self.entries))
-
-    def clear(self) -> None:
-        self.entries.clear()
-
-
 def snapshot() -> PipelineCacheSnapshot:
     with _lock:
         return PipelineCacheSnapshot(_stats["hits"], _stats["misses"], len(_cache),
                                      sum(1 for p in _cache.values() if p.native))
 
 
-def clear(backend_id: str | None = None) -> None:
-    """Forget cached pipelines (of one backend, or all)."""
+def clear(backend_id: str | None = None, backend: VyreBackend | None = None) -> None:
+    """Forget cached pipelines: all, one backend id's, or one backend instance's."""
     with _lock:
-        for k in [k for k in _cache if backend_id is None or k.backend_id == backend_id]:
+        for k in [k for k, p in _cache.items()
+                  if (backend_id is None or k.backend_id == backend_id)
+                  and (backend is None or p.backend is backend)]:
             del _cache[k]
 
 

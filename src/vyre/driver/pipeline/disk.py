@@ -27,6 +27,61 @@ _HEAD = struct.Struct("<4sI32s32sQ")
 DEFAULT_CAP_BYTES = 512 * 1024 * 1024
 
 
+MAX_ENTRY_BYTES = 256 * 1024 * 1024   # no kernel binary is this large: a bigger file is not ours
+MAX_SMALL_FILE_BYTES = 16 * 1024 * 1024
+
+
+def read_capped(path: Path, cap: int) -> bytes | None:
+    """The bytes of ``path`` if it is a regular file of at most ``cap`` bytes; None if it is
+    missing. Raises OSError (a miss for callers) for anything else: a FIFO, a device, a
+    directory or a file over the cap is never opened for reading."""
+    import stat
+
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError(f"{path} is not a regular file")
+    if st.st_size > cap:
+        raise OSError(f"{path} is {st.st_size} bytes (over the {cap}-byte cap)")
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped between stat and open
+            raise OSError(f"{path} is not a regular file")
+        chunks, left = [], cap + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+    finally:
+        os.close(fd)
+    if len(data) > cap:
+        raise OSError(f"{path} grew over the {cap}-byte cap while being read")
+    return data
+
+
+def read_small_file(path: Path, what: str) -> str | None:
+    """A small text file (tuner and routing tables), or None when missing or unreadable
+    (logged): never a hang on a FIFO, never a huge read."""
+    try:
+        data = read_capped(path, MAX_SMALL_FILE_BYTES)
+    except OSError as exc:
+        log.warning("vyre: %s %s unreadable (%s); ignoring it", what, path, exc)
+        return None
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        log.warning("vyre: %s %s is not UTF-8; ignoring it", what, path)
+        return None
+
+
 def cache_root() -> Path:
     env = os.environ.get("VYRE_CACHE_DIR")
     if env:
@@ -50,10 +105,10 @@ class DiskCache:
     def get(self, key: bytes) -> bytes | None:
         path = self._path(key)
         try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            self.misses += 1
-            return None
+            data = read_capped(path, MAX_ENTRY_BYTES)
+            if data is None:
+                self.misses += 1
+                return None
         except OSError as exc:
             log.warning("vyre cache: cannot read %s (%s); treating as a miss", path, exc)
             self.misses += 1

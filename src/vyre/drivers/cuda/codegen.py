@@ -28,6 +28,7 @@ typedef long long vy_i64;
 #define VY_FLOOR(x) floorf(x)
 #define VY_CEIL(x) ceilf(x)
 #define VY_CLZ(x) __clz((int)(x))
+#define VY_CANCELLED(p) (*(volatile unsigned int*)&(p)[1] != 0u)
 """
 
 _AXIS = "xyz"

@@ -29,6 +29,7 @@ typedef long vy_i64;
 #define VY_FLOOR(x) floor(x)
 #define VY_CEIL(x) ceil(x)
 #define VY_CLZ(x) clz(x)
+#define VY_CANCELLED(p) (*(volatile __global uint*)&(p)[1] != 0u)
 """
 
 _BUILTIN = {Builtin.GID: "get_global_id", Builtin.LID: "get_local_id", Builtin.WGID: "get_group_id"}

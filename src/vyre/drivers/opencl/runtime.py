@@ -84,8 +84,7 @@ class Runtime:
         d = self.device
         try:
             self.context = cl.Context([d])
-            self.queue = cl.CommandQueue(
-                self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
+            self.queue = self.new_queue()
         except cl.Error as exc:
             raise BackendUnavailable(ID, f"cannot open {d.name}: {error_name(exc)}.",
                                      "check the OpenCL driver installation (`clinfo`).") from None
@@ -104,6 +103,10 @@ class Runtime:
         self.fingerprint = blake3.blake3(
             f"{self.info.platform}|{self.info.name}|{self.info.driver}|{cl.VERSION}".encode()).digest()
         self.zero = np.zeros(1, dtype=np.uint32)
+
+    def new_queue(self) -> cl.CommandQueue:
+        """An in-order profiling queue (a fresh one replaces a queue whose work was abandoned)."""
+        return cl.CommandQueue(self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
 
     # ---- programs ----------------------------------------------------------------------
     def build(self, source: str) -> tuple[cl.Program, str]:
@@ -133,12 +136,16 @@ class Runtime:
             pass
         return prg, "compiled"
 
-    def save_source(self, source: str) -> os.PathLike:
-        folder = cache_root() / "opencl-src"
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{blake3.blake3(source.encode()).hexdigest()[:16]}.cl"
-        path.write_text(source)
-        return path
+    def save_source(self, source: str) -> str:
+        """Where a failing kernel's source was kept (or why it could not be)."""
+        try:
+            folder = cache_root() / "opencl-src"
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"{blake3.blake3(source.encode()).hexdigest()[:16]}.cl"
+            path.write_text(source)
+            return str(path)
+        except OSError as exc:
+            return f"not saved: {exc}"
 
     # ---- memory ------------------------------------------------------------------------
     def buffer(self, nbytes: int) -> cl.Buffer:
@@ -153,6 +160,14 @@ class Runtime:
             return DeviceOutOfMemory(nbytes, self.info.global_mem, backend=ID)
         return DispatchFailed(f"OpenCL error {name}: {exc}.", "check the device and inputs; "
                               "`vyre doctor` reports the OpenCL setup.", backend=ID)
+
+    def fail(self, exc: BaseException):
+        if isinstance(exc, MemoryError):
+            return DeviceOutOfMemory(0, None, backend=ID, fix="the host ran out of memory: "
+                                     "dispatch smaller inputs.")
+        return DispatchFailed(f"OpenCL driver error {type(exc).__name__}: {exc}.",
+                              "check the device and inputs; `vyre doctor` reports the OpenCL setup.",
+                              backend=ID)
 
 
 def _build_log(exc: Exception) -> str:

@@ -1,36 +1,134 @@
-"""`ReferenceBackend`: `vyre.reference.run` as a `VyreBackend`, with honest capabilities."""
+"""`ReferenceBackend`: the CPU reference interpreter behind the engine.
+
+Its device is host memory: buffers are numpy word arrays, copies are numpy copies, and
+`launch` runs the interpreter (`vyre.reference.execute`) at once — a *synchronous* device.
+Cancellation is cooperative: the interpreter polls the control block's deadline and cancel
+word between statements. Being on the engine, the reference obeys exactly the rules every
+other backend obeys, on every entry point (resident buffers and bound dispatches included).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+import time
+from dataclasses import replace
 from typing import Any
+
+import numpy as np
 
 import vyre
 from vyre import reference
-from vyre.driver.backend import VyreBackend
 from vyre.driver.capability import DeviceProfile
-from vyre.driver.config import DispatchConfig
-from vyre.driver.enforcement import cancel_requested
-from vyre.driver.validation import VALIDATION_CACHE
+from vyre.driver.engine import Cancelled, Ctl, Device, EngineBackend, HostBuffer, Kernel
+from vyre.driver.errors import BackendError, DispatchFailed
+from vyre.ir.errors import ExecutionError
+from vyre.ir.launch import Launch
 from vyre.ir.program import Program
-from vyre.reference.interp import MAX_BATCH_LANES
+from vyre.reference.interp import MAX_BATCH_LANES, MAX_WORKGROUP_WORDS
 
+ID = "reference"
 MAX_AXIS = 1 << 16
 SUBGROUP = 32  # the simulated subgroup width (that of CUDA warps)
 
 
-class ReferenceBackend(VyreBackend):
+def _host_memory_bytes() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        return 8 << 30
+
+
+class ReferenceDevice(Device):
+    """Host memory and the interpreter; every operation completes before it returns."""
+
+    synchronous = True
+    cancellable = True
+
+    def build(self, program: Program) -> Kernel:
+        bound = tuple(b.name for b in sorted((b for b in program.buffers if not b.is_workgroup),
+                                             key=lambda b: b.binding))
+        return Kernel((program, bound), uses_ctl=True, built_from="interpreter")
+
+    def alloc(self, nbytes: int) -> np.ndarray:
+        return np.empty(max(1, nbytes // 4), dtype=np.uint32)
+
+    def free(self, buf: Any) -> None:
+        return None
+
+    def upload(self, dst: np.ndarray, src: HostBuffer | np.ndarray, nbytes: int) -> None:
+        words = src.words if isinstance(src, HostBuffer) else src
+        dst[: nbytes // 4] = words[: nbytes // 4]
+
+    def download(self, dst: HostBuffer, src: np.ndarray, nbytes: int) -> None:
+        dst.words[: nbytes // 4] = src[: nbytes // 4]
+
+    def copy(self, dst: np.ndarray, src: Any, nbytes: int) -> None:
+        dst[: nbytes // 4] = src[: nbytes // 4]
+
+    def zero(self, buf: np.ndarray, nbytes: int) -> None:
+        buf[: nbytes // 4] = 0
+
+    def ctl_alloc(self) -> Ctl:
+        return Ctl(None, np.zeros(2, dtype=np.uint32))
+
+    def pack(self, kernel: Kernel, buffers: list[Any], counts: tuple[int, ...], ctl: Ctl) -> Any:
+        return buffers, counts, ctl
+
+    def launch(self, kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int],
+               packed: Any, timed: bool = False) -> Any:
+        (program, names), (buffers, counts, ctl) = kernel.handle, packed
+        views = {n: buf[:c] for n, buf, c in zip(names, buffers, counts)}
+        memory = dict(views)
+        deadline = ctl.deadline
+
+        def should_stop() -> bool:
+            return bool(ctl.words[1]) or (deadline is not None and time.monotonic() > deadline)
+
+        started = time.perf_counter_ns()
+        try:
+            reference.execute(program, Launch(tuple(sorted(zip(names, counts))), grid), memory,
+                              should_stop, SUBGROUP)
+        except ExecutionError as err:
+            if err.kind == "division":
+                ctl.words[0] = 1   # reported through the error flag, as on every device
+            elif err.kind == "limit" and should_stop():
+                raise Cancelled() from None
+            else:
+                raise
+        finally:
+            for n, view in views.items():  # a batch replayed after a collision swaps arrays
+                if memory[n] is not view:
+                    view[...] = memory[n]
+        return time.perf_counter_ns() - started if timed else None
+
+    def elapsed_ns(self, token: Any) -> int | None:
+        return token
+
+    def fence(self) -> None:
+        return None
+
+    def done(self, fence: Any) -> bool:
+        return True
+
+    def wait(self, fence: Any, timeout: float | None) -> bool:
+        return True
+
+    def error(self, exc: BaseException) -> BackendError:
+        return DispatchFailed(f"the reference interpreter failed: {type(exc).__name__}: {exc}.",
+                              "this is a vyre bug: report it with the program (vyre.ir.wire.encode).",
+                              backend=ID)
+
+
+class ReferenceBackend(EngineBackend):
+    def __init__(self) -> None:
+        super().__init__(ReferenceDevice())
+        self._max_buffer = min(4 * (2**32 - 1), _host_memory_bytes() // 4)
+
     def id(self) -> str:
-        return "reference"
+        return ID
 
     def version(self) -> str:
         return vyre.__version__
-
-    def dispatch(self, program: Program, inputs: Sequence[Any],
-                 config: DispatchConfig | None = None) -> list[bytes]:
-        VALIDATION_CACHE.require_valid(program, self.id())
-        return reference.run(program, inputs, config, should_stop=cancel_requested,
-                             subgroup_size=SUBGROUP)
 
     # The interpreter executes grid_sync natively (phases), any workgroup shape up to the
     # limits below, and workgroup memory in host RAM.
@@ -53,11 +151,8 @@ class ReferenceBackend(VyreBackend):
         return 2**31 - 1
 
     def max_storage_buffer_bytes(self) -> int:
-        return 4 * (2**32 - 1)
+        return self._max_buffer
 
     def device_profile(self) -> DeviceProfile:
-        base = super().device_profile()
-        from dataclasses import replace
-
-        return replace(base, has_shared_memory=True, has_mul_high=True,
-                       max_shared_memory_bytes=1 << 30, device_name="numpy (host CPU)")
+        return replace(super().device_profile(), has_shared_memory=True, has_mul_high=True,
+                       max_shared_memory_bytes=4 * MAX_WORKGROUP_WORDS, device_name="numpy (host CPU)")

@@ -1,0 +1,841 @@
+"""`EngineBackend`: every entry point of the backend contract as one recipe over a `Device`.
+
+The recipe, in the order a dispatch meets it (each step is a method below, called from
+every entry point; nothing is wrapped or swapped at class creation):
+
+1. ``_config``     the config is a `DispatchConfig` (None: the default); ``cooperative`` is
+                   refused where the backend has no single-launch grid barrier.
+2. ``_pipeline``   the program is validated (cache keyed by its exact identity), the ops it
+                   uses are checked against ``supported_ops()``, specialization and
+                   workgroup override are applied, and the device builds it once (cache keyed
+                   by fingerprint + code-affecting config; the fingerprint keeps declaration
+                   order, so equal keys mean equal outputs).
+3. ``_inputs``     every input is checked against its declaration (`vyre.driver.inputs`).
+4. ``_prepared``   the shape for these input sizes (cached), checked against the backend's
+                   declared limits, and ``max_output_bytes`` — all before any allocation.
+5. ``_enqueue``    host inputs are copied into staging *at call time* (an async call never
+                   reads the caller's memory afterwards), outputs zeroed where some element
+                   could stay unwritten, the dispatch's own control block reset, the kernels
+                   launched, outputs and control block read back, a fence recorded.
+6. ``_complete``   wait for the fence, bounded by ``timeout`` (on expiry: raise the cancel
+                   word, and if the kernel cannot stop, never queue behind it); the error
+                   flag becomes `DispatchFailed`; outputs become bytes.
+7. ``fixpoint_iterations`` re-runs 3-6 feeding READ_WRITE outputs back; counters record every
+                   dispatch, ok or not.
+
+Resident dispatches, bound (persistent) handles and batches are in `vyre.driver.engine.resident`
+and go through the same steps.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+from vyre.ir.errors import VyreError
+from vyre.ir.fingerprint import fingerprint
+from vyre.ir.launch import effective_program
+from vyre.ir.ops import program_ops
+from vyre.ir.program import Program
+
+from .. import observability
+from ..backend import CompiledPipeline, Resource, VyreBackend
+from ..config import DEFAULT, DispatchConfig
+from ..dispatch_shape import dispatch_shape, resident_sizes
+from ..errors import (
+    BackendError,
+    DeviceLost,
+    DeviceOutOfMemory,
+    DispatchFailed,
+    InvalidProgram,
+    LimitExceeded,
+    UnsupportedFeature,
+    from_foundation,
+    i32_division_failed,
+)
+from ..inputs import HostInput, Input, check_inputs, raw_words
+from ..pending import PendingDispatch, TimedDispatchResult
+from ..pipeline import PipelineCacheSnapshot
+from ..program_walks import launch_for_sizes
+from ..validation import VALIDATION_CACHE
+from .device import Cancelled, Ctl, Device
+from .plan import Limits, Prepared, StageSet
+
+CANCEL_GRACE_S = 2.0      # how long a cancelled kernel gets to notice its cancel word
+PREPARED_PER_PIPELINE = 32
+PIPELINES_PER_BACKEND = 512
+
+
+def _now() -> int:
+    return time.perf_counter_ns()
+
+
+def deadline_of(config: DispatchConfig) -> float | None:
+    return None if config.timeout is None else time.monotonic() + config.timeout
+
+
+def timed_out(config: DispatchConfig, backend: str) -> DispatchFailed:
+    return DispatchFailed(f"dispatch did not finish within its {config.timeout} s timeout and was "
+                          "cancelled.", "raise DispatchConfig.timeout, or dispatch less work per call.",
+                          backend=backend)
+
+
+class EnginePipeline(CompiledPipeline):
+    """A program compiled once for an engine backend. Its dispatches are those of
+    ``backend.dispatch(program, inputs, config)``, byte for byte, rules included."""
+
+    def __init__(self, backend: EngineBackend, source: Program, program: Program,
+                 config: DispatchConfig, kernel: Any) -> None:
+        self._backend, self._source, self.effective, self.config = backend, source, program, config
+        self.kernel = kernel
+        self.generation = backend.generation
+        self.prepared: OrderedDict[tuple, Prepared] = OrderedDict()
+        self.bounds: dict[tuple, Any] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return (f"<EnginePipeline {self._backend.id()} program={fingerprint(self._source).hex()[:12]} "
+                f"wg={self.effective.workgroup_size} built_from={self.kernel.built_from}>")
+
+    @property
+    def program(self) -> Program:
+        return self._source
+
+    @property
+    def built_from(self) -> str:
+        return self.kernel.built_from
+
+    @property
+    def source(self) -> str | None:
+        return self.kernel.source
+
+    def backend_id(self) -> str:
+        return self._backend.id()
+
+    def dispatch(self, inputs: Sequence[Any], config: DispatchConfig | None = None) -> list[bytes]:
+        return self._backend._run(self, inputs, self._backend._pipe_config(self, config))
+
+    def dispatch_borrowed(self, inputs: Sequence[Any], config: DispatchConfig | None = None) -> list[bytes]:
+        return self.dispatch(inputs, config)
+
+    def dispatch_timed(self, inputs: Sequence[Any], config: DispatchConfig | None = None) -> TimedDispatchResult:
+        return self._backend._run(self, inputs, self._backend._pipe_config(self, config), timed=True)
+
+    def dispatch_async(self, inputs: Sequence[Any], config: DispatchConfig | None = None) -> PendingDispatch:
+        return self._backend._run_async(self, inputs, self._backend._pipe_config(self, config))
+
+    def dispatch_resident_timed(self, resources: Sequence[Resource],
+                                config: DispatchConfig | None = None) -> TimedDispatchResult:
+        cfg = self._backend._pipe_config(self, config)
+        return self._backend._bound_for(self, resources, cfg).run_timed(cfg)
+
+    def bind(self, resources: Sequence[Resource], config: DispatchConfig | None = None) -> Any:
+        from .resident import Bound
+
+        cfg = self._backend._pipe_config(self, config)
+        return Bound(self._backend, self, resources, cfg)
+
+    def check_live(self) -> None:
+        if self.generation != self._backend.generation:
+            raise DeviceLost(f"this pipeline was compiled before the {self._backend.id()} backend "
+                             "recovered; its device objects are gone.",
+                             "compile the program again (vyre.driver.pipeline.compile or "
+                             "backend.compile_native).", backend=self._backend.id())
+
+
+class Flight:
+    """One dispatch in flight: what it needs until its results are read."""
+
+    __slots__ = ("deadline", "fence", "keep", "pipe", "prep", "sset", "started", "token")
+
+    def __init__(self, pipe: EnginePipeline, prep: Prepared, sset: StageSet, deadline: float | None) -> None:
+        self.pipe, self.prep, self.sset, self.deadline = pipe, prep, sset, deadline
+        self.fence: Any = None
+        self.token: Any = None
+        self.keep: tuple = ()
+        self.started = _now()
+
+
+class EnginePending(PendingDispatch):
+    """The handle of an asynchronous dispatch; safe to poll and await from several threads
+    (the first awaiter completes it, the others get the same result or error)."""
+
+    def __init__(self, backend: EngineBackend, flight: Flight, config: DispatchConfig,
+                 ins: list[Input] | None, started: int) -> None:
+        self._backend, self._flight, self._config, self._ins, self._started = \
+            backend, flight, config, ins, started
+        self._lock = threading.Lock()
+        self._result: list[bytes] | None = None
+        self._error: BaseException | None = None
+
+    def is_ready(self) -> bool:
+        if self._result is not None or self._error is not None:
+            return True
+        f = self._flight
+        try:
+            return f is None or self._backend.device.done(f.fence)
+        except Exception:
+            return True  # the device failed: await_result reports it
+
+    def await_result(self, timeout: float | None = None) -> list[bytes]:
+        if timeout is not None and not self._lock.acquire(timeout=max(0.0, timeout)):
+            raise DispatchFailed(f"dispatch not finished after {timeout} s.", "wait longer, or "
+                                 "dispatch less work per call.", backend=self._backend.id())
+        if timeout is None:
+            self._lock.acquire()
+        try:
+            if self._result is None and self._error is None:
+                b, f = self._backend, self._flight
+                if timeout is not None and not b.device.synchronous:
+                    limit = time.monotonic() + timeout
+                    while not b.device.done(f.fence):
+                        if time.monotonic() > limit:
+                            raise DispatchFailed(f"dispatch not finished after {timeout} s.",
+                                                 "wait longer, or dispatch less work per call.",
+                                                 backend=b.id())
+                        time.sleep(0.0002)
+                ok = False
+                try:
+                    outs = b._complete(f, self._config)
+                    if self._config.fixpoint_iterations > 1:
+                        outs = b._fixpoint_rest(f.pipe, self._ins or [], outs, self._config, f.deadline)
+                    self._result = outs
+                    ok = True
+                except BaseException as exc:
+                    self._error = exc
+                finally:
+                    self._flight = None
+                    self._ins = None
+                    observability.record_dispatch(b.id(), _now() - self._started, ok, self._config.label)
+            if self._error is not None:
+                raise self._error
+            return self._result  # type: ignore[return-value]
+        finally:
+            self._lock.release()
+
+
+class EngineBackend(VyreBackend):
+    """A backend whose every entry point is the engine's recipe over ``self.device``.
+    Concrete drivers subclass it to name themselves, report capabilities and build their
+    `Device`; they override no entry point."""
+
+    def __init__(self, device: Device) -> None:
+        self.device = device
+        self._lock = threading.RLock()   # one in-order queue: enqueueing is serialised
+        self._pipes: OrderedDict[tuple, EnginePipeline] = OrderedDict()
+        self._hits = self._misses = 0
+        self._ctls: list[Ctl] = []
+        self._ctl_lock = threading.Lock()
+        self._closed = False
+        self._runaway: list[tuple[Any, tuple]] = []   # (fence, objects it may still write)
+        self.generation = 0
+        self._limits: Limits | None = None
+
+    def __repr__(self) -> str:
+        name = self.device_profile().device_name or "?"
+        return f"<{type(self).__name__} {self.id()} {self.version()} on {name}>"
+
+    # ---- declared limits (engine checks; subclasses refine) ------------------------------
+    def max_grid_size(self) -> tuple[int, int, int]:
+        """Workgroups per axis of one launch."""
+        n = self.max_compute_workgroups_per_dimension()
+        return (n, n, n)
+
+    def max_invocations_per_dispatch(self) -> int:
+        """Total invocations of one launch (gid is u32 per axis)."""
+        return 2**32 - 1
+
+    def limits(self) -> Limits:
+        if self._limits is None:
+            prof = self.device_profile()
+            self._limits = Limits(tuple(self.max_workgroup_size()), self.max_compute_invocations_per_workgroup(),
+                                  self.max_grid_size(), self.max_invocations_per_dispatch(),
+                                  prof.max_shared_memory_bytes, self.max_storage_buffer_bytes())
+        return self._limits
+
+    def refuse(self, program: Program) -> None:
+        """Target checks beyond ops and limits (raise `UnsupportedFeature`). Default: none."""
+
+    # ---- 1. config -----------------------------------------------------------------------
+    def _config(self, config: Any) -> DispatchConfig:
+        if config is None:
+            return DEFAULT
+        if type(config) is not DispatchConfig and not isinstance(config, DispatchConfig):
+            raise InvalidProgram(f"config is a {type(config).__name__}, not a DispatchConfig.",
+                                 "pass vyre.driver.DispatchConfig(...) or None.", backend=self.id())
+        if config.cooperative and not self.supports_grid_sync():
+            raise UnsupportedFeature("cooperative (single-launch grid barrier) dispatch", self.id(),
+                                     "drop cooperative=True: grid_sync programs still run, as one "
+                                     "launch per phase; or use a backend that reports "
+                                     "supports_grid_sync().")
+        return config
+
+    def _pipe_config(self, pipe: EnginePipeline, config: Any) -> DispatchConfig:
+        if config is None:
+            return pipe.config
+        config = self._config(config)
+        if config.code_key() != pipe.config.code_key():
+            raise InvalidProgram("the dispatch config changes code-affecting fields (ulp_budget, "
+                                 "workgroup_override, specialization) of a compiled pipeline.",
+                                 "compile the program again with that config.", backend=self.id())
+        return config
+
+    # ---- 2. pipelines --------------------------------------------------------------------
+    def _usable(self) -> None:
+        if self._closed:
+            raise DispatchFailed(f"the {self.id()} backend was shut down.",
+                                 f"release it and acquire a new one: vyre.driver.registry.release"
+                                 f"({self.id()!r}); vyre.driver.acquire({self.id()!r}).", backend=self.id())
+        if self._runaway:
+            dev = self.device
+            self._runaway = [(f, k) for f, k in self._runaway if not dev.done(f)]
+            if self._runaway:
+                raise DeviceLost("a timed-out dispatch whose kernel cannot be cancelled is still "
+                                 "running on the device.", "wait for it to finish, or call "
+                                 "backend.try_recover() (a fresh queue; compiled pipelines are "
+                                 "invalidated).", backend=self.id())
+
+    def _validate(self, program: Any) -> None:
+        if not isinstance(program, Program):
+            raise InvalidProgram(f"expected a vyre Program, got {type(program).__name__}.",
+                                 "build one with vyre.ir.Program.wrapped(...) or @vyre.kernel.",
+                                 backend=self.id())
+        VALIDATION_CACHE.require_valid(program, self.id())
+
+    def _pipeline(self, program: Program, config: DispatchConfig) -> EnginePipeline:
+        self._validate(program)
+        key = (fingerprint(program), config.code_key())
+        pipe = self._pipes.get(key)
+        if pipe is not None:
+            self._hits += 1
+            return pipe
+        with self._lock:
+            self._usable()
+            pipe = self._pipes.get(key)
+            if pipe is not None:
+                self._hits += 1
+                return pipe
+            try:
+                eff = effective_program(program, config)
+            except VyreError as err:
+                raise from_foundation(err, self.id()) from None
+            if eff is not program:
+                self._validate(eff)  # a workgroup override can break barrier/subgroup rules
+            missing = sorted(set(program_ops(eff)) - set(self.supported_ops()))
+            if missing:
+                raise UnsupportedFeature(f"ops {', '.join(missing)}", self.id(),
+                                         "run this program on a backend whose supported_ops() has "
+                                         "them (`vyre backends --explain FILE` says which).")
+            self._check_workgroup(eff)
+            self.refuse(eff)
+            kernel = self._build(eff)
+            pipe = EnginePipeline(self, program, eff, config, kernel)
+            self._pipes[key] = pipe
+            self._misses += 1
+            while len(self._pipes) > PIPELINES_PER_BACKEND:
+                _, old = self._pipes.popitem(last=False)
+                self._drop(old)
+            return pipe
+
+    def _build(self, program: Program) -> Any:
+        try:
+            return self.device.build(program)
+        except BackendError:
+            raise
+        except VyreError as err:
+            raise from_foundation(err, self.id()) from None
+        except OSError as exc:  # a full disk or file-size limit while writing build artifacts
+            from ..errors import KernelCompileFailed
+
+            raise KernelCompileFailed(f"building the kernel failed with an I/O error ({exc}).",
+                                      "free disk space or point VYRE_CACHE_DIR somewhere writable.",
+                                      backend=self.id()) from None
+        except Exception as exc:
+            raise self.device.error(exc) from None
+
+    def _drop(self, pipe: EnginePipeline) -> None:
+        for prep in pipe.prepared.values():
+            prep.release(self.device)
+        for bound in list(pipe.bounds.values()):
+            bound.release()
+
+    def compile_native(self, program: Program, config: DispatchConfig | None = None) -> EnginePipeline:
+        return self._pipeline(program, self._config(config))
+
+    def pipeline_cache_snapshot(self) -> PipelineCacheSnapshot:
+        return PipelineCacheSnapshot(self._hits, self._misses, len(self._pipes), len(self._pipes))
+
+    def generated_source(self, program: Program, config: DispatchConfig | None = None) -> str | None:
+        """The target source this backend compiles for ``program`` (None: no source)."""
+        return self._pipeline(program, self._config(config)).kernel.source
+
+    # ---- 3. inputs -----------------------------------------------------------------------
+    def _inputs(self, pipe: EnginePipeline, inputs: Any) -> list[Input]:
+        dev = self.device
+        return check_inputs(pipe.effective, inputs, self.id(),
+                            dev.device_input if dev.reads_device_arrays else None)
+
+    # ---- 4. shape, limits, budget ----------------------------------------------------------
+    def _check_workgroup(self, program: Program) -> None:
+        lim = self.limits()
+        wg = program.workgroup_size
+        if any(w > m for w, m in zip(wg, lim.max_workgroup_size)) or \
+                program.invocations_per_workgroup > lim.max_invocations_per_workgroup:
+            raise LimitExceeded("workgroup_size", f"workgroup size {wg} exceeds this device's "
+                                f"{lim.max_workgroup_size} per axis / {lim.max_invocations_per_workgroup} "
+                                "invocations.", "use a smaller workgroup size (DispatchConfig."
+                                "workgroup_override).", backend=self.id())
+        shared = sum(b.count * b.dtype.size for b in program.workgroup_buffers)
+        if shared > lim.max_shared_memory_bytes:
+            raise LimitExceeded("shared_memory", f"{shared} bytes of workgroup memory exceed this "
+                                f"device's {lim.max_shared_memory_bytes}.", "use smaller workgroup "
+                                "buffers.", backend=self.id())
+
+    def _prepared(self, pipe: EnginePipeline, sizes: tuple[int, ...], config: DispatchConfig) -> Prepared:
+        key = (sizes, config.grid_override, config.dispatch_grid, config.dispatch_elements)
+        prep = pipe.prepared.get(key)
+        if prep is None:
+            with pipe._lock:
+                prep = pipe.prepared.get(key)
+                if prep is None:
+                    prep = self._make_prepared(pipe, sizes, config)
+                    pipe.prepared[key] = prep
+                    while len(pipe.prepared) > PREPARED_PER_PIPELINE:
+                        _, old = pipe.prepared.popitem(last=False)
+                        old.release(self.device)
+        if config.max_output_bytes is not None and prep.out_nbytes > config.max_output_bytes:
+            raise InvalidProgram(
+                f"dispatch would produce {prep.out_nbytes} output bytes, over max_output_bytes="
+                f"{config.max_output_bytes}.", "raise DispatchConfig.max_output_bytes or shrink the "
+                "outputs (declare smaller counts or pass smaller inputs).", backend=self.id())
+        return prep
+
+    def _make_prepared(self, pipe: EnginePipeline, sizes: tuple[int, ...], config: DispatchConfig) -> Prepared:
+        launch = launch_for_sizes(pipe.effective, sizes, config, self.id())
+        lim = self.limits()
+        if any(g > m for g, m in zip(launch.grid, lim.max_grid)):
+            raise LimitExceeded("grid", f"grid {launch.grid} exceeds this device's {lim.max_grid} "
+                                "workgroups per axis.", "spread the work over more axes "
+                                "(dispatch_grid/grid_override) or several dispatches.", backend=self.id())
+        total = launch.workgroups * pipe.effective.invocations_per_workgroup
+        if total > lim.max_invocations_per_dispatch:
+            raise LimitExceeded("invocations", f"the dispatch has {total} invocations; this backend "
+                                f"runs at most {lim.max_invocations_per_dispatch} per dispatch.",
+                                "split the work into several dispatches.", backend=self.id())
+        shape = dispatch_shape(pipe.effective, launch)
+        for b in shape.buffers:
+            if b.nbytes > lim.max_buffer_bytes:
+                raise LimitExceeded("buffer_bytes", f"buffer {b.name!r} needs {b.nbytes} bytes; this "
+                                    f"device's limit is {lim.max_buffer_bytes}.",
+                                    "split the data over several dispatches.", backend=self.id())
+        return Prepared(pipe.kernel, shape)
+
+    # ---- control blocks --------------------------------------------------------------------
+    def _ctl_take(self) -> Ctl:
+        with self._ctl_lock:
+            if self._ctls:
+                return self._ctls.pop()
+        return self.device.ctl_alloc()
+
+    def _ctl_give(self, ctl: Ctl) -> None:
+        with self._ctl_lock:
+            self._ctls.append(ctl)
+
+    # ---- 5. enqueue --------------------------------------------------------------------------
+    def _enqueue(self, pipe: EnginePipeline, prep: Prepared, ins: list[Input], config: DispatchConfig,
+                 deadline: float | None, timed: bool) -> Flight:
+        dev = self.device
+        with self._lock:
+            self._usable()
+            pipe.check_live()
+            sset = prep.take(dev, self._ctl_take)
+            flight = Flight(pipe, prep, sset, deadline)
+            try:
+                bufs = prep.buffers(dev)
+                packed = sset.packed
+                views: list[Any] | None = None
+                for pos, index, nbytes in prep.copies_in:
+                    x = ins[index]
+                    if isinstance(x, HostInput):
+                        if nbytes:
+                            if dev.synchronous:
+                                dev.upload(bufs[pos], x.words, nbytes)
+                            else:
+                                host = sset.ins[index]
+                                host.words[...] = x.words   # staged now: never read later
+                                dev.upload(bufs[pos], host, nbytes)
+                    else:
+                        view = dev.view(x.ptr, x.nbytes, x.value)
+                        if prep.shape.buffers[pos].output_index is None:
+                            views = list(bufs) if views is None else views
+                            views[pos] = view   # read in place: no copy at all
+                        elif nbytes:
+                            dev.copy(bufs[pos], view, nbytes)  # never write the caller's array
+                        flight.keep += (view, x.value)
+                if views is not None:
+                    packed = dev.pack(prep.kernel, views, prep.counts, sset.ctl)
+                for pos, nbytes in prep.zero:
+                    dev.zero(bufs[pos], nbytes)
+                if prep.kernel.uses_ctl:
+                    sset.ctl.deadline = deadline
+                    dev.ctl_reset(sset.ctl)
+                if not prep.empty:
+                    flight.token = dev.launch(prep.kernel, prep.grid, prep.block, packed, timed)
+                for (pos, nbytes, _), host in zip(prep.outs, sset.outs):
+                    if nbytes:
+                        dev.download(host, bufs[pos], nbytes)
+                if prep.kernel.uses_ctl:
+                    dev.ctl_fetch(sset.ctl)
+                flight.fence = dev.fence()
+            except Cancelled:
+                prep.give(dev, sset)
+                raise timed_out(config, self.id()) from None
+            except BaseException as exc:
+                prep.give(dev, sset if dev.synchronous else None)
+                raise self._fail(exc) from None
+        return flight
+
+    def _fail(self, exc: BaseException) -> BaseException:
+        if isinstance(exc, BackendError):
+            return exc
+        if isinstance(exc, VyreError):
+            return from_foundation(exc, self.id())
+        if isinstance(exc, MemoryError):
+            return DeviceOutOfMemory(0, None, backend=self.id(),
+                                     fix="dispatch smaller inputs: the host ran out of memory.")
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            return exc
+        return self.device.error(exc)
+
+    # ---- 6. complete -------------------------------------------------------------------------
+    def _wait(self, fence: Any, deadline: float | None, ctls: Sequence[Ctl], keep: tuple,
+              config: DispatchConfig) -> None:
+        """Wait for ``fence``; at the deadline cancel, and never queue behind a kernel that
+        cannot stop. Raises `DispatchFailed` on timeout."""
+        dev = self.device
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        try:
+            if dev.wait(fence, remaining):
+                return
+        except BaseException as exc:
+            raise self._fail(exc) from None
+        cancelled = [dev.ctl_cancel(c) for c in ctls]
+        stopped = bool(ctls) and all(cancelled) and dev.wait(fence, CANCEL_GRACE_S)
+        if not stopped:
+            with self._lock:
+                dev.abandon()
+                self._runaway.append((fence, keep))
+        raise timed_out(config, self.id())
+
+    def _complete(self, flight: Flight, config: DispatchConfig) -> list[bytes]:
+        prep, sset = flight.prep, flight.sset
+        dev = self.device
+        try:
+            self._wait(flight.fence, flight.deadline, (sset.ctl,) if prep.kernel.uses_ctl else (),
+                       (prep, sset, flight.keep), config)
+        except DispatchFailed:
+            stopped = not self._runaway or self._runaway[-1][0] is not flight.fence
+            prep.give(dev, sset if stopped else None)
+            raise
+        except BaseException:
+            prep.give(dev, None)
+            raise
+        try:
+            if prep.kernel.uses_ctl and sset.ctl.words[0]:
+                raise i32_division_failed(self.id())
+            return [h.words[:count].tobytes() for (_, _, count), h in zip(prep.outs, sset.outs)]
+        finally:
+            prep.give(dev, sset)
+
+    # ---- the synchronous recipe ------------------------------------------------------------
+    def _run(self, pipe: EnginePipeline, inputs: Any, config: DispatchConfig, *, timed: bool = False) -> Any:
+        started = _now()
+        ok = False
+        try:
+            ins = self._inputs(pipe, inputs)
+            deadline = deadline_of(config)
+            prep = self._prepared(pipe, tuple(x.nbytes for x in ins), config)
+            flight = self._enqueue(pipe, prep, ins, config, deadline, timed)
+            enqueued = _now()
+            outs = self._complete(flight, config)
+            device_ns = self.device.elapsed_ns(flight.token) if timed and flight.token is not None else None
+            if config.fixpoint_iterations > 1:
+                outs = self._fixpoint_rest(pipe, ins, outs, config, deadline)
+            ok = True
+            if timed:
+                end = _now()
+                return TimedDispatchResult(outs, end - started, device_ns, enqueued - started, end - enqueued)
+            return outs
+        finally:
+            observability.record_dispatch(self.id(), _now() - started, ok, config.label)
+
+    def _fixpoint_rest(self, pipe: EnginePipeline, ins: list[Input], outs: list[bytes],
+                       config: DispatchConfig, deadline: float | None) -> list[bytes]:
+        """Iterations 2..n of ``fixpoint_iterations``: feed READ_WRITE outputs back as inputs
+        until they stop changing."""
+        prog = pipe.effective
+        outputs = [b.name for b in prog.outputs]
+        pairs = [(i, outputs.index(d.name)) for i, d in enumerate(prog.inputs) if d.is_output]
+        ins = list(ins)
+        for _ in range(config.fixpoint_iterations - 1):
+            changed = False
+            for i, j in pairs:
+                if outs[j] != self._input_bytes(ins[i]):
+                    changed = True
+                ins[i] = HostInput(raw_words(outs[j]))
+            if not changed:
+                break
+            prep = self._prepared(pipe, tuple(x.nbytes for x in ins), config)
+            outs = self._complete(self._enqueue(pipe, prep, ins, config, deadline, False), config)
+        return outs
+
+    def _input_bytes(self, x: Input) -> bytes:
+        if isinstance(x, HostInput):
+            return x.words.tobytes()
+        dev = self.device
+        host = dev.host_alloc(x.nbytes)
+        with self._lock:
+            if x.nbytes:
+                dev.download(host, dev.view(x.ptr, x.nbytes, x.value), x.nbytes)
+            fence = dev.fence()
+        dev.wait(fence, None)
+        return host.words.tobytes()
+
+    # ---- entry points: the contract ----------------------------------------------------------
+    def _tuned(self, program: Program, inputs: Any, config: DispatchConfig) -> DispatchConfig:
+        from ..tuner import tuned_config
+
+        if config.profile == "latency":
+            return config
+        return tuned_config(self, program, inputs, config, force=config.profile == "throughput") or config
+
+    def dispatch(self, program: Program, inputs: Sequence[Any],
+                 config: DispatchConfig | None = None) -> list[bytes]:
+        config = self._config(config)
+        return self._run(self._pipeline(program, self._tuned(program, inputs, config)), inputs, config)
+
+    def dispatch_borrowed(self, program: Program, inputs: Sequence[Any],
+                          config: DispatchConfig | None = None) -> list[bytes]:
+        return self.dispatch(program, inputs, config)  # inputs are staged once, never copied first
+
+    def dispatch_borrowed_timed(self, program: Program, inputs: Sequence[Any],
+                                config: DispatchConfig | None = None) -> TimedDispatchResult:
+        config = self._config(config)
+        return self._run(self._pipeline(program, config), inputs, config, timed=True)
+
+    def dispatch_borrowed_into(self, program: Program, inputs: Sequence[Any],
+                               config: DispatchConfig | None, outputs: list) -> None:
+        if not isinstance(outputs, list):
+            raise InvalidProgram(f"outputs is a {type(outputs).__name__}, not a list.",
+                                 "pass a list; it is cleared and filled with one bytes per output.",
+                                 backend=self.id())
+        result = self.dispatch(program, inputs, config)
+        outputs[:] = result
+
+    def _run_async(self, pipe: EnginePipeline, inputs: Any, config: DispatchConfig) -> PendingDispatch:
+        started = _now()
+        try:
+            ins = self._inputs(pipe, inputs)
+            prep = self._prepared(pipe, tuple(x.nbytes for x in ins), config)
+            flight = self._enqueue(pipe, prep, ins, config, deadline_of(config), False)
+        except BaseException:
+            observability.record_dispatch(self.id(), _now() - started, False, config.label)
+            raise
+        if config.fixpoint_iterations > 1:  # later iterations read the staged copies, not the caller's
+            ins = [x if not isinstance(x, HostInput) else HostInput(x.words.copy()) for x in ins]
+        return EnginePending(self, flight, config, ins if config.fixpoint_iterations > 1 else None, started)
+
+    def dispatch_async(self, program: Program, inputs: Sequence[Any],
+                       config: DispatchConfig | None = None) -> PendingDispatch:
+        config = self._config(config)
+        return self._run_async(self._pipeline(program, config), inputs, config)
+
+    def dispatch_borrowed_async(self, program: Program, inputs: Sequence[Any],
+                                config: DispatchConfig | None = None) -> PendingDispatch:
+        return self.dispatch_async(program, inputs, config)
+
+    # ---- resident buffers ----------------------------------------------------------------------
+    def allocate_resident(self, byte_len: int) -> Resource:
+        if isinstance(byte_len, bool) or not isinstance(byte_len, int):
+            raise InvalidProgram(f"allocate_resident({byte_len!r}): the size is not an int.",
+                                 "pass the size in bytes as an int.", backend=self.id())
+        if byte_len < 0 or byte_len > self.limits().max_buffer_bytes:
+            raise LimitExceeded("buffer_bytes", f"allocate_resident({byte_len}) is outside 0.."
+                                f"{self.limits().max_buffer_bytes} bytes.", "allocate a size this "
+                                "device supports (max_storage_buffer_bytes()).", backend=self.id())
+        with self._lock:
+            self._usable()
+            try:
+                handle = self.device.alloc(byte_len)
+            except BaseException as exc:
+                raise self._fail(exc) from None
+        return Resource(self.id(), id(self), byte_len, handle)
+
+    def upload_resident(self, resource: Resource, data: Any) -> None:
+        self.own(resource)
+        dev = self.device
+        words = raw_words(data, "resident upload", self.id(), device_ok=dev.reads_device_arrays)
+        if words is None:
+            from ..inputs import cai_span
+
+            if hasattr(data, "__cuda_array_interface__"):
+                ptr, nbytes = cai_span(None, data, "resident upload", self.id())
+            else:
+                d = dev.device_input(None, data, "resident upload")
+                ptr, nbytes = d.ptr, d.nbytes
+            self._check_upload(resource, nbytes)
+            with self._lock:
+                if nbytes:
+                    dev.copy(resource.handle, dev.view(ptr, nbytes, data), nbytes)
+                fence = dev.fence()
+        else:
+            self._check_upload(resource, words.nbytes)
+            host = None
+            with self._lock:
+                if words.nbytes:
+                    if dev.synchronous:
+                        dev.upload(resource.handle, words, words.nbytes)
+                    else:
+                        host = dev.host_alloc(words.nbytes)
+                        host.words[...] = words
+                        dev.upload(resource.handle, host, words.nbytes)
+                fence = dev.fence()
+        self._wait(fence, None, (), (), DEFAULT)
+
+    def _check_upload(self, resource: Resource, nbytes: int) -> None:
+        if nbytes != resource.byte_len:
+            from ..errors import InvalidInput
+
+            raise InvalidInput("input_size", f"upload of {nbytes} bytes into a {resource.byte_len}-byte "
+                               "resident buffer.", "upload exactly the allocated size.", backend=self.id())
+
+    def read_resident(self, resource: Resource) -> bytes:
+        """Copy a resident buffer back to the host (additive method)."""
+        self.own(resource)
+        dev = self.device
+        host = dev.host_alloc(resource.byte_len)
+        with self._lock:
+            self._usable()
+            if resource.byte_len:
+                dev.download(host, resource.handle, resource.byte_len)
+            fence = dev.fence()
+        self._wait(fence, None, (), (), DEFAULT)
+        return host.words.tobytes()
+
+    def free_resident(self, resource: Resource) -> None:
+        """Free a resident buffer. Later uses are errors with a Fix; the device memory goes
+        once no bound dispatch holds it (cached internal bindings are dropped now)."""
+        self.own(resource)
+        resource.freed = True
+        for holder in list(resource.holders):
+            if getattr(holder, "cached", False):
+                holder.release()
+        self._free_if_unheld(resource)
+
+    def _free_if_unheld(self, resource: Resource) -> None:
+        if resource.freed and not resource.holders and resource.handle is not None:
+            handle, resource.handle = resource.handle, None
+            with self._lock:
+                try:
+                    self.device.free(handle)
+                except Exception:
+                    pass
+
+    def _bound_for(self, pipe: EnginePipeline, resources: Sequence[Resource], config: DispatchConfig) -> Any:
+        from .resident import Bound
+
+        key = (tuple(id(r) for r in resources), config.grid_override, config.dispatch_grid,
+               config.dispatch_elements)
+        bound = pipe.bounds.get(key)
+        if bound is None or bound.released or any(a is not b for a, b in zip(bound.resources, resources)):
+            bound = Bound(self, pipe, resources, config, cached=True)
+            if len(pipe.bounds) > 64:
+                for old in list(pipe.bounds.values()):
+                    old.release()
+            pipe.bounds[key] = bound
+        return bound
+
+    def dispatch_resident_timed(self, program: Program, resources: Sequence[Resource],
+                                config: DispatchConfig | None = None) -> TimedDispatchResult:
+        """Run on resident buffers (one per non-workgroup buffer, declaration order); outputs
+        stay on the device (`read_resident`)."""
+        config = self._config(config)
+        return self._bound_for(self._pipeline(program, config), resources, config).run_timed(config)
+
+    def bind_resident(self, program: Program, resources: Sequence[Resource],
+                      config: DispatchConfig | None = None) -> Any:
+        """Pack a resident dispatch once (see `vyre.driver.persistent.bind`)."""
+        from .resident import Bound
+
+        config = self._config(config)
+        return Bound(self, self._pipeline(program, config), resources, config)
+
+    def compile_batch(self, items: list) -> Any:
+        from .resident import EngineBatch
+
+        return EngineBatch(self, items)
+
+    def _resident_prepared(self, pipe: EnginePipeline, resources: Sequence[Resource],
+                           config: DispatchConfig) -> Prepared:
+        for r in resources:
+            self.own(r)
+        sizes = tuple(resident_sizes(pipe.effective, resources, self.id()))
+        prep = self._prepared(pipe, sizes, config)
+        for b in prep.shape.buffers:
+            have = resources[b.decl_index].byte_len
+            if have < b.nbytes:
+                raise InvalidProgram(f"resident buffer for {b.name!r} holds {have} bytes; the dispatch "
+                                     f"needs {b.nbytes}.", "allocate a larger resident buffer.",
+                                     backend=self.id())
+        return prep
+
+    # ---- lifecycle -----------------------------------------------------------------------------
+    def prepare(self) -> None:
+        with self._lock:
+            self._usable()
+
+    def flush(self) -> None:
+        with self._lock:
+            fence = self.device.fence()
+        self._wait(fence, None, (), (), DEFAULT)
+
+    def shutdown(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            try:
+                if not self._runaway:
+                    self.device.wait(self.device.fence(), 10.0)
+            except Exception:
+                pass
+            for pipe in self._pipes.values():
+                self._drop(pipe)
+            self._pipes.clear()
+            self._closed = True
+            from .. import pipeline as P
+
+            P.clear(self.id(), self)
+            self.device.close()
+
+    def try_recover(self) -> None:
+        """Start over on a fresh queue: every pipeline, staging set and bound dispatch handed
+        out before is invalidated (their device objects are dropped, except those a runaway
+        kernel may still write, which are kept alive until it ends)."""
+        from .. import pipeline as P
+
+        with self._lock:
+            self.device.abandon()
+            self.generation += 1
+            keep = [k for _, k in self._runaway]
+            self._graveyard = getattr(self, "_graveyard", []) + keep
+            self._runaway = []
+            old = list(self._pipes.values())
+            self._pipes.clear()
+            self._ctls = []
+            for pipe in old:
+                for bound in list(pipe.bounds.values()):
+                    bound.release()
+            P.clear(self.id(), self)

@@ -1,0 +1,190 @@
+"""`Device`: the small interface a concrete driver implements under the engine.
+
+A device knows target mechanics only: how to build a program, allocate and free memory, copy
+bytes in and out, zero a buffer, pack kernel arguments, launch, fence and wait, time, and turn
+its vendor's exceptions into `BackendError`s. It knows nothing of the rules (validation,
+input checks, limits, budgets, timeouts, fixpoint, counters), of caches or of which entry point
+is running: those are the engine's (`vyre.driver.engine.core`).
+
+Every operation is enqueued in one in-order queue (a CUDA stream, an OpenCL queue); `fence()`
+marks everything enqueued so far. A *synchronous* device (the reference) does each operation
+at once, and its fences are always complete.
+
+Host memory the device copies from or to is a `HostBuffer` from `host_alloc` (pinned where
+the target has it): the engine owns these, fills them at call time and does not reuse one
+before the fence of the dispatch that used it has completed.
+
+The control block (`Ctl`) is a dispatch's two host-visible words: the kernel sets word 0 on
+an i32 division error and polls word 1, which the engine sets to cancel a timed-out dispatch.
+Each dispatch in flight has its own block, so concurrent dispatches never see each other's
+errors.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from vyre.ir.program import BufferDecl, Program
+
+from ..errors import BackendError
+
+
+class Cancelled(Exception):
+    """Raised by a synchronous device's `launch` when its control block's deadline passed or
+    its cancel word was raised: the engine reports the dispatch's timeout."""
+
+
+@dataclass(frozen=True, eq=False)
+class Kernel:
+    """A compiled program, as the engine sees it."""
+
+    handle: Any                          # the device's compiled object
+    uses_ctl: bool                       # the kernel reads or writes its control block
+    fully_written: frozenset[str] = frozenset()  # outputs every lane overwrites (no zero-fill)
+    built_from: str = "compiled"         # "compiled", "disk" or "interpreter"
+    source: str | None = field(default=None, repr=False)
+
+    def skips_zero_fill(self, name: str, count: int, global_x: int) -> bool:
+        """True when the launch overwrites every element of output ``name``."""
+        return name in self.fully_written and global_x >= count
+
+
+class HostBuffer:
+    """Host memory the device copies from/to: ``words`` is its u32 view."""
+
+    __slots__ = ("handle", "words")
+
+    def __init__(self, handle: Any, words: np.ndarray) -> None:
+        self.handle, self.words = handle, words
+
+
+class Ctl:
+    """A dispatch's control block. ``words`` is host-visible once the dispatch's fence is
+    complete (after `Device.ctl_fetch`); ``deadline`` is for synchronous devices, which run the
+    kernel inside `launch` and must stop by themselves."""
+
+    __slots__ = ("arg", "deadline", "handle", "words")
+
+    def __init__(self, arg: Any, words: np.ndarray, handle: Any = None) -> None:
+        self.arg, self.words, self.handle = arg, words, handle
+        self.deadline: float | None = None
+
+
+class Device(abc.ABC):
+    """Target mechanics for one device. Subclasses live in ``vyre.drivers.<target>``."""
+
+    #: kernels stop when the engine raises their cancel word (timeouts really stop work)
+    cancellable: bool = False
+    #: every operation completes before it returns (fences are always done)
+    synchronous: bool = False
+    #: the backend reads device arrays in place (`device_input`)
+    reads_device_arrays: bool = False
+
+    # ---- compile -----------------------------------------------------------------------
+    @abc.abstractmethod
+    def build(self, program: Program) -> Kernel:
+        """Compile a validated, specialized program (its kernels, one per grid_sync phase)."""
+
+    # ---- memory ------------------------------------------------------------------------
+    @abc.abstractmethod
+    def alloc(self, nbytes: int) -> Any:
+        """Device memory of at least ``max(nbytes, 4)`` bytes (contents undefined)."""
+
+    @abc.abstractmethod
+    def free(self, buf: Any) -> None: ...
+
+    def host_alloc(self, nbytes: int) -> HostBuffer:
+        """Host memory the device copies quickly (default: a plain numpy array)."""
+        words = np.empty(max(1, nbytes // 4), dtype=np.uint32)
+        return HostBuffer(words, words[: nbytes // 4])
+
+    @abc.abstractmethod
+    def upload(self, dst: Any, src: HostBuffer | np.ndarray, nbytes: int) -> None:
+        """Enqueue a copy of ``nbytes`` from host ``src`` into ``dst``. ``src`` is a
+        `HostBuffer`, or — on a synchronous device only — the caller's words."""
+
+    @abc.abstractmethod
+    def download(self, dst: HostBuffer, src: Any, nbytes: int) -> None:
+        """Enqueue a copy of ``nbytes`` of ``src`` into host ``dst``."""
+
+    @abc.abstractmethod
+    def copy(self, dst: Any, src: Any, nbytes: int) -> None:
+        """Enqueue a device-to-device copy."""
+
+    @abc.abstractmethod
+    def zero(self, buf: Any, nbytes: int) -> None:
+        """Enqueue zeroing the first ``nbytes`` of ``buf``."""
+
+    # ---- control block -----------------------------------------------------------------
+    @abc.abstractmethod
+    def ctl_alloc(self) -> Ctl: ...
+
+    def ctl_reset(self, ctl: Ctl) -> None:
+        """Zero both words before the dispatch's kernels run (default: a host write, for
+        blocks the device reads from host memory)."""
+        ctl.words[:] = 0
+
+    def ctl_fetch(self, ctl: Ctl) -> None:
+        """Enqueue what makes the kernels' writes visible in ``ctl.words`` (default: none)."""
+        return None
+
+    def ctl_cancel(self, ctl: Ctl) -> bool:
+        """Raise the cancel word now, while kernels run; False where the device cannot."""
+        if not self.cancellable:
+            return False
+        ctl.words[1] = 1
+        return True
+
+    # ---- launch ------------------------------------------------------------------------
+    @abc.abstractmethod
+    def pack(self, kernel: Kernel, buffers: list[Any], counts: tuple[int, ...], ctl: Ctl) -> Any:
+        """Kernel arguments (buffers in binding order, one u32 count each, the control
+        block), packed once for any number of launches."""
+
+    @abc.abstractmethod
+    def launch(self, kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int],
+               packed: Any, timed: bool = False) -> Any:
+        """Enqueue every phase of ``kernel``; when ``timed``, return a token for
+        `elapsed_ns`."""
+
+    def elapsed_ns(self, token: Any) -> int | None:
+        """Device time of a completed timed launch, or None where the device cannot time."""
+        return None
+
+    # ---- completion --------------------------------------------------------------------
+    @abc.abstractmethod
+    def fence(self) -> Any:
+        """A marker of everything enqueued so far."""
+
+    @abc.abstractmethod
+    def done(self, fence: Any) -> bool: ...
+
+    @abc.abstractmethod
+    def wait(self, fence: Any, timeout: float | None) -> bool:
+        """Block until ``fence`` completes (True) or ``timeout`` seconds pass (False)."""
+
+    def abandon(self) -> None:
+        """Stop waiting on work that would not stop: later dispatches must not queue behind
+        it (a fresh queue or stream). Default: nothing to do."""
+        return None
+
+    # ---- errors and hooks --------------------------------------------------------------
+    @abc.abstractmethod
+    def error(self, exc: BaseException) -> BackendError:
+        """The `BackendError` for a vendor exception."""
+
+    def device_input(self, decl: BufferDecl, value: Any, where: str) -> Any:
+        """Resolve a device array for in-place use (only if `reads_device_arrays`)."""
+        raise NotImplementedError
+
+    def view(self, ptr: int, nbytes: int, owner: Any) -> Any:
+        """A device buffer object over memory the caller owns (device arrays)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release the device (backend shutdown)."""
+        return None

@@ -1,0 +1,261 @@
+"""Resident dispatches on the engine: `Bound` (arguments packed once, launched many times:
+`dispatch_resident_timed`, `bind_resident` and `vyre.driver.persistent.bind` all use it) and
+`EngineBatch` (many bound dispatches replayed as one unit, captured as a device graph where
+the device has graphs).
+
+The rules are the engine's: the program was validated and its limits and ``max_output_bytes``
+checked when the shape was prepared; every launch checks that no resource was freed and that
+the pipeline is still live; ``run`` waits within ``timeout`` (cancelling on expiry), turns the
+dispatch's own error flag into `DispatchFailed`, re-launches for ``fixpoint_iterations`` and
+records the counters.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from .. import observability
+from ..backend import Resource
+from ..config import DispatchConfig
+from ..errors import DispatchFailed, InvalidProgram, i32_division_failed
+from ..pending import TimedDispatchResult
+from .core import EngineBackend, EnginePipeline, _now, deadline_of, timed_out
+from .device import Cancelled
+
+
+class Bound:
+    """A resident dispatch with its kernel arguments packed once. `launch()` enqueues and
+    returns; `run()` launches, waits and reports errors (of every launch since the last run).
+    One thread at a time per handle."""
+
+    def __init__(self, backend: EngineBackend, pipe: EnginePipeline, resources: Sequence[Resource],
+                 config: DispatchConfig, cached: bool = False) -> None:
+        if not isinstance(resources, Sequence) or isinstance(resources, str | bytes):
+            raise InvalidProgram(f"resources must be a list of Resource, got {type(resources).__name__}.",
+                                 "pass one resident buffer per non-workgroup buffer, in declaration "
+                                 "order.", backend=backend.id())
+        self.backend, self.pipe, self.config, self.cached = backend, pipe, config, cached
+        self.resources = tuple(resources)
+        self.prep = backend._resident_prepared(pipe, self.resources, config)
+        dev = backend.device
+        self.ctl = backend._ctl_take()
+        bufs = [self.resources[b.decl_index].handle for b in self.prep.shape.buffers]
+        self.packed = dev.pack(self.prep.kernel, bufs, self.prep.counts, self.ctl)
+        self.zero = tuple((bufs[pos], n) for pos, n in self.prep.zero)
+        self.uses_ctl = self.prep.kernel.uses_ctl
+        self.released = False
+        self._armed = False
+        self._lock = threading.Lock()
+        outs = [b.name for b in pipe.effective.outputs]
+        self._rw = [(r, outs.index(b.name)) for b, r in zip(
+            (b for b in pipe.effective.buffers if not b.is_workgroup), self.resources) if b.is_input and b.is_output]
+        for r in self.resources:
+            r.holders.add(self)
+
+    def __repr__(self) -> str:
+        state = "released" if self.released else f"grid={self.prep.grid}"
+        return f"<Bound {self.backend.id()} {state} resources={[r.serial for r in self.resources]}>"
+
+    def _check(self) -> None:
+        if self.released:
+            raise InvalidProgram("this bound dispatch was released.", "bind the program again.",
+                                 backend=self.backend.id())
+        for r in self.resources:
+            if r.freed:
+                raise InvalidProgram(f"resident buffer {r.backend}#{r.serial} was freed after this "
+                                     "dispatch was bound.", "allocate new resident buffers and bind "
+                                     "again.", backend=self.backend.id())
+        self.pipe.check_live()
+
+    def _enqueue(self, timed: bool = False, capture: bool = False) -> Any:
+        """Zero the outputs, arm the control block, launch. Caller holds the backend lock."""
+        dev = self.backend.device
+        for buf, n in self.zero:
+            dev.zero(buf, n)
+        if self.uses_ctl and not self._armed and not capture:
+            self.ctl.deadline = None
+            dev.ctl_reset(self.ctl)
+            self._armed = True
+        if self.prep.empty:
+            return None
+        return dev.launch(self.prep.kernel, self.prep.grid, self.prep.block, self.packed, timed)
+
+    def launch(self) -> None:
+        """Enqueue the dispatch and return at once."""
+        t0 = _now()
+        ok = False
+        try:
+            b = self.backend
+            with b._lock:
+                b._usable()
+                self._check()
+                try:
+                    self._enqueue()
+                except BaseException as exc:
+                    raise b._fail(exc) from None
+            ok = True
+        finally:
+            observability.record_dispatch(self.backend.id(), _now() - t0, ok, self.config.label)
+
+    def run(self) -> None:
+        """Launch, wait and raise on a device or i32 division error."""
+        self.run_timed()
+
+    def _finish(self, deadline: float | None, config: DispatchConfig) -> None:
+        b, dev = self.backend, self.backend.device
+        with b._lock:
+            if self.uses_ctl:
+                dev.ctl_fetch(self.ctl)
+            fence = dev.fence()
+        b._wait(fence, deadline, (self.ctl,) if self.uses_ctl else (), (self,), config)
+        if self.uses_ctl:
+            failed = bool(self.ctl.words[0])
+            self._armed = False
+            if failed:
+                raise i32_division_failed(b.id())
+
+    def run_timed(self, config: DispatchConfig | None = None) -> TimedDispatchResult:
+        config = config or self.config
+        b, dev = self.backend, self.backend.device
+        t0 = _now()
+        ok = False
+        try:
+            with self._lock:
+                deadline = deadline_of(config)
+                before = [b.read_resident(r) for r, _ in self._rw] if config.fixpoint_iterations > 1 else None
+                device_ns = 0
+                t1 = t0
+                for it in range(config.fixpoint_iterations):
+                    with b._lock:
+                        b._usable()
+                        self._check()
+                        try:
+                            if self.uses_ctl:
+                                self.ctl.deadline = deadline
+                            token = self._enqueue(timed=True)
+                        except Cancelled:
+                            self._armed = False
+                            raise timed_out(config, b.id()) from None
+                        except BaseException as exc:
+                            self._armed = False
+                            raise b._fail(exc) from None
+                    t1 = _now()
+                    self._finish(deadline, config)
+                    ns = dev.elapsed_ns(token) if token is not None else 0
+                    device_ns = None if ns is None or device_ns is None else device_ns + ns
+                    if before is None or it == config.fixpoint_iterations - 1:
+                        break
+                    after = [b.read_resident(r) for r, _ in self._rw]
+                    if after == before:
+                        break
+                    before = after
+            ok = True
+            t2 = _now()
+            return TimedDispatchResult([], t2 - t0, device_ns, t1 - t0, t2 - t1)
+        finally:
+            observability.record_dispatch(b.id(), _now() - t0, ok, config.label)
+
+    def release(self) -> None:
+        """Drop the binding; resources freed meanwhile are released to the device now."""
+        if self.released:
+            return
+        self.released = True
+        for key, bound in list(self.pipe.bounds.items()):
+            if bound is self:
+                del self.pipe.bounds[key]
+        for r in self.resources:
+            r.holders.discard(self)
+            self.backend._free_if_unheld(r)
+        if not self._armed:
+            self.backend._ctl_give(self.ctl)
+
+    def __del__(self) -> None:  # a dropped handle must not keep freed memory alive
+        try:
+            if not self.released:
+                self.released = True
+                for r in self.resources:
+                    r.holders.discard(self)
+                    self.backend._free_if_unheld(r)
+        except Exception:
+            pass
+
+
+class EngineBatch:
+    """Bound dispatches replayed in order as one unit. On a device with graphs the launches
+    are captured once and replayed as one graph; otherwise they are enqueued back to back.
+    Either way: one wait, every item's error flag checked, counters per item."""
+
+    def __init__(self, backend: EngineBackend, items: list) -> None:
+        self.backend = backend
+        self.items = list(items)
+        self.bounds = [Bound(backend, backend._pipeline(it.program, backend._config(it.config)),
+                             it.resources, backend._config(it.config)) for it in self.items]
+        timeouts = [bd.config.timeout for bd in self.bounds if bd.config.timeout is not None]
+        self.timeout = min(timeouts) if timeouts else None
+        self.sequential = any(bd.config.fixpoint_iterations > 1 for bd in self.bounds)
+        self.graph = None
+        dev = backend.device
+        if not self.sequential and getattr(dev, "supports_graphs", False):
+            with backend._lock:
+                try:
+                    dev.begin_capture()
+                    for bd in self.bounds:
+                        bd._enqueue(capture=True)
+                    self.graph = dev.end_capture()
+                except BaseException as exc:
+                    raise backend._fail(exc) from None
+
+    @property
+    def native(self) -> bool:
+        return self.graph is not None
+
+    def replay(self) -> None:
+        b, dev = self.backend, self.backend.device
+        if self.sequential:
+            for bd in self.bounds:
+                bd.run_timed()
+            return
+        t0 = _now()
+        ok = False
+        try:
+            with b._lock:
+                b._usable()
+                for bd in self.bounds:
+                    bd._check()
+                try:
+                    if self.graph is not None:
+                        for bd in self.bounds:
+                            if bd.uses_ctl:
+                                dev.ctl_reset(bd.ctl)
+                                bd._armed = True
+                        dev.launch_graph(self.graph)
+                    else:
+                        for bd in self.bounds:
+                            bd._enqueue()
+                    for bd in self.bounds:
+                        if bd.uses_ctl:
+                            dev.ctl_fetch(bd.ctl)
+                    fence = dev.fence()
+                except BaseException as exc:
+                    raise b._fail(exc) from None
+            deadline = None if self.timeout is None else time.monotonic() + self.timeout
+            cfg = DispatchConfig(timeout=self.timeout)
+            b._wait(fence, deadline, [bd.ctl for bd in self.bounds if bd.uses_ctl], tuple(self.bounds), cfg)
+            failed = False
+            for bd in self.bounds:
+                if bd.uses_ctl:
+                    failed |= bool(bd.ctl.words[0])
+                    bd._armed = False
+            if failed:
+                raise i32_division_failed(b.id())
+            ok = True
+        finally:
+            wall = _now() - t0
+            for bd in self.bounds:
+                observability.record_dispatch(b.id(), wall // max(1, len(self.bounds)), ok, bd.config.label)
+
+
+__all__ = ["Bound", "DispatchFailed", "EngineBatch"]

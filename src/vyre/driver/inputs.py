@@ -1,0 +1,220 @@
+"""The one recipe that turns what a caller passes into the bytes a buffer receives.
+
+Every entry point of every backend reaches its inputs through `check_inputs` (typed
+buffers) or `raw_words` (untyped resident uploads); nothing else converts caller data.
+
+Accepted, per input buffer (declaration order):
+
+* a numpy array whose dtype is the buffer's element type (little-endian, C-contiguous, any
+  shape; BOOL buffers take u32/i32 words);
+* ``bytes``, ``bytearray`` or a contiguous ``memoryview``: raw little-endian bytes;
+* a device array (``__cuda_array_interface__``, or ``__dlpack__`` on a GPU) whose dtype is the
+  buffer's, on backends that read device memory (`Device.device_input`);
+* a CPU ``__dlpack__`` producer (torch CPU tensors, jax CPU arrays), read through numpy.
+
+Anything else — a wrong dtype, a big-endian or strided array, a list, None, a scalar — is an
+`InvalidInput` with a stable ``reason`` and a Fix naming the conversion to make. Host inputs
+come back as `HostInput` (a u32 word view that may alias the caller's memory: the engine
+copies it before returning from an asynchronous call).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from vyre.ir.program import BufferDecl, Program
+from vyre.ir.types import DataType
+
+from .errors import InvalidInput
+
+_LITTLE = sys.byteorder == "little"
+_NATIVE = "=<|" if _LITTLE else "<|"
+_WANT = {DataType.U32: ("u4",), DataType.I32: ("i4",), DataType.F32: ("f4",),
+         DataType.BOOL: ("u4", "i4")}
+_NP_NAME = {DataType.U32: "np.uint32", DataType.I32: "np.int32", DataType.F32: "np.float32",
+            DataType.BOOL: "np.uint32"}
+_DLPACK_CPU = 1
+
+
+class HostInput:
+    """Host bytes for one buffer: ``words`` is a contiguous little-endian u32 view."""
+
+    __slots__ = ("nbytes", "words")
+
+    def __init__(self, words: np.ndarray) -> None:
+        self.words = words
+        self.nbytes = words.nbytes
+
+
+class DeviceInput:
+    """A device array bound to one buffer: ``value`` is the caller's object (kept alive),
+    ``ptr``/``nbytes`` its memory as the backend resolved it."""
+
+    __slots__ = ("nbytes", "ptr", "value")
+
+    def __init__(self, value: Any, ptr: int, nbytes: int) -> None:
+        self.value, self.ptr, self.nbytes = value, ptr, nbytes
+
+
+Input = HostInput | DeviceInput
+
+
+def _typestr_ok(decl: BufferDecl, kind: str, itemsize: int) -> bool:
+    return f"{kind}{itemsize}" in _WANT[decl.dtype]
+
+
+def _fix_dtype(decl: BufferDecl) -> str:
+    return f"pass x.astype({_NP_NAME[decl.dtype]}) (or the raw bytes: x.tobytes())"
+
+
+def check_dtype(decl: BufferDecl, dt: np.dtype, where: str, backend: str | None) -> None:
+    """Refuse an array dtype that is not ``decl``'s element type, or not little-endian."""
+    if not _typestr_ok(decl, dt.kind, dt.itemsize) or dt.fields is not None:
+        raise InvalidInput("input_dtype", f"{where} is a {dt} array but {decl.name!r} holds "
+                           f"{decl.dtype.value}.", _fix_dtype(decl), backend=backend)
+    if dt.byteorder not in _NATIVE:
+        raise InvalidInput("input_byteorder", f"{where} is big-endian ({dt.str}).",
+                           f"pass x.astype('<{dt.kind}{dt.itemsize}') (vyre buffers are "
+                           "little-endian).", backend=backend)
+
+
+def _from_numpy(decl: BufferDecl, x: np.ndarray, where: str, backend: str | None) -> HostInput:
+    check_dtype(decl, x.dtype, where, backend)
+    if not x.flags.c_contiguous:
+        raise InvalidInput("input_layout", f"{where} is not C-contiguous (strides {x.strides}).",
+                           "pass np.ascontiguousarray(x).", backend=backend)
+    return HostInput(x.reshape(-1).view("<u4") if x.ndim != 1 or x.dtype.kind != "u" else x)
+
+
+def _raw(x: Any, where: str, backend: str | None) -> np.ndarray:
+    try:
+        mv = memoryview(x)
+    except TypeError:
+        raise InvalidInput("input_type", f"{where} is a {type(x).__name__}, not bytes-like.",
+                           "pass a numpy array, bytes, bytearray or a contiguous memoryview.",
+                           backend=backend) from None
+    if not mv.c_contiguous:
+        raise InvalidInput("input_layout", f"{where} is a non-contiguous memoryview.",
+                           "pass bytes(view) or a contiguous array.", backend=backend)
+    raw = np.frombuffer(mv.cast("B") if mv.ndim != 1 or mv.format != "B" else mv, dtype=np.uint8)
+    if raw.size % 4:
+        raise InvalidInput("input_size", f"{where} has {raw.size} bytes, not a multiple of 4.",
+                           "pass whole 32-bit elements.", backend=backend)
+    return raw.view("<u4")
+
+
+def raw_words(x: Any, where: str = "data", backend: str | None = None,
+              device_ok: bool = False) -> np.ndarray | None:
+    """Untyped bytes (resident uploads): any contiguous numpy array or bytes-like object as
+    little-endian u32 words. Returns None for a device array when ``device_ok``."""
+    if type(x) is np.ndarray or isinstance(x, np.ndarray):
+        if x.dtype.byteorder not in _NATIVE or x.dtype.hasobject:
+            raise InvalidInput("input_dtype", f"{where} is a {x.dtype} array.",
+                               "pass little-endian numeric data.", backend=backend)
+        if not x.flags.c_contiguous:
+            raise InvalidInput("input_layout", f"{where} is not C-contiguous.",
+                               "pass np.ascontiguousarray(x).", backend=backend)
+        if x.nbytes % 4:
+            raise InvalidInput("input_size", f"{where} has {x.nbytes} bytes, not a multiple of 4.",
+                               "pass whole 32-bit words.", backend=backend)
+        return x.reshape(-1).view(np.uint8).view("<u4")
+    if isinstance(x, bytes | bytearray | memoryview):
+        return _raw(x, where, backend)
+    if hasattr(x, "__cuda_array_interface__") or hasattr(x, "__dlpack__"):
+        if device_ok:
+            return None
+        raise InvalidInput("input_device", f"{where} is a device array ({type(x).__name__}).",
+                           "copy it to the host first (x.get() / x.cpu().numpy()).", backend=backend)
+    raise InvalidInput("input_type", f"{where} is a {type(x).__name__}, not bytes-like.",
+                       "pass a numpy array, bytes, bytearray or a contiguous memoryview.",
+                       backend=backend)
+
+
+def cai_span(decl: BufferDecl | None, x: Any, where: str, backend: str | None) -> tuple[int, int]:
+    """(pointer, nbytes) of a C-contiguous ``__cuda_array_interface__`` array whose typestr
+    matches ``decl`` (any 32-bit type when ``decl`` is None)."""
+    cai = x.__cuda_array_interface__
+    try:
+        shape = tuple(int(s) for s in cai["shape"])
+        dt = np.dtype(cai["typestr"])
+        ptr = int(cai["data"][0])
+    except (KeyError, TypeError, ValueError):
+        raise InvalidInput("input_type", f"{where} has a malformed __cuda_array_interface__.",
+                           "pass a CuPy array or a torch CUDA tensor.", backend=backend) from None
+    if decl is not None:
+        check_dtype(decl, dt, where, backend)
+    strides = cai.get("strides")
+    if strides is not None:
+        expect, acc = [], dt.itemsize
+        for dim in reversed(shape):
+            expect.append(acc)
+            acc *= dim
+        if tuple(reversed(expect)) != tuple(strides) and int(np.prod(shape)) > 1:
+            raise InvalidInput("input_layout", f"{where} is a non-contiguous device array.",
+                               "pass a contiguous array (x.contiguous() / cupy.ascontiguousarray(x)).",
+                               backend=backend)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    if nbytes % 4:
+        raise InvalidInput("input_size", f"{where} has {nbytes} bytes, not a multiple of 4.",
+                           "pass whole 32-bit elements.", backend=backend)
+    return ptr, nbytes
+
+
+def check_input(decl: BufferDecl, x: Any, where: str, backend: str | None,
+                device_input: Any = None) -> Input:
+    """The input for one buffer. ``device_input(decl, x, where)`` resolves device arrays on
+    backends that read device memory (None: device arrays are refused)."""
+    if type(x) is np.ndarray:
+        return _from_numpy(decl, x, where, backend)
+    if isinstance(x, bytes | bytearray | memoryview):
+        return HostInput(_raw(x, where, backend))
+    if isinstance(x, np.ndarray):  # subclasses (np.memmap, ...)
+        return _from_numpy(decl, np.asarray(x), where, backend)
+    is_device = hasattr(x, "__cuda_array_interface__")
+    if not is_device and hasattr(x, "__dlpack__"):
+        try:
+            dev_type = int(x.__dlpack_device__()[0])
+        except Exception:
+            dev_type = -1
+        if dev_type == _DLPACK_CPU:
+            try:
+                arr = np.from_dlpack(x)
+            except Exception as exc:
+                raise InvalidInput("input_type", f"{where} ({type(x).__name__}) could not be read "
+                                   f"through DLPack ({exc}).", "pass a numpy array.",
+                                   backend=backend) from None
+            return _from_numpy(decl, arr, where, backend)
+        is_device = True
+    if is_device:
+        if device_input is None:
+            raise InvalidInput("input_device", f"{where} is a device array ({type(x).__name__}); "
+                               f"the {backend} backend reads host memory.",
+                               "copy it to the host (x.get() / x.cpu().numpy()) or use the cuda "
+                               "backend.", backend=backend)
+        return device_input(decl, x, where)
+    hint = "pass np.asarray(x, dtype=...) for the buffer's type" if isinstance(x, list | tuple) \
+        else "pass a numpy array, bytes, bytearray or a contiguous memoryview"
+    raise InvalidInput("input_type", f"{where} is a {type(x).__name__}, not an array or bytes.",
+                       hint + ".", backend=backend)
+
+
+def check_inputs(program: Program, inputs: Any, backend: str | None,
+                 device_input: Any = None) -> list[Input]:
+    """Check every input against its declaration (count, type, dtype, byte order, layout)."""
+    decls = program.inputs
+    if isinstance(inputs, np.ndarray | bytes | bytearray | memoryview | str) or \
+            not isinstance(inputs, Sequence):
+        raise InvalidInput("input_type", f"inputs must be a list (one value per input buffer), got "
+                           f"{type(inputs).__name__}.", "pass [x, y, ...] in declaration order "
+                           f"({', '.join(b.name for b in decls) or 'no inputs'}).", backend=backend)
+    if len(inputs) != len(decls):
+        raise InvalidInput("input_count", f"the program takes {len(decls)} input(s) "
+                           f"({', '.join(b.name for b in decls) or 'none'}) but {len(inputs)} were given.",
+                           "pass one value per READ/READ_WRITE buffer, in declaration order.",
+                           backend=backend)
+    return [check_input(d, x, f"input {i} ({d.name!r})", backend, device_input)
+            for i, (d, x) in enumerate(zip(decls, inputs))]

@@ -1,0 +1,135 @@
+"""Structural check of a Program object: every field of every declaration, statement and
+expression has the type the IR defines, and every literal fits its type.
+
+`structural_faults(program)` walks the tree iteratively and never raises: the validator runs
+it first, so a malformed object (a string dtype, a float workgroup size, a literal of the wrong
+Python type) is reported as a diagnostic with a Fix instead of a raw TypeError from whatever
+walk touched it first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+from . import expr as E
+from . import node as N
+from .program import BufferDecl, Program
+from .types import (
+    AtomicOp,
+    BinOp,
+    BufferAccess,
+    Builtin,
+    DataType,
+    MemoryOrdering,
+    SubgroupOp,
+    UnOp,
+)
+
+_EXPR, _OPT_EXPR, _BODY = "expr", "expr?", "body"
+_SPEC: dict[type, dict[str, Any]] = {
+    E.Lit: {},                      # dtype and bits: literal_fault below
+    E.Spec: {"name": str},
+    E.Var: {"name": str},
+    E.Load: {"buffer": str, "index": _EXPR},
+    E.BufLen: {"buffer": str},
+    E.Id: {"kind": Builtin, "axis": int},
+    E.Bin: {"op": BinOp, "left": _EXPR, "right": _EXPR},
+    E.Un: {"op": UnOp, "operand": _EXPR},
+    E.Select: {"cond": _EXPR, "if_true": _EXPR, "if_false": _EXPR},
+    E.Cast: {"dtype": DataType, "value": _EXPR},
+    E.Bitcast: {"dtype": DataType, "value": _EXPR},
+    E.Fma: {"a": _EXPR, "b": _EXPR, "c": _EXPR},
+    E.Atomic: {"op": AtomicOp, "buffer": str, "index": _EXPR, "value": _EXPR, "expected": _OPT_EXPR},
+    E.Subgroup: {"op": SubgroupOp, "value": _OPT_EXPR, "lane": _OPT_EXPR},
+    N.Let: {"name": str, "value": _EXPR},
+    N.Assign: {"name": str, "value": _EXPR},
+    N.Store: {"buffer": str, "index": _EXPR, "value": _EXPR},
+    N.If: {"cond": _EXPR, "then": _BODY, "otherwise": _BODY},
+    N.Loop: {"var": str, "from_": _EXPR, "to": _EXPR, "body": _BODY},
+    N.Block: {"body": _BODY},
+    N.Region: {"name": str, "body": _BODY},
+    N.Return: {},
+    N.Barrier: {"ordering": MemoryOrdering},
+    N.Eval: {"value": _EXPR},
+}
+_LIT_MAX = {DataType.BOOL: 1, DataType.U32: 0xFFFFFFFF, DataType.I32: 0xFFFFFFFF, DataType.F32: 0xFFFFFFFF}
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def literal_fault(dtype: Any, bits: Any) -> str | None:
+    """Why a literal's (dtype, bits) is not a valid IR literal, or None."""
+    if not isinstance(dtype, DataType) or not _is_int(bits):
+        return f"literal ({dtype!r}, {bits!r}) needs a DataType and an int bit pattern"
+    if not 0 <= bits <= _LIT_MAX[dtype]:
+        return f"{dtype.value} literal bits {bits} are outside 0..{_LIT_MAX[dtype]}"
+    if dtype is DataType.F32 and E.canonical_f32_bits(bits) != bits:
+        return f"f32 literal 0x{bits:08x} is not canonical (NaN must be 0x7FC00000, subnormals zero)"
+    return None
+
+
+def structural_faults(program: Any) -> list[tuple[str, str, str, str]]:
+    """(code, location, message, fix) for each structural fault; empty when well formed."""
+    out: list[tuple[str, str, str, str]] = []
+    fix = "build it with the vyre.ir constructors (Expr.*, Node.*, BufferDecl.*, Program.wrapped)."
+    if not isinstance(program, Program):
+        return [("V030", "program", f"expected a Program, got {type(program).__name__}.", fix)]
+    buffers = program.buffers
+    if not isinstance(buffers, tuple | list):
+        out.append(("V030", "buffers", f"buffers is a {type(buffers).__name__}, not a tuple.", fix))
+        buffers = ()
+    for i, b in enumerate(buffers):
+        loc = f"buffers[{i}]"
+        if not isinstance(b, BufferDecl):
+            out.append(("V030", loc, f"a {type(b).__name__} where a BufferDecl belongs.", fix))
+            continue
+        if not isinstance(b.name, str):
+            out.append(("V030", loc, f"buffer name {b.name!r} is not a str.", fix))
+        if not isinstance(b.access, BufferAccess):
+            out.append(("V030", loc, f"access {b.access!r} is not a BufferAccess.", fix))
+        if not isinstance(b.dtype, DataType):
+            out.append(("V030", loc, f"dtype {b.dtype!r} is not a DataType.", fix))
+        if not _is_int(b.count):
+            out.append(("V030", loc, f"count {b.count!r} is not an int.", fix))
+        if b.binding is not None and not _is_int(b.binding):
+            out.append(("V030", loc, f"binding {b.binding!r} is not an int.", fix))
+    wg = program.workgroup_size
+    if not isinstance(wg, tuple) or len(wg) != 3 or not all(_is_int(v) for v in wg):
+        out.append(("V030", "workgroup_size", f"workgroup size {wg!r} is not three ints.",
+                    "pass an int or three ints to Program.wrapped."))
+    if not isinstance(program.body, tuple | list):
+        out.append(("V030", "body", f"body is a {type(program.body).__name__}, not a tuple.", fix))
+        return out
+    stack: list[tuple[Any, str, bool]] = [(n, f"body[{i}]", False) for i, n in enumerate(program.body)]
+    while stack and len(out) < 64:
+        obj, loc, is_expr = stack.pop()
+        spec = _SPEC.get(type(obj))
+        want = "expression" if is_expr else "statement"
+        if spec is None or isinstance(obj, E.Expr) != is_expr:
+            out.append(("V030", loc, f"a {type(obj).__name__} where an {want} belongs.", fix))
+            continue
+        for f in fields(obj):
+            kind = spec.get(f.name)
+            v = getattr(obj, f.name)
+            where = f"{loc}.{f.name}"
+            if kind == _EXPR or (kind == _OPT_EXPR and v is not None):
+                stack.append((v, where, True))
+            elif kind == _BODY:
+                if not isinstance(v, tuple | list):
+                    out.append(("V030", where, f"a {type(v).__name__} where a statement list belongs.", fix))
+                else:
+                    stack.extend((n, f"{where}[{j}]", False) for j, n in enumerate(v))
+            elif kind is int:
+                if not _is_int(v):
+                    out.append(("V030", where, f"{v!r} is not an int.", fix))
+            elif isinstance(kind, type) and not isinstance(v, kind):
+                out.append(("V030", where, f"{v!r} is not a {kind.__name__}.", fix))
+        if isinstance(obj, E.Lit | E.Spec):
+            why = literal_fault(obj.dtype, obj.bits)
+            if why:
+                out.append(("V029", loc, why + ".", "build literals with Expr.u32/i32/f32/bool_, "
+                            "which range-check and canonicalise."))
+    return out
