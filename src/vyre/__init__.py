@@ -3,9 +3,18 @@
 One IR (`vyre.ir`), a CPU reference interpreter that defines the bytes (`vyre.reference`),
 a substrate-neutral driver layer (`vyre.driver`) and concrete drivers (`vyre.drivers.*`) that
 reproduce the reference byte for byte.
+
+``import vyre`` loads only the IR; every other submodule (``vyre.driver``, ``vyre.reference``,
+``vyre.conform``, ...) is imported on first attribute access, and no vendor module (pyopencl,
+cuda) is imported until its backend is acquired.
 """
 
-from . import ir, reference
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from . import ir
 from .ir import (
     AtomicOp,
     BinOp,
@@ -21,9 +30,24 @@ from .ir import (
     validate,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
+
+_LAZY = ("conform", "driver", "drivers", "lower", "reference", "cli")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module = importlib.import_module(f"{__name__}.{name}")
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'vyre' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "AtomicOp", "BinOp", "BufferDecl", "DataType", "Expr", "MemoryOrdering", "Node", "Program",
-    "UnOp", "VyreError", "__version__", "fingerprint", "ir", "reference", "validate",
+    "UnOp", "VyreError", "__version__", "fingerprint", "ir", "validate",
 ]
