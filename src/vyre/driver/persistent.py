@@ -34,6 +34,10 @@ class GenericBinding:
     def run(self) -> None:
         self.launch()
 
+    def release(self) -> None:
+        """Nothing is held between launches."""
+        return None
+
 
 def bind(backend: Any, program: Program, resources: Sequence[Any], config: DispatchConfig | None = None) -> Any:
     """A warm resident dispatch: `launch()` enqueues, `run()` also waits and checks errors."""

@@ -57,10 +57,10 @@ class ValidationCache:
 
 
 def _raise(diags: list, backend: str | None) -> None:
-    lines = "; ".join(str(d) for d in diags[:5])
-    raise InvalidProgram(f"program is invalid: {lines}",
-                         "correct the program as each diagnostic says (vyre.validate() lists them "
-                         "all).", backend=backend, diagnostics=diags)
+    from vyre.ir.errors import summarize
+
+    message, fix = summarize(diags)
+    raise InvalidProgram(message, fix, backend=backend, diagnostics=diags)
 
 
 VALIDATION_CACHE = ValidationCache()

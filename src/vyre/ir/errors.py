@@ -22,14 +22,21 @@ class ValidationError(VyreError):
 
     def __init__(self, diagnostics: list) -> None:  # list[Diagnostic]
         self.diagnostics = list(diagnostics)
-        lines = "; ".join(f"{d.code} at {d.location}: {d.message}" for d in self.diagnostics[:8])
-        more = len(self.diagnostics) - 8
-        if more > 0:
-            lines += f"; and {more} more"
-        super().__init__(
-            f"invalid program ({len(self.diagnostics)} diagnostic(s)): {lines}.",
-            "correct the program as each diagnostic says, then validate again with vyre.validate().",
-        )
+        message, fix = summarize(self.diagnostics)
+        super().__init__(message, fix)
+
+
+def summarize(diagnostics: list) -> tuple[str, str]:
+    """(message, fix) for a list of diagnostics: each finding without its own Fix, then the
+    first finding's Fix — so the text carries exactly one ``Fix:``."""
+    parts = [str(d.message).split(" Fix: ", 1) for d in diagnostics]
+    lines = "; ".join(f"{d.code} at {d.location}: {p[0]}" for d, p in zip(diagnostics[:8], parts))
+    more = len(diagnostics) - 8
+    if more > 0:
+        lines += f"; and {more} more"
+    first_fix = parts[0][1].rstrip(".") if parts and len(parts[0]) > 1 else "correct the program"
+    return (f"invalid program ({len(diagnostics)} diagnostic(s)): {lines}",
+            f"{first_fix} (vyre.validate() lists every diagnostic with its own fix).")
 
 
 class WireError(VyreError):

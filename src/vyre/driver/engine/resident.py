@@ -70,13 +70,13 @@ class Bound:
                                      "again.", backend=self.backend.id())
         self.pipe.check_live()
 
-    def _enqueue(self, timed: bool = False, capture: bool = False) -> Any:
+    def _enqueue(self, timed: bool = False, capture: bool = False, deadline: float | None = None) -> Any:
         """Zero the outputs, arm the control block, launch. Caller holds the backend lock."""
         dev = self.backend.device
         for buf, n in self.zero:
             dev.zero(buf, n)
+        self.ctl.deadline = deadline
         if self.uses_ctl and not self._armed and not capture:
-            self.ctl.deadline = None
             dev.ctl_reset(self.ctl)
             self._armed = True
         if self.prep.empty:
@@ -133,9 +133,7 @@ class Bound:
                         b._usable()
                         self._check()
                         try:
-                            if self.uses_ctl:
-                                self.ctl.deadline = deadline
-                            token = self._enqueue(timed=True)
+                            token = self._enqueue(timed=True, deadline=deadline)
                         except Cancelled:
                             self._armed = False
                             raise timed_out(config, b.id()) from None
@@ -220,6 +218,8 @@ class EngineBatch:
             return
         t0 = _now()
         ok = False
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        cfg = DispatchConfig(timeout=self.timeout)
         try:
             with b._lock:
                 b._usable()
@@ -234,15 +234,17 @@ class EngineBatch:
                         dev.launch_graph(self.graph)
                     else:
                         for bd in self.bounds:
-                            bd._enqueue()
+                            bd._enqueue(deadline=deadline)
                     for bd in self.bounds:
                         if bd.uses_ctl:
                             dev.ctl_fetch(bd.ctl)
                     fence = dev.fence()
+                except Cancelled:
+                    for bd in self.bounds:
+                        bd._armed = False
+                    raise timed_out(cfg, b.id()) from None
                 except BaseException as exc:
                     raise b._fail(exc) from None
-            deadline = None if self.timeout is None else time.monotonic() + self.timeout
-            cfg = DispatchConfig(timeout=self.timeout)
             b._wait(fence, deadline, [bd.ctl for bd in self.bounds if bd.uses_ctl], tuple(self.bounds), cfg)
             failed = False
             for bd in self.bounds:
