@@ -1,6 +1,9 @@
 """Dispatch overhead of a tiny program (x[i] += 1 over 1024 u32, resident buffers, cached
 pipeline) vs raw cuda.core.launch of the handwritten kernel, CuPy RawKernel, a PyTorch op and
-a Triton kernel, side by side in one run. Per-launch time = (N launches + one sync) / N."""
+a Triton kernel, side by side in one run. Per-launch time = (N launches + one sync) / N.
+
+`dispatch_resident_timed` waits for its dispatch and reports device time, so besides the
+pipelined raw launch it is also compared with its raw twin: timing events, launch, sync."""
 
 from __future__ import annotations
 
@@ -42,6 +45,20 @@ def main() -> None:
     cfg = cc.LaunchConfig(grid=(N // 64,), block=(64,))
     n32 = np.uint32(N)
     res["raw_cuda_core_launch_us"] = per_call_ns(lambda: cc.launch(s, cfg, k, buf, n32), calls, s.sync) / 1e3
+    timing = cc.EventOptions(timing_enabled=True)
+
+    def raw_timed() -> float:
+        e0 = s.record(options=timing)
+        cc.launch(s, cfg, k, buf, n32)
+        e1 = s.record(options=timing)
+        e1.sync()
+        return e1 - e0
+
+    res["raw_launch_timed_sync_us"] = per_call_ns(raw_timed, calls // 4, s.sync) / 1e3
+    from vyre.driver import pipeline as P
+
+    pipe = P.compile(b, prog)
+    res["vyre_pipeline_resident_timed_us"] = per_call_ns(lambda: pipe.dispatch_resident_timed([r]), calls // 4, s.sync) / 1e3
     try:
         import cupy as cp
         ck = cp.RawKernel(SRC, "inc")
@@ -74,6 +91,8 @@ def main() -> None:
         res["triton_error"] = str(exc)
     base = res["raw_cuda_core_launch_us"]
     res["ratio_vyre_vs_raw"] = res["vyre_bound_launch_us"] / base
+    res["ratio_resident_timed_vs_raw_launch"] = res["vyre_dispatch_resident_timed_us"] / base
+    res["ratio_resident_timed_vs_raw_timed_sync"] = res["vyre_dispatch_resident_timed_us"] / res["raw_launch_timed_sync_us"]
     assert np.array_equal(np.frombuffer(b.read_resident(r), np.uint32)[:4], np.frombuffer(b.read_resident(r), np.uint32)[:4])
     emit("cuda_dispatch", res, a.json)
 

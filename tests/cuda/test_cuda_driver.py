@@ -17,6 +17,7 @@ from vyre.driver import (
     DeviceOutOfMemory,
     DispatchConfig,
     DispatchFailed,
+    InvalidInput,
     InvalidProgram,
 )
 from vyre.driver import pipeline as P
@@ -132,11 +133,15 @@ def test_second_process_loads_cubin_from_disk_without_nvrtc(cuda, tmp_path):
     assert second.stdout.split() == ["disk", "0"]
 
 
+def _add(t) -> Program:
+    return Program.wrapped([BufferDecl.read("a", 0, t), BufferDecl.read_write("b", 1, t), BufferDecl.output("out", 2, t)],
+                           64, [Node.store("out", GX, Expr.load("a", GX) + Expr.load("b", GX)),
+                                Node.store("b", GX, Expr.u32(0) if t is U else Expr.i32(0))])
+
+
 def test_cuda_array_inputs_are_used_in_place(cuda):
     cp = pytest.importorskip("cupy")
-    p = Program.wrapped([BufferDecl.read("a", 0, U), BufferDecl.read_write("b", 1, U), BufferDecl.output("out", 2, U)],
-                        64, [Node.store("out", GX, Expr.load("a", GX) + Expr.load("b", GX)),
-                             Node.store("b", GX, Expr.u32(0))])
+    p = _add(U)
     a = cp.arange(3000, dtype=cp.uint32)
     b = cp.full(3000, 5, dtype=cp.uint32)
     _, out = cuda.dispatch(p, [a, b])
@@ -144,17 +149,70 @@ def test_cuda_array_inputs_are_used_in_place(cuda):
     assert int(b[0]) == 5  # a READ_WRITE device input is copied, never modified in place
     torch = pytest.importorskip("torch")
     t = torch.arange(3000, dtype=torch.int32, device="cuda")
-    _, out = cuda.dispatch(p, [t, b])
-    assert np.array_equal(as_u32(out), np.arange(3000, dtype=np.uint32) + 5)
+    tb = torch.full((3000,), 5, dtype=torch.int32, device="cuda")
+    _, out = cuda.dispatch(_add(DataType.I32), [t, tb])
+    assert np.array_equal(np.frombuffer(out, np.int32), np.arange(3000, dtype=np.int32) + 5)
+    with pytest.raises(InvalidInput) as err:   # an int32 tensor for a u32 buffer is refused
+        cuda.dispatch(p, [t, b])
+    assert err.value.reason == "input_dtype" and "Fix:" in str(err.value)
+
+
+class _DLPackOnly:
+    """A device array that only speaks DLPack (as JAX arrays do)."""
+
+    def __init__(self, x):
+        self.x = x
+
+    def __dlpack__(self, *args, **kwargs):
+        return self.x.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self.x.__dlpack_device__()
+
+
+def test_dlpack_only_device_arrays_are_read_in_place(cuda):
+    cp = pytest.importorskip("cupy")
+    p = _add(U)
+    a = _DLPackOnly(cp.arange(1000, dtype=cp.uint32))
+    b = cp.full(1000, 2, dtype=cp.uint32)
+    _, out = cuda.dispatch(p, [a, b])
+    assert np.array_equal(as_u32(out), np.arange(1000, dtype=np.uint32) + 2)
+    with pytest.raises(InvalidInput, match="input 0"):
+        cuda.dispatch(p, [_DLPackOnly(cp.arange(1000, dtype=cp.float32)), b])
+
+
+def test_batches_replay_as_one_cuda_graph(cuda):
+    from vyre.driver import Batch
+
+    p = _inc()
+    res = cuda.allocate_resident(4 * 256)
+    cuda.upload_resident(res, np.zeros(256, np.uint32))
+    batch = Batch(cuda)
+    for _ in range(10):
+        batch.add(p, [res])
+    assert batch.native
+    batch.run()
+    batch.run()
+    assert (as_u32(cuda.read_resident(res)) == 20).all()
+    cuda.free_resident(res)
+    with pytest.raises(InvalidProgram, match="freed"):
+        batch.run()
 
 
 def test_out_of_memory_names_requested_and_available(cuda):
-    free, _ = cuda.rt.mem_info()
-    with pytest.raises(DeviceOutOfMemory) as err:
-        cuda.allocate_resident(free + (8 << 30))
-    assert err.value.requested == free + (8 << 30)
-    assert err.value.available is not None and err.value.available <= free + (1 << 30)
-    assert "Fix:" in str(err.value)
+    free, total = cuda.rt.mem_info()
+    hog = cuda.allocate_resident(int(free * 0.6))
+    try:
+        ask = int(free * 0.6)
+        with pytest.raises(DeviceOutOfMemory) as err:
+            cuda.allocate_resident(ask)
+        assert err.value.requested >= ask
+        assert err.value.available is not None and err.value.available < ask
+        assert "Fix:" in str(err.value)
+    finally:
+        cuda.free_resident(hog)
+    with pytest.raises(InvalidProgram, match="outside"):   # more than the device has at all
+        cuda.allocate_resident(total + 1)
 
 
 def test_recovery_invalidates_old_pipelines(cuda):

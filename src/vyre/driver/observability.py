@@ -44,15 +44,26 @@ def set_trace_hook(hook: Callable[[DispatchEvent], None] | None) -> None:
 
 
 def record_dispatch(backend: str, wall_ns: int, ok: bool, label: str | None = None) -> None:
-    with _lock:
-        s = _series.setdefault(backend, _Series())
+    """Count one dispatch (every entry point of every engine backend calls this)."""
+    bucket = _bisect(BUCKETS_NS, wall_ns)
+    _lock.acquire()
+    try:
+        s = _series.get(backend)
+        if s is None:
+            s = _series[backend] = _Series()
         s.dispatches += 1
-        s.errors += 0 if ok else 1
+        if not ok:
+            s.errors += 1
         s.total_ns += wall_ns
-        s.buckets[bisect.bisect_left(BUCKETS_NS, wall_ns)] += 1
+        s.buckets[bucket] += 1
+    finally:
+        _lock.release()
     hook = _hook
     if hook is not None:
         hook(DispatchEvent(backend, wall_ns, ok, label))
+
+
+_bisect = bisect.bisect_left
 
 
 def snapshot() -> dict[str, dict]:

@@ -41,7 +41,7 @@ from vyre.ir.launch import effective_program
 from vyre.ir.ops import program_ops
 from vyre.ir.program import Program
 
-from .. import observability
+from .. import observability, tuner
 from ..backend import CompiledPipeline, Resource, VyreBackend
 from ..config import DEFAULT, DispatchConfig
 from ..dispatch_shape import dispatch_shape, resident_sizes
@@ -56,7 +56,7 @@ from ..errors import (
     from_foundation,
     i32_division_failed,
 )
-from ..inputs import HostInput, Input, check_inputs, raw_words
+from ..inputs import DeviceInput, Input, InputChecker, raw_words
 from ..pending import PendingDispatch, TimedDispatchResult
 from ..pipeline import PipelineCacheSnapshot
 from ..program_walks import launch_for_sizes
@@ -95,6 +95,11 @@ class EnginePipeline(CompiledPipeline):
         self.prepared: OrderedDict[tuple, Prepared] = OrderedDict()
         self.bounds: dict[tuple, Any] = {}
         self._lock = threading.Lock()
+        dev = backend.device
+        self.check = InputChecker(program, backend.id(), dev.device_input if dev.reads_device_arrays else None)
+        outputs = [b.name for b in program.outputs]
+        # (input position, output position) of READ_WRITE buffers: fixpoint feeds them back
+        self.feedback = tuple((i, outputs.index(d.name)) for i, d in enumerate(program.inputs) if d.is_output)
 
     def __repr__(self) -> str:
         return (f"<EnginePipeline {self._backend.id()} program={fingerprint(self._source).hex()[:12]} "
@@ -116,7 +121,8 @@ class EnginePipeline(CompiledPipeline):
         return self._backend.id()
 
     def dispatch(self, inputs: Sequence[Any], config: DispatchConfig | None = None) -> list[bytes]:
-        return self._backend._run(self, inputs, self._backend._pipe_config(self, config))
+        return self._backend._run(self, inputs, self.config if config is None else
+                                  self._backend._pipe_config(self, config))
 
     def dispatch_borrowed(self, inputs: Sequence[Any], config: DispatchConfig | None = None) -> list[bytes]:
         return self.dispatch(inputs, config)
@@ -146,17 +152,25 @@ class EnginePipeline(CompiledPipeline):
                              "backend.compile_native).", backend=self._backend.id())
 
 
+def grid_key(config: DispatchConfig) -> tuple:
+    """The config fields that change the shape of a dispatch (cached on the config)."""
+    key = config.__dict__.get("_grid_key")
+    if key is None:
+        key = (config.grid_override, config.dispatch_grid, config.dispatch_elements)
+        object.__setattr__(config, "_grid_key", key)
+    return key
+
+
 class Flight:
     """One dispatch in flight: what it needs until its results are read."""
 
-    __slots__ = ("deadline", "fence", "keep", "pipe", "prep", "sset", "started", "token")
+    __slots__ = ("deadline", "fence", "keep", "pipe", "prep", "sset", "token")
 
     def __init__(self, pipe: EnginePipeline, prep: Prepared, sset: StageSet, deadline: float | None) -> None:
         self.pipe, self.prep, self.sset, self.deadline = pipe, prep, sset, deadline
         self.fence: Any = None
         self.token: Any = None
         self.keep: tuple = ()
-        self.started = _now()
 
 
 class EnginePending(PendingDispatch):
@@ -228,7 +242,6 @@ class EngineBackend(VyreBackend):
         self._pipes: OrderedDict[tuple, EnginePipeline] = OrderedDict()
         self._hits = self._misses = 0
         self._ctls: list[Ctl] = []
-        self._ctl_lock = threading.Lock()
         self._closed = False
         self._runaway: list[tuple[Any, tuple]] = []   # (fence, objects it may still write)
         self.generation = 0
@@ -306,6 +319,18 @@ class EngineBackend(VyreBackend):
         VALIDATION_CACHE.require_valid(program, self.id())
 
     def _pipeline(self, program: Program, config: DispatchConfig) -> EnginePipeline:
+        # fast path: this very (immutable, already validated) program object compiled here before
+        mine = getattr(program, "__dict__", {}).get("_vyre_pipes")
+        if mine is not None:
+            pipe = mine.get((id(self), config.code_key()))
+            if pipe is not None and pipe.generation == self.generation and not self._closed:
+                self._hits += 1
+                return pipe
+        pipe = self._lookup(program, config)
+        program.__dict__.setdefault("_vyre_pipes", {})[(id(self), config.code_key())] = pipe
+        return pipe
+
+    def _lookup(self, program: Program, config: DispatchConfig) -> EnginePipeline:
         self._validate(program)
         key = (fingerprint(program), config.code_key())
         pipe = self._pipes.get(key)
@@ -357,8 +382,8 @@ class EngineBackend(VyreBackend):
             raise self.device.error(exc) from None
 
     def _drop(self, pipe: EnginePipeline) -> None:
-        for prep in pipe.prepared.values():
-            prep.release(self.device)
+        """Forget a pipeline's device objects (freed once no dispatch in flight holds them)."""
+        pipe.prepared.clear()
         for bound in list(pipe.bounds.values()):
             bound.release()
 
@@ -374,9 +399,7 @@ class EngineBackend(VyreBackend):
 
     # ---- 3. inputs -----------------------------------------------------------------------
     def _inputs(self, pipe: EnginePipeline, inputs: Any) -> list[Input]:
-        dev = self.device
-        return check_inputs(pipe.effective, inputs, self.id(),
-                            dev.device_input if dev.reads_device_arrays else None)
+        return pipe.check(inputs)
 
     # ---- 4. shape, limits, budget ----------------------------------------------------------
     def _check_workgroup(self, program: Program) -> None:
@@ -395,7 +418,7 @@ class EngineBackend(VyreBackend):
                                 "buffers.", backend=self.id())
 
     def _prepared(self, pipe: EnginePipeline, sizes: tuple[int, ...], config: DispatchConfig) -> Prepared:
-        key = (sizes, config.grid_override, config.dispatch_grid, config.dispatch_elements)
+        key = (sizes, grid_key(config))
         prep = pipe.prepared.get(key)
         if prep is None:
             with pipe._lock:
@@ -404,8 +427,7 @@ class EngineBackend(VyreBackend):
                     prep = self._make_prepared(pipe, sizes, config)
                     pipe.prepared[key] = prep
                     while len(pipe.prepared) > PREPARED_PER_PIPELINE:
-                        _, old = pipe.prepared.popitem(last=False)
-                        old.release(self.device)
+                        pipe.prepared.popitem(last=False)  # freed when no dispatch holds it
         if config.max_output_bytes is not None and prep.out_nbytes > config.max_output_bytes:
             raise InvalidProgram(
                 f"dispatch would produce {prep.out_nbytes} output bytes, over max_output_bytes="
@@ -431,26 +453,31 @@ class EngineBackend(VyreBackend):
                 raise LimitExceeded("buffer_bytes", f"buffer {b.name!r} needs {b.nbytes} bytes; this "
                                     f"device's limit is {lim.max_buffer_bytes}.",
                                     "split the data over several dispatches.", backend=self.id())
-        return Prepared(pipe.kernel, shape)
+        return Prepared(pipe.kernel, shape, len(pipe.effective.inputs))
 
     # ---- control blocks --------------------------------------------------------------------
     def _ctl_take(self) -> Ctl:
-        with self._ctl_lock:
-            if self._ctls:
-                return self._ctls.pop()
-        return self.device.ctl_alloc()
+        try:
+            return self._ctls.pop()
+        except IndexError:
+            return self.device.ctl_alloc()
 
     def _ctl_give(self, ctl: Ctl) -> None:
-        with self._ctl_lock:
-            self._ctls.append(ctl)
+        self._ctls.append(ctl)
 
     # ---- 5. enqueue --------------------------------------------------------------------------
     def _enqueue(self, pipe: EnginePipeline, prep: Prepared, ins: list[Input], config: DispatchConfig,
-                 deadline: float | None, timed: bool) -> Flight:
+                 deadline: float | None, timed: bool, fence: bool = True) -> Flight:
+        """Stage, launch and read back one dispatch. With ``fence`` False the caller waits
+        with `Device.finish` instead (synchronous calls without a deadline)."""
         dev = self.device
-        with self._lock:
-            self._usable()
-            pipe.check_live()
+        lock = self._lock
+        lock.acquire()
+        try:
+            if self._closed or self._runaway:
+                self._usable()
+            if pipe.generation != self.generation:
+                pipe.check_live()
             sset = prep.take(dev, self._ctl_take)
             flight = Flight(pipe, prep, sset, deadline)
             try:
@@ -459,13 +486,13 @@ class EngineBackend(VyreBackend):
                 views: list[Any] | None = None
                 for pos, index, nbytes in prep.copies_in:
                     x = ins[index]
-                    if isinstance(x, HostInput):
+                    if type(x) is not DeviceInput:
                         if nbytes:
                             if dev.synchronous:
-                                dev.upload(bufs[pos], x.words, nbytes)
+                                dev.upload(bufs[pos], x, nbytes)
                             else:
                                 host = sset.ins[index]
-                                host.words[...] = x.words   # staged now: never read later
+                                host.words[...] = x   # staged now: never read later
                                 dev.upload(bufs[pos], host, nbytes)
                     else:
                         view = dev.view(x.ptr, x.nbytes, x.value)
@@ -479,7 +506,8 @@ class EngineBackend(VyreBackend):
                     packed = dev.pack(prep.kernel, views, prep.counts, sset.ctl)
                 for pos, nbytes in prep.zero:
                     dev.zero(bufs[pos], nbytes)
-                if prep.kernel.uses_ctl:
+                uses_ctl = prep.kernel.uses_ctl
+                if uses_ctl:
                     sset.ctl.deadline = deadline
                     dev.ctl_reset(sset.ctl)
                 if not prep.empty:
@@ -487,15 +515,19 @@ class EngineBackend(VyreBackend):
                 for (pos, nbytes, _), host in zip(prep.outs, sset.outs):
                     if nbytes:
                         dev.download(host, bufs[pos], nbytes)
-                if prep.kernel.uses_ctl:
+                if uses_ctl:
                     dev.ctl_fetch(sset.ctl)
-                flight.fence = dev.fence()
+                if fence:
+                    flight.fence = dev.fence()
             except Cancelled:
-                prep.give(dev, sset)
+                prep.give(sset)
                 raise timed_out(config, self.id()) from None
             except BaseException as exc:
-                prep.give(dev, sset if dev.synchronous else None)
+                if dev.synchronous:
+                    prep.give(sset)
                 raise self._fail(exc) from None
+        finally:
+            lock.release()
         return flight
 
     def _fail(self, exc: BaseException) -> BaseException:
@@ -532,69 +564,69 @@ class EngineBackend(VyreBackend):
 
     def _complete(self, flight: Flight, config: DispatchConfig) -> list[bytes]:
         prep, sset = flight.prep, flight.sset
-        dev = self.device
         try:
-            self._wait(flight.fence, flight.deadline, (sset.ctl,) if prep.kernel.uses_ctl else (),
-                       (prep, sset, flight.keep), config)
+            if flight.fence is None:
+                self.device.finish()
+            else:
+                self._wait(flight.fence, flight.deadline, (sset.ctl,) if prep.kernel.uses_ctl else (),
+                           (prep, sset, flight.keep), config)
         except DispatchFailed:
-            stopped = not self._runaway or self._runaway[-1][0] is not flight.fence
-            prep.give(dev, sset if stopped else None)
+            if not self._runaway or self._runaway[-1][0] is not flight.fence:
+                prep.give(sset)   # the kernel stopped: its staging is free again
             raise
-        except BaseException:
-            prep.give(dev, None)
-            raise
-        try:
-            if prep.kernel.uses_ctl and sset.ctl.words[0]:
-                raise i32_division_failed(self.id())
-            return [h.words[:count].tobytes() for (_, _, count), h in zip(prep.outs, sset.outs)]
-        finally:
-            prep.give(dev, sset)
+        except BaseException as exc:
+            raise self._fail(exc) from None
+        if prep.kernel.uses_ctl and sset.ctl.words[0]:
+            prep.give(sset)
+            raise i32_division_failed(self.id())
+        outs = [v.tobytes() for v in sset.views]
+        prep.give(sset)
+        return outs
 
     # ---- the synchronous recipe ------------------------------------------------------------
     def _run(self, pipe: EnginePipeline, inputs: Any, config: DispatchConfig, *, timed: bool = False) -> Any:
-        started = _now()
+        started = time.perf_counter_ns()
         ok = False
         try:
-            ins = self._inputs(pipe, inputs)
-            deadline = deadline_of(config)
-            prep = self._prepared(pipe, tuple(x.nbytes for x in ins), config)
-            flight = self._enqueue(pipe, prep, ins, config, deadline, timed)
-            enqueued = _now()
+            ins = pipe.check(inputs)
+            prep = self._prepared(pipe, tuple([x.nbytes for x in ins]), config)
+            deadline = None if config.timeout is None else time.monotonic() + config.timeout
+            flight = self._enqueue(pipe, prep, ins, config, deadline, timed,
+                                   fence=deadline is not None or timed)
+            if timed:
+                enqueued = _now()
             outs = self._complete(flight, config)
-            device_ns = self.device.elapsed_ns(flight.token) if timed and flight.token is not None else None
             if config.fixpoint_iterations > 1:
                 outs = self._fixpoint_rest(pipe, ins, outs, config, deadline)
             ok = True
             if timed:
                 end = _now()
+                device_ns = self.device.elapsed_ns(flight.token) if flight.token is not None else None
                 return TimedDispatchResult(outs, end - started, device_ns, enqueued - started, end - enqueued)
             return outs
         finally:
-            observability.record_dispatch(self.id(), _now() - started, ok, config.label)
+            observability.record_dispatch(self.id(), time.perf_counter_ns() - started, ok, config.label)
 
     def _fixpoint_rest(self, pipe: EnginePipeline, ins: list[Input], outs: list[bytes],
                        config: DispatchConfig, deadline: float | None) -> list[bytes]:
         """Iterations 2..n of ``fixpoint_iterations``: feed READ_WRITE outputs back as inputs
         until they stop changing."""
-        prog = pipe.effective
-        outputs = [b.name for b in prog.outputs]
-        pairs = [(i, outputs.index(d.name)) for i, d in enumerate(prog.inputs) if d.is_output]
         ins = list(ins)
         for _ in range(config.fixpoint_iterations - 1):
             changed = False
-            for i, j in pairs:
+            for i, j in pipe.feedback:
                 if outs[j] != self._input_bytes(ins[i]):
                     changed = True
-                ins[i] = HostInput(raw_words(outs[j]))
+                ins[i] = raw_words(outs[j])
             if not changed:
                 break
-            prep = self._prepared(pipe, tuple(x.nbytes for x in ins), config)
+            prep = self._prepared(pipe, tuple([x.nbytes for x in ins]), config)
             outs = self._complete(self._enqueue(pipe, prep, ins, config, deadline, False), config)
         return outs
 
     def _input_bytes(self, x: Input) -> bytes:
-        if isinstance(x, HostInput):
-            return x.words.tobytes()
+        if type(x) is not DeviceInput:
+            return x.tobytes()
         dev = self.device
         host = dev.host_alloc(x.nbytes)
         with self._lock:
@@ -606,11 +638,10 @@ class EngineBackend(VyreBackend):
 
     # ---- entry points: the contract ----------------------------------------------------------
     def _tuned(self, program: Program, inputs: Any, config: DispatchConfig) -> DispatchConfig:
-        from ..tuner import tuned_config
-
-        if config.profile == "latency":
+        """The config after autotuning (profile "throughput", or VYRE_AUTOTUNER=on)."""
+        if config.profile == "latency" or (config.profile != "throughput" and not tuner.enabled()):
             return config
-        return tuned_config(self, program, inputs, config, force=config.profile == "throughput") or config
+        return tuner.tuned_config(self, program, inputs, config, force=True) or config
 
     def dispatch(self, program: Program, inputs: Sequence[Any],
                  config: DispatchConfig | None = None) -> list[bytes]:
@@ -638,14 +669,14 @@ class EngineBackend(VyreBackend):
     def _run_async(self, pipe: EnginePipeline, inputs: Any, config: DispatchConfig) -> PendingDispatch:
         started = _now()
         try:
-            ins = self._inputs(pipe, inputs)
-            prep = self._prepared(pipe, tuple(x.nbytes for x in ins), config)
+            ins = pipe.check(inputs)
+            prep = self._prepared(pipe, tuple([x.nbytes for x in ins]), config)
             flight = self._enqueue(pipe, prep, ins, config, deadline_of(config), False)
         except BaseException:
             observability.record_dispatch(self.id(), _now() - started, False, config.label)
             raise
-        if config.fixpoint_iterations > 1:  # later iterations read the staged copies, not the caller's
-            ins = [x if not isinstance(x, HostInput) else HostInput(x.words.copy()) for x in ins]
+        if config.fixpoint_iterations > 1:  # later iterations read copies, not the caller's arrays
+            ins = [x.copy() if type(x) is not DeviceInput else x for x in ins]
         return EnginePending(self, flight, config, ins if config.fixpoint_iterations > 1 else None, started)
 
     def dispatch_async(self, program: Program, inputs: Sequence[Any],
@@ -731,6 +762,7 @@ class EngineBackend(VyreBackend):
         self.own(resource)
         resource.freed = True
         for holder in list(resource.holders):
+            holder.stale = True   # its next launch checks, and refuses
             if getattr(holder, "cached", False):
                 holder.release()
         self._free_if_unheld(resource)
@@ -745,12 +777,16 @@ class EngineBackend(VyreBackend):
                     pass
 
     def _bound_for(self, pipe: EnginePipeline, resources: Sequence[Resource], config: DispatchConfig) -> Any:
-        from .resident import Bound
-
-        key = (tuple(id(r) for r in resources), config.grid_override, config.dispatch_grid,
-               config.dispatch_elements)
+        """The cached binding of ``resources`` (a binding holds its resources, so their ids
+        cannot be reused while it is cached)."""
+        try:
+            key = (tuple(map(id, resources)), grid_key(config))
+        except TypeError:
+            key = None
         bound = pipe.bounds.get(key)
-        if bound is None or bound.released or any(a is not b for a, b in zip(bound.resources, resources)):
+        if bound is None or bound.released:
+            from .resident import Bound
+
             bound = Bound(self, pipe, resources, config, cached=True)
             if len(pipe.bounds) > 64:
                 for old in list(pipe.bounds.values()):
@@ -838,4 +874,5 @@ class EngineBackend(VyreBackend):
             for pipe in old:
                 for bound in list(pipe.bounds.values()):
                     bound.release()
+                pipe.prepared.clear()
             P.clear(self.id(), self)

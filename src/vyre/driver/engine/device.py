@@ -167,6 +167,11 @@ class Device(abc.ABC):
     def wait(self, fence: Any, timeout: float | None) -> bool:
         """Block until ``fence`` completes (True) or ``timeout`` seconds pass (False)."""
 
+    def finish(self) -> None:
+        """Block until everything enqueued so far is done (the synchronous call's wait when
+        it has no deadline; cheaper than a fence on most targets)."""
+        self.wait(self.fence(), None)
+
     def abandon(self) -> None:
         """Stop waiting on work that would not stop: later dispatches must not queue behind
         it (a fresh queue or stream). Default: nothing to do."""

@@ -1,11 +1,16 @@
 """What a dispatch of one pipeline needs for one set of input sizes, computed once:
-`Prepared` (shape, limits checked, zero-fill and copy lists, reusable device buffers and
-host staging), and `StageSet` (one dispatch's host staging, control block and packed
-arguments, recycled once that dispatch has completed)."""
+`Prepared` (shape, limits checked, zero-fill and copy lists, reusable device buffers and a
+pool of host staging), and `StageSet` (one dispatch's host staging, control block and packed
+arguments, returned to the pool once that dispatch has completed).
+
+Lifetimes follow references: a dispatch in flight holds its `Prepared` and `StageSet`, so
+device buffers of an evicted `Prepared` are released when its last dispatch is done (and a
+timed-out dispatch whose kernel could not be stopped keeps them alive for as long as the
+engine keeps it).
+"""
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,28 +31,33 @@ class Limits:
 
 
 class StageSet:
-    """Host staging, control block and packed arguments of one dispatch in flight."""
+    """Host staging, control block and packed arguments of one dispatch in flight.
+    ``ins[i]`` stages input ``i`` (None when it has no bytes); ``views`` are the outputs'
+    words, ready to become bytes."""
 
-    __slots__ = ("ctl", "ins", "outs", "packed")
+    __slots__ = ("ctl", "ins", "outs", "packed", "views")
 
-    def __init__(self, ins: dict[int, HostBuffer], outs: list[HostBuffer], ctl: Ctl, packed: Any) -> None:
-        self.ins, self.outs, self.ctl, self.packed = ins, outs, ctl, packed
+    def __init__(self, ins: list[HostBuffer | None], outs: list[HostBuffer], views: list[Any],
+                 ctl: Ctl, packed: Any) -> None:
+        self.ins, self.outs, self.views, self.ctl, self.packed = ins, outs, views, ctl, packed
 
 
 class Prepared:
     """One pipeline at one set of input sizes and grid options."""
 
-    __slots__ = ("_bufs", "_free", "_lock", "block", "copies_in", "counts", "evicted", "grid", "inflight",
-                 "kernel", "out_nbytes", "outs", "shape", "zero")
+    __slots__ = ("_bufs", "_free", "block", "copies_in", "counts", "empty", "grid", "kernel",
+                 "n_inputs", "out_nbytes", "outs", "shape", "zero")
 
-    def __init__(self, kernel: Kernel, shape: DispatchShape) -> None:
-        self.kernel, self.shape = kernel, shape
+    def __init__(self, kernel: Kernel, shape: DispatchShape, n_inputs: int) -> None:
+        self.kernel, self.shape, self.n_inputs = kernel, shape, n_inputs
         self.grid, self.block = shape.grid, shape.workgroup
+        self.empty = shape.empty
         gx = shape.global_size[0]
         # (bound position, input position, nbytes) for every buffer fed from an input
         self.copies_in = tuple((i, b.input_index, b.nbytes) for i, b in enumerate(shape.buffers)
                                if b.input_index is not None)
-        # bound positions of outputs that must start zeroed (S18), unless fully overwritten
+        # (bound position, nbytes) of outputs that must start zeroed (S18), unless every
+        # element is overwritten by the launch
         self.zero = tuple((i, b.nbytes) for i, b in enumerate(shape.buffers)
                           if b.input_index is None and b.nbytes
                           and not kernel.skips_zero_fill(b.name, b.count, gx))
@@ -57,51 +67,30 @@ class Prepared:
         self.counts = shape.counts
         self._bufs: list[Any] | None = None
         self._free: list[StageSet] = []
-        self._lock = threading.Lock()
-        self.inflight = 0
-        self.evicted = False
-
-    @property
-    def empty(self) -> bool:
-        return self.shape.empty
 
     def buffers(self, dev: Device) -> list[Any]:
         """The device buffers of host-input dispatches (allocated on first use, then reused:
         every dispatch runs in one in-order queue)."""
-        if self._bufs is None:
-            self._bufs = [dev.alloc(b.nbytes) for b in self.shape.buffers]
-        return self._bufs
+        bufs = self._bufs
+        if bufs is None:
+            bufs = self._bufs = [dev.alloc(b.nbytes) for b in self.shape.buffers]
+        return bufs
 
     def take(self, dev: Device, ctl_take: Any) -> StageSet:
-        with self._lock:
-            self.inflight += 1
-            if self._free:
-                return self._free.pop()
-        ins = {pos: dev.host_alloc(n) for _, pos, n in self.copies_in if n}
+        """A staging set no dispatch in flight uses (``list.pop`` is atomic under the GIL)."""
+        try:
+            return self._free.pop()
+        except IndexError:
+            pass
+        ins: list[HostBuffer | None] = [None] * self.n_inputs
+        for _, pos, n in self.copies_in:
+            if n:
+                ins[pos] = dev.host_alloc(n)
         outs = [dev.host_alloc(n) for _, n, _ in self.outs]
+        views = [h.words[:count] for h, (_, _, count) in zip(outs, self.outs)]
         ctl = ctl_take()
-        packed = dev.pack(self.kernel, self.buffers(dev), self.counts, ctl)
-        return StageSet(ins, outs, ctl, packed)
+        return StageSet(ins, outs, views, ctl, dev.pack(self.kernel, self.buffers(dev), self.counts, ctl))
 
-    def give(self, dev: Device, sset: StageSet | None) -> None:
-        """Return a completed dispatch's staging (None: it must never be reused)."""
-        with self._lock:
-            self.inflight -= 1
-            if sset is not None and not self.evicted:
-                self._free.append(sset)
-            release = self.evicted and self.inflight == 0
-        if release:
-            self.release(dev)
-
-    def release(self, dev: Device) -> None:
-        """Free the device buffers once nothing in flight uses them."""
-        with self._lock:
-            self.evicted = True
-            if self.inflight:
-                return
-            bufs, self._bufs, self._free = self._bufs, None, []
-        for b in bufs or ():
-            try:
-                dev.free(b)
-            except Exception:
-                pass
+    def give(self, sset: StageSet) -> None:
+        """Return a completed dispatch's staging to the pool."""
+        self._free.append(sset)

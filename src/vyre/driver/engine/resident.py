@@ -22,7 +22,7 @@ from ..backend import Resource
 from ..config import DispatchConfig
 from ..errors import DispatchFailed, InvalidProgram, i32_division_failed
 from ..pending import TimedDispatchResult
-from .core import EngineBackend, EnginePipeline, _now, deadline_of, timed_out
+from .core import EngineBackend, EnginePipeline, _now, timed_out
 from .device import Cancelled
 
 
@@ -47,6 +47,7 @@ class Bound:
         self.zero = tuple((bufs[pos], n) for pos, n in self.prep.zero)
         self.uses_ctl = self.prep.kernel.uses_ctl
         self.released = False
+        self.stale = False      # set when a resource is freed or the binding released
         self._armed = False
         self._lock = threading.Lock()
         outs = [b.name for b in pipe.effective.outputs]
@@ -60,6 +61,10 @@ class Bound:
         return f"<Bound {self.backend.id()} {state} resources={[r.serial for r in self.resources]}>"
 
     def _check(self) -> None:
+        b = self.backend
+        if not (self.stale or b._closed or b._runaway or self.pipe.generation != b.generation):
+            return
+        b._usable()
         if self.released:
             raise InvalidProgram("this bound dispatch was released.", "bind the program again.",
                                  backend=self.backend.id())
@@ -87,80 +92,87 @@ class Bound:
         """Enqueue the dispatch and return at once."""
         t0 = _now()
         ok = False
+        b = self.backend
+        lock = b._lock
+        lock.acquire()
         try:
-            b = self.backend
-            with b._lock:
-                b._usable()
-                self._check()
-                try:
-                    self._enqueue()
-                except BaseException as exc:
-                    raise b._fail(exc) from None
+            self._check()
+            try:
+                dev = b.device
+                for buf, n in self.zero:
+                    dev.zero(buf, n)
+                if self.uses_ctl and not self._armed:
+                    self.ctl.deadline = None
+                    dev.ctl_reset(self.ctl)
+                    self._armed = True
+                if not self.prep.empty:
+                    dev.launch(self.prep.kernel, self.prep.grid, self.prep.block, self.packed)
+            except BaseException as exc:
+                raise b._fail(exc) from None
             ok = True
         finally:
-            observability.record_dispatch(self.backend.id(), _now() - t0, ok, self.config.label)
+            lock.release()
+            observability.record_dispatch(b.id(), _now() - t0, ok, self.config.label)
 
     def run(self) -> None:
         """Launch, wait and raise on a device or i32 division error."""
         self.run_timed()
-
-    def _finish(self, deadline: float | None, config: DispatchConfig) -> None:
-        b, dev = self.backend, self.backend.device
-        with b._lock:
-            if self.uses_ctl:
-                dev.ctl_fetch(self.ctl)
-            fence = dev.fence()
-        b._wait(fence, deadline, (self.ctl,) if self.uses_ctl else (), (self,), config)
-        if self.uses_ctl:
-            failed = bool(self.ctl.words[0])
-            self._armed = False
-            if failed:
-                raise i32_division_failed(b.id())
 
     def run_timed(self, config: DispatchConfig | None = None) -> TimedDispatchResult:
         config = config or self.config
         b, dev = self.backend, self.backend.device
         t0 = _now()
         ok = False
+        mine = self._lock
+        mine.acquire()
         try:
-            with self._lock:
-                deadline = deadline_of(config)
-                before = [b.read_resident(r) for r, _ in self._rw] if config.fixpoint_iterations > 1 else None
-                device_ns = 0
-                t1 = t0
-                for it in range(config.fixpoint_iterations):
-                    with b._lock:
-                        b._usable()
-                        self._check()
-                        try:
-                            token = self._enqueue(timed=True, deadline=deadline)
-                        except Cancelled:
-                            self._armed = False
-                            raise timed_out(config, b.id()) from None
-                        except BaseException as exc:
-                            self._armed = False
-                            raise b._fail(exc) from None
-                    t1 = _now()
-                    self._finish(deadline, config)
-                    ns = dev.elapsed_ns(token) if token is not None else 0
-                    device_ns = None if ns is None or device_ns is None else device_ns + ns
-                    if before is None or it == config.fixpoint_iterations - 1:
-                        break
-                    after = [b.read_resident(r) for r, _ in self._rw]
-                    if after == before:
-                        break
-                    before = after
+            deadline = None if config.timeout is None else time.monotonic() + config.timeout
+            before = [b.read_resident(r) for r, _ in self._rw] if config.fixpoint_iterations > 1 else None
+            device_ns: int | None = 0
+            t1 = t0
+            for it in range(config.fixpoint_iterations):
+                lock = b._lock
+                lock.acquire()
+                try:
+                    self._check()
+                    token = self._enqueue(timed=True, deadline=deadline)
+                    if self.uses_ctl:
+                        dev.ctl_fetch(self.ctl)
+                    fence = dev.fence()
+                except Cancelled:
+                    self._armed = False
+                    raise timed_out(config, b.id()) from None
+                except BaseException as exc:
+                    self._armed = False
+                    raise b._fail(exc) from None
+                finally:
+                    lock.release()
+                t1 = _now()
+                b._wait(fence, deadline, (self.ctl,) if self.uses_ctl else (), (self,), config)
+                if self.uses_ctl:
+                    self._armed = False
+                    if self.ctl.words[0]:
+                        raise i32_division_failed(b.id())
+                ns = dev.elapsed_ns(token) if token is not None else 0
+                device_ns = None if ns is None or device_ns is None else device_ns + ns
+                if before is None or it == config.fixpoint_iterations - 1:
+                    break
+                after = [b.read_resident(r) for r, _ in self._rw]
+                if after == before:
+                    break
+                before = after
             ok = True
             t2 = _now()
             return TimedDispatchResult([], t2 - t0, device_ns, t1 - t0, t2 - t1)
         finally:
+            mine.release()
             observability.record_dispatch(b.id(), _now() - t0, ok, config.label)
 
     def release(self) -> None:
         """Drop the binding; resources freed meanwhile are released to the device now."""
         if self.released:
             return
-        self.released = True
+        self.released = self.stale = True
         for key, bound in list(self.pipe.bounds.items()):
             if bound is self:
                 del self.pipe.bounds[key]
@@ -173,7 +185,7 @@ class Bound:
     def __del__(self) -> None:  # a dropped handle must not keep freed memory alive
         try:
             if not self.released:
-                self.released = True
+                self.released = self.stale = True
                 for r in self.resources:
                     r.holders.discard(self)
                     self.backend._free_if_unheld(r)

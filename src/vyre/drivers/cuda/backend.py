@@ -137,6 +137,9 @@ class CudaDevice(Device):
         fence.sync()  # raises a sticky launch error, if any
         return True
 
+    def finish(self) -> None:
+        self.stream.sync()
+
     def abandon(self) -> None:
         self.stream = self._target = self.rt.stream = self.rt.dev.create_stream()
         self._raw = self.stream.handle

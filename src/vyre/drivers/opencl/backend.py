@@ -124,6 +124,11 @@ class OpenCLDevice(Device):
         fence.copies.clear()
         return True
 
+    def finish(self) -> None:
+        copies, self._copies = self._copies, []
+        self.queue.finish()
+        del copies  # complete now: dropping them no longer blocks
+
     def abandon(self) -> None:
         self._copies = []
         self.queue = self.rt.queue = self.rt.new_queue()

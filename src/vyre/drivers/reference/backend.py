@@ -113,6 +113,9 @@ class ReferenceDevice(Device):
     def wait(self, fence: Any, timeout: float | None) -> bool:
         return True
 
+    def finish(self) -> None:
+        return None
+
     def error(self, exc: BaseException) -> BackendError:
         return DispatchFailed(f"the reference interpreter failed: {type(exc).__name__}: {exc}.",
                               "this is a vyre bug: report it with the program (vyre.ir.wire.encode).",
