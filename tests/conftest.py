@@ -67,6 +67,7 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
     # every test session writes compiled artifacts into its own temporary cache directory
     root = tmp_path_factory.getbasetemp() / "vyre-cache"
     monkeypatch.setenv("VYRE_CACHE_DIR", str(root))
+    monkeypatch.setenv("VYRE_KEY_DIR", str(tmp_path_factory.getbasetemp() / "vyre-keys"))
 
 
 @pytest.fixture

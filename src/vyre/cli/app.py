@@ -165,9 +165,13 @@ def conform(
 
     if verify:
         try:
-            ok, why = verify_certificate(json.loads(verify.read_text()))
+            cert = json.loads(verify.read_text())
+            live = acquire(backend[0]) if backend else None
+            ok, why = verify_certificate(cert, live)
         except (OSError, ValueError) as exc:
             _fail(VyreError(f"cannot read certificate {verify}: {exc}.", "pass a JSON certificate from `vyre conform`."))
+        except BackendError as exc:
+            _fail(exc)
         console.print(f"{'[green]valid[/green]' if ok else '[red]invalid[/red]'}: {why}")
         raise typer.Exit(0 if ok else 1)
     if oob_report:

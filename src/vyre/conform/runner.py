@@ -230,8 +230,9 @@ def certificate(report: BackendReport, *, random: int, seed: int) -> dict:
     return body
 
 
-def verify_certificate(cert: dict) -> tuple[bool, str]:
-    """Check the digest, and that corpus and wire version match this vyre."""
+def verify_certificate(cert: dict, backend: VyreBackend | None = None) -> tuple[bool, str]:
+    """Check the digest, that corpus and wire version match this vyre and, given a backend,
+    that the certificate is for that backend: same id, version and device fingerprint."""
     try:
         body = {k: v for k, v in cert.items() if k != "digest"}
         want = blake3.blake3(json.dumps(body, sort_keys=True).encode()).hexdigest()
@@ -245,6 +246,12 @@ def verify_certificate(cert: dict) -> tuple[bool, str]:
         return False, "corpus differs from this vyre's corpus: re-certify"
     if not cert.get("passed"):
         return False, "certificate records failures"
+    if backend is not None:
+        for field_, have in (("backend", backend.id()), ("backend_version", backend.version()),
+                             ("device_fingerprint", backend.device_fingerprint().hex())):
+            if cert.get(field_) != have:
+                return False, (f"the certificate's {field_} {cert.get(field_)!r} is not this "
+                               f"backend's {have!r}: re-certify on this device")
     return True, "valid"
 
 

@@ -144,14 +144,16 @@ def backend_registration(backend_id: str) -> BackendRegistration:
 
 
 def acquire(backend_id: str) -> VyreBackend:
-    """The process-wide instance of backend ``backend_id`` (created on first use)."""
+    """The process-wide instance of backend ``backend_id``: created (and `prepare`d) on first
+    use, and created anew after it was shut down."""
     with _lock:
         inst = _instances.get(backend_id)
-        if inst is not None:
+        if inst is not None and not getattr(inst, "closed", False):
             return inst
         reg = backend_registration(backend_id)
         try:
             inst = reg.make()
+            inst.prepare()
         except BackendError:
             raise
         except Exception as exc:

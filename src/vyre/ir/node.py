@@ -23,8 +23,9 @@ class Node:
         for e in node_exprs(self):
             h = max(h, getattr(e, "_h", 1))
         for _, body in node_bodies(self):
-            for n in body:
-                h = max(h, getattr(n, "_h", 1))
+            if isinstance(body, tuple | list):  # malformed bodies are the validator's (V030)
+                for n in body:
+                    h = max(h, getattr(n, "_h", 1))
         h += 1
         if h > MAX_DEPTH:
             raise too_deep(h, "statement")

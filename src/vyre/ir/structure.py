@@ -60,14 +60,15 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def literal_fault(dtype: Any, bits: Any) -> str | None:
-    """Why a literal's (dtype, bits) is not a valid IR literal, or None."""
+def literal_fault(dtype: Any, bits: Any) -> tuple[str, str] | None:
+    """(code, why) when a literal's (dtype, bits) is not a valid IR literal, or None:
+    V030 for the wrong Python types, V029 for a value its type cannot hold."""
     if not isinstance(dtype, DataType) or not _is_int(bits):
-        return f"literal ({dtype!r}, {bits!r}) needs a DataType and an int bit pattern"
+        return "V030", f"literal ({dtype!r}, {bits!r}) needs a DataType and an int bit pattern"
     if not 0 <= bits <= _LIT_MAX[dtype]:
-        return f"{dtype.value} literal bits {bits} are outside 0..{_LIT_MAX[dtype]}"
+        return "V029", f"{dtype.value} literal bits {bits} are outside 0..{_LIT_MAX[dtype]}"
     if dtype is DataType.F32 and E.canonical_f32_bits(bits) != bits:
-        return f"f32 literal 0x{bits:08x} is not canonical (NaN must be 0x7FC00000, subnormals zero)"
+        return "V029", f"f32 literal 0x{bits:08x} is not canonical (NaN must be 0x7FC00000, subnormals zero)"
     return None
 
 
@@ -78,9 +79,9 @@ def structural_faults(program: Any) -> list[tuple[str, str, str, str]]:
     if not isinstance(program, Program):
         return [("V030", "program", f"expected a Program, got {type(program).__name__}.", fix)]
     buffers = program.buffers
-    if not isinstance(buffers, tuple | list):
+    if not isinstance(buffers, tuple):
         out.append(("V030", "buffers", f"buffers is a {type(buffers).__name__}, not a tuple.", fix))
-        buffers = ()
+        buffers = buffers if isinstance(buffers, list) else ()
     for i, b in enumerate(buffers):
         loc = f"buffers[{i}]"
         if not isinstance(b, BufferDecl):
@@ -100,9 +101,10 @@ def structural_faults(program: Any) -> list[tuple[str, str, str, str]]:
     if not isinstance(wg, tuple) or len(wg) != 3 or not all(_is_int(v) for v in wg):
         out.append(("V030", "workgroup_size", f"workgroup size {wg!r} is not three ints.",
                     "pass an int or three ints to Program.wrapped."))
-    if not isinstance(program.body, tuple | list):
+    if not isinstance(program.body, tuple):
         out.append(("V030", "body", f"body is a {type(program.body).__name__}, not a tuple.", fix))
-        return out
+        if not isinstance(program.body, list):
+            return out
     stack: list[tuple[Any, str, bool]] = [(n, f"body[{i}]", False) for i, n in enumerate(program.body)]
     while stack and len(out) < 64:
         obj, loc, is_expr = stack.pop()
@@ -118,9 +120,9 @@ def structural_faults(program: Any) -> list[tuple[str, str, str, str]]:
             if kind == _EXPR or (kind == _OPT_EXPR and v is not None):
                 stack.append((v, where, True))
             elif kind == _BODY:
-                if not isinstance(v, tuple | list):
-                    out.append(("V030", where, f"a {type(v).__name__} where a statement list belongs.", fix))
-                else:
+                if not isinstance(v, tuple):
+                    out.append(("V030", where, f"a {type(v).__name__} where a statement tuple belongs.", fix))
+                if isinstance(v, tuple | list):
                     stack.extend((n, f"{where}[{j}]", False) for j, n in enumerate(v))
             elif kind is int:
                 if not _is_int(v):
@@ -128,8 +130,8 @@ def structural_faults(program: Any) -> list[tuple[str, str, str, str]]:
             elif isinstance(kind, type) and not isinstance(v, kind):
                 out.append(("V030", where, f"{v!r} is not a {kind.__name__}.", fix))
         if isinstance(obj, E.Lit | E.Spec):
-            why = literal_fault(obj.dtype, obj.bits)
-            if why:
-                out.append(("V029", loc, why + ".", "build literals with Expr.u32/i32/f32/bool_, "
+            fault = literal_fault(obj.dtype, obj.bits)
+            if fault:
+                out.append((fault[0], loc, fault[1] + ".", "build literals with Expr.u32/i32/f32/bool_, "
                             "which range-check and canonicalise."))
     return out

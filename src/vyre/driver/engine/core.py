@@ -297,11 +297,16 @@ class EngineBackend(VyreBackend):
         return config
 
     # ---- 2. pipelines --------------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        """True after `shutdown()`: every later use is an error."""
+        return self._closed
+
     def _usable(self) -> None:
         if self._closed:
             raise DispatchFailed(f"the {self.id()} backend was shut down.",
-                                 f"release it and acquire a new one: vyre.driver.registry.release"
-                                 f"({self.id()!r}); vyre.driver.acquire({self.id()!r}).", backend=self.id())
+                                 f"acquire it again: vyre.driver.acquire({self.id()!r}) returns a new "
+                                 "instance.", backend=self.id())
         if self._runaway:
             dev = self.device
             self._runaway = [(f, k) for f, k in self._runaway if not dev.done(f)]

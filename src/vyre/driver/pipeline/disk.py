@@ -2,10 +2,14 @@
 
 Location: ``$VYRE_CACHE_DIR`` or the platform cache dir (platformdirs) + ``/<namespace>``.
 Each entry is one file: ``VYRC``, u32 format version, 32-byte blake3 of the key, 32-byte
-blake3 of the payload, u64 payload length, payload. Writes go to a temp file in the same
-directory and are renamed into place (atomic). Reads verify everything: a truncated,
-corrupt or foreign entry is a miss plus a logged warning (and the file is removed), never a
-crash. No pickle: payloads are bytes. A size cap evicts least-recently-used entries.
+keyed blake3 (a MAC) of key and payload, u64 payload length, payload. The MAC key is 32
+random bytes kept outside the cache directory (`mac_key`), so an entry someone wrote with
+valid plain checksums is still refused: a forged kernel binary is never handed to a driver,
+which could crash on it. Writes go to a temp file in the same directory and are renamed into
+place (atomic). Reads open regular files only, up to a size cap, and verify everything: a
+truncated, corrupt, forged or foreign entry is a miss plus a logged warning (and the file is
+removed), never a crash or a hang. No pickle: payloads are bytes. A size cap evicts
+least-recently-used entries.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import blake3
 log = logging.getLogger("vyre.cache")
 
 MAGIC = b"VYRC"
-FORMAT = 1
+FORMAT = 2
 _HEAD = struct.Struct("<4sI32s32sQ")
 DEFAULT_CAP_BYTES = 512 * 1024 * 1024
 
@@ -82,6 +86,61 @@ def read_small_file(path: Path, what: str) -> str | None:
         return None
 
 
+_key_lock = threading.Lock()
+_keys: dict[str, bytes] = {}
+
+
+def key_dir() -> Path:
+    """Where the MAC key lives: ``$VYRE_KEY_DIR`` or the platform config dir (not the cache)."""
+    env = os.environ.get("VYRE_KEY_DIR")
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir("vyre", appauthor=False))
+
+
+def mac_key() -> bytes | None:
+    """This user's 32-byte cache MAC key, created (mode 0600) on first use; None when it can
+    be neither read nor created (the disk cache is then off, with a warning)."""
+    folder = key_dir()
+    path = folder / "cache.key"
+    with _key_lock:
+        hit = _keys.get(str(path))
+        if hit is not None:
+            return hit
+        try:
+            data = read_capped(path, 64)
+            if data is None or len(data) != 32:
+                folder.mkdir(parents=True, exist_ok=True)
+                fresh = os.urandom(32)
+                fd, tmp = tempfile.mkstemp(dir=folder, prefix=".key-")
+                try:
+                    with os.fdopen(fd, "wb") as f:
+                        f.write(fresh)
+                    os.chmod(tmp, 0o600)
+                    if data is None:
+                        try:
+                            os.link(tmp, path)      # first writer wins; others read its key
+                        except FileExistsError:
+                            pass
+                    else:
+                        os.replace(tmp, path)       # a damaged key file: replace it
+                finally:
+                    try:
+                        os.unlink(tmp)
+                    except FileNotFoundError:
+                        pass
+                data = read_capped(path, 64)
+            if data is None or len(data) != 32:
+                raise OSError("the key file is not 32 bytes")
+        except OSError as exc:
+            log.warning("vyre cache: no MAC key in %s (%s); the disk cache is off", folder, exc)
+            return None
+        _keys[str(path)] = data
+        return data
+
+
 def cache_root() -> Path:
     env = os.environ.get("VYRE_CACHE_DIR")
     if env:
@@ -104,6 +163,10 @@ class DiskCache:
 
     def get(self, key: bytes) -> bytes | None:
         path = self._path(key)
+        secret = mac_key()
+        if secret is None:
+            self.misses += 1
+            return None
         try:
             data = read_capped(path, MAX_ENTRY_BYTES)
             if data is None:
@@ -113,7 +176,7 @@ class DiskCache:
             log.warning("vyre cache: cannot read %s (%s); treating as a miss", path, exc)
             self.misses += 1
             return None
-        payload = self._verify(data, key)
+        payload = self._verify(data, key, secret)
         if payload is None:
             self.corrupt += 1
             self.misses += 1
@@ -131,22 +194,32 @@ class DiskCache:
         return payload
 
     @staticmethod
-    def _verify(data: bytes, key: bytes) -> bytes | None:
+    def _mac(secret: bytes, key: bytes, payload: bytes) -> bytes:
+        h = blake3.blake3(key=secret)
+        h.update(len(key).to_bytes(8, "little") + key)
+        h.update(payload)
+        return h.digest()
+
+    @staticmethod
+    def _verify(data: bytes, key: bytes, secret: bytes) -> bytes | None:
         if len(data) < _HEAD.size:
             return None
-        magic, fmt, key_hash, body_hash, length = _HEAD.unpack_from(data)
+        magic, fmt, key_hash, mac, length = _HEAD.unpack_from(data)
         if magic != MAGIC or fmt != FORMAT or len(data) != _HEAD.size + length:
             return None
         payload = data[_HEAD.size:]
-        if key_hash != blake3.blake3(key).digest() or body_hash != blake3.blake3(payload).digest():
+        if key_hash != blake3.blake3(key).digest() or mac != DiskCache._mac(secret, key, payload):
             return None
         return payload
 
     def put(self, key: bytes, payload: bytes) -> None:
+        secret = mac_key()
+        if secret is None:
+            return
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             head = _HEAD.pack(MAGIC, FORMAT, blake3.blake3(key).digest(),
-                              blake3.blake3(payload).digest(), len(payload))
+                              self._mac(secret, key, payload), len(payload))
             fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-", suffix=".bin")
             try:
                 with os.fdopen(fd, "wb") as f:
