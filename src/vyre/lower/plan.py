@@ -33,6 +33,13 @@ class KernelPlan:
     cancel_checked: tuple[bool, ...] = ()  # per phase: loops poll vy_ctl[1] (no barrier there)
 
     @property
+    def stoppable(self) -> bool:
+        """Every phase that loops polls the cancel word (phases without loops end soon anyway):
+        a cancelled dispatch of this plan stops."""
+        return all(checked or not any(isinstance(n, N.Loop) for n in N.walk_nodes(phase))
+                   for checked, phase in zip(self.cancel_checked, self.phases))
+
+    @property
     def uses_ctl(self) -> bool:
         """Whether a kernel reads or writes its control block (else the driver need not reset
         or read it back)."""

@@ -244,6 +244,7 @@ class EngineBackend(VyreBackend):
         self._ctls: list[Ctl] = []
         self._closed = False
         self._runaway: list[tuple[Any, tuple]] = []   # (fence, objects it may still write)
+        self._draining: list[tuple[Any, tuple]] = []  # cancelled, not yet ended: kept alive
         self.generation = 0
         self._limits: Limits | None = None
 
@@ -307,6 +308,8 @@ class EngineBackend(VyreBackend):
             raise DispatchFailed(f"the {self.id()} backend was shut down.",
                                  f"acquire it again: vyre.driver.acquire({self.id()!r}) returns a new "
                                  "instance.", backend=self.id())
+        if self._draining:
+            self._draining = [(f, k) for f, k in self._draining if not self.device.done(f)]
         if self._runaway:
             dev = self.device
             self._runaway = [(f, k) for f, k in self._runaway if not dev.done(f)]
@@ -479,7 +482,7 @@ class EngineBackend(VyreBackend):
         lock = self._lock
         lock.acquire()
         try:
-            if self._closed or self._runaway:
+            if self._closed or self._runaway or self._draining:
                 self._usable()
             if pipe.generation != self.generation:
                 pipe.check_live()
@@ -549,22 +552,28 @@ class EngineBackend(VyreBackend):
 
     # ---- 6. complete -------------------------------------------------------------------------
     def _wait(self, fence: Any, deadline: float | None, ctls: Sequence[Ctl], keep: tuple,
-              config: DispatchConfig) -> None:
-        """Wait for ``fence``; at the deadline cancel, and never queue behind a kernel that
-        cannot stop. Raises `DispatchFailed` on timeout."""
+              config: DispatchConfig, stoppable: bool = True) -> bool:
+        """Wait for ``fence``. At the deadline: raise each dispatch's cancel word and give the
+        kernels a moment to stop. A kernel that polls its cancel word stops as soon as it runs,
+        even if it still waits behind other work: its memory is kept alive until its fence
+        completes (draining), and other dispatches go on. A kernel that cannot stop is never
+        queued behind: the queue is abandoned and the backend reports `DeviceLost` until the
+        kernel ends or `try_recover()`. Raises `DispatchFailed` on timeout."""
         dev = self.device
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
         try:
             if dev.wait(fence, remaining):
-                return
+                return True
         except BaseException as exc:
             raise self._fail(exc) from None
-        cancelled = [dev.ctl_cancel(c) for c in ctls]
-        stopped = bool(ctls) and all(cancelled) and dev.wait(fence, CANCEL_GRACE_S)
-        if not stopped:
+        cancelled = all([dev.ctl_cancel(c) for c in ctls]) and bool(ctls)
+        if not dev.wait(fence, CANCEL_GRACE_S if cancelled else 0.0):
             with self._lock:
-                dev.abandon()
-                self._runaway.append((fence, keep))
+                if cancelled and stoppable:
+                    self._draining.append((fence, keep))
+                else:
+                    dev.abandon()
+                    self._runaway.append((fence, keep))
         raise timed_out(config, self.id())
 
     def _complete(self, flight: Flight, config: DispatchConfig) -> list[bytes]:
@@ -574,9 +583,9 @@ class EngineBackend(VyreBackend):
                 self.device.finish()
             else:
                 self._wait(flight.fence, flight.deadline, (sset.ctl,) if prep.kernel.uses_ctl else (),
-                           (prep, sset, flight.keep), config)
+                           (prep, sset, flight.keep), config, prep.kernel.stoppable)
         except DispatchFailed:
-            if not self._runaway or self._runaway[-1][0] is not flight.fence:
+            if not any(f is flight.fence for f, _ in self._runaway + self._draining):
                 prep.give(sset)   # the kernel stopped: its staging is free again
             raise
         except BaseException as exc:

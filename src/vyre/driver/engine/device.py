@@ -47,6 +47,7 @@ class Kernel:
     fully_written: frozenset[str] = frozenset()  # outputs every lane overwrites (no zero-fill)
     built_from: str = "compiled"         # "compiled", "disk" or "interpreter"
     source: str | None = field(default=None, repr=False)
+    stoppable: bool = True               # a raised cancel word ends it soon (see plan.stoppable)
 
     def skips_zero_fill(self, name: str, count: int, global_x: int) -> bool:
         """True when the launch overwrites every element of output ``name``."""

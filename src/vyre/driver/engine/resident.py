@@ -148,7 +148,8 @@ class Bound:
                 finally:
                     lock.release()
                 t1 = _now()
-                b._wait(fence, deadline, (self.ctl,) if self.uses_ctl else (), (self,), config)
+                b._wait(fence, deadline, (self.ctl,) if self.uses_ctl else (), (self,), config,
+                        self.prep.kernel.stoppable)
                 if self.uses_ctl:
                     self._armed = False
                     if self.ctl.words[0]:
@@ -257,7 +258,8 @@ class EngineBatch:
                     raise timed_out(cfg, b.id()) from None
                 except BaseException as exc:
                     raise b._fail(exc) from None
-            b._wait(fence, deadline, [bd.ctl for bd in self.bounds if bd.uses_ctl], tuple(self.bounds), cfg)
+            b._wait(fence, deadline, [bd.ctl for bd in self.bounds if bd.uses_ctl], tuple(self.bounds), cfg,
+                    all(bd.prep.kernel.stoppable for bd in self.bounds))
             failed = False
             for bd in self.bounds:
                 if bd.uses_ctl:

@@ -52,7 +52,8 @@ class OpenCLDevice(Device):
     def build(self, program: Program) -> Kernel:
         plan, source = generate(program)
         prg, built_from = self.rt.build(source)
-        return Kernel((prg, plan.entries), plan.uses_ctl, plan.fully_written, built_from, source)
+        return Kernel((prg, plan.entries), plan.uses_ctl, plan.fully_written, built_from, source,
+                      plan.stoppable)
 
     def alloc(self, nbytes: int) -> cl.Buffer:
         return self.rt.buffer(nbytes)
@@ -79,8 +80,11 @@ class OpenCLDevice(Device):
         return Ctl(buf, words, buf)
 
     def ctl_reset(self, ctl: Ctl) -> None:
+        # The cancel word (1) is reset by the host now, never by a queued command: a fill that
+        # runs after the engine raised it would erase a cancel. The error flag (0) is reset in
+        # queue order, which is what devices without host-visible buffers need.
         ctl.words[:] = 0
-        cl.enqueue_fill_buffer(self.queue, ctl.handle, self._zero, 0, 8)
+        cl.enqueue_fill_buffer(self.queue, ctl.handle, self._zero, 0, 4)
 
     def ctl_fetch(self, ctl: Ctl) -> None:
         self._copies.append(cl.enqueue_copy(self.queue, ctl.words, ctl.handle, is_blocking=False))
