@@ -340,3 +340,20 @@ def test_19_zero_size_work_gives_empty_or_zeroed_outputs(backend):
         assert backend.dispatch(_copy(8), [a], config) == reference.run(_copy(8), [a], config)
     pend = [backend.dispatch_async(_copy(), [a[:n]]) for n in (0, 3, 0, 8)]
     assert [p.await_result() for p in pend] == [reference.run(_copy(), [a[:n]]) for n in (0, 3, 0, 8)]
+
+
+def test_14_the_deepest_buildable_program_runs_everywhere(backend):
+    """A tree at the height limit goes through every walk: encode, decode, fingerprint, ==,
+    hash, validation, lowering, printing and execution, without a RecursionError."""
+    from vyre.cli.show import program_text
+    from vyre.ir.limits import MAX_DEPTH
+
+    x = Expr.load("a", GX)
+    for i in range(MAX_DEPTH - 3):
+        x = (x + i) if i % 2 else (x ^ i)
+    p = Program.wrapped([BufferDecl.read("a", 0, U), BufferDecl.output("o", 1, U)], 8, [Node.store("o", GX, x)])
+    q = wire.decode(wire.encode(p))
+    assert q == p and hash(q) == hash(p) and validate(q) == []
+    assert "o[gid.x]" in program_text(q)
+    a = np.arange(16, dtype=np.uint32)
+    assert backend.dispatch(q, [a]) == reference.run(p, [a])
