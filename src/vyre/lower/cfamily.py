@@ -27,7 +27,9 @@ from vyre.ir.types import (
     UnOp,
 )
 
+from .floats import CANON, HW_FTZ_BIN, HW_FTZ_UN, RAW, Flags, flags_of, result_flags, var_flags
 from .plan import KernelPlan
+from .ranges import Ranges
 
 CT = {DataType.U32: "uint", DataType.I32: "int", DataType.F32: "float", DataType.BOOL: "bool"}
 
@@ -54,17 +56,25 @@ class Dialect:
     fn: dict[str, str]                            # math/intrinsic function names
     # (op, C type, value, lane, linear-lid expr) -> C expression; None: no subgroup support
     subgroup: Callable[[SubgroupOp, str, str | None, str | None, str], str] | None = None
+    # the target's flush-to-zero forms of the operations in vyre.lower.floats.HW_FTZ_* flush
+    # subnormal inputs and results exactly as S9 does (then they need no explicit flush)
+    hw_ftz: bool = False
 
 
 PRELUDE = r"""
 #define VY_NAN_BITS 0x7FC00000u
-VY_FN float vy_canon(float x) {
+// Canonicalisation (S9), branch-free so vectorising compilers keep lanes together:
+// vy_daz flushes a subnormal to zero of its sign, vy_cnan gives NaN the canonical payload,
+// vy_canon does both. vyre.lower.floats decides where each is needed.
+VY_FN float vy_daz(float x) {
     uint b = VY_F2U(x);
-    uint e = b & 0x7F800000u;
-    if (e == 0x7F800000u && (b & 0x007FFFFFu) != 0u) return VY_U2F(VY_NAN_BITS);
-    if (e == 0u) return VY_U2F(b & 0x80000000u);
-    return x;
+    return VY_U2F((b & 0x7F800000u) == 0u ? (b & 0x80000000u) : b);
 }
+VY_FN float vy_cnan(float x) {
+    uint b = VY_F2U(x);
+    return VY_U2F((b & 0x7FFFFFFFu) > 0x7F800000u ? VY_NAN_BITS : b);
+}
+VY_FN float vy_canon(float x) { return vy_cnan(vy_daz(x)); }
 VY_FN bool vy_isnan(float x) { return (VY_F2U(x) & 0x7FFFFFFFu) > 0x7F800000u; }
 VY_FN bool vy_isinf(float x) { return (VY_F2U(x) & 0x7FFFFFFFu) == 0x7F800000u; }
 VY_FN float vy_fmin(float a, float b) {
@@ -146,6 +156,9 @@ class _Emitter:
         self.scope: list[dict[str, DataType]] = [{}]
         self.alive = False  # inside the "alive" scheme (a barrier program that may return)
         self.cancel = False  # loops poll the cancel word (kernels without barriers)
+        self.hw = d.hw_ftz
+        self.vars = var_flags(self.program, self.hw)   # what each f32 local may hold
+        self.ranges = Ranges(self.program)
 
     # ---- output helpers ----------------------------------------------------------------
     def out(self, line: str) -> None:
@@ -163,6 +176,9 @@ class _Emitter:
                 return frame[name]
         raise KeyError(name)
 
+    def visible(self) -> dict[str, DataType]:
+        return {k: v for f in self.scope for k, v in f.items()}
+
     def count(self, buffer: str) -> str:
         decl = self.program.buffer(buffer)
         if decl.is_workgroup:
@@ -173,72 +189,98 @@ class _Emitter:
         decl = self.program.buffer(buffer)
         return f"w_{buffer}" if decl.is_workgroup else f"b_{buffer}"
 
-    # ---- expressions: returns (C operand, type, canonical-f32?) --------------------------
-    def expr(self, e: E.Expr) -> tuple[str, DataType, bool]:
+    # ---- f32 canonicalisation where it is observable (vyre.lower.floats) ---------------
+    def operand(self, v: str, f: Flags, hardware: bool) -> str:
+        """``v`` as the operand of a numeric operation: subnormals flushed, unless the
+        target's hardware form of the operation flushes them itself."""
+        if f.sub and not (hardware and self.hw):
+            return self.fresh(DataType.F32, f"vy_daz({v})")
+        return v
+
+    def observed(self, v: str, f: Flags) -> str:
+        """``v`` where its bits become visible (a store, a bitcast, a local that may also hold
+        raw bits): raw bits as they are, results of arithmetic canonical."""
+        if f.raw or not (f.sub or f.nan):
+            return v
+        fn = "vy_canon" if f.sub and f.nan else ("vy_cnan" if f.nan else "vy_daz")
+        return self.fresh(DataType.F32, f"{fn}({v})")
+
+    # ---- expressions: returns (C operand, type, f32 flags) ------------------------------
+    def expr(self, e: E.Expr) -> tuple[str, DataType, Flags]:
         fn = self.d.fn
         if isinstance(e, E.Spec):  # drivers specialize first; a leftover takes its default
             return self.expr(E.Lit(e.dtype, e.bits))
         if isinstance(e, E.Lit):
             if e.dtype is DataType.U32:
-                return f"{e.bits}u", e.dtype, True
+                return f"{e.bits}u", e.dtype, CANON
             if e.dtype is DataType.I32:
-                return f"((int){e.bits}u)", e.dtype, True
+                return f"((int){e.bits}u)", e.dtype, CANON
             if e.dtype is DataType.F32:
-                return f"VY_U2F(0x{e.bits:08X}u)", e.dtype, True
-            return ("true" if e.bits else "false"), e.dtype, True
+                return f"VY_U2F(0x{e.bits:08X}u)", e.dtype, CANON
+            return ("true" if e.bits else "false"), e.dtype, CANON
         if isinstance(e, E.Var):
-            return f"v_{e.name}", self.lookup(e.name), False
+            t = self.lookup(e.name)
+            return f"v_{e.name}", t, self.vars.get(e.name, CANON) if t is DataType.F32 else CANON
         if isinstance(e, E.BufLen):
-            return self.count(e.buffer), DataType.U32, True
+            return self.count(e.buffer), DataType.U32, CANON
         if isinstance(e, E.Id):
-            return self.d.builtin(e.kind, e.axis), DataType.U32, True
+            return self.d.builtin(e.kind, e.axis), DataType.U32, CANON
         if isinstance(e, E.Load):
             i, _, _ = self.expr(e.index)
             t = self.program.buffer(e.buffer).dtype
-            word = self.fresh(DataType.U32, f"({i} < {self.count(e.buffer)}) ? {self.ptr(e.buffer)}[{i}] : 0u")
-            return self.from_word(word, t), t, False
+            if self.ranges.in_bounds(e.buffer, e.index):
+                word = self.fresh(DataType.U32, f"{self.ptr(e.buffer)}[{i}]")
+            else:
+                word = self.fresh(DataType.U32, f"({i} < {self.count(e.buffer)}) ? {self.ptr(e.buffer)}[{i}] : 0u")
+            return self.from_word(word, t), t, RAW if t is DataType.F32 else CANON
         if isinstance(e, E.Bin):
             return self.binary(e)
         if isinstance(e, E.Un):
             return self.unary(e)
         if isinstance(e, E.Select):
             c, _, _ = self.expr(e.cond)
-            a, t, ca = self.expr(e.if_true)
-            b, _, cb = self.expr(e.if_false)
-            return self.fresh(t, f"{c} ? {a} : {b}"), t, ca and cb
+            a, t, fa = self.expr(e.if_true)
+            b, _, fb = self.expr(e.if_false)
+            if t is DataType.F32 and fa.raw != fb.raw:  # raw bits win: the other arm canonical
+                a, b = (a, self.observed(b, fb)) if fa.raw else (self.observed(a, fa), b)
+                return self.fresh(t, f"{c} ? {a} : {b}"), t, RAW
+            return self.fresh(t, f"{c} ? {a} : {b}"), t, fa | fb
         if isinstance(e, E.Cast):
             return self.cast(e)
         if isinstance(e, E.Bitcast):
-            v, t, _ = self.expr(e.value)
+            v, t, f = self.expr(e.value)
             if e.dtype is t:
-                return v, t, False
+                return v, t, f
             if e.dtype is DataType.F32:
-                return self.fresh(e.dtype, f"VY_U2F((uint){v})"), e.dtype, False
+                return self.fresh(e.dtype, f"VY_U2F((uint){v})"), e.dtype, RAW
             if t is DataType.F32:
-                return self.fresh(e.dtype, f"({CT[e.dtype]})VY_F2U({v})"), e.dtype, True
-            return self.fresh(e.dtype, f"({CT[e.dtype]}){v}"), e.dtype, True
+                return self.fresh(e.dtype, f"({CT[e.dtype]})VY_F2U({self.observed(v, f)})"), e.dtype, CANON
+            return self.fresh(e.dtype, f"({CT[e.dtype]}){v}"), e.dtype, CANON
         if isinstance(e, E.Fma):
-            a, b, c = (self.canon(*self.expr(x)[::2]) for x in (e.a, e.b, e.c))
-            return self.fresh(DataType.F32, f"vy_canon({fn['fma']}({a}, {b}, {c}))"), DataType.F32, True
+            a, b, c = (self.operand(v, f, True) for v, _, f in (self.expr(x) for x in (e.a, e.b, e.c)))
+            return self.fresh(DataType.F32, f"{fn['fma']}({a}, {b}, {c})"), DataType.F32, \
+                result_flags(self.hw, rounded=True)
         if isinstance(e, E.Atomic):
             return self.atomic(e)
         if isinstance(e, E.Subgroup):
             return self.subgroup(e)
         raise TypeError(type(e).__name__)
 
-    def subgroup(self, e: E.Subgroup) -> tuple[str, DataType, bool]:
+    def subgroup(self, e: E.Subgroup) -> tuple[str, DataType, Flags]:
         if self.d.subgroup is None:
             raise VyreError(f"the {self.d.name} printer has no subgroup operations.",
                             "run subgroup programs on a backend that supports them.")
         v = t = None
+        vf = CANON
         if e.value is not None:
-            v, t, _ = self.expr(e.value)
+            v, t, vf = self.expr(e.value)
         lane = self.expr(e.lane)[0] if e.lane is not None else None
         rt = t if e.op in SUBGROUP_REDUCTIONS or e.op is SubgroupOp.SHUFFLE else DataType.U32
         wx, wy, _ = self.program.workgroup_size
         b = self.d.builtin
         lin = f"({b(Builtin.LID, 0)} + {wx}u * ({b(Builtin.LID, 1)} + {wy}u * {b(Builtin.LID, 2)}))"
-        return self.fresh(rt, self.d.subgroup(e.op, CT[rt], v, lane, lin)), rt, False
+        flags = vf if e.op is SubgroupOp.SHUFFLE and rt is DataType.F32 else CANON
+        return self.fresh(rt, self.d.subgroup(e.op, CT[rt], v, lane, lin)), rt, flags
 
     def from_word(self, word: str, t: DataType) -> str:
         if t is DataType.U32:
@@ -257,41 +299,39 @@ class _Emitter:
             return f"({v} ? 1u : 0u)"
         return f"(uint){v}"
 
-    def canon(self, v: str, canonical: bool) -> str:
-        return v if canonical else self.fresh(DataType.F32, f"vy_canon({v})")
-
-    def binary(self, e: E.Bin) -> tuple[str, DataType, bool]:
-        a, ta, ca = self.expr(e.left)
-        b, tb, cb = self.expr(e.right)
+    def binary(self, e: E.Bin) -> tuple[str, DataType, Flags]:
+        a, ta, fa = self.expr(e.left)
+        b, tb, fb = self.expr(e.right)
         rt = bin_result(e.op, ta, tb)
         op = e.op
         fresh = lambda s: self.fresh(rt, s)  # noqa: E731
         if ta is DataType.BOOL:
             sym = {BinOp.EQ: "==", BinOp.NE: "!=", BinOp.AND: "&&", BinOp.OR: "||"}[op]
-            return fresh(f"{a} {sym} {b}"), rt, True
+            return fresh(f"{a} {sym} {b}"), rt, CANON
         cmp = {BinOp.EQ: "==", BinOp.NE: "!=", BinOp.LT: "<", BinOp.GT: ">", BinOp.LE: "<=",
                BinOp.GE: ">="}
         if ta is DataType.F32:
-            a, b = self.canon(a, ca), self.canon(b, cb)
+            hardware = op in HW_FTZ_BIN
+            a, b = self.operand(a, fa, hardware), self.operand(b, fb, hardware)
             if op in cmp:
-                return fresh(f"{a} {cmp[op]} {b}"), rt, True
+                return fresh(f"{a} {cmp[op]} {b}"), rt, CANON
             f = self.d.fn
             body = {BinOp.ADD: f"VY_FADD({a}, {b})", BinOp.SUB: f"VY_FSUB({a}, {b})",
                     BinOp.MUL: f"VY_FMUL({a}, {b})", BinOp.DIV: f"VY_FDIV({a}, {b})",
                     BinOp.MOD: f"{f['fmod']}({a}, {b})",
                     BinOp.MIN: f"vy_fmin({a}, {b})", BinOp.MAX: f"vy_fmax({a}, {b})",
-                    BinOp.ABS_DIFF: f"{f['fabs']}(vy_canon(VY_FSUB({a}, {b})))"}[op]
-            return fresh(f"vy_canon({body})"), rt, True
+                    BinOp.ABS_DIFF: f"{f['fabs']}(VY_FSUB({a}, {b}))"}[op]
+            return fresh(body), rt, self._flags(e, fa, fb)
         if op in cmp:
-            return fresh(f"{a} {cmp[op]} {b}"), rt, True
+            return fresh(f"{a} {cmp[op]} {b}"), rt, CANON
         if op in (BinOp.SHL, BinOp.SHR, BinOp.ROTATE_LEFT, BinOp.ROTATE_RIGHT):
             s = f"((uint){b} & 31u)"
             if op is BinOp.SHR:
-                return fresh(f"{a} >> {s}"), rt, True  # i32: arithmetic shift
+                return fresh(f"{a} >> {s}"), rt, CANON  # i32: arithmetic shift
             ua = f"(uint){a}"
             body = {BinOp.SHL: f"{ua} << {s}", BinOp.ROTATE_LEFT: f"vy_rotl({ua}, {s})",
                     BinOp.ROTATE_RIGHT: f"vy_rotr({ua}, {s})"}[op]
-            return fresh(f"({CT[rt]})({body})"), rt, True
+            return fresh(f"({CT[rt]})({body})"), rt, CANON
         signed = ta is DataType.I32
         if not signed:
             body = {BinOp.ADD: f"{a} + {b}", BinOp.SUB: f"{a} - {b}", BinOp.MUL: f"{a} * {b}",
@@ -303,7 +343,7 @@ class _Emitter:
                     BinOp.SATURATING_SUB: f"{a} > {b} ? {a} - {b} : 0u",
                     BinOp.SATURATING_MUL: f"vy_usat_mul({a}, {b})",
                     BinOp.MUL_HIGH: f"(uint)(((vy_u64){a} * (vy_u64){b}) >> 32)"}[op]
-            return fresh(body), rt, True
+            return fresh(body), rt, CANON
         ua, ub = f"(uint){a}", f"(uint){b}"
         body = {BinOp.ADD: f"(int)({ua} + {ub})", BinOp.SUB: f"(int)({ua} - {ub})",
                 BinOp.MUL: f"(int)({ua} * {ub})", BinOp.DIV: f"vy_idiv({a}, {b}, vy_ctl)",
@@ -315,64 +355,72 @@ class _Emitter:
                 BinOp.SATURATING_SUB: f"vy_isat((vy_i64){a} - (vy_i64){b})",
                 BinOp.SATURATING_MUL: f"vy_isat((vy_i64){a} * (vy_i64){b})",
                 BinOp.MUL_HIGH: f"(int)(((vy_i64){a} * (vy_i64){b}) >> 32)"}[op]
-        return fresh(body), rt, True
+        return fresh(body), rt, CANON
 
-    def unary(self, e: E.Un) -> tuple[str, DataType, bool]:
-        a, t, ca = self.expr(e.operand)
+    def _flags(self, e: E.Expr, *operands: Flags) -> Flags:
+        """The result flags of a float operation (one rule set: vyre.lower.floats)."""
+        merged = CANON
+        for f in operands:
+            merged = merged | f
+        return flags_of(_Opaque.of(e, merged), {_Opaque.NAME: merged}, self.hw, {_Opaque.NAME: DataType.F32},
+                        self.program)
+
+    def unary(self, e: E.Un) -> tuple[str, DataType, Flags]:
+        a, t, fa = self.expr(e.operand)
         rt = un_result(e.op, t)
         op, f = e.op, self.d.fn
         if t is DataType.BOOL:
-            return self.fresh(rt, f"!{a}"), rt, True
+            return self.fresh(rt, f"!{a}"), rt, CANON
         if t is DataType.F32:
-            a = self.canon(a, ca)
             if op is UnOp.IS_NAN:
-                return self.fresh(rt, f"vy_isnan({a})"), rt, True
+                return self.fresh(rt, f"vy_isnan({a})"), rt, CANON
             if op is UnOp.IS_INF:
-                return self.fresh(rt, f"vy_isinf({a})"), rt, True
+                return self.fresh(rt, f"vy_isinf({a})"), rt, CANON
             if op is UnOp.IS_FINITE:
-                return self.fresh(rt, f"!vy_isnan({a}) && !vy_isinf({a})"), rt, True
+                return self.fresh(rt, f"!vy_isnan({a}) && !vy_isinf({a})"), rt, CANON
+            if op not in (UnOp.TRUNC, UnOp.ROUND):  # those give the flushed answer anyway
+                a = self.operand(a, fa, op in HW_FTZ_UN)
             body = {UnOp.NEGATE: f"-{a}", UnOp.ABS: f"{f['fabs']}({a})", UnOp.SQRT: f"{f['sqrt']}({a})",
                     UnOp.FLOOR: f"vy_floor({a})", UnOp.CEIL: f"vy_ceil({a})",
                     UnOp.TRUNC: f"vy_trunc({a})", UnOp.ROUND: f"vy_fround({a})",
                     UnOp.SIGN: f"vy_fsign({a})", UnOp.RECIPROCAL: f"VY_FDIV(1.0f, {a})"}.get(op)
             if body is None:
                 body = f"{f[op.value]}({a})"
-            return self.fresh(rt, f"vy_canon({body})"), rt, True
+            return self.fresh(rt, body), rt, self._flags(e, fa)
         u = f"(uint){a}"
         if op is UnOp.NEGATE:
-            return self.fresh(rt, f"({CT[t]})(0u - {u})"), rt, True
+            return self.fresh(rt, f"({CT[t]})(0u - {u})"), rt, CANON
         if op is UnOp.BITNOT:
-            return self.fresh(rt, f"~{a}"), rt, True
+            return self.fresh(rt, f"~{a}"), rt, CANON
         if op is UnOp.ABS:
-            return self.fresh(rt, a if t is DataType.U32 else f"{a} < 0 ? (int)(0u - {u}) : {a}"), rt, True
+            return self.fresh(rt, a if t is DataType.U32 else f"{a} < 0 ? (int)(0u - {u}) : {a}"), rt, CANON
         if op is UnOp.SIGN:
             body = f"{a} != 0u ? 1u : 0u" if t is DataType.U32 else f"{a} > 0 ? 1 : ({a} < 0 ? -1 : 0)"
-            return self.fresh(rt, body), rt, True
+            return self.fresh(rt, body), rt, CANON
         body = {UnOp.POPCOUNT: f"(uint){f['popcount']}({u})", UnOp.CLZ: f"(uint){f['clz']}({u})",
                 UnOp.CTZ: f"vy_ctz({u})", UnOp.REVERSE_BITS: f"{f['brev']}({u})"}[op]
-        return self.fresh(rt, f"({CT[t]}){body}"), rt, True
+        return self.fresh(rt, f"({CT[t]}){body}"), rt, CANON
 
-    def cast(self, e: E.Cast) -> tuple[str, DataType, bool]:
-        v, t, c = self.expr(e.value)
+    def cast(self, e: E.Cast) -> tuple[str, DataType, Flags]:
+        v, t, f = self.expr(e.value)
         d = e.dtype
         if d is t:
-            return v, t, c
+            return v, t, f
         if d is DataType.BOOL:
             if t is DataType.F32:
-                return self.fresh(d, f"{self.canon(v, c)} != 0.0f"), d, True
-            return self.fresh(d, f"{v} != 0"), d, True
+                return self.fresh(d, f"{self.operand(v, f, True)} != 0.0f"), d, CANON
+            return self.fresh(d, f"{v} != 0"), d, CANON
         if t is DataType.BOOL:
             one, zero = {DataType.U32: ("1u", "0u"), DataType.I32: ("1", "0"),
                          DataType.F32: ("1.0f", "0.0f")}[d]
-            return self.fresh(d, f"{v} ? {one} : {zero}"), d, True
+            return self.fresh(d, f"{v} ? {one} : {zero}"), d, CANON
         if d is DataType.F32:
-            return self.fresh(d, f"{self.d.fn['u2f' if t is DataType.U32 else 'i2f']}({v})"), d, True
-        if t is DataType.F32:
-            v = self.canon(v, c)
-            return self.fresh(d, f"{'vy_f2u' if d is DataType.U32 else 'vy_f2i'}({v})"), d, True
-        return self.fresh(d, f"({CT[d]}){v}"), d, True
+            return self.fresh(d, f"{self.d.fn['u2f' if t is DataType.U32 else 'i2f']}({v})"), d, CANON
+        if t is DataType.F32:  # truncation toward zero: a subnormal gives 0 either way
+            return self.fresh(d, f"{'vy_f2u' if d is DataType.U32 else 'vy_f2i'}({v})"), d, CANON
+        return self.fresh(d, f"({CT[d]}){v}"), d, CANON
 
-    def atomic(self, e: E.Atomic) -> tuple[str, DataType, bool]:
+    def atomic(self, e: E.Atomic) -> tuple[str, DataType, Flags]:
         i, _, _ = self.expr(e.index)
         v, t, _ = self.expr(e.value)
         x = self.expr(e.expected)[0] if e.expected is not None else None
@@ -382,16 +430,20 @@ class _Emitter:
         ptr_t = self.d.local_ptr if decl.is_workgroup else self.d.global_ptr
         ptr = f"({ptr_t.format(t=cast_t)})&{self.ptr(e.buffer)}[{i}]"
         call = self.d.atomic(e.op, ptr, f"({cast_t}){v}", None if x is None else f"({cast_t}){x}", signed)
-        return self.fresh(t, f"({i} < {self.count(e.buffer)}) ? ({CT[t]}){call} : ({CT[t]})0"), t, True
+        if self.ranges.in_bounds(e.buffer, e.index):
+            return self.fresh(t, f"({CT[t]}){call}"), t, CANON
+        return self.fresh(t, f"({i} < {self.count(e.buffer)}) ? ({CT[t]}){call} : ({CT[t]})0"), t, CANON
 
     # ---- statements --------------------------------------------------------------------
     def block(self, body: tuple[N.Node, ...], guarded: bool = False) -> None:
         self.scope.append({})
+        saved = dict(self.ranges.env)
         returned = False
         for n in body:
             self.stmt(n, guarded or returned)
             if self.alive and _contains_return(n):
                 returned = True
+        self.ranges.env = saved
         self.scope.pop()
 
     def open(self, head: str) -> None:
@@ -402,10 +454,17 @@ class _Emitter:
         self.indent -= 1
         self.out("}")
 
+    def bind_value(self, name: str, v: str, t: DataType, f: Flags) -> str:
+        """The C value a local receives: arithmetic results are canonicalised only when the
+        local may also hold raw bits (its value is then observable as is)."""
+        if t is DataType.F32 and self.vars.get(name, CANON).raw:
+            return self.observed(v, f)
+        return v
+
     def stmt(self, n: N.Node, guarded: bool) -> None:
         if guarded and isinstance(n, N.Let):
             # declare outside the guard so later statements see it; assign inside
-            t = infer(n.value, {k: v for f in self.scope for k, v in f.items()}, self.program)
+            t = infer(n.value, self.visible(), self.program)
             self.scope[-1][n.name] = t
             self.out(f"{CT[t]} v_{n.name} = ({CT[t]})0;")
             self.open("if (vy_alive)")
@@ -418,16 +477,22 @@ class _Emitter:
             self.close()
             return
         if isinstance(n, N.Let):
-            v, t, _ = self.expr(n.value)
+            v, t, f = self.expr(n.value)
             self.scope[-1][n.name] = t
-            self.out(f"{CT[t]} v_{n.name} = {v};")
+            if t is DataType.U32:
+                self.ranges.bind(n.name, self.ranges.of(n.value))
+            self.out(f"{CT[t]} v_{n.name} = {self.bind_value(n.name, v, t, f)};")
         elif isinstance(n, N.Assign):
-            v, _, _ = self.expr(n.value)
-            self.out(f"v_{n.name} = {v};")
+            v, t, f = self.expr(n.value)
+            self.out(f"v_{n.name} = {self.bind_value(n.name, v, t, f)};")
         elif isinstance(n, N.Store):
             i, _, _ = self.expr(n.index)
-            v, t, _ = self.expr(n.value)
-            self.out(f"if ({i} < {self.count(n.buffer)}) {self.ptr(n.buffer)}[{i}] = {self.to_word(v, t)};")
+            v, t, f = self.expr(n.value)
+            word = self.to_word(self.observed(v, f) if t is DataType.F32 else v, t)
+            if self.ranges.in_bounds(n.buffer, n.index):
+                self.out(f"{self.ptr(n.buffer)}[{i}] = {word};")
+            else:
+                self.out(f"if ({i} < {self.count(n.buffer)}) {self.ptr(n.buffer)}[{i}] = {word};")
         elif isinstance(n, N.If):
             c, _, _ = self.expr(n.cond)
             self.open(f"if ({c})")
@@ -444,9 +509,13 @@ class _Emitter:
             self.open(f"for ({CT[t]} v_{n.var} = {lo}; v_{n.var} < {hi}; v_{n.var}++)")
             if self.cancel:  # every 1024 trips: stop if the engine cancelled the dispatch
                 self.out("if ((++vy_trips & 1023u) == 0u && VY_CANCELLED(vy_ctl)) return;")
+            saved = dict(self.ranges.env)
+            if t is DataType.U32:
+                self.ranges.bind(n.var, self.ranges.loop(n.var, n.from_, n.to))
             # a return inside the body must also skip the body's earlier statements on
             # later trips: guard the whole body
             self.block(n.body, guarded or (self.alive and _contains_return(n)))
+            self.ranges.env = saved
             self.close()
             self.scope.pop()
         elif isinstance(n, N.Block | N.Region):
@@ -467,6 +536,7 @@ class _Emitter:
         self.indent = 1
         self.tmp = 0
         self.scope = [{}]
+        self.ranges.env = {}
         self.alive = self.plan.has_barrier and any(isinstance(n, N.Return) for n in N.walk_nodes(body))
         self.cancel = bool(self.plan.cancel_checked and self.plan.cancel_checked[index])
         params = [f"{self.d.readonly_param if not b.writable else self.d.global_param} b_{b.name}"
@@ -490,6 +560,21 @@ class _Emitter:
         self.block(body)
         head = f"{self.d.kernel} {self.plan.entries[index]}({', '.join(params)})"
         return head + " {\n" + "\n".join(self.lines) + "\n}\n"
+
+
+class _Opaque:
+    """Stands in for an already-lowered operand when asking `flags_of` for a result's flags."""
+
+    NAME = "__vyre_operand__"
+
+    @staticmethod
+    def of(e: E.Expr, merged: Flags) -> E.Expr:
+        v = E.Var(_Opaque.NAME)
+        if isinstance(e, E.Bin):
+            return E.Bin(e.op, v, v)
+        if isinstance(e, E.Un):
+            return E.Un(e.op, v)
+        return e
 
 
 def _contains_return(n: N.Node) -> bool:

@@ -2,7 +2,10 @@
 
 Float arithmetic goes through the ``__f*_rn`` intrinsics, which round to nearest even and
 are never contracted into FMA whatever the compiler flags; ``-fmad=false``, IEEE division
-and sqrt are also set for anything else (see `compiler.OPTIONS`).
+and sqrt are also set for anything else (see `compiler.OPTIONS`). Kernels are compiled with
+``--ftz=true``: the ``.ftz`` forms flush subnormal operands and results to zero of the same
+sign, which is S9's rule, so those operations need no software flush (``hw_ftz``;
+`vyre.lower.floats` lists them, tests/cuda/test_ftz.py checks them against the reference).
 """
 
 from __future__ import annotations
@@ -89,6 +92,7 @@ CUDA = Dialect(
         "exp": "expf", "log": "logf", "exp2": "exp2f", "log2": "log2f", "sin": "sinf",
         "cos": "cosf", "tan": "tanf", "tanh": "tanhf"},
     subgroup=_subgroup,
+    hw_ftz=True,
 )
 
 

@@ -13,7 +13,7 @@ from vyre.driver.errors import BackendUnavailable, KernelCompileFailed
 from vyre.driver.pipeline import DiskCache, cache_root
 
 ID = "cuda"
-OPTIONS = ("--fmad=false", "--ftz=false", "--prec-div=true", "--prec-sqrt=true", "-std=c++17")
+OPTIONS = ("--fmad=false", "--ftz=true", "--prec-div=true", "--prec-sqrt=true", "-std=c++17")
 
 
 def _nvrtc():

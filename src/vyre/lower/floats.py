@@ -1,0 +1,138 @@
+"""Where f32 canonicalisation is observable, so generated code canonicalises only there.
+
+Semantics row S9 defines the bits: every operand and result of float arithmetic is
+canonical (NaN -> 0x7FC00000, subnormal -> zero of the same sign), while loads, stores,
+`select`, `bitcast`, same-type casts and assignments move bits unchanged. A C-family kernel
+gets those bits without canonicalising every operand and result, because:
+
+* a NaN's payload is visible only where bits are observed — a store to a buffer, a bitcast
+  to an integer, an assignment to a local that may also hold raw (loaded) bits. Arithmetic
+  on a NaN gives a NaN whatever its payload, and comparisons ignore it. So NaN payloads are
+  canonicalised only at those observation points, and only for values that are results of
+  arithmetic (``nan`` flag), never for raw bits.
+* a subnormal differs from a zero only when it is consumed numerically (arithmetic,
+  comparisons, sign, rounding, conversion to bool) or observed as the result of arithmetic.
+  A value that may be subnormal (``sub`` flag) is flushed where it is consumed — or not at
+  all on targets whose hardware flush-to-zero gives exactly S9's flush (CUDA's ``.ftz``
+  forms, `Dialect.hw_ftz`) — and, as a result of arithmetic, where it is observed.
+* raw bits (``raw`` flag: loads, bitcasts to f32) are never canonicalised when observed.
+
+`Flags` is the lattice; `var_flags` computes, by fixpoint over every assignment, what each
+f32 local may hold; the emitter (`vyre.lower.cfamily`) combines them per expression.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vyre.ir import expr as E
+from vyre.ir import node as N
+from vyre.ir.typecheck import infer
+from vyre.ir.types import BinOp, DataType, UnOp
+
+F = DataType.F32
+
+# Operations whose hardware flush-to-zero form flushes subnormal inputs and results exactly
+# as S9 does (CUDA with --ftz=true: add/sub/mul/div/sqrt/fma/abs/neg/floor/ceil and every
+# comparison carry .ftz in the PTX). Everything else is a software operation here.
+HW_FTZ_BIN = frozenset({BinOp.ADD, BinOp.SUB, BinOp.MUL, BinOp.DIV, BinOp.ABS_DIFF, BinOp.EQ,
+                        BinOp.NE, BinOp.LT, BinOp.GT, BinOp.LE, BinOp.GE})
+HW_FTZ_UN = frozenset({UnOp.SQRT, UnOp.ABS, UnOp.NEGATE, UnOp.FLOOR, UnOp.CEIL, UnOp.RECIPROCAL})
+# Operations whose result is IEEE-rounded arithmetic (so it may be subnormal without ftz).
+ROUNDED_BIN = frozenset({BinOp.ADD, BinOp.SUB, BinOp.MUL, BinOp.DIV, BinOp.MOD, BinOp.ABS_DIFF})
+# Unary results that are never subnormal (a NaN passes through): TRUNC and ROUND of a
+# subnormal are a signed zero, FLOOR, CEIL and SIGN see their operand flushed first.
+NO_SUBNORMAL_UN = frozenset({UnOp.FLOOR, UnOp.CEIL, UnOp.TRUNC, UnOp.ROUND, UnOp.SIGN})
+
+
+@dataclass(frozen=True)
+class Flags:
+    """What an f32 value may be. ``raw``: its bits must be kept when observed (it was
+    loaded or bitcast). ``sub``: it may be subnormal. ``nan``: it may be a NaN whose payload
+    is not canonical."""
+
+    raw: bool = False
+    sub: bool = False
+    nan: bool = False
+
+    def __or__(self, other: Flags) -> Flags:
+        return Flags(self.raw or other.raw, self.sub or other.sub, self.nan or other.nan)
+
+
+CANON = Flags()
+RAW = Flags(True, True, True)
+
+
+def result_flags(hw_ftz: bool, *, rounded: bool, from_operands: Flags | None = None,
+                 hardware: bool = True) -> Flags:
+    """Flags of an arithmetic result: a NaN payload may appear; a subnormal may appear when
+    the result is IEEE-rounded without hardware flush, or when a software operation returns
+    an operand's bits (``from_operands``)."""
+    sub = rounded and not (hw_ftz and hardware)
+    if from_operands is not None:
+        sub = sub or from_operands.sub
+    return Flags(False, sub, True)
+
+
+def flags_of(e: E.Expr, var: dict[str, Flags], hw_ftz: bool, scope: dict[str, DataType], program) -> Flags:
+    """Flags of an f32 expression as the emitter lowers it (non-f32 values: `CANON`)."""
+    if isinstance(e, E.Lit | E.Spec):
+        return CANON
+    if isinstance(e, E.Var):
+        return var.get(e.name, CANON)
+    if isinstance(e, E.Load):
+        return RAW
+    if isinstance(e, E.Bitcast):
+        return RAW if e.dtype is F else CANON
+    if isinstance(e, E.Cast):
+        if e.dtype is not F:
+            return CANON
+        inner = infer(e.value, scope, program)
+        return flags_of(e.value, var, hw_ftz, scope, program) if inner is F else CANON
+    if isinstance(e, E.Select):
+        a = flags_of(e.if_true, var, hw_ftz, scope, program)
+        b = flags_of(e.if_false, var, hw_ftz, scope, program)
+        if a.raw != b.raw:       # the non-raw arm is canonicalised first: the select is raw
+            return RAW
+        return a | b
+    if isinstance(e, E.Subgroup):
+        return flags_of(e.value, var, hw_ftz, scope, program) if e.value is not None else CANON
+    if isinstance(e, E.Fma):
+        return result_flags(hw_ftz, rounded=True)
+    if isinstance(e, E.Bin):
+        if e.op in (BinOp.MIN, BinOp.MAX):
+            return CANON  # operands flushed first; a NaN operand gives the canonical NaN
+        return result_flags(hw_ftz, rounded=e.op in ROUNDED_BIN, hardware=e.op in HW_FTZ_BIN)
+    if isinstance(e, E.Un):
+        if e.op in NO_SUBNORMAL_UN or e.op is UnOp.ABS or e.op is UnOp.NEGATE:
+            return Flags(False, False, True)  # a NaN operand's payload passes through
+        return result_flags(hw_ftz, rounded=True, hardware=e.op in HW_FTZ_UN)
+    return CANON
+
+
+def var_flags(program, hw_ftz: bool) -> dict[str, Flags]:
+    """For every f32 local, the join of the flags of every value assigned to it (a fixpoint:
+    ``acc = acc + x`` depends on what ``acc`` may hold)."""
+    states: dict[str, Flags] = {}
+    while True:
+        before = dict(states)
+        _visit(program.body, states, hw_ftz, {}, program)
+        if states == before:
+            return states
+
+
+def _visit(body, states: dict[str, Flags], hw_ftz: bool, scope: dict[str, DataType], program) -> None:
+    scope = dict(scope)
+    for n in body:
+        if isinstance(n, N.Let | N.Assign):
+            t = infer(n.value, scope, program)
+            if isinstance(n, N.Let):
+                scope[n.name] = t
+            if t is F:
+                states[n.name] = states.get(n.name, CANON) | flags_of(n.value, states, hw_ftz, scope, program)
+        elif isinstance(n, N.Loop):
+            inner = {**scope, n.var: infer(n.from_, scope, program)}
+            _visit(n.body, states, hw_ftz, inner, program)
+        else:
+            for _, sub in N.node_bodies(n):
+                _visit(sub, states, hw_ftz, scope, program)
