@@ -1,9 +1,22 @@
 """Real programs written in vyre's IR: the workloads the tests check against libraries
 nobody here wrote (hashlib, numpy) and the benchmarks compare with hand-written CUDA C.
 
-Each builder returns a `Program`. They use only `vyre.ir`.
+Each builder returns a `Program`; ``*_expected`` helpers compute the answer independently
+(numpy, hashlib). They use only `vyre.ir`.
 """
 
 from .linalg import matmul_grid, matmul_tiled
+from .parallel import (
+    bitonic_expected,
+    bitonic_sort_workgroup,
+    histogram_expected,
+    histogram_grid,
+    histogram_privatised,
+    scan_expected,
+    scan_workgroup,
+)
+from .sha256 import digests_expected, pad_messages, random_messages, sha256_blocks, sha256_config
 
-__all__ = ["matmul_grid", "matmul_tiled"]
+__all__ = ["bitonic_expected", "bitonic_sort_workgroup", "digests_expected", "histogram_expected",
+           "histogram_grid", "histogram_privatised", "matmul_grid", "matmul_tiled", "pad_messages",
+           "random_messages", "scan_expected", "scan_workgroup", "sha256_blocks", "sha256_config"]

@@ -59,6 +59,10 @@ class Dialect:
     # the target's flush-to-zero forms of the operations in vyre.lower.floats.HW_FTZ_* flush
     # subnormal inputs and results exactly as S9 does (then they need no explicit flush)
     hw_ftz: bool = False
+    # 128-bit access of 4 u32 words at element index i of a word pointer (None: no vector form)
+    vload4: Callable[[str, str], str] | None = None           # (ptr, i) -> uint4 expression
+    vstore4: Callable[[str, str, str], str] | None = None     # (ptr, i, uint4 expr) -> statement
+    make4: Callable[[list[str]], str] | None = None            # four u32 expressions -> uint4
 
 
 PRELUDE = r"""
@@ -159,6 +163,11 @@ class _Emitter:
         self.hw = d.hw_ftz
         self.vars = var_flags(self.program, self.hw)   # what each f32 local may hold
         self.ranges = Ranges(self.program)
+        # the elementwise vector form: each lane's body sees its own gid.x and the words of
+        # the vector-loaded and vector-stored buffers (see `vector_kernel`)
+        self.gid_x: str | None = None
+        self.lane_loads: dict[str, str] = {}
+        self.lane_stores: dict[str, str] = {}
 
     # ---- output helpers ----------------------------------------------------------------
     def out(self, line: str) -> None:
@@ -224,10 +233,15 @@ class _Emitter:
         if isinstance(e, E.BufLen):
             return self.count(e.buffer), DataType.U32, CANON
         if isinstance(e, E.Id):
+            if self.gid_x is not None and e.kind is Builtin.GID and e.axis == 0:
+                return self.gid_x, DataType.U32, CANON
             return self.d.builtin(e.kind, e.axis), DataType.U32, CANON
         if isinstance(e, E.Load):
-            i, _, _ = self.expr(e.index)
             t = self.program.buffer(e.buffer).dtype
+            if e.buffer in self.lane_loads and e.index == _GX:
+                word = self.lane_loads[e.buffer]
+                return self.from_word(word, t), t, RAW if t is DataType.F32 else CANON
+            i, _, _ = self.expr(e.index)
             if self.ranges.in_bounds(e.buffer, e.index):
                 word = self.fresh(DataType.U32, f"{self.ptr(e.buffer)}[{i}]")
             else:
@@ -486,6 +500,11 @@ class _Emitter:
             v, t, f = self.expr(n.value)
             self.out(f"v_{n.name} = {self.bind_value(n.name, v, t, f)};")
         elif isinstance(n, N.Store):
+            if n.buffer in self.lane_stores and n.index == _GX:
+                v, t, f = self.expr(n.value)
+                word = self.to_word(self.observed(v, f) if t is DataType.F32 else v, t)
+                self.out(f"{self.lane_stores[n.buffer]} = {word};")
+                return
             i, _, _ = self.expr(n.index)
             v, t, f = self.expr(n.value)
             word = self.to_word(self.observed(v, f) if t is DataType.F32 else v, t)
@@ -542,6 +561,8 @@ class _Emitter:
         params = [f"{self.d.readonly_param if not b.writable else self.d.global_param} b_{b.name}"
                   for b in self.plan.bound]
         params += [f"uint n_{b.name}" for b in self.plan.bound]
+        if self.plan.vector > 1:
+            params.append("uint vy_gx")
         params.append(f"{self.d.global_param} vy_ctl")
         for w in self.plan.workgroup:
             self.out(self.d.local_array.format(name=f"w_{w.name}", count=w.count))
@@ -557,9 +578,50 @@ class _Emitter:
             self.out("bool vy_alive = true;")
         if self.cancel:
             self.out("uint vy_trips = 0u;")
-        self.block(body)
+        if self.plan.vector > 1:
+            self.vector_kernel(body)
+        else:
+            self.block(body)
         head = f"{self.d.kernel} {self.plan.entries[index]}({', '.join(params)})"
         return head + " {\n" + "\n".join(self.lines) + "\n}\n"
+
+    def vector_kernel(self, body: tuple[N.Node, ...]) -> None:
+        """Four consecutive invocations per thread: 128-bit loads and stores when all four
+        elements are in range (and the pointers aligned), else the four one at a time. Either
+        way exactly the invocations gid.x < vy_gx run, each with its own gid.x."""
+        w = self.plan.vector
+        self.out(f"const uint vy_base = {w}u * {self.d.builtin(Builtin.GID, 0)};")
+        vec = sorted(self.plan.vector_loads | self.plan.vector_stores)
+        cond = [f"vy_base + {w}u <= vy_gx"] + [f"vy_base + {w}u <= {self.count(b)}" for b in vec]
+        cond += [f"(((size_t){self.ptr(b)}) & 15) == 0" for b in vec]
+        self.open(f"if ({' && '.join(cond)})")
+        for b in sorted(self.plan.vector_loads):
+            self.out(f"const uint4 vy_{b} = {self.d.vload4(self.ptr(b), 'vy_base')};")
+        comps = "xyzw"
+        for b in sorted(self.plan.vector_stores):
+            self.out(f"uint {', '.join(f'vs_{b}_{j}' for j in range(w))};")
+        for j in range(w):
+            self.gid_x = self.fresh(DataType.U32, f"vy_base + {j}u")
+            self.lane_loads = {b: f"vy_{b}.{comps[j]}" for b in self.plan.vector_loads}
+            self.lane_stores = {b: f"vs_{b}_{j}" for b in self.plan.vector_stores}
+            self.open("")
+            self.block(body)
+            self.close()
+        for b in sorted(self.plan.vector_stores):
+            parts = [f"vs_{b}_{j}" for j in range(w)]
+            self.out(self.d.vstore4(self.ptr(b), "vy_base", self.d.make4(parts)))
+        self.lane_loads, self.lane_stores = {}, {}
+        self.close()
+        self.open("else")
+        self.open(f"for (uint vy_j = 0u; vy_j < {w}u; vy_j++)")
+        self.gid_x = "vy_gid"
+        self.out("const uint vy_gid = vy_base + vy_j;")
+        self.open("if (vy_gid < vy_gx)")
+        self.block(body)
+        self.close()
+        self.close()
+        self.close()
+        self.gid_x = None
 
 
 class _Opaque:
@@ -575,6 +637,9 @@ class _Opaque:
         if isinstance(e, E.Un):
             return E.Un(e.op, v)
         return e
+
+
+_GX = E.Expr.gid_x()
 
 
 def _contains_return(n: N.Node) -> bool:

@@ -31,6 +31,12 @@ class KernelPlan:
     uses_transcendentals: bool
     fully_written: frozenset[str] = frozenset()  # outputs stored at gid.x by every lane
     cancel_checked: tuple[bool, ...] = ()  # per phase: loops poll vy_ctl[1] (no barrier there)
+    # elementwise vector form: each invocation runs the body for `vector` consecutive gid.x
+    # (4: 128-bit loads/stores of `vector_loads`/`vector_stores` when aligned and in range),
+    # and the kernel takes the logical global x size as one more count word (vy_gx)
+    vector: int = 1
+    vector_loads: frozenset[str] = frozenset()
+    vector_stores: frozenset[str] = frozenset()
 
     @property
     def stoppable(self) -> bool:
@@ -83,8 +89,43 @@ def _fully_written(program: Program) -> frozenset[str]:
     return frozenset(out)
 
 
-def lower(program: Program) -> KernelPlan:
-    """Plan the kernels of a *validated* program."""
+MAX_VECTOR_STATEMENTS = 64
+
+
+def _vector_form(program: Program) -> tuple[frozenset[str], frozenset[str]] | None:
+    """(buffers loaded at gid.x, buffers stored at gid.x) when the program may run four
+    consecutive invocations per thread without any change of meaning: one phase, no
+    barriers, workgroup memory, atomics, subgroups or early returns, gid.x the only id, a 1-D
+    workgroup, and a small body. Loads of READ buffers at exactly gid.x become vector loads;
+    OUTPUT buffers stored exactly once, unconditionally at top level at gid.x and never read,
+    become vector stores. Everything else stays a scalar access of its invocation."""
+    if program.workgroup_buffers or program.workgroup_size[1:] != (1, 1):
+        return None
+    nodes = list(N.walk_nodes(program.body))
+    if len(nodes) > MAX_VECTOR_STATEMENTS or any(isinstance(n, N.Barrier | N.Return) for n in nodes):
+        return None
+    gx = E.Expr.gid_x()
+    loads: set[str] = set()
+    read: set[str] = set()
+    for e in N.walk_exprs(program.body):
+        if isinstance(e, E.Atomic | E.Subgroup) or (isinstance(e, E.Id) and e != gx):
+            return None
+        if isinstance(e, E.Load | E.BufLen):
+            read.add(e.buffer)
+        if isinstance(e, E.Load) and e.index == gx and program.buffer(e.buffer).access.value == "read":
+            loads.add(e.buffer)
+    stored = [n.buffer for n in nodes if isinstance(n, N.Store)]
+    top = [n.buffer for n in program.body if isinstance(n, N.Store) and n.index == gx]
+    stores = {b for b in top if stored.count(b) == 1 and b not in read
+              and program.buffer(b).access.value == "output"}
+    if not loads and not stores:
+        return None
+    return frozenset(loads), frozenset(stores)
+
+
+def lower(program: Program, vector: bool = False) -> KernelPlan:
+    """Plan the kernels of a *validated* program (``vector``: the target can emit the
+    elementwise vector form, see `_vector_form`)."""
     phases: list[list[N.Node]] = [[]]
     for n in program.body:
         if isinstance(n, N.Barrier) and n.ordering is MemoryOrdering.GRID_SYNC:
@@ -100,5 +141,7 @@ def lower(program: Program) -> KernelPlan:
     # loops poll the cancel word so a timed-out dispatch stops instead of running on.
     cancel = tuple(any(isinstance(n, N.Loop) for n in N.walk_nodes(p)) and
                    not any(isinstance(n, N.Barrier) for n in N.walk_nodes(p)) for p in phases)
+    form = _vector_form(program) if vector and len(phases) == 1 else None
     return KernelPlan(program, bound, program.workgroup_buffers, tuple(tuple(p) for p in phases),
-                      _has_division(program), has_barrier, uses_tr, _fully_written(program), cancel)
+                      _has_division(program), has_barrier, uses_tr, _fully_written(program), cancel,
+                      4 if form else 1, *(form or (frozenset(), frozenset())))

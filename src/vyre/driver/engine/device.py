@@ -48,6 +48,8 @@ class Kernel:
     built_from: str = "compiled"         # "compiled", "disk" or "interpreter"
     source: str | None = field(default=None, repr=False)
     stoppable: bool = True               # a raised cancel word ends it soon (see plan.stoppable)
+    items: int = 1                       # consecutive gid.x per invocation (the launch covers
+                                         # ceil(gx / items) invocations and passes gx last)
 
     def skips_zero_fill(self, name: str, count: int, global_x: int) -> bool:
         """True when the launch overwrites every element of output ``name``."""

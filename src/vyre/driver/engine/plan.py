@@ -65,6 +65,11 @@ class Prepared:
         self.outs = tuple((shape.buffers.index(b), b.nbytes, b.count) for b in shape.outputs)
         self.out_nbytes = sum(n for _, n, _ in self.outs)
         self.counts = shape.counts
+        if kernel.items > 1:  # the vector form: fewer invocations, the logical x size passed
+            gx, (wx, gy, gz) = shape.global_size[0], (shape.workgroup[0], shape.grid[1], shape.grid[2])
+            self.grid = (-(-gx // (kernel.items * wx)), gy, gz)
+            self.counts = shape.counts + (gx,)
+            self.empty = any(g == 0 for g in self.grid)
         self._bufs: list[Any] | None = None
         self._free: list[StageSet] = []
 

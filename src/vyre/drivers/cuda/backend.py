@@ -58,7 +58,8 @@ class CudaDevice(Device):
         cubin, built_from = self.rt.cubins.get_or_compile(source, self.rt.facts.arch)
         module = self.rt.load(cubin)
         kernels = tuple(module.get_kernel(name) for name in plan.entries)
-        return Kernel(kernels, plan.uses_ctl, plan.fully_written, built_from, source, plan.stoppable)
+        return Kernel(kernels, plan.uses_ctl, plan.fully_written, built_from, source, plan.stoppable,
+                      plan.vector)
 
     # ---- memory ------------------------------------------------------------------------------
     def alloc(self, nbytes: int) -> Any:

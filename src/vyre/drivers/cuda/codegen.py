@@ -93,10 +93,13 @@ CUDA = Dialect(
         "cos": "cosf", "tan": "tanf", "tanh": "tanhf"},
     subgroup=_subgroup,
     hw_ftz=True,
+    vload4=lambda p, i: f"*(const uint4*)({p} + {i})",
+    vstore4=lambda p, i, v: f"*(uint4*)({p} + {i}) = {v};",
+    make4=lambda parts: f"make_uint4({', '.join(parts)})",
 )
 
 
 def generate(program: Program) -> tuple[KernelPlan, str]:
     """Plan and CUDA C source of a validated program."""
-    plan = lower(program)
+    plan = lower(program, vector=True)
     return plan, emit_source(plan, CUDA)

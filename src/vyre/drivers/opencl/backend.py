@@ -53,7 +53,7 @@ class OpenCLDevice(Device):
         plan, source = generate(program)
         prg, built_from = self.rt.build(source)
         return Kernel((prg, plan.entries), plan.uses_ctl, plan.fully_written, built_from, source,
-                      plan.stoppable)
+                      plan.stoppable, plan.vector)
 
     def alloc(self, nbytes: int) -> cl.Buffer:
         return self.rt.buffer(nbytes)

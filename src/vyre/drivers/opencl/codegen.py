@@ -64,6 +64,9 @@ OPENCL = Dialect(
         "ceil": "ceil", "trunc": "trunc", "popcount": "popcount", "clz": "clz", "brev": "vy_brev",
         "u2f": "convert_float_rte", "i2f": "convert_float_rte", "exp": "exp", "log": "log",
         "exp2": "exp2", "log2": "log2", "sin": "sin", "cos": "cos", "tan": "tan", "tanh": "tanh"},
+    vload4=lambda p, i: f"vload4(0, {p} + {i})",
+    vstore4=lambda p, i, v: f"vstore4({v}, 0, {p} + {i});",
+    make4=lambda parts: f"(uint4)({', '.join(parts)})",
 )
 
 BASE_OPTIONS = ("-cl-std=CL1.2", "-w")  # -w: PoCL's clang notes are noise here
@@ -72,5 +75,5 @@ CORRECT_DIV_SQRT = "-cl-fp32-correctly-rounded-divide-sqrt"
 
 def generate(program: Program) -> tuple[KernelPlan, str]:
     """Plan and OpenCL C source of a validated program."""
-    plan = lower(program)
+    plan = lower(program, vector=True)
     return plan, emit_source(plan, OPENCL)
