@@ -21,10 +21,22 @@ from .types import COMMUTATIVE
 def canonicalize(program: Program) -> Program:
     from .wire import encode_expr
 
+    # sort keys of already-canonical subtrees, by identity: the rewrite is bottom-up, so each
+    # subtree is encoded once instead of once per commutative ancestor
+    keys: dict[int, tuple[bytes, bool]] = {}
+
+    def key(e: E.Expr) -> tuple[bytes, bool]:
+        k = keys.get(id(e))
+        if k is None:
+            atomic = isinstance(e, E.Atomic) or any(key(c)[1] for c in E.children(e))
+            k = keys[id(e)] = (encode_expr(e), atomic)
+        return k
+
     def order(e: E.Expr) -> E.Expr:
-        if isinstance(e, E.Bin) and e.op in COMMUTATIVE and not _has_atomic(e.left) \
-                and not _has_atomic(e.right) and encode_expr(e.right) < encode_expr(e.left):
-            return E.Bin(e.op, e.right, e.left)
+        if isinstance(e, E.Bin) and e.op in COMMUTATIVE:
+            (lk, la), (rk, ra) = key(e.left), key(e.right)
+            if not la and not ra and rk < lk:
+                e = E.Bin(e.op, e.right, e.left)
         return e
 
     def cbody(body: tuple[N.Node, ...]) -> tuple[N.Node, ...]:
@@ -46,7 +58,3 @@ def canonicalize(program: Program) -> Program:
     shared = tuple(sorted((b for b in program.buffers if b.is_workgroup), key=lambda b: str(b.name)))
     buffers = bound + shared
     return Program(buffers, program.workgroup_size, cbody(program.body))
-
-
-def _has_atomic(e: E.Expr) -> bool:
-    return any(isinstance(s, E.Atomic) for s in E.walk(e))

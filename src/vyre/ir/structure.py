@@ -53,6 +53,7 @@ _SPEC: dict[type, dict[str, Any]] = {
     N.Barrier: {"ordering": MemoryOrdering},
     N.Eval: {"value": _EXPR},
 }
+_FIELDS = {cls: tuple(f.name for f in fields(cls)) for cls in _SPEC}
 _LIT_MAX = {DataType.BOOL: 1, DataType.U32: 0xFFFFFFFF, DataType.I32: 0xFFFFFFFF, DataType.F32: 0xFFFFFFFF}
 
 
@@ -113,10 +114,10 @@ def structural_faults(program: Any) -> list[tuple[str, str, str, str]]:
         if spec is None or isinstance(obj, E.Expr) != is_expr:
             out.append(("V030", loc, f"a {type(obj).__name__} where an {want} belongs.", fix))
             continue
-        for f in fields(obj):
-            kind = spec.get(f.name)
-            v = getattr(obj, f.name)
-            where = f"{loc}.{f.name}"
+        for name in _FIELDS[type(obj)]:
+            kind = spec.get(name)
+            v = getattr(obj, name)
+            where = f"{loc}.{name}"
             if kind == _EXPR or (kind == _OPT_EXPR and v is not None):
                 stack.append((v, where, True))
             elif kind == _BODY:

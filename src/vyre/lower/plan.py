@@ -67,17 +67,34 @@ class KernelPlan:
         raise KeyError(name)
 
 
-def _has_division(program: Program) -> bool:
-    """Any DIV/MOD (an over-approximation of "an i32 division may fail"; types need scope)."""
-    return any(isinstance(e, E.Bin) and e.op in (BinOp.DIV, BinOp.MOD) for e in N.walk_exprs(program.body))
+@dataclass(frozen=True)
+class _Facts:
+    """What one walk over every expression learns (the plan needs each of these)."""
+
+    division: bool          # any DIV/MOD (an over-approximation of "an i32 division may fail")
+    transcendental: bool
+    read: frozenset[str]    # buffers loaded or touched by an atomic
+
+    @staticmethod
+    def of(program: Program) -> _Facts:
+        division = tr = False
+        read: set[str] = set()
+        for e in N.walk_exprs(program.body):
+            t = type(e)
+            if t is E.Bin:
+                division = division or e.op in (BinOp.DIV, BinOp.MOD)
+            elif t is E.Un:
+                tr = tr or e.op in TRANSCENDENTAL
+            elif t is E.Load or t is E.Atomic:
+                read.add(e.buffer)
+        return _Facts(division, tr, frozenset(read))
 
 
-def _fully_written(program: Program) -> frozenset[str]:
+def _fully_written(program: Program, read: frozenset[str]) -> frozenset[str]:
     """OUTPUT buffers that a top-level, unconditional ``store(buf, gid.x, v)`` writes before
     any statement that can end an invocation early, and that the program never reads (no load,
     no atomic). Every lane with gid.x < count then writes its own element and no stale value
     can be observed, so a grid covering ``count`` may skip zeroing the buffer first."""
-    read = {e.buffer for e in N.walk_exprs(program.body) if isinstance(e, E.Load | E.Atomic)}
     out: set[str] = set()
     for n in program.body:
         if any(isinstance(s, N.Return) for s in N.walk_nodes((n,))):
@@ -136,12 +153,12 @@ def lower(program: Program, vector: bool = False) -> KernelPlan:
                          key=lambda b: b.binding))
     has_barrier = any(isinstance(n, N.Barrier) and n.ordering is MemoryOrdering.SEQ_CST
                       for n in N.walk_nodes(program.body))
-    uses_tr = any(isinstance(e, E.Un) and e.op in TRANSCENDENTAL for e in N.walk_exprs(program.body))
+    facts = _Facts.of(program)
     # A kernel can only run long in a loop; where no barrier needs every lane to arrive, its
     # loops poll the cancel word so a timed-out dispatch stops instead of running on.
     cancel = tuple(any(isinstance(n, N.Loop) for n in N.walk_nodes(p)) and
                    not any(isinstance(n, N.Barrier) for n in N.walk_nodes(p)) for p in phases)
     form = _vector_form(program) if vector and len(phases) == 1 else None
     return KernelPlan(program, bound, program.workgroup_buffers, tuple(tuple(p) for p in phases),
-                      _has_division(program), has_barrier, uses_tr, _fully_written(program), cancel,
+                      facts.division, has_barrier, facts.transcendental, _fully_written(program, facts.read), cancel,
                       4 if form else 1, *(form or (frozenset(), frozenset())))
