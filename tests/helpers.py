@@ -71,6 +71,12 @@ def slow_program() -> Program:
                             BufferDecl.output("out", 2, DataType.U32)], 256, body)
 
 
+def spin_trips(backend) -> int:
+    """Trips of `slow_program` that outlast a 0.05 s timeout on ``backend`` (the reference
+    caps a loop at 2**20 trips; an H100 runs 2**20 dependent trips in a few ms)."""
+    return 1 << 28 if backend.id() == "cuda" else 1 << 20
+
+
 def lcg(a: np.ndarray, trips: int) -> np.ndarray:
     """`trips` steps of x -> 1664525 x + 1013904223 (mod 2^32), by squaring the affine map."""
     mul, add = 1, 0

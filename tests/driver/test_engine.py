@@ -26,7 +26,7 @@ from vyre.driver import pipeline as P
 from vyre.ir import BufferDecl, DataType, Expr, MemoryOrdering, Node, Program, fingerprint
 from vyre.ir.types import SubgroupOp
 
-from helpers import GX, as_u32
+from helpers import GX, as_u32, spin_trips
 
 U, I = DataType.U32, DataType.I32
 
@@ -105,7 +105,7 @@ def test_timeout_cancels_the_kernel_instead_of_leaving_it_running(backend):
                          BufferDecl.output("out", 2, U)], 256, body)
     a = np.arange(1 << 14, dtype=np.uint32)
     with pytest.raises(DispatchFailed, match="timeout"):
-        backend.dispatch(p, [a, np.array([1 << 20], np.uint32)], DispatchConfig(timeout=0.1))
+        backend.dispatch(p, [a, np.array([spin_trips(backend)], np.uint32)], DispatchConfig(timeout=0.1))
     if backend.device.cancellable:
         assert backend._runaway == []   # the kernel noticed its cancel word and stopped
     backend.flush()

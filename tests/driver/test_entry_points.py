@@ -25,7 +25,7 @@ from vyre.driver import pipeline as P
 from vyre.ir import BufferDecl, DataType, Expr, Node, Program
 from vyre.ir.launch import resolve
 
-from helpers import GX
+from helpers import GX, spin_trips
 
 U = DataType.U32
 
@@ -171,7 +171,7 @@ def test_plain(backend, name):
 @entry
 def test_timeout_stops_every_entry_point_the_same_way(backend, name):
     a = np.arange(1 << 14, dtype=np.uint32)
-    trips = np.array([1 << 20], np.uint32)
+    trips = np.array([spin_trips(backend)], np.uint32)
     _, err = outcome(lambda: call(name, backend, spin(), [a, trips], DispatchConfig(timeout=0.2)))
     assert err == ("DispatchFailed", 1005, None)
     # the backend is not wedged: the next dispatch runs and is right

@@ -8,6 +8,7 @@ The driver records every enforced dispatch here; `snapshot()` exports a dict and
 from __future__ import annotations
 
 import bisect
+import itertools
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,6 +32,15 @@ class _Series:
     errors: int = 0
     total_ns: int = 0
     buckets: list[int] = field(default_factory=lambda: [0] * (len(BUCKETS_NS) + 1))
+    # launches counted on hot paths without the lock: ``next(launches)`` is atomic in CPython
+    launches: itertools.count = field(default_factory=itertools.count)
+    peeks: int = 0
+
+    def taken(self) -> int:
+        """Hot-path launches so far (each read itself advances the counter once)."""
+        n = next(self.launches) - self.peeks
+        self.peeks += 1
+        return n
 
 
 _lock = threading.Lock()
@@ -66,16 +76,30 @@ def record_dispatch(backend: str, wall_ns: int, ok: bool, label: str | None = No
 _bisect = bisect.bisect_left
 
 
+def series(backend: str) -> _Series:
+    """The counters of one backend, for hot paths that count with ``next(s.launches)``
+    (bound launches: their wall time is only the enqueue, so no latency is recorded)."""
+    with _lock:
+        s = _series.get(backend)
+        if s is None:
+            s = _series[backend] = _Series()
+        return s
+
+
 def snapshot() -> dict[str, dict]:
     with _lock:
-        return {b: {"dispatches": s.dispatches, "errors": s.errors, "total_ns": s.total_ns,
+        return {b: {"dispatches": s.dispatches + (hot := s.taken()), "errors": s.errors,
+                    "total_ns": s.total_ns, "enqueue_only": hot,
                     "latency_buckets_ns": dict(zip([*map(str, BUCKETS_NS), "+Inf"], s.buckets))}
                 for b, s in _series.items()}
 
 
 def reset() -> None:
     with _lock:
-        _series.clear()
+        for s in _series.values():
+            s.dispatches = s.errors = s.total_ns = 0
+            s.buckets = [0] * (len(BUCKETS_NS) + 1)
+            s.peeks = next(s.launches) + 1
 
 
 def prometheus_text() -> str:

@@ -65,6 +65,7 @@ from .device import Cancelled, Ctl, Device
 from .plan import Limits, Prepared, StageSet
 
 CANCEL_GRACE_S = 2.0      # how long a cancelled kernel gets to notice its cancel word
+MAX_GLOBAL_AXIS = 2**32 - 1   # invocations per axis: gid is a u32
 PREPARED_PER_PIPELINE = 32
 PIPELINES_PER_BACKEND = 512
 
@@ -247,6 +248,9 @@ class EngineBackend(VyreBackend):
         self._draining: list[tuple[Any, tuple]] = []  # cancelled, not yet ended: kept alive
         self.generation = 0
         self._limits: Limits | None = None
+        # bumped whenever the backend leaves its plain state (shutdown, recovery, a kernel
+        # that could not stop): hot paths compare it instead of re-checking everything
+        self.epoch = 0
 
     def __repr__(self) -> str:
         name = self.device_profile().device_name or "?"
@@ -446,6 +450,11 @@ class EngineBackend(VyreBackend):
     def _make_prepared(self, pipe: EnginePipeline, sizes: tuple[int, ...], config: DispatchConfig) -> Prepared:
         launch = launch_for_sizes(pipe.effective, sizes, config, self.id())
         lim = self.limits()
+        wg = pipe.effective.workgroup_size
+        if any(g * w > MAX_GLOBAL_AXIS for g, w in zip(launch.grid, wg)):
+            raise LimitExceeded("grid", f"grid {launch.grid} of {wg} workgroups has more than "
+                                f"{MAX_GLOBAL_AXIS} invocations on an axis (gid is a u32).",
+                                "split the work into several dispatches.", backend=self.id())
         if any(g > m for g, m in zip(launch.grid, lim.max_grid)):
             raise LimitExceeded("grid", f"grid {launch.grid} exceeds this device's {lim.max_grid} "
                                 "workgroups per axis.", "spread the work over more axes "
@@ -574,6 +583,7 @@ class EngineBackend(VyreBackend):
                 else:
                     dev.abandon()
                     self._runaway.append((fence, keep))
+                    self.epoch += 1
         raise timed_out(config, self.id())
 
     def _complete(self, flight: Flight, config: DispatchConfig) -> list[bytes]:
@@ -865,6 +875,7 @@ class EngineBackend(VyreBackend):
                 self._drop(pipe)
             self._pipes.clear()
             self._closed = True
+            self.epoch += 1
             from .. import pipeline as P
 
             P.clear(self.id(), self)
@@ -879,6 +890,7 @@ class EngineBackend(VyreBackend):
         with self._lock:
             self.device.abandon()
             self.generation += 1
+            self.epoch += 1
             keep = [k for _, k in self._runaway]
             self._graveyard = getattr(self, "_graveyard", []) + keep
             self._runaway = []

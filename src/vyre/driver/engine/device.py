@@ -150,9 +150,13 @@ class Device(abc.ABC):
 
     @abc.abstractmethod
     def launch(self, kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int],
-               packed: Any, timed: bool = False) -> Any:
-        """Enqueue every phase of ``kernel``; when ``timed``, return a token for
-        `elapsed_ns`."""
+               packed: Any, timed: Any = False) -> Any:
+        """Enqueue every phase of ``kernel``. ``timed``: True, or a token from `timer` to
+        reuse; then return the token for `elapsed_ns`."""
+
+    def timer(self) -> Any:
+        """A reusable timing token for `launch` (default: True, a fresh one each time)."""
+        return True
 
     def elapsed_ns(self, token: Any) -> int | None:
         """Device time of a completed timed launch, or None where the device cannot time."""

@@ -72,14 +72,20 @@ class CudaDevice(Device):
         pin = self.rt.alloc_pinned(nbytes)
         return HostBuffer(pin, host_words(pin, nbytes // 4))
 
+    def _copy(self, dst: Any, src: Any, nbytes: int) -> None:
+        if dst.size == src.size == max(4, nbytes):
+            dst.copy_from(src, stream=self.stream)   # the common case, through cuda.core
+        else:                                         # part of a larger (resident) buffer
+            _ok(cu.cuMemcpyAsync(_ptr(dst), _ptr(src), nbytes, self._raw))
+
     def upload(self, dst: Any, src: HostBuffer | np.ndarray, nbytes: int) -> None:
-        _ok(cu.cuMemcpyAsync(_ptr(dst), _ptr(src.handle), nbytes, self._raw))
+        self._copy(dst, src.handle, nbytes)
 
     def download(self, dst: HostBuffer, src: Any, nbytes: int) -> None:
-        _ok(cu.cuMemcpyAsync(_ptr(dst.handle), _ptr(src), nbytes, self._raw))
+        self._copy(dst.handle, src, nbytes)
 
     def copy(self, dst: Any, src: Any, nbytes: int) -> None:
-        _ok(cu.cuMemcpyAsync(_ptr(dst), _ptr(src), nbytes, self._raw))
+        self._copy(dst, src, nbytes)
 
     def zero(self, buf: Any, nbytes: int) -> None:
         stream = self._target.stream.handle if self._target is not self.stream else self._raw
@@ -106,13 +112,23 @@ class CudaDevice(Device):
         return cfg
 
     def launch(self, kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int],
-               packed: tuple, timed: bool = False) -> Any:
+               packed: tuple, timed: Any = False) -> Any:
         cfg = self._config(grid, block)
         s = self._target
-        start = s.record(options=self.rt.timing) if timed else None
+        if not timed:
+            for k in kernel.handle:
+                cc.launch(s, cfg, k, *packed)
+            return None
+        start, end = self.timer() if timed is True else timed
+        s.record(start)
         for k in kernel.handle:
             cc.launch(s, cfg, k, *packed)
-        return (start, s.record(options=self.rt.timing)) if timed else None
+        s.record(end)
+        return start, end
+
+    def timer(self) -> Any:
+        opts = self.rt.timing
+        return (self.stream.record(options=opts), self.stream.record(options=opts))
 
     def elapsed_ns(self, token: Any) -> int | None:
         return self.rt.elapsed_ns(*token)
@@ -255,7 +271,7 @@ class CudaBackend(EngineBackend):
         return (min(x, 2**31 - 1), y, z)
 
     def max_invocations_per_dispatch(self) -> int:
-        return 2**48  # ids are u32 per axis; the grid limits bound each axis
+        return 2**40  # a dispatch of more would run for minutes: split it
 
     def subgroup_size(self) -> int | None:
         return self.rt.facts.warp_size
