@@ -39,7 +39,11 @@ class Launch:
 
 
 def uses_atomics(program: Program) -> bool:
-    return any(isinstance(e, E.Atomic) for e in N.walk_exprs(program.body))
+    """Whether any expression is an atomic (cached on the program: it sizes every launch)."""
+    hit = program.__dict__.get("_vyre_atomics")
+    if hit is None:
+        hit = program.__dict__["_vyre_atomics"] = any(isinstance(e, E.Atomic) for e in N.walk_exprs(program.body))
+    return hit
 
 
 def _ceil(a: int, b: int) -> int:

@@ -56,6 +56,9 @@ N_LET, N_ASSIGN, N_STORE, N_IF, N_LOOP, N_BLOCK, N_REGION, N_RETURN, N_BARRIER, 
 
 # ---------------------------------------------------------------------------- encoding
 def _uleb(out: bytearray, v: int) -> None:
+    if 0 <= v < 0x80:
+        out.append(v)
+        return
     if v < 0:
         raise ValueError("negative value in wire encoding")
     while True:
@@ -74,70 +77,115 @@ def _str(out: bytearray, s: str) -> None:
     out += raw
 
 
+def _code(table: tuple) -> dict:
+    return {v: i for i, v in enumerate(table)}
+
+
+_DT, _AC, _OR, _BI = _code(DTYPES), _code(ACCESS), _code(ORDERINGS), _code(BUILTINS)
+_BO, _UO, _AO, _SO = _code(BINOPS), _code(UNOPS), _code(ATOMICS), _code(SUBGROUP_OPS)
+
+
+def _e_lit(out: bytearray, e: E.Lit) -> None:
+    out.append(X_LIT), out.append(_DT[e.dtype]), _uleb(out, e.bits)
+
+
+def _e_var(out: bytearray, e: E.Var) -> None:
+    out.append(X_VAR), _str(out, e.name)
+
+
+def _e_subgroup(out: bytearray, e: E.Subgroup) -> None:
+    out.append(X_SUBGROUP), out.append(_SO[e.op])
+    for part in (e.value, e.lane):
+        out.append(0 if part is None else 1)
+        if part is not None:
+            _expr(out, part)
+
+
+def _e_spec(out: bytearray, e: E.Spec) -> None:
+    out.append(X_SPEC), _str(out, e.name), out.append(_DT[e.dtype]), _uleb(out, e.bits)
+
+
+def _e_load(out: bytearray, e: E.Load) -> None:
+    out.append(X_LOAD), _str(out, e.buffer), _expr(out, e.index)
+
+
+def _e_buflen(out: bytearray, e: E.BufLen) -> None:
+    out.append(X_BUFLEN), _str(out, e.buffer)
+
+
+def _e_id(out: bytearray, e: E.Id) -> None:
+    out.append(X_ID), out.append(_BI[e.kind]), _uleb(out, e.axis)
+
+
+def _e_bin(out: bytearray, e: E.Bin) -> None:
+    out.append(X_BIN), out.append(_BO[e.op]), _expr(out, e.left), _expr(out, e.right)
+
+
+def _e_un(out: bytearray, e: E.Un) -> None:
+    out.append(X_UN), out.append(_UO[e.op]), _expr(out, e.operand)
+
+
+def _e_select(out: bytearray, e: E.Select) -> None:
+    out.append(X_SELECT), _expr(out, e.cond), _expr(out, e.if_true), _expr(out, e.if_false)
+
+
+def _e_cast(out: bytearray, e: E.Cast) -> None:
+    out.append(X_CAST), out.append(_DT[e.dtype]), _expr(out, e.value)
+
+
+def _e_bitcast(out: bytearray, e: E.Bitcast) -> None:
+    out.append(X_BITCAST), out.append(_DT[e.dtype]), _expr(out, e.value)
+
+
+def _e_fma(out: bytearray, e: E.Fma) -> None:
+    out.append(X_FMA), _expr(out, e.a), _expr(out, e.b), _expr(out, e.c)
+
+
+def _e_atomic(out: bytearray, e: E.Atomic) -> None:
+    out.append(X_ATOMIC), out.append(_AO[e.op]), _str(out, e.buffer)
+    _expr(out, e.index), _expr(out, e.value)
+    out.append(0 if e.expected is None else 1)
+    if e.expected is not None:
+        _expr(out, e.expected)
+
+
+_EXPR_ENCODERS = {E.Lit: _e_lit, E.Var: _e_var, E.Subgroup: _e_subgroup, E.Spec: _e_spec,
+                  E.Load: _e_load, E.BufLen: _e_buflen, E.Id: _e_id, E.Bin: _e_bin, E.Un: _e_un,
+                  E.Select: _e_select, E.Cast: _e_cast, E.Bitcast: _e_bitcast, E.Fma: _e_fma,
+                  E.Atomic: _e_atomic}
+
+
 def _expr(out: bytearray, e: E.Expr) -> None:
-    if isinstance(e, E.Lit):
-        out.append(X_LIT), _uleb(out, DTYPES.index(e.dtype)), _uleb(out, e.bits)
-    elif isinstance(e, E.Var):
-        out.append(X_VAR), _str(out, e.name)
-    elif isinstance(e, E.Subgroup):
-        out.append(X_SUBGROUP), _uleb(out, SUBGROUP_OPS.index(e.op))
-        for part in (e.value, e.lane):
-            out.append(0 if part is None else 1)
-            if part is not None:
-                _expr(out, part)
-    elif isinstance(e, E.Spec):
-        out.append(X_SPEC), _str(out, e.name), _uleb(out, DTYPES.index(e.dtype)), _uleb(out, e.bits)
-    elif isinstance(e, E.Load):
-        out.append(X_LOAD), _str(out, e.buffer), _expr(out, e.index)
-    elif isinstance(e, E.BufLen):
-        out.append(X_BUFLEN), _str(out, e.buffer)
-    elif isinstance(e, E.Id):
-        out.append(X_ID), _uleb(out, BUILTINS.index(e.kind)), _uleb(out, e.axis)
-    elif isinstance(e, E.Bin):
-        out.append(X_BIN), _uleb(out, BINOPS.index(e.op)), _expr(out, e.left), _expr(out, e.right)
-    elif isinstance(e, E.Un):
-        out.append(X_UN), _uleb(out, UNOPS.index(e.op)), _expr(out, e.operand)
-    elif isinstance(e, E.Select):
-        out.append(X_SELECT), _expr(out, e.cond), _expr(out, e.if_true), _expr(out, e.if_false)
-    elif isinstance(e, E.Cast):
-        out.append(X_CAST), _uleb(out, DTYPES.index(e.dtype)), _expr(out, e.value)
-    elif isinstance(e, E.Bitcast):
-        out.append(X_BITCAST), _uleb(out, DTYPES.index(e.dtype)), _expr(out, e.value)
-    elif isinstance(e, E.Fma):
-        out.append(X_FMA), _expr(out, e.a), _expr(out, e.b), _expr(out, e.c)
-    elif isinstance(e, E.Atomic):
-        out.append(X_ATOMIC), _uleb(out, ATOMICS.index(e.op)), _str(out, e.buffer)
-        _expr(out, e.index), _expr(out, e.value)
-        out.append(0 if e.expected is None else 1)
-        if e.expected is not None:
-            _expr(out, e.expected)
-    else:
+    enc = _EXPR_ENCODERS.get(type(e))
+    if enc is None:
         raise TypeError(f"cannot encode {type(e).__name__}")
+    enc(out, e)
 
 
 def _nodes(out: bytearray, body: tuple[N.Node, ...]) -> None:
     _uleb(out, len(body))
     for n in body:
-        if isinstance(n, N.Let):
+        t = type(n)
+        if t is N.Let:
             out.append(N_LET), _str(out, n.name), _expr(out, n.value)
-        elif isinstance(n, N.Assign):
+        elif t is N.Assign:
             out.append(N_ASSIGN), _str(out, n.name), _expr(out, n.value)
-        elif isinstance(n, N.Store):
+        elif t is N.Store:
             out.append(N_STORE), _str(out, n.buffer), _expr(out, n.index), _expr(out, n.value)
-        elif isinstance(n, N.If):
+        elif t is N.If:
             out.append(N_IF), _expr(out, n.cond), _nodes(out, n.then), _nodes(out, n.otherwise)
-        elif isinstance(n, N.Loop):
+        elif t is N.Loop:
             out.append(N_LOOP), _str(out, n.var), _expr(out, n.from_), _expr(out, n.to)
             _nodes(out, n.body)
-        elif isinstance(n, N.Block):
+        elif t is N.Block:
             out.append(N_BLOCK), _nodes(out, n.body)
-        elif isinstance(n, N.Region):
+        elif t is N.Region:
             out.append(N_REGION), _str(out, n.name), _nodes(out, n.body)
-        elif isinstance(n, N.Return):
+        elif t is N.Return:
             out.append(N_RETURN)
-        elif isinstance(n, N.Barrier):
-            out.append(N_BARRIER), _uleb(out, ORDERINGS.index(n.ordering))
-        elif isinstance(n, N.Eval):
+        elif t is N.Barrier:
+            out.append(N_BARRIER), out.append(_OR[n.ordering])
+        elif t is N.Eval:
             out.append(N_EVAL), _expr(out, n.value)
         else:
             raise TypeError(f"cannot encode {type(n).__name__}")
@@ -170,8 +218,8 @@ def encode(program: Program, canonical: bool = False) -> bytes:
     _uleb(bufs, len(program.buffers))
     for b in program.buffers:
         _str(bufs, b.name)
-        _uleb(bufs, ACCESS.index(b.access))
-        _uleb(bufs, DTYPES.index(b.dtype))
+        _uleb(bufs, _AC[b.access])
+        _uleb(bufs, _DT[b.dtype])
         _uleb(bufs, 0 if b.binding is None else b.binding + 1)
         _uleb(bufs, b.count)
     _section(body, S_BUFFERS, bufs)

@@ -8,8 +8,8 @@ buffers declared with a static count (an input must then be passed with exactly 
 
 `Ranges` computes a conservative interval ``[lo, hi]`` for u32 expressions from literals,
 local ids (below the workgroup size), loop variables (inside ``[from, to)``), locals bound
-once, and arithmetic that cannot wrap (add, mul, shifts, masks, modulo and division by
-literals, min/max, select). Anything it cannot bound is ``[0, 2**32 - 1]``: the check stays.
+once, and arithmetic that cannot wrap (add, mul, shifts, masks, or/xor, modulo and
+division by literals, min/max, select). Anything it cannot bound is ``[0, 2**32 - 1]``: the check stays.
 """
 
 from __future__ import annotations
@@ -84,6 +84,8 @@ class Ranges:
             return _fit(a[0] - b[1], a[1] - b[0])
         if op is BinOp.BITAND:
             return (0, min(a[1], b[1]))
+        if op is BinOp.BITOR or op is BinOp.BITXOR:   # no bit above the operands' highest
+            return (0, (1 << max(a[1], b[1]).bit_length()) - 1)
         if op is BinOp.MOD and b[0] > 0:
             return (0, min(a[1], b[1] - 1))
         if op is BinOp.DIV and b[0] > 0:

@@ -29,6 +29,7 @@ and go through the same steps.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -36,8 +37,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from vyre.ir.errors import VyreError
-from vyre.ir.fingerprint import fingerprint
-from vyre.ir.launch import effective_program
+from vyre.ir.fingerprint import fingerprint, identity
+from vyre.ir.launch import effective_program, uses_atomics
 from vyre.ir.ops import program_ops
 from vyre.ir.program import Program
 
@@ -61,9 +62,11 @@ from ..pending import PendingDispatch, TimedDispatchResult
 from ..pipeline import PipelineCacheSnapshot
 from ..program_walks import launch_for_sizes
 from ..validation import VALIDATION_CACHE
+from .artifacts import ArtifactCache
 from .device import Cancelled, Ctl, Device
 from .plan import Limits, Prepared, StageSet
 
+log = logging.getLogger("vyre.engine")
 CANCEL_GRACE_S = 2.0      # how long a cancelled kernel gets to notice its cancel word
 MAX_GLOBAL_AXIS = 2**32 - 1   # invocations per axis: gid is a u32
 PREPARED_PER_PIPELINE = 32
@@ -343,8 +346,15 @@ class EngineBackend(VyreBackend):
         return pipe
 
     def _lookup(self, program: Program, config: DispatchConfig) -> EnginePipeline:
-        self._validate(program)
-        key = (fingerprint(program), config.code_key())
+        if not isinstance(program, Program):
+            self._validate(program)
+        try:
+            ident = identity(program)
+        except Exception:  # a malformed object cannot be encoded: validation says why
+            self._validate(program)
+            raise
+        code = config.code_key()
+        key = (ident, code)
         pipe = self._pipes.get(key)
         if pipe is not None:
             self._hits += 1
@@ -355,20 +365,16 @@ class EngineBackend(VyreBackend):
             if pipe is not None:
                 self._hits += 1
                 return pipe
-            try:
-                eff = effective_program(program, config)
-            except VyreError as err:
-                raise from_foundation(err, self.id()) from None
-            if eff is not program:
-                self._validate(eff)  # a workgroup override can break barrier/subgroup rules
-            missing = sorted(set(program_ops(eff)) - set(self.supported_ops()))
-            if missing:
-                raise UnsupportedFeature(f"ops {', '.join(missing)}", self.id(),
-                                         "run this program on a backend whose supported_ops() has "
-                                         "them (`vyre backends --explain FILE` says which).")
-            self._check_workgroup(eff)
-            self.refuse(eff)
-            kernel = self._build(eff)
+            art = self._artifacts()
+            akey = art.key(ident, code) if art is not None else b""
+            loaded = self._load(art, akey, program, config) if art is not None else None
+            if loaded is not None:
+                eff, kernel = loaded
+            else:
+                eff, kernel, meta, binary = self._compile(program, config)
+                if art is not None and meta is not None and binary is not None:
+                    meta["atomics"] = uses_atomics(eff)
+                    art.put(akey, meta, binary)
             pipe = EnginePipeline(self, program, eff, config, kernel)
             self._pipes[key] = pipe
             self._misses += 1
@@ -377,9 +383,62 @@ class EngineBackend(VyreBackend):
                 self._drop(old)
             return pipe
 
-    def _build(self, program: Program) -> Any:
+    #: packages whose source decides this backend's generated code (the artifact-cache key)
+    CODEGEN: tuple[str, ...] = ()
+
+    def _artifacts(self) -> ArtifactCache | None:
+        """The on-disk cache of compiled programs, where the device can rebuild kernels from
+        binaries (see `vyre.driver.engine.artifacts`)."""
+        art = self.__dict__.get("_artifact_cache", False)
+        if art is False:
+            art = None
+            if type(self.device).load is not Device.load:
+                art = ArtifactCache(self.id(), self.version(), self.device_fingerprint(),
+                                    (type(self.device).__module__.rsplit(".", 1)[0], *self.CODEGEN))
+            self.__dict__["_artifact_cache"] = art
+        return art
+
+    def _load(self, art: ArtifactCache, akey: bytes, program: Program,
+              config: DispatchConfig) -> tuple[Program, Any] | None:
+        """A kernel this backend built for this exact program in an earlier process: no
+        validation, lowering or compilation (the entry exists only because they passed). The
+        effective program keeps the source body: after compilation only its buffers, workgroup
+        size and whether it uses atomics matter, and the last is recorded with the kernel."""
+        hit = art.get(akey)
+        if hit is None:
+            return None
+        meta, binary = hit
         try:
-            return self.device.build(program)
+            kernel = self.device.load(meta, binary)
+        except Exception as exc:
+            log.warning("vyre cache: cannot load a cached program for %s (%s); rebuilding", self.id(), exc)
+            return None
+        wg = config.workgroup_override or program.workgroup_size
+        eff = program if wg == program.workgroup_size else Program(program.buffers, wg, program.body)
+        eff.__dict__["_vyre_atomics"] = bool(meta.get("atomics", True))
+        return eff, kernel
+
+    def _compile(self, program: Program, config: DispatchConfig) -> tuple[Program, Any, Any, Any]:
+        """Validate, specialize, check ops and limits, and build."""
+        self._validate(program)
+        try:
+            eff = effective_program(program, config)
+        except VyreError as err:
+            raise from_foundation(err, self.id()) from None
+        if eff is not program:
+            self._validate(eff)  # a workgroup override can break barrier/subgroup rules
+        missing = sorted(set(program_ops(eff)) - set(self.supported_ops()))
+        if missing:
+            raise UnsupportedFeature(f"ops {', '.join(missing)}", self.id(),
+                                     "run this program on a backend whose supported_ops() has "
+                                     "them (`vyre backends --explain FILE` says which).")
+        self._check_workgroup(eff)
+        self.refuse(eff)
+        return (eff, *self._build(eff))
+
+    def _build(self, program: Program) -> tuple[Any, Any, Any]:
+        try:
+            return self.device.compile(program)
         except BackendError:
             raise
         except VyreError as err:

@@ -55,6 +55,16 @@ class Kernel:
         """True when the launch overwrites every element of output ``name``."""
         return name in self.fully_written and global_x >= count
 
+    def meta(self, entries: tuple[str, ...]) -> dict[str, Any]:
+        """What `from_meta` needs to rebuild this kernel from its binary in another process."""
+        return {"entries": list(entries), "uses_ctl": self.uses_ctl, "fully_written": sorted(self.fully_written),
+                "stoppable": self.stoppable, "items": self.items, "source": self.source}
+
+    @staticmethod
+    def from_meta(handle: Any, meta: dict[str, Any]) -> Kernel:
+        return Kernel(handle, bool(meta["uses_ctl"]), frozenset(meta["fully_written"]), "disk",
+                      meta.get("source"), bool(meta["stoppable"]), int(meta["items"]))
+
 
 class HostBuffer:
     """Host memory the device copies from/to: ``words`` is its u32 view."""
@@ -91,6 +101,15 @@ class Device(abc.ABC):
     @abc.abstractmethod
     def build(self, program: Program) -> Kernel:
         """Compile a validated, specialized program (its kernels, one per grid_sync phase)."""
+
+    def compile(self, program: Program) -> tuple[Kernel, dict[str, Any] | None, bytes | None]:
+        """`build`, plus what `load` needs to rebuild the kernel in another process
+        (`Kernel.meta`, the target binary); (kernel, None, None) when nothing can be kept."""
+        return self.build(program), None, None
+
+    def load(self, meta: dict[str, Any], artifact: bytes) -> Kernel:
+        """The kernel `compile` described, from its binary (raise anything to rebuild)."""
+        raise NotImplementedError
 
     # ---- memory ------------------------------------------------------------------------
     @abc.abstractmethod

@@ -54,12 +54,20 @@ class CudaDevice(Device):
         self._order = _ok(cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DISABLE_TIMING))
 
     def build(self, program: Program) -> Kernel:
+        return self.compile(program)[0]
+
+    def compile(self, program: Program) -> tuple[Kernel, dict, bytes]:
         plan, source = generate(program)
         cubin, built_from = self.rt.cubins.get_or_compile(source, self.rt.facts.arch)
         module = self.rt.load(cubin)
         kernels = tuple(module.get_kernel(name) for name in plan.entries)
-        return Kernel(kernels, plan.uses_ctl, plan.fully_written, built_from, source, plan.stoppable,
-                      plan.vector)
+        kernel = Kernel(kernels, plan.uses_ctl, plan.fully_written, built_from, source, plan.stoppable,
+                        plan.vector)
+        return kernel, kernel.meta(plan.entries), cubin
+
+    def load(self, meta: dict, artifact: bytes) -> Kernel:
+        module = self.rt.load(artifact)
+        return Kernel.from_meta(tuple(module.get_kernel(n) for n in meta["entries"]), meta)
 
     # ---- memory ------------------------------------------------------------------------------
     def alloc(self, nbytes: int) -> Any:

@@ -50,10 +50,18 @@ class OpenCLDevice(Device):
         self._copies: list = []
 
     def build(self, program: Program) -> Kernel:
+        return self.compile(program)[0]
+
+    def compile(self, program: Program) -> tuple[Kernel, dict, bytes]:
         plan, source = generate(program)
         prg, built_from = self.rt.build(source)
-        return Kernel((prg, plan.entries), plan.uses_ctl, plan.fully_written, built_from, source,
-                      plan.stoppable, plan.vector)
+        kernel = Kernel((prg, plan.entries), plan.uses_ctl, plan.fully_written, built_from, source,
+                        plan.stoppable, plan.vector)
+        return kernel, kernel.meta(plan.entries), bytes(prg.binaries[0])
+
+    def load(self, meta: dict, artifact: bytes) -> Kernel:
+        prg = cl.Program(self.rt.context, [self.rt.device], [artifact]).build(options=self.rt.options)
+        return Kernel.from_meta((prg, tuple(meta["entries"])), meta)
 
     def alloc(self, nbytes: int) -> cl.Buffer:
         return self.rt.buffer(nbytes)
