@@ -166,8 +166,12 @@ class Bound:
                 finally:
                     lock.release()
                 t1 = _now()
-                b._wait(fence, deadline, (self.ctl,) if self.uses_ctl else (), (self,), config,
-                        self.prep.kernel.stoppable)
+                try:
+                    b._wait(fence, deadline, (self.ctl,) if self.uses_ctl else (), (self,), config,
+                            self.prep.kernel.stoppable)
+                except DispatchFailed:
+                    self._armed = False   # the next launch resets the (raised) cancel word
+                    raise
                 if self.uses_ctl:
                     self._armed = False
                     if self.ctl.words[0]:
