@@ -107,3 +107,18 @@ def test_S9_comparisons_and_bool_casts_see_subnormals_as_zero(backend):
                         [Node.store("o", GX, Expr.cast(U, a.lt(b)) | (Expr.cast(U, a.eq(b)) << 1)
                                     | (Expr.cast(U, Expr.cast(DataType.BOOL, a)) << 2) | (Expr.cast(U, a) << 3))])
     run_checked(backend, p, list(_pairs()))
+
+
+def test_S9_workgroup_memory_flushed_early_only_where_its_bits_are_never_seen(backend):
+    """Values staged in f32 workgroup memory are flushed when stored only if every load of
+    that memory is a numeric operand; one shared load node that is also stored keeps the
+    buffer raw (its bits are observed)."""
+    lid = Expr.lid_x()
+    w = Expr.load("w", lid)
+    numeric = [Node.store("w", lid, Expr.load("a", GX)), Node.barrier(), Node.store("o", GX, w * 3.0 + w)]
+    observed = [Node.store("w", lid, Expr.load("a", GX)), Node.barrier(),
+                Node.store("o", GX, w), Node.store("p", GX, w * 2.0)]
+    for body in (numeric, observed):
+        p = Program.wrapped([BufferDecl.read("a", 0, F), BufferDecl.output("o", 1, F), BufferDecl.output("p", 2, F),
+                             BufferDecl.workgroup("w", 32, F)], 32, body)
+        run_checked(backend, p, [_f(EDGE * 4)])

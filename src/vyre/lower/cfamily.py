@@ -27,7 +27,18 @@ from vyre.ir.types import (
     UnOp,
 )
 
-from .floats import CANON, HW_FTZ_BIN, HW_FTZ_UN, RAW, Flags, flags_of, result_flags, var_flags
+from .floats import (
+    CANON,
+    FLUSHED,
+    HW_FTZ_BIN,
+    HW_FTZ_UN,
+    RAW,
+    Flags,
+    flags_of,
+    numeric_only_buffers,
+    result_flags,
+    var_flags,
+)
 from .plan import KernelPlan
 from .ranges import Ranges
 
@@ -161,7 +172,8 @@ class _Emitter:
         self.alive = False  # inside the "alive" scheme (a barrier program that may return)
         self.cancel = False  # loops poll the cancel word (kernels without barriers)
         self.hw = d.hw_ftz
-        self.vars = var_flags(self.program, self.hw)   # what each f32 local may hold
+        self.flushed = numeric_only_buffers(self.program)   # f32 workgroup memory flushed at store
+        self.vars = var_flags(self.program, self.hw, self.flushed)   # what each f32 local may hold
         self.ranges = Ranges(self.program)
         # the elementwise vector form: each lane's body sees its own gid.x and the words of
         # the vector-loaded and vector-stored buffers (see `vector_kernel`)
@@ -241,12 +253,13 @@ class _Emitter:
             if e.buffer in self.lane_loads and e.index == _GX:
                 word = self.lane_loads[e.buffer]
                 return self.from_word(word, t), t, RAW if t is DataType.F32 else CANON
+            loaded = (FLUSHED if e.buffer in self.flushed else RAW) if t is DataType.F32 else CANON
             i, _, _ = self.expr(e.index)
             if self.ranges.in_bounds(e.buffer, e.index):
                 word = self.fresh(DataType.U32, f"{self.ptr(e.buffer)}[{i}]")
             else:
                 word = self.fresh(DataType.U32, f"({i} < {self.count(e.buffer)}) ? {self.ptr(e.buffer)}[{i}] : 0u")
-            return self.from_word(word, t), t, RAW if t is DataType.F32 else CANON
+            return self.from_word(word, t), t, loaded
         if isinstance(e, E.Bin):
             return self.binary(e)
         if isinstance(e, E.Un):
@@ -271,9 +284,9 @@ class _Emitter:
                 return self.fresh(e.dtype, f"({CT[e.dtype]})VY_F2U({self.observed(v, f)})"), e.dtype, CANON
             return self.fresh(e.dtype, f"({CT[e.dtype]}){v}"), e.dtype, CANON
         if isinstance(e, E.Fma):
-            a, b, c = (self.operand(v, f, True) for v, _, f in (self.expr(x) for x in (e.a, e.b, e.c)))
+            a, b, c = (self.operand(v, f, False) for v, _, f in (self.expr(x) for x in (e.a, e.b, e.c)))
             return self.fresh(DataType.F32, f"{fn['fma']}({a}, {b}, {c})"), DataType.F32, \
-                result_flags(self.hw, rounded=True)
+                result_flags(self.hw, rounded=True, hardware=False)
         if isinstance(e, E.Atomic):
             return self.atomic(e)
         if isinstance(e, E.Subgroup):
@@ -507,7 +520,9 @@ class _Emitter:
                 return
             i, _, _ = self.expr(n.index)
             v, t, f = self.expr(n.value)
-            word = self.to_word(self.observed(v, f) if t is DataType.F32 else v, t)
+            if t is DataType.F32:  # bits kept, or flushed into memory whose bits nobody sees
+                v = self.operand(v, f, False) if n.buffer in self.flushed else self.observed(v, f)
+            word = self.to_word(v, t)
             if self.ranges.in_bounds(n.buffer, n.index):
                 self.out(f"{self.ptr(n.buffer)}[{i}] = {word};")
             else:

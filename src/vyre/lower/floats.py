@@ -23,6 +23,7 @@ f32 local may hold; the emitter (`vyre.lower.cfamily`) combines them per express
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from vyre.ir import expr as E
@@ -31,13 +32,22 @@ from vyre.ir.typecheck import infer
 from vyre.ir.types import BinOp, DataType, UnOp
 
 F = DataType.F32
+# operations that consume an f32 operand only numerically: a flushed operand gives the same
+# result, so a value that only ever reaches these may be flushed early
+NUMERIC_BIN = frozenset({BinOp.ADD, BinOp.SUB, BinOp.MUL, BinOp.DIV, BinOp.MOD, BinOp.MIN, BinOp.MAX,
+                         BinOp.ABS_DIFF, BinOp.EQ, BinOp.NE, BinOp.LT, BinOp.GT, BinOp.LE, BinOp.GE})
 
 # Operations whose hardware flush-to-zero form flushes subnormal inputs and results exactly
 # as S9 does (CUDA with --ftz=true: add/sub/mul/div/sqrt/fma/abs/neg/floor/ceil and every
 # comparison carry .ftz in the PTX). Everything else is a software operation here.
-HW_FTZ_BIN = frozenset({BinOp.ADD, BinOp.SUB, BinOp.MUL, BinOp.DIV, BinOp.ABS_DIFF, BinOp.EQ,
-                        BinOp.NE, BinOp.LT, BinOp.GT, BinOp.LE, BinOp.GE})
-HW_FTZ_UN = frozenset({UnOp.SQRT, UnOp.ABS, UnOp.NEGATE, UnOp.FLOOR, UnOp.CEIL, UnOp.RECIPROCAL})
+# MUL, DIV, FMA and RECIPROCAL are not here: their .ftz forms detect tininess *before*
+# rounding, so a result just below 2**-126 that rounds up to it comes out as zero. The CUDA
+# printer uses the IEEE (non-ftz) instructions for them on flushed operands; their possibly
+# subnormal results are flushed where consumed or observed, like any IEEE-rounded result.
+# (Sums and differences are exact whenever they are subnormal, so .ftz never misrounds them.)
+HW_FTZ_BIN = frozenset({BinOp.ADD, BinOp.SUB, BinOp.ABS_DIFF, BinOp.EQ, BinOp.NE, BinOp.LT,
+                        BinOp.GT, BinOp.LE, BinOp.GE})
+HW_FTZ_UN = frozenset({UnOp.SQRT, UnOp.ABS, UnOp.NEGATE, UnOp.FLOOR, UnOp.CEIL})
 # Operations whose result is IEEE-rounded arithmetic (so it may be subnormal without ftz).
 ROUNDED_BIN = frozenset({BinOp.ADD, BinOp.SUB, BinOp.MUL, BinOp.DIV, BinOp.MOD, BinOp.ABS_DIFF})
 # Unary results that are never subnormal (a NaN passes through): TRUNC and ROUND of a
@@ -74,31 +84,60 @@ def result_flags(hw_ftz: bool, *, rounded: bool, from_operands: Flags | None = N
     return Flags(False, sub, True)
 
 
-def flags_of(e: E.Expr, var: dict[str, Flags], hw_ftz: bool, scope: dict[str, DataType], program) -> Flags:
+FLUSHED = Flags(False, False, True)  # flushed when stored; a NaN payload is never observed
+
+
+def numeric_only_buffers(program) -> frozenset[str]:
+    """f32 workgroup buffers whose every load is the direct operand of a numeric operation:
+    their bits are never observed (workgroup memory dies with the workgroup), so values are
+    flushed once when stored instead of at every use (`FLUSHED`)."""
+    f32 = {b.name for b in program.workgroup_buffers if b.dtype is F}
+    if not f32:
+        return frozenset()
+    # nodes may be shared, so count occurrences: a load is numeric-only when every place it
+    # occurs is as the direct operand of a numeric operation
+    seen: Counter[int] = Counter()
+    numeric_uses: Counter[int] = Counter()
+    loads: dict[int, str] = {}
+    for e in N.walk_exprs(program.body):
+        if isinstance(e, E.Load):
+            seen[id(e)] += 1
+            loads[id(e)] = e.buffer
+        elif (isinstance(e, E.Bin) and e.op in NUMERIC_BIN) or isinstance(e, E.Fma | E.Un) \
+                or (isinstance(e, E.Cast) and e.dtype is not F):
+            for k in E.children(e):
+                if isinstance(k, E.Load):
+                    numeric_uses[id(k)] += 1
+    bad = {buf for key, buf in loads.items() if numeric_uses[key] < seen[key]}
+    return frozenset(f32 - bad)
+
+
+def flags_of(e: E.Expr, var: dict[str, Flags], hw_ftz: bool, scope: dict[str, DataType], program,
+             flushed: frozenset[str] = frozenset()) -> Flags:
     """Flags of an f32 expression as the emitter lowers it (non-f32 values: `CANON`)."""
     if isinstance(e, E.Lit | E.Spec):
         return CANON
     if isinstance(e, E.Var):
         return var.get(e.name, CANON)
     if isinstance(e, E.Load):
-        return RAW
+        return FLUSHED if e.buffer in flushed else RAW
     if isinstance(e, E.Bitcast):
         return RAW if e.dtype is F else CANON
     if isinstance(e, E.Cast):
         if e.dtype is not F:
             return CANON
         inner = infer(e.value, scope, program)
-        return flags_of(e.value, var, hw_ftz, scope, program) if inner is F else CANON
+        return flags_of(e.value, var, hw_ftz, scope, program, flushed) if inner is F else CANON
     if isinstance(e, E.Select):
-        a = flags_of(e.if_true, var, hw_ftz, scope, program)
-        b = flags_of(e.if_false, var, hw_ftz, scope, program)
+        a = flags_of(e.if_true, var, hw_ftz, scope, program, flushed)
+        b = flags_of(e.if_false, var, hw_ftz, scope, program, flushed)
         if a.raw != b.raw:       # the non-raw arm is canonicalised first: the select is raw
             return RAW
         return a | b
     if isinstance(e, E.Subgroup):
-        return flags_of(e.value, var, hw_ftz, scope, program) if e.value is not None else CANON
+        return flags_of(e.value, var, hw_ftz, scope, program, flushed) if e.value is not None else CANON
     if isinstance(e, E.Fma):
-        return result_flags(hw_ftz, rounded=True)
+        return result_flags(hw_ftz, rounded=True, hardware=False)
     if isinstance(e, E.Bin):
         if e.op in (BinOp.MIN, BinOp.MAX):
             return CANON  # operands flushed first; a NaN operand gives the canonical NaN
@@ -110,18 +149,19 @@ def flags_of(e: E.Expr, var: dict[str, Flags], hw_ftz: bool, scope: dict[str, Da
     return CANON
 
 
-def var_flags(program, hw_ftz: bool) -> dict[str, Flags]:
+def var_flags(program, hw_ftz: bool, flushed: frozenset[str] = frozenset()) -> dict[str, Flags]:
     """For every f32 local, the join of the flags of every value assigned to it (a fixpoint:
     ``acc = acc + x`` depends on what ``acc`` may hold)."""
     states: dict[str, Flags] = {}
     while True:
         before = dict(states)
-        _visit(program.body, states, hw_ftz, {}, program)
+        _visit(program.body, states, hw_ftz, {}, program, flushed)
         if states == before:
             return states
 
 
-def _visit(body, states: dict[str, Flags], hw_ftz: bool, scope: dict[str, DataType], program) -> None:
+def _visit(body, states: dict[str, Flags], hw_ftz: bool, scope: dict[str, DataType], program,
+           flushed: frozenset[str]) -> None:
     scope = dict(scope)
     for n in body:
         if isinstance(n, N.Let | N.Assign):
@@ -129,10 +169,11 @@ def _visit(body, states: dict[str, Flags], hw_ftz: bool, scope: dict[str, DataTy
             if isinstance(n, N.Let):
                 scope[n.name] = t
             if t is F:
-                states[n.name] = states.get(n.name, CANON) | flags_of(n.value, states, hw_ftz, scope, program)
+                states[n.name] = states.get(n.name, CANON) | flags_of(n.value, states, hw_ftz, scope,
+                                                                      program, flushed)
         elif isinstance(n, N.Loop):
             inner = {**scope, n.var: infer(n.from_, scope, program)}
-            _visit(n.body, states, hw_ftz, inner, program)
+            _visit(n.body, states, hw_ftz, inner, program, flushed)
         else:
             for _, sub in N.node_bodies(n):
-                _visit(sub, states, hw_ftz, scope, program)
+                _visit(sub, states, hw_ftz, scope, program, flushed)

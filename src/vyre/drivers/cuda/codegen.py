@@ -25,36 +25,16 @@ typedef long long vy_i64;
 #define VY_U2F(x) __uint_as_float(x)
 #define VY_FADD(a, b) __fadd_rn(a, b)
 #define VY_FSUB(a, b) __fsub_rn(a, b)
-#define VY_FMUL(a, b) vy_fmul(a, b)
-#define VY_FDIV(a, b) vy_fdiv(a, b)
-// With --ftz=true the hardware flushes subnormal operands and results (S9) but detects
-// tininess before rounding: a product, quotient or fma whose exact value lies just below
-// 2^-126 and rounds up to it comes out as zero. Sums and differences never round into the
-// normal range (an exact subnormal sum is representable), so only mul/div/fma need care: a
-// zero result is recomputed with the IEEE (non-ftz) instruction on flushed operands and then
-// flushed, which is exactly S9. Nonzero results are already exact.
-static __device__ __forceinline__ float vy_daz_(float x) {
-    unsigned b = __float_as_uint(x);
-    return __uint_as_float((b & 0x7F800000u) == 0u ? (b & 0x80000000u) : b);
-}
+#define VY_FMUL(a, b) vy_ieee_mul(a, b)
+#define VY_FDIV(a, b) vy_ieee_div(a, b)
+// With --ftz=true the .ftz forms flush subnormal operands and results (S9), but mul, div and
+// fma detect tininess before rounding: a result just below 2^-126 that rounds up to it would
+// come out as zero. Those three use the IEEE instructions instead, on operands the emitter
+// has flushed; their results may be subnormal and are flushed where they are consumed (by
+// an .ftz add, for free) or observed. See vyre.lower.floats.
 static __device__ __forceinline__ float vy_ieee_mul(float a, float b) { float r; asm("mul.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
 static __device__ __forceinline__ float vy_ieee_div(float a, float b) { float r; asm("div.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
 static __device__ __forceinline__ float vy_ieee_fma(float a, float b, float c) { float r; asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(r) : "f"(a), "f"(b), "f"(c)); return r; }
-static __device__ __forceinline__ float vy_fmul(float a, float b) {
-    float r = __fmul_rn(a, b);
-    if (r == 0.0f) r = vy_daz_(vy_ieee_mul(vy_daz_(a), vy_daz_(b)));
-    return r;
-}
-static __device__ __forceinline__ float vy_fdiv(float a, float b) {
-    float r = __fdiv_rn(a, b);
-    if (r == 0.0f) r = vy_daz_(vy_ieee_div(vy_daz_(a), vy_daz_(b)));
-    return r;
-}
-static __device__ __forceinline__ float vy_fma(float a, float b, float c) {
-    float r = __fmaf_rn(a, b, c);
-    if (r == 0.0f) r = vy_daz_(vy_ieee_fma(vy_daz_(a), vy_daz_(b), vy_daz_(c)));
-    return r;
-}
 #define VY_TRUNC(x) truncf(x)
 #define VY_FLOOR(x) floorf(x)
 #define VY_CEIL(x) ceilf(x)
@@ -114,7 +94,7 @@ CUDA = Dialect(
     barrier="__syncthreads();",
     builtin=_builtin,
     atomic=_atomic,
-    fn={"fma": "vy_fma", "fmod": "fmodf", "fabs": "fabsf", "sqrt": "__fsqrt_rn",
+    fn={"fma": "vy_ieee_fma", "fmod": "fmodf", "fabs": "fabsf", "sqrt": "__fsqrt_rn",
         "floor": "floorf", "ceil": "ceilf", "trunc": "truncf", "popcount": "__popc",
         "clz": "__clz", "brev": "__brev", "u2f": "__uint2float_rn", "i2f": "__int2float_rn",
         "exp": "expf", "log": "logf", "exp2": "exp2f", "log2": "log2f", "sin": "sinf",
