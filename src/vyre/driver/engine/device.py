@@ -69,7 +69,7 @@ class Kernel:
 class HostBuffer:
     """Host memory the device copies from/to: ``words`` is its u32 view."""
 
-    __slots__ = ("handle", "words")
+    __slots__ = ("__weakref__", "handle", "words")
 
     def __init__(self, handle: Any, words: np.ndarray) -> None:
         self.handle, self.words = handle, words
@@ -80,7 +80,7 @@ class Ctl:
     complete (after `Device.ctl_fetch`); ``deadline`` is for synchronous devices, which run the
     kernel inside `launch` and must stop by themselves."""
 
-    __slots__ = ("arg", "deadline", "handle", "words")
+    __slots__ = ("__weakref__", "arg", "deadline", "handle", "words")
 
     def __init__(self, arg: Any, words: np.ndarray, handle: Any = None) -> None:
         self.arg, self.words, self.handle = arg, words, handle

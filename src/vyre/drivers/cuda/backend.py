@@ -12,7 +12,9 @@ CUDA graphs.
 
 from __future__ import annotations
 
+import threading
 import time
+import weakref
 from dataclasses import replace
 from typing import Any
 
@@ -40,6 +42,39 @@ def _ptr(buf: Any) -> int:
     return int(buf.handle)
 
 
+class _PinnedPool:
+    """Pinned host memory, reused instead of freed: ``cuMemFreeHost`` waits for the whole
+    device to go idle (and a thread stuck in it can keep the others from cancelling slow
+    kernels), so pinned buffers return here when their `HostBuffer` or `Ctl` is dropped and
+    are only released past a cap."""
+
+    CAP_BYTES = 512 << 20
+
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+        self.free: dict[int, list[Any]] = {}
+        self.bytes = 0
+        self.lock = threading.Lock()
+
+    def take(self, nbytes: int) -> Any:
+        size = max(4, nbytes)
+        with self.lock:
+            stack = self.free.get(size)
+            if stack:
+                self.bytes -= size
+                return stack.pop()
+        return self.rt.alloc_pinned(size)
+
+    def give(self, buf: Any) -> None:
+        size = buf.size
+        with self.lock:
+            if self.bytes + size <= self.CAP_BYTES:
+                self.free.setdefault(size, []).append(buf)
+                self.bytes += size
+                return
+        buf.close()
+
+
 class CudaDevice(Device):
     reads_device_arrays = True
     cancellable = True
@@ -52,6 +87,7 @@ class CudaDevice(Device):
         self._raw = self.stream.handle
         self._configs: dict[tuple, Any] = {}
         self._order = _ok(cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DISABLE_TIMING))
+        self.pinned = _PinnedPool(self.rt)
 
     def build(self, program: Program) -> Kernel:
         return self.compile(program)[0]
@@ -77,8 +113,10 @@ class CudaDevice(Device):
         buf.close(self.stream)
 
     def host_alloc(self, nbytes: int) -> HostBuffer:
-        pin = self.rt.alloc_pinned(nbytes)
-        return HostBuffer(pin, host_words(pin, nbytes // 4))
+        pin = self.pinned.take(nbytes)
+        hb = HostBuffer(pin, host_words(pin, nbytes // 4))
+        weakref.finalize(hb, self.pinned.give, pin)
+        return hb
 
     def _copy(self, dst: Any, src: Any, nbytes: int) -> None:
         if dst.size == src.size == max(4, nbytes):
@@ -101,10 +139,12 @@ class CudaDevice(Device):
 
     # ---- control block: pinned host memory the kernel reads and writes directly ----------------
     def ctl_alloc(self) -> Ctl:
-        pin = self.rt.alloc_pinned(8)
+        pin = self.pinned.take(8)
         words = host_words(pin, 2)
         words[:] = 0
-        return Ctl(pin, words, pin)
+        ctl = Ctl(pin, words, pin)
+        weakref.finalize(ctl, self.pinned.give, pin)
+        return ctl
 
     # ---- launch --------------------------------------------------------------------------------
     def pack(self, kernel: Kernel, buffers: list[Any], counts: tuple[int, ...], ctl: Ctl) -> tuple:
