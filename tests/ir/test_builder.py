@@ -20,6 +20,7 @@ from vyre.ir import (
     all_op_ids,
     program_ops,
 )
+from vyre.ir.expr import WeakLit
 
 
 def _prog(k: int = 2) -> Program:
@@ -35,7 +36,8 @@ def test_import_vyre_alone_exposes_ir_reference_and_validate():
 
 
 def test_every_enum_member_listed_in_the_design_exists():
-    assert {d.name for d in DataType} == {"BOOL", "U32", "I32", "F32"}
+    assert {d.name for d in DataType} == {"BOOL", "U32", "I32", "F32", "U64", "I64", "U8", "I8",
+                                          "U16", "I16", "F16", "BF16"}
     for name in ["ADD", "SUB", "MUL", "DIV", "MOD", "BITAND", "BITOR", "BITXOR", "SHL", "SHR", "EQ", "NE", "LT", "GT", "LE", "GE", "AND", "OR", "MIN", "MAX", "ABS_DIFF", "SATURATING_ADD", "SATURATING_SUB", "SATURATING_MUL", "ROTATE_LEFT", "ROTATE_RIGHT", "MUL_HIGH"]:
         assert hasattr(BinOp, name)
     for name in ["NEGATE", "BITNOT", "LOGICAL_NOT", "POPCOUNT", "CLZ", "CTZ", "REVERSE_BITS", "ABS", "SQRT", "FLOOR", "CEIL", "ROUND", "TRUNC", "SIGN", "IS_NAN", "IS_INF", "IS_FINITE", "RECIPROCAL", "EXP", "LOG", "EXP2", "LOG2", "SIN", "COS", "TAN", "TANH"]:
@@ -50,8 +52,8 @@ def test_named_helpers_methods_and_operators_build_the_same_nodes():
     assert Expr.bitxor(a, b) == a ^ b
     assert Expr.lt(a, b) == a.lt(b)
     assert Expr.sqrt(a) == a.sqrt() == Expr.un(UnOp.SQRT, a)
-    assert a + 1 == Expr.add(a, Expr.u32(1))
-    assert 1.5 * a == Expr.mul(Expr.f32(1.5), a)
+    assert a + 1 == Expr.add(a, WeakLit(1))          # typed when the Program is built
+    assert 1.5 * a == Expr.mul(WeakLit(1.5), a)
     assert -a == Expr.un(UnOp.NEGATE, a) and ~a == Expr.un(UnOp.BITNOT, a)
     assert Expr.and_(a, b).op is BinOp.AND and Expr.logical_not(a).op is UnOp.LOGICAL_NOT
 

@@ -31,6 +31,17 @@ class BoundBuffer:
     def nbytes(self) -> int:
         return self.count * self.dtype.size
 
+    @property
+    def padded(self) -> int:
+        """Bytes the device side moves and allocates: whole 32-bit words."""
+        return padded(self.nbytes)
+
+
+def padded(nbytes: int) -> int:
+    """``nbytes`` rounded up to whole 32-bit words (device buffers, copies and fills are
+    word-granular; elements narrower than a word never make a buffer's tail observable)."""
+    return (nbytes + 3) & ~3
+
 
 @dataclass(frozen=True)
 class DispatchShape:
@@ -64,7 +75,7 @@ def dispatch_shape(program: Program, launch: Launch) -> DispatchShape:
     counts = dict(launch.counts)
     ins = [b.name for b in program.inputs]
     outs = [b.name for b in program.outputs]
-    decls = [b for b in program.buffers if not b.is_workgroup]
+    decls = [b for b in program.buffers if b.is_bound]
     order = {b.name: i for i, b in enumerate(decls)}
     bound = []
     for b in sorted(decls, key=lambda d: d.binding):
@@ -77,7 +88,7 @@ def dispatch_shape(program: Program, launch: Launch) -> DispatchShape:
 def resident_sizes(program: Program, resources: Sequence, backend: str | None = None) -> list[int]:
     """Input byte lengths for a resident dispatch: one resource per non-workgroup buffer in
     declaration order; the inputs' sizes are their resources' sizes."""
-    decls = [b for b in program.buffers if not b.is_workgroup]
+    decls = [b for b in program.buffers if b.is_bound]
     if len(resources) != len(decls):
         raise InvalidProgram(
             f"resident dispatch got {len(resources)} resources for {len(decls)} buffers.",

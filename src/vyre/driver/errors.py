@@ -121,12 +121,35 @@ class Other(BackendError):
     code, kind = 1999, "Other"
 
 
+# Bits of a dispatch's control-block error word (word 0), in the order they are reported when
+# several are set: every kernel sets them with an atomic OR, the reference records them, and
+# the engine raises the first set one, so every backend reports the same error.
+CTL_ERRORS = {"division": 1, "loop_limit": 2}
+_CTL_MESSAGES = {
+    "division": ("signed integer division or remainder by zero (or of the most negative value by -1) "
+                 "in the dispatch.", "guard the divisor (e.g. select(d.eq(0), 1, d)) or use an "
+                 "unsigned type, whose x/0 is all ones and x%0 is 0."),
+    "loop_limit": ("a while loop reached its max_iterations with its condition still true.",
+                   "raise the while loop's max_iterations, or make its condition fail sooner "
+                   "(every invocation must leave the loop within the cap)."),
+}
+
+
+def ctl_failure(word: int, backend: str) -> DispatchFailed:
+    """The error for a non-zero control-block error word (`CTL_ERRORS`); ``reason`` names it."""
+    for reason, bit in CTL_ERRORS.items():
+        if word & bit:
+            message, fix = _CTL_MESSAGES[reason]
+            err = DispatchFailed(message, fix, backend=backend)
+            err.reason = reason  # type: ignore[attr-defined]
+            return err
+    return DispatchFailed(f"the kernel reported error word 0x{word:x}.",
+                          "this is a vyre bug: report it with the program.", backend=backend)
+
+
 def i32_division_failed(backend: str) -> DispatchFailed:
-    """The error every driver raises when its kernel's error flag reports an i32 division
-    by zero or MIN / -1 (semantics row S3)."""
-    return DispatchFailed("i32 division or remainder by zero (or -2147483648 / -1) in the dispatch.",
-                          "guard the divisor (e.g. select(d.eq(0), 1, d)) or use u32, whose x/0 is "
-                          "0xFFFFFFFF and x%0 is 0.", backend=backend)
+    """The error for a division fault (semantics row S3)."""
+    return ctl_failure(CTL_ERRORS["division"], backend)
 
 
 def check_upload_size(nbytes: int, resource_len: int, backend: str) -> None:
@@ -152,4 +175,6 @@ def from_foundation(err: VyreError, backend: str | None = None) -> BackendError:
         return InvalidProgram(err.message, err.fix, backend=backend, diagnostics=err.diagnostics)
     if isinstance(err, ExecutionError) and err.kind == "inputs":
         return InvalidProgram(err.message, err.fix, backend=backend)
+    if isinstance(err, ExecutionError) and err.kind in CTL_ERRORS:
+        return ctl_failure(CTL_ERRORS[err.kind], backend or "")
     return DispatchFailed(err.message, err.fix, backend=backend)

@@ -14,8 +14,9 @@ Accepted, per input buffer (declaration order):
 
 Anything else — a wrong dtype, a big-endian or strided array, a list, None, a scalar — is an
 `InvalidInput` with a stable ``reason`` and a Fix naming the conversion to make. Host inputs
-come back as little-endian u32 word arrays that may alias the caller's memory (the engine
-copies them into staging before returning from any call); device inputs as `DeviceInput`.
+come back as 1-D little-endian arrays that may alias the caller's memory (the engine copies
+them into staging before returning from any call): u32 words when the length is whole words,
+else bytes (narrow element types); device inputs as `DeviceInput`.
 """
 
 from __future__ import annotations
@@ -34,9 +35,14 @@ from .errors import InvalidInput
 _LITTLE = sys.byteorder == "little"
 _NATIVE = "=<|" if _LITTLE else "<|"
 _WANT = {DataType.U32: ("u4",), DataType.I32: ("i4",), DataType.F32: ("f4",),
-         DataType.BOOL: ("u4", "i4")}
+         DataType.BOOL: ("u4", "i4"), DataType.U64: ("u8",), DataType.I64: ("i8",),
+         DataType.U8: ("u1",), DataType.I8: ("i1",), DataType.U16: ("u2",), DataType.I16: ("i2",),
+         DataType.F16: ("f2", "u2"), DataType.BF16: ("u2",)}
 _NP_NAME = {DataType.U32: "np.uint32", DataType.I32: "np.int32", DataType.F32: "np.float32",
-            DataType.BOOL: "np.uint32"}
+            DataType.BOOL: "np.uint32", DataType.U64: "np.uint64", DataType.I64: "np.int64",
+            DataType.U8: "np.uint8", DataType.I8: "np.int8", DataType.U16: "np.uint16",
+            DataType.I16: "np.int16", DataType.F16: "np.float16",
+            DataType.BF16: "np.uint16 (the bfloat16 bits)"}
 _DLPACK_CPU = 1
 _U4 = np.dtype("<u4")
 
@@ -73,12 +79,22 @@ def check_dtype(decl: BufferDecl, dt: np.dtype, where: str, backend: str | None)
                            "little-endian).", backend=backend)
 
 
+def _flat(x: np.ndarray) -> np.ndarray:
+    """A contiguous array as u32 words when its length is whole words, else as bytes."""
+    flat = x.reshape(-1)
+    if flat.dtype == _U4:
+        return flat
+    if x.nbytes % 4:
+        return flat.view(np.uint8)
+    return flat.view(np.uint8).view(_U4)
+
+
 def _from_numpy(decl: BufferDecl, x: np.ndarray, where: str, backend: str | None) -> np.ndarray:
     check_dtype(decl, x.dtype, where, backend)
     if not x.flags.c_contiguous:
         raise InvalidInput("input_layout", f"{where} is not C-contiguous (strides {x.strides}).",
                            "pass np.ascontiguousarray(x).", backend=backend)
-    return x.reshape(-1).view("<u4") if x.ndim != 1 or x.dtype.kind != "u" else x
+    return _flat(x)
 
 
 def _raw(x: Any, where: str, backend: str | None) -> np.ndarray:
@@ -92,16 +108,14 @@ def _raw(x: Any, where: str, backend: str | None) -> np.ndarray:
         raise InvalidInput("input_layout", f"{where} is a non-contiguous memoryview.",
                            "pass bytes(view) or a contiguous array.", backend=backend)
     raw = np.frombuffer(mv.cast("B") if mv.ndim != 1 or mv.format != "B" else mv, dtype=np.uint8)
-    if raw.size % 4:
-        raise InvalidInput("input_size", f"{where} has {raw.size} bytes, not a multiple of 4.",
-                           "pass whole 32-bit elements.", backend=backend)
-    return raw.view("<u4")
+    return raw if raw.size % 4 else raw.view("<u4")
 
 
 def raw_words(x: Any, where: str = "data", backend: str | None = None,
               device_ok: bool = False) -> np.ndarray | None:
     """Untyped bytes (resident uploads): any contiguous numpy array or bytes-like object as
-    little-endian u32 words. Returns None for a device array when ``device_ok``."""
+    little-endian u32 words (bytes when the length is not whole words). Returns None for a
+    device array when ``device_ok``."""
     if type(x) is np.ndarray or isinstance(x, np.ndarray):
         if x.dtype.byteorder not in _NATIVE or x.dtype.hasobject:
             raise InvalidInput("input_dtype", f"{where} is a {x.dtype} array.",
@@ -109,10 +123,7 @@ def raw_words(x: Any, where: str = "data", backend: str | None = None,
         if not x.flags.c_contiguous:
             raise InvalidInput("input_layout", f"{where} is not C-contiguous.",
                                "pass np.ascontiguousarray(x).", backend=backend)
-        if x.nbytes % 4:
-            raise InvalidInput("input_size", f"{where} has {x.nbytes} bytes, not a multiple of 4.",
-                               "pass whole 32-bit words.", backend=backend)
-        return x.reshape(-1).view(np.uint8).view("<u4")
+        return _flat(x)
     if isinstance(x, bytes | bytearray | memoryview):
         return _raw(x, where, backend)
     if hasattr(x, "__cuda_array_interface__") or hasattr(x, "__dlpack__"):
@@ -148,11 +159,7 @@ def cai_span(decl: BufferDecl | None, x: Any, where: str, backend: str | None) -
             raise InvalidInput("input_layout", f"{where} is a non-contiguous device array.",
                                "pass a contiguous array (x.contiguous() / cupy.ascontiguousarray(x)).",
                                backend=backend)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
-    if nbytes % 4:
-        raise InvalidInput("input_size", f"{where} has {nbytes} bytes, not a multiple of 4.",
-                           "pass whole 32-bit elements.", backend=backend)
-    return ptr, nbytes
+    return ptr, int(np.prod(shape, dtype=np.int64)) * dt.itemsize
 
 
 def check_input(decl: BufferDecl, x: Any, where: str, backend: str | None,
@@ -219,7 +226,7 @@ class InputChecker:
         out: list[Input] = []
         for x, dt, d in zip(inputs, self.fast, decls):
             if type(x) is np.ndarray and x.dtype is dt and x.ndim == 1 and x.flags.c_contiguous:
-                out.append(x if dt.kind == "u" else x.view(_U4))
+                out.append(x if dt is _U4 else _flat(x))
             else:
                 out.append(check_input(d, x, f"input {len(out)} ({d.name!r})", self.backend,
                                        self.device_input))

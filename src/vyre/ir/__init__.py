@@ -9,6 +9,7 @@ from .expr import (
     Bin,
     Bitcast,
     BufLen,
+    Call,
     Cast,
     Expr,
     Fma,
@@ -20,12 +21,29 @@ from .expr import (
     Subgroup,
     Un,
     Var,
+    WeakLit,
 )
 from .fingerprint import fingerprint
 from .launch import Launch, resolve
-from .node import Assign, Barrier, Block, Eval, If, Let, Loop, Node, Region, Return, Store
+from .node import (
+    Assign,
+    Barrier,
+    Block,
+    Break,
+    Continue,
+    Eval,
+    If,
+    IndirectDispatch,
+    Let,
+    Loop,
+    Node,
+    Region,
+    Return,
+    Store,
+    While,
+)
 from .ops import OpId, all_op_ids, program_ops
-from .program import BufferDecl, Program
+from .program import BufferDecl, Function, Program
 from .specialize import spec_constants, specialize
 from .types import (
     AtomicOp,
@@ -41,9 +59,11 @@ from .validate import CODES, Diagnostic, check, validate
 
 __all__ = [
     "CODES", "Assign", "Atomic", "AtomicOp", "Barrier", "Bin", "BinOp", "Bitcast", "Block",
-    "BufLen", "BufferAccess", "BufferDecl", "Builtin", "Cast", "DataType", "Diagnostic", "Eval",
-    "ExecutionError", "Expr", "Fma", "Id", "If", "Launch", "Let", "Lit", "Load", "Loop",
-    "MemoryOrdering", "Node", "OpId", "Program", "Region", "Return", "Select", "Spec", "Store", "Subgroup", "SubgroupOp", "Un",
-    "UnOp", "ValidationError", "Var", "VyreError", "WireError", "all_op_ids", "canonicalize",
-    "check", "fingerprint", "program_ops", "resolve", "spec_constants", "specialize", "validate", "wire",
+    "Break", "BufLen", "BufferAccess", "BufferDecl", "Builtin", "Call", "Cast", "Continue",
+    "DataType", "Diagnostic", "Eval", "ExecutionError", "Expr", "Fma", "Function", "Id", "If",
+    "IndirectDispatch", "Launch", "Let", "Lit", "Load", "Loop", "MemoryOrdering", "Node", "OpId",
+    "Program", "Region", "Return", "Select", "Spec", "Store", "Subgroup", "SubgroupOp", "Un",
+    "UnOp", "ValidationError", "Var", "VyreError", "WeakLit", "While", "WireError", "all_op_ids",
+    "canonicalize", "check", "fingerprint", "program_ops", "resolve", "spec_constants",
+    "specialize", "validate", "wire",
 ]

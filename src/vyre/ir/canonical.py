@@ -2,7 +2,8 @@
 
 Rules: non-workgroup buffers keep their declaration order (it decides which input feeds which
 buffer, the order of the outputs and of resident resources, so it is part of what a program
-means); workgroup buffers, whose order nothing can observe, go last sorted by name; operands of commutative
+means); workgroup buffers and local arrays, whose order nothing can observe, go last sorted by name;
+functions are sorted by name; operands of commutative
 operators put in a canonical order (by their encoding) unless an operand has an atomic side
 effect; regions become blocks (their names are only for diagnostics); empty blocks vanish and
 blocks that declare no local are spliced into their parent. f32 literals are canonical already
@@ -13,8 +14,8 @@ from __future__ import annotations
 
 from . import expr as E
 from . import node as N
-from .program import Program
-from .rewrite import map_node
+from .program import Function, Program
+from .rewrite import map_expr, map_node
 from .types import COMMUTATIVE
 
 
@@ -54,7 +55,10 @@ def canonicalize(program: Program) -> Program:
                 out.append(map_node(n, order, cbody))
         return tuple(out)
 
-    bound = tuple(b for b in program.buffers if not b.is_workgroup)
-    shared = tuple(sorted((b for b in program.buffers if b.is_workgroup), key=lambda b: str(b.name)))
-    buffers = bound + shared
-    return Program(buffers, program.workgroup_size, cbody(program.body))
+    bound = tuple(b for b in program.buffers if b.is_bound)
+    scratch = tuple(sorted((b for b in program.buffers if not b.is_bound),
+                           key=lambda b: (b.access.value, str(b.name))))
+    functions = tuple(sorted((Function(f.name, f.params, cbody(f.body),
+                                       None if f.result is None else map_expr(f.result, order))
+                              for f in program.functions), key=lambda f: str(f.name)))
+    return Program(bound + scratch, program.workgroup_size, cbody(program.body), functions)

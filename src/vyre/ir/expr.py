@@ -5,21 +5,30 @@
 Comparisons are methods (``a.lt(b)``, ``a.eq(b)``): ``==`` stays structural equality so that
 Programs can be compared and hashed.
 
-Python numbers used as operands become literals: ``int`` -> U32 (I32 when negative),
-``float`` -> F32, ``bool`` -> BOOL. f32 literals are stored as canonical bits (NaN ->
-0x7FC00000, subnormal -> signed zero), so the IR never holds a non-canonical float literal.
+Python numbers used as operands are *weak* (NEP 50): ``x + 1`` gives the ``1`` the type of
+``x``. A `WeakLit` keeps the Python value until the Program is built, when `vyre.ir.weak`
+gives it the type its context asks for (the other operand, the buffer stored to, the
+variable assigned, the parameter passed); with no context an ``int`` becomes U32 (I32 when
+negative, U64/I64 past 32 bits) and a ``float`` F32. ``bool`` is always BOOL; numpy scalars
+keep their own type. Float literals are stored as canonical bits (f32: NaN -> 0x7FC00000,
+subnormal -> signed zero), so the IR never holds a non-canonical float literal.
 """
 
 from __future__ import annotations
 
+import math
 import struct
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
+from .errors import VyreError
 from .limits import MAX_DEPTH, too_deep
 from .types import AtomicOp, BinOp, Builtin, DataType, SubgroupOp, UnOp
 
 CANONICAL_NAN_BITS = 0x7FC00000
+F16_NAN_BITS = 0x7E00
+BF16_NAN_BITS = 0x7FC0
 
 
 def canonical_f32_bits(bits: int) -> int:
@@ -45,6 +54,66 @@ def bits_f32(bits: int) -> float:
     return struct.unpack("<f", struct.pack("<I", bits & 0xFFFFFFFF))[0]
 
 
+def canonical_f16_bits(bits: int) -> int:
+    """Canonical f16: any NaN -> 0x7E00 (subnormals are kept: they are f32 normals)."""
+    bits &= 0xFFFF
+    return F16_NAN_BITS if (bits & 0x7C00) == 0x7C00 and bits & 0x03FF else bits
+
+
+def canonical_bf16_bits(bits: int) -> int:
+    """Canonical bf16: any NaN -> 0x7FC0, subnormal -> zero of the same sign (as f32)."""
+    return canonical_f32_bits((bits & 0xFFFF) << 16) >> 16
+
+
+def _round_float_bits(value: float, frac: int, bias: int, width: int) -> int:
+    """``value`` rounded once, to nearest even, to an IEEE format with ``frac`` fraction
+    bits and exponent ``bias`` (subnormals included; overflow -> inf)."""
+    sign = (1 << (width - 1)) if math.copysign(1.0, value) < 0 else 0
+    exp_all = (1 << (width - 1 - frac)) - 1
+    if math.isnan(value):
+        return (exp_all << frac) | (1 << (frac - 1))
+    a = abs(value)
+    if math.isinf(a):
+        return sign | (exp_all << frac)
+    if a == 0:
+        return sign
+    e = math.frexp(a)[1] - 1                      # a = 1.f * 2**e
+    q_exp = max(e, 1 - bias) - frac               # the quantum at this exponent
+    q = round(Fraction(a) / Fraction(2) ** q_exp)  # round half to even, exactly
+    if q >= 1 << (frac + 1):                      # rounded up into the next binade
+        q >>= 1
+        q_exp += 1
+    if q < 1 << frac:                             # subnormal (or zero)
+        return sign | q
+    biased = q_exp + frac + bias
+    if biased >= exp_all:
+        return sign | (exp_all << frac)
+    return sign | (biased << frac) | (q - (1 << frac))
+
+
+def f16_bits(value: float) -> int:
+    """``value`` rounded once to IEEE binary16 (round to nearest even)."""
+    return _round_float_bits(float(value), 10, 15, 16)
+
+
+def bf16_bits(value: float) -> int:
+    """``value`` rounded once to bfloat16 (round to nearest even)."""
+    return _round_float_bits(float(value), 7, 127, 16)
+
+
+def bits_f16(bits: int) -> float:
+    return struct.unpack("<e", struct.pack("<H", bits & 0xFFFF))[0]
+
+
+def bits_bf16(bits: int) -> float:
+    return bits_f32((bits & 0xFFFF) << 16)
+
+
+class OperandError(VyreError, TypeError):
+    """A Python value that cannot be an IR operand (still a TypeError for callers that
+    catch those)."""
+
+
 class Expr:
     """Base of every expression kind, and the builder namespace."""
 
@@ -57,6 +126,9 @@ class Expr:
         if h > MAX_DEPTH:
             raise too_deep(h, "expression")
         object.__setattr__(self, "_h", h)
+        # whether a WeakLit is inside (Programs resolve them when built)
+        if isinstance(self, WeakLit) or any(getattr(k, "_w", False) for k in children(self)):
+            object.__setattr__(self, "_w", True)
 
     @property
     def height(self) -> int:
@@ -77,8 +149,42 @@ class Expr:
         return Lit(DataType.I32, v & 0xFFFFFFFF)
 
     @staticmethod
+    def u64(value: int) -> Lit:
+        v = int(value)
+        if not 0 <= v < 2**64:
+            _range_error(value, "u64", "0..2**64-1")
+        return Lit(DataType.U64, v)
+
+    @staticmethod
+    def i64(value: int) -> Lit:
+        v = int(value)
+        if not -(2**63) <= v < 2**63:
+            _range_error(value, "i64", "-2**63..2**63-1")
+        return Lit(DataType.I64, v & 0xFFFFFFFFFFFFFFFF)
+
+    @staticmethod
     def f32(value: float) -> Lit:
         return Lit(DataType.F32, canonical_f32_bits(f32_bits(float(value))))
+
+    @staticmethod
+    def f16(value: float) -> Lit:
+        """An IEEE binary16 literal (``value`` rounded once to nearest even)."""
+        return Lit(DataType.F16, canonical_f16_bits(f16_bits(float(value))))
+
+    @staticmethod
+    def bf16(value: float) -> Lit:
+        """A bfloat16 literal (``value`` rounded once to nearest even; subnormals flush)."""
+        return Lit(DataType.BF16, canonical_bf16_bits(bf16_bits(float(value))))
+
+    @staticmethod
+    def lit(dtype: DataType, value: Any) -> Lit:
+        """A literal of any value type from a Python number."""
+        maker = _LITERALS.get(dtype)
+        if maker is None:
+            raise VyreError(f"there are no {getattr(dtype, 'value', dtype)} literals (a storage-only "
+                            "or unknown type).", "use a u32/i32 literal: loads of u8/u16/i8/i16 "
+                            "widen to u32/i32.")
+        return maker(value)
 
     @staticmethod
     def f32_from_bits(bits: int) -> Lit:
@@ -87,6 +193,11 @@ class Expr:
     @staticmethod
     def bool_(value: bool) -> Lit:
         return Lit(DataType.BOOL, 1 if value else 0)
+
+    @staticmethod
+    def call(function: str, *args: Any) -> Call:
+        """Call a function the Program declares (`Function`); evaluates to its result."""
+        return Call(function, tuple(coerce(a) for a in args))
 
     @staticmethod
     def var(name: str) -> Var:
@@ -152,9 +263,7 @@ class Expr:
     def spec(name: str, dtype: DataType, default: Any) -> Spec:
         """A named specialization constant: ``default`` unless the dispatch config's
         ``specialization`` gives another value; drivers bake the value into their code."""
-        lit = {DataType.U32: Expr.u32, DataType.I32: Expr.i32, DataType.F32: Expr.f32,
-               DataType.BOOL: Expr.bool_}[dtype](default)
-        return Spec(name, dtype, lit.bits)
+        return Spec(name, dtype, Expr.lit(dtype, default).bits)
 
     # ---- subgroups -------------------------------------------------------------------
     @staticmethod
@@ -225,6 +334,7 @@ class Expr:
     def __truediv__(self, o: Any) -> Bin: return Bin(BinOp.DIV, self, coerce(o))
     def __rtruediv__(self, o: Any) -> Bin: return Bin(BinOp.DIV, coerce(o), self)
     def __floordiv__(self, o: Any) -> Bin: return Bin(BinOp.DIV, self, coerce(o))
+    def __rfloordiv__(self, o: Any) -> Bin: return Bin(BinOp.DIV, coerce(o), self)
     def __mod__(self, o: Any) -> Bin: return Bin(BinOp.MOD, self, coerce(o))
     def __rmod__(self, o: Any) -> Bin: return Bin(BinOp.MOD, coerce(o), self)
     def __and__(self, o: Any) -> Bin: return Bin(BinOp.BITAND, self, coerce(o))
@@ -235,6 +345,29 @@ class Expr:
     def __rxor__(self, o: Any) -> Bin: return Bin(BinOp.BITXOR, coerce(o), self)
     def __lshift__(self, o: Any) -> Bin: return Bin(BinOp.SHL, self, coerce(o))
     def __rshift__(self, o: Any) -> Bin: return Bin(BinOp.SHR, self, coerce(o))
+    def __rlshift__(self, o: Any) -> Bin: return Bin(BinOp.SHL, coerce(o), self)
+    def __rrshift__(self, o: Any) -> Bin: return Bin(BinOp.SHR, coerce(o), self)
+    def __pos__(self) -> Expr: return self
+
+    def __pow__(self, o: Any) -> Any:
+        raise OperandError("vyre has no power operator.",
+                           "multiply explicitly, or use exp2/log2 for floats.")
+
+    __rpow__ = __pow__
+
+    def __matmul__(self, o: Any) -> Any:
+        raise OperandError("vyre expressions are scalars: `@` is not defined.",
+                           "write the matrix product as a loop (see vyre.examples.matmul_tiled).")
+
+    __rmatmul__ = __matmul__
+
+    def __divmod__(self, o: Any) -> Any:
+        raise OperandError("divmod() of a vyre expression is not defined.",
+                           "use a // b and a % b.")
+
+    __rdivmod__ = __divmod__
+
+    def __abs__(self) -> Un: return Un(UnOp.ABS, self)
     def __neg__(self) -> Un: return Un(UnOp.NEGATE, self)
     def __invert__(self) -> Un: return Un(UnOp.BITNOT, self)
 
@@ -245,42 +378,102 @@ class Expr:
 
 
 def _range_error(value: Any, typename: str, allowed: str) -> Any:
-    from .errors import VyreError
-
     raise VyreError(f"literal {value!r} does not fit {typename}.",
                     f"use a value in {allowed}, or a literal of another type.")
 
 
+_LITERALS: dict[DataType, Any] = {
+    DataType.U32: Expr.u32, DataType.I32: Expr.i32, DataType.F32: Expr.f32,
+    DataType.BOOL: Expr.bool_, DataType.U64: Expr.u64, DataType.I64: Expr.i64,
+    DataType.F16: Expr.f16, DataType.BF16: Expr.bf16,
+}
+
+
+def default_literal(value: int | float) -> Lit:
+    """The literal a weak Python number becomes where nothing gives it a type."""
+    if isinstance(value, float):
+        return Expr.f32(value)
+    if value >= 0:
+        return Expr.u32(value) if value <= 0xFFFFFFFF else Expr.u64(value)
+    return Expr.i32(value) if value >= -(2**31) else Expr.i64(value)
+
+
 def coerce(value: Any) -> Expr:
-    """Turn a Python number into a literal; pass expressions through."""
+    """Turn a Python value into an operand: Exprs pass through, ``bool`` is a BOOL literal,
+    ``int``/``float`` a weak literal, numpy scalars a literal of their own type."""
     if isinstance(value, Expr):
         return value
     if isinstance(value, bool):
         return Expr.bool_(value)
     if isinstance(value, int):
-        return Expr.u32(value) if value >= 0 else Expr.i32(value)
+        if not -(2**63) <= value < 2**64:
+            _range_error(value, "any vyre integer type", "-2**63..2**64-1")
+        return WeakLit(value)
     if isinstance(value, float):
-        return Expr.f32(value)
-    raise TypeError(f"cannot use {type(value).__name__} {value!r} as a vyre expression. "
-                    "Fix: pass an Expr or a Python int/float/bool.")
+        return WeakLit(value)
+    np_type = _numpy_literal(value)
+    if np_type is not None:
+        return np_type
+    raise OperandError(f"cannot use a {type(value).__name__} ({value!r:.60}) as a vyre operand.",
+                       "pass an Expr, a Python int/float/bool or a numpy scalar.")
+
+
+def _numpy_literal(value: Any) -> Lit | None:
+    import numpy as np
+
+    if not isinstance(value, np.generic):
+        return None
+    for dtype in _LITERALS:
+        if value.dtype == dtype.host and dtype is not DataType.BOOL:
+            if dtype.is_float:
+                return Expr.lit(dtype, float(value))
+            return Expr.lit(dtype, int(value))
+    if value.dtype == np.bool_:
+        return Expr.bool_(bool(value))
+    if value.dtype.kind in "ui" and value.dtype.itemsize < 4:  # widen like a load would
+        return (Expr.i32 if value.dtype.kind == "i" else Expr.u32)(int(value))
+    raise OperandError(f"numpy {value.dtype} scalars have no vyre type.",
+                       "convert it (e.g. np.float32(x)) or pass a Python number.")
 
 
 @dataclass(frozen=True)
 class Lit(Expr):
-    """A literal; ``bits`` is its 32-bit word (i32 two's complement, f32 IEEE bits)."""
+    """A literal; ``bits`` is its bit pattern at its type's width (signed integers two's
+    complement, floats IEEE bits)."""
 
     dtype: DataType
     bits: int
 
     @property
     def value(self) -> int | float | bool:
-        if self.dtype is DataType.U32:
-            return self.bits
-        if self.dtype is DataType.I32:
-            return self.bits - (1 << 32) if self.bits & 0x80000000 else self.bits
-        if self.dtype is DataType.F32:
+        t = self.dtype
+        if t is DataType.BOOL:
+            return bool(self.bits)
+        if t is DataType.F32:
             return bits_f32(self.bits)
-        return bool(self.bits)
+        if t is DataType.F16:
+            return bits_f16(self.bits)
+        if t is DataType.BF16:
+            return bits_bf16(self.bits)
+        if t.is_signed and self.bits >> (t.bits - 1):
+            return self.bits - (1 << t.bits)
+        return self.bits
+
+
+@dataclass(frozen=True)
+class WeakLit(Expr):
+    """A Python number whose type its context decides when the Program is built (NEP 50
+    weak scalar). Only `vyre.ir.weak` consumes these; a built Program holds none."""
+
+    value: int | float
+
+
+@dataclass(frozen=True)
+class Call(Expr):
+    """A call of one of the Program's functions, evaluating to its result."""
+
+    function: str
+    args: tuple[Expr, ...]
 
 
 @dataclass(frozen=True)
@@ -415,6 +608,8 @@ def children(expr: Expr) -> tuple[Expr, ...]:
         return (expr.index, expr.value) + (() if expr.expected is None else (expr.expected,))
     if isinstance(expr, Subgroup):
         return tuple(x for x in (expr.value, expr.lane) if x is not None)
+    if isinstance(expr, Call):
+        return expr.args if isinstance(expr.args, tuple) else ()
     return ()
 
 

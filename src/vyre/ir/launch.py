@@ -87,7 +87,7 @@ def element_counts(program: Program, nbytes: Sequence[int],
             runtime.append(n)
         counts[decl.name] = n
     for decl in program.buffers:
-        if decl.is_input or decl.is_workgroup:
+        if decl.is_input or not decl.is_bound:
             continue
         if decl.count:
             counts[decl.name] = decl.count
@@ -137,7 +137,7 @@ def resolve(program: Program, nbytes: Sequence[int], config: Any = None) -> Laun
             n = int(dispatch_elements)
         else:
             wide = not program.outputs or bool(program.workgroup_buffers) or uses_atomics(program)
-            pool = [b for b in program.buffers if not b.is_workgroup] if wide else program.outputs
+            pool = [b for b in program.buffers if b.is_bound] if wide else program.outputs
             n = max((counts[b.name] for b in pool), default=0)
         grid = (_ceil(n, wx), 1, 1)
     if len(grid) != 3 or any(g < 0 or g > MAX_WORKGROUPS_PER_AXIS for g in grid):

@@ -20,16 +20,21 @@ class Node:
 
     def __post_init__(self) -> None:
         h = 0
+        weak = False
         for e in node_exprs(self):
             h = max(h, getattr(e, "_h", 1))
+            weak = weak or getattr(e, "_w", False)
         for _, body in node_bodies(self):
             if isinstance(body, tuple | list):  # malformed bodies are the validator's (V030)
                 for n in body:
                     h = max(h, getattr(n, "_h", 1))
+                    weak = weak or getattr(n, "_w", False)
         h += 1
         if h > MAX_DEPTH:
             raise too_deep(h, "statement")
         object.__setattr__(self, "_h", h)
+        if weak:  # holds a WeakLit: the Program resolves it when built
+            object.__setattr__(self, "_w", True)
 
     @property
     def height(self) -> int:
@@ -57,6 +62,38 @@ class Node:
     def loop(var: str, from_: Any, to: Any, body: Iterable[Node]) -> Loop:
         """``for var in [from_, to)`` (bounds evaluated once on entry; step 1)."""
         return Loop(var, coerce(from_), coerce(to), tuple(body))
+
+    @staticmethod
+    def while_(cond: Any, body: Iterable[Node], max_iterations: int) -> While:
+        """Run ``body`` while ``cond`` holds (checked before each iteration). An invocation
+        whose condition still holds after ``max_iterations`` iterations fails the dispatch
+        with a `loop_limit` error (no backend runs away)."""
+        return While(coerce(cond), tuple(body), max_iterations)
+
+    @staticmethod
+    def break_() -> Break:
+        """Leave the innermost loop (`loop` or `while_`)."""
+        return Break()
+
+    @staticmethod
+    def continue_() -> Continue:
+        """Go to the next iteration of the innermost loop."""
+        return Continue()
+
+    @staticmethod
+    def call(function: str, *args: Any) -> Eval:
+        """Call a function for its effects (its result, if any, is dropped)."""
+        from .expr import Call
+
+        return Eval(Call(function, tuple(coerce(a) for a in args)))
+
+    @staticmethod
+    def indirect_dispatch(buffer: str, offset: Any = 0) -> IndirectDispatch:
+        """Start a phase whose grid (workgroups per axis) is the three u32 words
+        ``buffer[offset:offset+3]``, read when the phase starts: an earlier phase (before a
+        grid_sync) or the caller writes them. Only at the start of the program or right
+        after a grid_sync."""
+        return IndirectDispatch(buffer, int(offset))
 
     @staticmethod
     def block(body: Iterable[Node]) -> Block:
@@ -117,6 +154,31 @@ class Loop(Node):
 
 
 @dataclass(frozen=True)
+class While(Node):
+    cond: Expr
+    body: tuple[Node, ...]
+    max_iterations: int
+
+
+@dataclass(frozen=True)
+class Break(Node):
+    pass
+
+
+@dataclass(frozen=True)
+class Continue(Node):
+    pass
+
+
+@dataclass(frozen=True)
+class IndirectDispatch(Node):
+    """The grid of the phase this statement starts comes from ``buffer[offset:offset+3]``."""
+
+    buffer: str
+    offset: int
+
+
+@dataclass(frozen=True)
 class Block(Node):
     body: tuple[Node, ...]
 
@@ -152,6 +214,8 @@ def node_exprs(node: Node) -> tuple[Expr, ...]:
         return (node.cond,)
     if isinstance(node, Loop):
         return (node.from_, node.to)
+    if isinstance(node, While):
+        return (node.cond,)
     if isinstance(node, Eval):
         return (node.value,)
     return ()
@@ -161,7 +225,7 @@ def node_bodies(node: Node) -> tuple[tuple[str, tuple[Node, ...]], ...]:
     """Nested statement lists with their location labels."""
     if isinstance(node, If):
         return (("then", node.then), ("otherwise", node.otherwise))
-    if isinstance(node, Loop | Block | Region):
+    if isinstance(node, Loop | Block | Region | While):
         return (("body", node.body),)
     return ()
 
@@ -173,6 +237,24 @@ def walk_exprs(body: Iterable[Node]):
     for n in walk_nodes(body):
         for root in node_exprs(n):
             yield from walk(root)
+
+
+def program_bodies(program) -> list[tuple[Node, ...]]:  # program: Program
+    """The statement lists of a program: its body, then each function's body."""
+    out = [program.body]
+    out.extend(f.body for f in program.functions)
+    return out
+
+
+def program_exprs(program):
+    """Every expression of a program: its body's, its functions' bodies' and results'."""
+    from .expr import walk
+
+    for body in program_bodies(program):
+        yield from walk_exprs(body)
+    for f in program.functions:
+        if f.result is not None:
+            yield from walk(f.result)
 
 
 def walk_nodes(body: Iterable[Node]):

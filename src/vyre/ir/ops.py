@@ -19,12 +19,14 @@ _NODE_IDS = {
     N.Let: "vyre.node.let_bind", N.Assign: "vyre.node.assign", N.Store: "vyre.node.store",
     N.If: "vyre.node.if", N.Loop: "vyre.node.loop", N.Block: "vyre.node.block",
     N.Region: "vyre.node.region", N.Return: "vyre.node.return", N.Eval: "vyre.node.eval",
+    N.While: "vyre.node.while", N.Break: "vyre.node.break", N.Continue: "vyre.node.continue",
+    N.IndirectDispatch: "vyre.node.indirect_dispatch",
 }
 _EXPR_IDS = {
     E.Lit: "vyre.expr.literal", E.Var: "vyre.expr.var", E.Load: "vyre.expr.load",
     E.BufLen: "vyre.expr.buf_len", E.Id: "vyre.expr.id", E.Select: "vyre.expr.select",
     E.Cast: "vyre.expr.cast", E.Bitcast: "vyre.expr.bitcast", E.Fma: "vyre.expr.fma",
-    E.Spec: "vyre.expr.spec",
+    E.Spec: "vyre.expr.spec", E.Call: "vyre.expr.call",
 }
 
 
@@ -53,7 +55,7 @@ def expr_ops(expr: E.Expr) -> tuple[OpId, ...]:
 
 
 def all_op_ids() -> frozenset[OpId]:
-    """Every OpId the IR defines (wave 1)."""
+    """Every OpId the IR defines."""
     ids = set(_NODE_IDS.values()) | set(_EXPR_IDS.values()) - {"vyre.expr.id"}
     ids |= {barrier_op(o) for o in MemoryOrdering}
     ids |= {"vyre.expr.gid", "vyre.expr.lid", "vyre.expr.wgid", "vyre.expr.atomic"}
@@ -61,7 +63,7 @@ def all_op_ids() -> frozenset[OpId]:
     ids |= {f"vyre.un_op.{o.value}" for o in UnOp}
     ids |= {f"vyre.atomic.{o.value}" for o in AtomicOp}
     ids |= {f"vyre.dtype.{d.value}" for d in DataType}
-    ids |= {"vyre.buffer.workgroup"}
+    ids |= {"vyre.buffer.workgroup", "vyre.buffer.local"}
     ids |= {f"vyre.subgroup.{o.value}" for o in SubgroupOp}
     return frozenset(ids)
 
@@ -79,11 +81,21 @@ def program_ops(program) -> Iterator[OpId]:  # program: Program
         yield from emit(f"vyre.dtype.{b.dtype.value}")
         if b.is_workgroup:
             yield from emit("vyre.buffer.workgroup")
-    for node in N.walk_nodes(program.body):
-        yield from emit(node_op(node))
-        for root in N.node_exprs(node):
-            for e in E.walk(root):
-                for op in expr_ops(e):
-                    yield from emit(op)
-                if isinstance(e, E.Lit | E.Cast | E.Bitcast):
-                    yield from emit(f"vyre.dtype.{e.dtype.value}")
+        if b.is_local:
+            yield from emit("vyre.buffer.local")
+    roots: list[E.Expr] = []
+    for body in N.program_bodies(program):
+        for node in N.walk_nodes(body):
+            yield from emit(node_op(node))
+            roots.extend(N.node_exprs(node))
+    for f in program.functions:
+        for _, t in f.params:
+            yield from emit(f"vyre.dtype.{t.value}")
+        if f.result is not None:
+            roots.append(f.result)
+    for root in roots:
+        for e in E.walk(root):
+            for op in expr_ops(e):
+                yield from emit(op)
+            if isinstance(e, E.Lit | E.Cast | E.Bitcast):
+                yield from emit(f"vyre.dtype.{e.dtype.value}")

@@ -11,9 +11,26 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import Any
 
+from .expr import Expr
 from .node import Node
 from .types import BufferAccess, DataType
+
+
+def _holds_weak(program: Any) -> bool:
+    parts: list[Any] = []
+    for group in (program.body, program.functions):
+        if isinstance(group, tuple | list):
+            parts.extend(group)
+    for f in parts:
+        if isinstance(f, Function):
+            if any(getattr(n, "_w", False) for n in f.body if isinstance(f.body, tuple | list)) or \
+                    getattr(f.result, "_w", False):
+                return True
+        elif getattr(f, "_w", False):
+            return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -40,6 +57,12 @@ class BufferDecl:
     def workgroup(name: str, count: int, dtype: DataType) -> BufferDecl:
         return BufferDecl(name, None, BufferAccess.WORKGROUP, dtype, count)
 
+    @staticmethod
+    def local(name: str, count: int, dtype: DataType) -> BufferDecl:
+        """A fixed-size array private to each invocation (``load``/``store`` by name, the
+        out-of-bounds rule applies; zeroed when each phase starts)."""
+        return BufferDecl(name, None, BufferAccess.LOCAL, dtype, count)
+
     def with_count(self, count: int) -> BufferDecl:
         return replace(self, count=int(count))
 
@@ -56,8 +79,38 @@ class BufferDecl:
         return self.access is BufferAccess.WORKGROUP
 
     @property
+    def is_local(self) -> bool:
+        return self.access is BufferAccess.LOCAL
+
+    @property
+    def is_bound(self) -> bool:
+        """Backed by caller memory (an input or output), not scratch."""
+        return self.access not in (BufferAccess.WORKGROUP, BufferAccess.LOCAL)
+
+    @property
     def writable(self) -> bool:
         return self.access is not BufferAccess.READ
+
+
+@dataclass(frozen=True)
+class Function:
+    """A callable a Program declares: typed parameters, a body, and an optional result
+    expression evaluated after the body. Calls pass arguments by value; a function may
+    read and write buffers, call functions declared before it (so never recursively) and
+    use loops with break/continue, but not barriers, subgroup operations or ``return_``."""
+
+    name: str
+    params: tuple[tuple[str, DataType], ...]
+    body: tuple[Node, ...]
+    result: Expr | None = None
+
+    @staticmethod
+    def define(name: str, params: Iterable[tuple[str, DataType]], body: Iterable[Node] = (),
+               result: Any = None) -> Function:
+        from .expr import coerce
+
+        return Function(name, tuple((str(n), t) for n, t in params), tuple(body),
+                        None if result is None else coerce(result))
 
 
 @dataclass(frozen=True)
@@ -65,16 +118,35 @@ class Program:
     buffers: tuple[BufferDecl, ...]
     workgroup_size: tuple[int, int, int]
     body: tuple[Node, ...]
+    functions: tuple[Function, ...] = ()
+
+    def __post_init__(self) -> None:
+        # weak Python literals take their types now (vyre.ir.weak), so no later stage sees one
+        if _holds_weak(self):
+            from .weak import resolve
+
+            body, functions = resolve(self)
+            object.__setattr__(self, "body", body)
+            object.__setattr__(self, "functions", functions)
+            for stale in ("_functions", "_vyre_fn_types", "_by_name"):
+                self.__dict__.pop(stale, None)
 
     @staticmethod
     def wrapped(buffers: Iterable[BufferDecl], workgroup_size: int | Iterable[int],
-                body: Iterable[Node]) -> Program:
+                body: Iterable[Node], functions: Iterable[Function] = ()) -> Program:
         if isinstance(workgroup_size, int):
             wg = (workgroup_size, 1, 1)
         else:
             wg = tuple(int(v) for v in workgroup_size)
             wg = (wg + (1, 1, 1))[:3] if len(wg) < 3 else wg
-        return Program(tuple(buffers), wg, tuple(body))  # type: ignore[arg-type]
+        return Program(tuple(buffers), wg, tuple(body), tuple(functions))  # type: ignore[arg-type]
+
+    @functools.cached_property
+    def _functions(self) -> dict[str, Function]:
+        return {f.name: f for f in self.functions if isinstance(f, Function)}
+
+    def function(self, name: str) -> Function | None:
+        return self._functions.get(name)
 
     @functools.cached_property
     def _by_name(self) -> dict[str, BufferDecl]:
@@ -94,6 +166,15 @@ class Program:
     @property
     def workgroup_buffers(self) -> tuple[BufferDecl, ...]:
         return tuple(b for b in self.buffers if b.is_workgroup)
+
+    @property
+    def local_buffers(self) -> tuple[BufferDecl, ...]:
+        return tuple(b for b in self.buffers if b.is_local)
+
+    @property
+    def bound_buffers(self) -> tuple[BufferDecl, ...]:
+        """Buffers backed by caller memory, in declaration order."""
+        return tuple(b for b in self.buffers if b.is_bound)
 
     @property
     def invocations_per_workgroup(self) -> int:

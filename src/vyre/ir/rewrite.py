@@ -31,6 +31,8 @@ def with_children(e: E.Expr, kids: list[E.Expr]) -> E.Expr:
         return E.Fma(kids[0], kids[1], kids[2])
     if isinstance(e, E.Atomic):
         return E.Atomic(e.op, e.buffer, kids[0], kids[1], kids[2] if e.expected is not None else None)
+    if isinstance(e, E.Call):
+        return E.Call(e.function, tuple(kids))
     if isinstance(e, E.Subgroup):
         it = iter(kids)
         return E.Subgroup(e.op, next(it) if e.value is not None else None, next(it) if e.lane is not None else None)
@@ -54,6 +56,8 @@ def map_node(n: N.Node, fn: ExprFn, body: Callable[[tuple[N.Node, ...]], tuple[N
         return N.If(map_expr(n.cond, fn), body(n.then), body(n.otherwise))
     if isinstance(n, N.Loop):
         return N.Loop(n.var, map_expr(n.from_, fn), map_expr(n.to, fn), body(n.body))
+    if isinstance(n, N.While):
+        return N.While(map_expr(n.cond, fn), body(n.body), n.max_iterations)
     if isinstance(n, N.Block):
         return N.Block(body(n.body))
     if isinstance(n, N.Region):
@@ -68,3 +72,13 @@ def map_body(nodes: tuple[N.Node, ...], fn: ExprFn) -> tuple[N.Node, ...]:
         return tuple(map_node(n, fn, body) for n in ns)
 
     return body(tuple(nodes))
+
+
+def map_program(program, fn: ExprFn):  # (Program, ExprFn) -> Program
+    """``program`` with ``fn`` applied to every expression of its body and its functions."""
+    from .program import Function, Program
+
+    functions = tuple(Function(f.name, f.params, map_body(f.body, fn),
+                               None if f.result is None else map_expr(f.result, fn))
+                      for f in program.functions)
+    return Program(program.buffers, program.workgroup_size, map_body(program.body, fn), functions)

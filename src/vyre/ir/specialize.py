@@ -13,15 +13,15 @@ from typing import Any
 
 from . import expr as E
 from . import node as N
-from .errors import ExecutionError
+from .errors import ExecutionError, VyreError
 from .program import Program
-from .rewrite import map_body
+from .rewrite import map_program
 from .types import DataType
 
 
 def spec_constants(program: Program) -> dict[str, E.Spec]:
     found: dict[str, E.Spec] = {}
-    for e in N.walk_exprs(program.body):
+    for e in N.program_exprs(program):
         if isinstance(e, E.Spec):
             found.setdefault(e.name, e)
     return found
@@ -34,16 +34,16 @@ def _literal(spec: E.Spec, value: Any) -> E.Lit:
                             f"pass a {spec.dtype.value} value for {spec.name!r}.")
         return value
     try:
-        if spec.dtype is DataType.F32:
-            return E.Expr.f32(float(value))
+        if spec.dtype.is_float:
+            return E.Expr.lit(spec.dtype, float(value))
         if spec.dtype is DataType.BOOL:
             return E.Expr.bool_(bool(value))
         if isinstance(value, float | bool):
             raise TypeError(type(value).__name__)
-        return E.Expr.u32(int(value)) if spec.dtype is DataType.U32 else E.Expr.i32(int(value))
-    except (TypeError, ValueError) as exc:
+        return E.Expr.lit(spec.dtype, int(value))
+    except (TypeError, ValueError, VyreError) as exc:
         raise ExecutionError("inputs", f"specialization {spec.name!r} ({spec.dtype.value}) cannot take {value!r} ({exc}).",
-                        "pass an integer for u32/i32 constants, a number for f32, a bool for bool.") from None
+                        "pass an integer in range for integer constants, a number for float ones, a bool for bool.") from None
 
 
 def specialize(program: Program, values: Mapping[str, Any] | None) -> Program:
@@ -65,4 +65,4 @@ def specialize(program: Program, values: Mapping[str, Any] | None) -> Program:
     def fn(e: E.Expr) -> E.Expr:
         return lits[e.name] if isinstance(e, E.Spec) else e
 
-    return Program(program.buffers, program.workgroup_size, map_body(program.body, fn))
+    return map_program(program, fn)

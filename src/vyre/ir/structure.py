@@ -14,7 +14,7 @@ from typing import Any
 
 from . import expr as E
 from . import node as N
-from .program import BufferDecl, Program
+from .program import BufferDecl, Function, Program
 from .types import (
     AtomicOp,
     BinOp,
@@ -26,7 +26,7 @@ from .types import (
     UnOp,
 )
 
-_EXPR, _OPT_EXPR, _BODY = "expr", "expr?", "body"
+_EXPR, _OPT_EXPR, _BODY, _ARGS = "expr", "expr?", "body", "args"
 _SPEC: dict[type, dict[str, Any]] = {
     E.Lit: {},                      # dtype and bits: literal_fault below
     E.Spec: {"name": str},
@@ -42,6 +42,7 @@ _SPEC: dict[type, dict[str, Any]] = {
     E.Fma: {"a": _EXPR, "b": _EXPR, "c": _EXPR},
     E.Atomic: {"op": AtomicOp, "buffer": str, "index": _EXPR, "value": _EXPR, "expected": _OPT_EXPR},
     E.Subgroup: {"op": SubgroupOp, "value": _OPT_EXPR, "lane": _OPT_EXPR},
+    E.Call: {"function": str, "args": _ARGS},
     N.Let: {"name": str, "value": _EXPR},
     N.Assign: {"name": str, "value": _EXPR},
     N.Store: {"buffer": str, "index": _EXPR, "value": _EXPR},
@@ -52,9 +53,14 @@ _SPEC: dict[type, dict[str, Any]] = {
     N.Return: {},
     N.Barrier: {"ordering": MemoryOrdering},
     N.Eval: {"value": _EXPR},
+    N.While: {"cond": _EXPR, "body": _BODY, "max_iterations": int},
+    N.Break: {},
+    N.Continue: {},
+    N.IndirectDispatch: {"buffer": str, "offset": int},
 }
 _FIELDS = {cls: tuple(f.name for f in fields(cls)) for cls in _SPEC}
-_LIT_MAX = {DataType.BOOL: 1, DataType.U32: 0xFFFFFFFF, DataType.I32: 0xFFFFFFFF, DataType.F32: 0xFFFFFFFF}
+_CANONICAL = {DataType.F32: E.canonical_f32_bits, DataType.F16: E.canonical_f16_bits,
+              DataType.BF16: E.canonical_bf16_bits}
 
 
 def _is_int(v: Any) -> bool:
@@ -66,10 +72,15 @@ def literal_fault(dtype: Any, bits: Any) -> tuple[str, str] | None:
     V030 for the wrong Python types, V029 for a value its type cannot hold."""
     if not isinstance(dtype, DataType) or not _is_int(bits):
         return "V030", f"literal ({dtype!r}, {bits!r}) needs a DataType and an int bit pattern"
-    if not 0 <= bits <= _LIT_MAX[dtype]:
-        return "V029", f"{dtype.value} literal bits {bits} are outside 0..{_LIT_MAX[dtype]}"
-    if dtype is DataType.F32 and E.canonical_f32_bits(bits) != bits:
-        return "V029", f"f32 literal 0x{bits:08x} is not canonical (NaN must be 0x7FC00000, subnormals zero)"
+    if dtype.storage_only:
+        return "V029", f"{dtype.value} is a storage-only type: it has no literals"
+    top = 1 if dtype is DataType.BOOL else (1 << dtype.bits) - 1
+    if not 0 <= bits <= top:
+        return "V029", f"{dtype.value} literal bits {bits} are outside 0..{top}"
+    canon = _CANONICAL.get(dtype)
+    if canon is not None and canon(bits) != bits:
+        return "V029", (f"{dtype.value} literal 0x{bits:x} is not canonical (see docs/semantics.md: "
+                        "canonical NaN, flushed subnormals)")
     return None
 
 
@@ -102,11 +113,33 @@ def structural_faults(program: Any) -> list[tuple[str, str, str, str]]:
     if not isinstance(wg, tuple) or len(wg) != 3 or not all(_is_int(v) for v in wg):
         out.append(("V030", "workgroup_size", f"workgroup size {wg!r} is not three ints.",
                     "pass an int or three ints to Program.wrapped."))
+    stack: list[tuple[Any, str, bool]] = []
+    functions = program.functions
+    if not isinstance(functions, tuple):
+        out.append(("V030", "functions", f"functions is a {type(functions).__name__}, not a tuple.", fix))
+        functions = functions if isinstance(functions, list) else ()
+    for i, f in enumerate(functions):
+        loc = f"functions[{i}]"
+        if not isinstance(f, Function):
+            out.append(("V030", loc, f"a {type(f).__name__} where a Function belongs.", fix))
+            continue
+        if not isinstance(f.name, str):
+            out.append(("V030", loc, f"function name {f.name!r} is not a str.", fix))
+        if not isinstance(f.params, tuple) or not all(
+                isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) and isinstance(p[1], DataType)
+                for p in f.params):
+            out.append(("V030", f"{loc}.params", "params must be a tuple of (name, DataType) pairs.", fix))
+        if not isinstance(f.body, tuple):
+            out.append(("V030", f"{loc}.body", f"a {type(f.body).__name__} where a statement tuple belongs.", fix))
+        else:
+            stack.extend((n, f"{loc}.body[{j}]", False) for j, n in enumerate(f.body))
+        if f.result is not None:
+            stack.append((f.result, f"{loc}.result", True))
     if not isinstance(program.body, tuple):
         out.append(("V030", "body", f"body is a {type(program.body).__name__}, not a tuple.", fix))
         if not isinstance(program.body, list):
             return out
-    stack: list[tuple[Any, str, bool]] = [(n, f"body[{i}]", False) for i, n in enumerate(program.body)]
+    stack.extend((n, f"body[{i}]", False) for i, n in enumerate(program.body))
     while stack and len(out) < 64:
         obj, loc, is_expr = stack.pop()
         spec = _SPEC.get(type(obj))
@@ -120,6 +153,11 @@ def structural_faults(program: Any) -> list[tuple[str, str, str, str]]:
             where = f"{loc}.{name}"
             if kind == _EXPR or (kind == _OPT_EXPR and v is not None):
                 stack.append((v, where, True))
+            elif kind == _ARGS:
+                if not isinstance(v, tuple):
+                    out.append(("V030", where, f"a {type(v).__name__} where an argument tuple belongs.", fix))
+                else:
+                    stack.extend((a, f"{where}[{j}]", True) for j, a in enumerate(v))
             elif kind == _BODY:
                 if not isinstance(v, tuple):
                     out.append(("V030", where, f"a {type(v).__name__} where a statement tuple belongs.", fix))

@@ -38,7 +38,7 @@ def bin_result(op: BinOp, lt: DataType, rt: DataType) -> DataType:
     if op in SHIFTS:
         if not (lt.is_integer and rt.is_integer):
             raise TypeFault("V003", f"{op.name} needs integer operands, got {lt.value} and {rt.value}.",
-                            "cast the operands to u32 or i32.")
+                            "cast the operands to an integer type (u32, i32, u64 or i64).")
         return lt
     if lt is not rt:
         raise TypeFault("V003", f"{op.name} operands differ in type: {lt.value} vs {rt.value}.",
@@ -58,7 +58,7 @@ def bin_result(op: BinOp, lt: DataType, rt: DataType) -> DataType:
                         "use AND/OR for bools, or cast to u32.")
     if op in INT_ONLY_BIN and not lt.is_integer:
         raise TypeFault("V003", f"{op.name} needs integer operands, got {lt.value}.",
-                        "cast the operands to u32 or i32 (or Expr.bitcast for the bits).")
+                        "cast the operands to an integer type (or Expr.bitcast for the bits).")
     return lt
 
 
@@ -72,19 +72,35 @@ def un_result(op: UnOp, t: DataType) -> DataType:
         raise TypeFault("V003", f"{op.name} is not defined on bool.", "cast the bool to u32 first.")
     if op in INT_ONLY_UN and not t.is_integer:
         raise TypeFault("V003", f"{op.name} needs an integer operand, got {t.value}.",
-                        "bitcast the f32 to u32 to work on its bits.")
-    if (op in FLOAT_ONLY_UN or op in TRANSCENDENTAL) and t is not F:
-        raise TypeFault("V003", f"{op.name} needs an f32 operand, got {t.value}.",
+                        "bitcast the float to an integer type to work on its bits.")
+    if (op in FLOAT_ONLY_UN or op in TRANSCENDENTAL) and not t.is_float:
+        raise TypeFault("V003", f"{op.name} needs a float operand, got {t.value}.",
                         "cast the operand to f32 first.")
     if op in FLOAT_PREDICATES:
         return B
     return t
 
 
+_BITCAST_SIZE = {U: 4, I: 4, F: 4, DataType.U64: 8, DataType.I64: 8, DataType.F16: 2,
+                 DataType.BF16: 2}
+
+
+def bitcast_ok(src: DataType, dst: DataType) -> bool:
+    """Same-size value types, or a 16-bit float to/from u32 (zero-extended / low bits)."""
+    a, b = _BITCAST_SIZE.get(src), _BITCAST_SIZE.get(dst)
+    if a is None or b is None:
+        return False
+    return a == b or {src, dst} in ({DataType.F16, U}, {DataType.BF16, U})
+
+
 def infer(expr: E.Expr, scope: Mapping[str, DataType], program) -> DataType:
     """Type of ``expr`` given visible locals ``scope``; raises TypeFault."""
     if isinstance(expr, E.Lit | E.Spec):
         return expr.dtype
+    if isinstance(expr, E.WeakLit):  # only before a Program resolves it
+        return E.default_literal(expr.value).dtype
+    if isinstance(expr, E.Call):
+        return call_result(expr, scope, program)
     if isinstance(expr, E.Var):
         t = scope.get(expr.name)
         if t is None:
@@ -100,10 +116,13 @@ def infer(expr: E.Expr, scope: Mapping[str, DataType], program) -> DataType:
             return U
         _index(infer(expr.index, scope, program))
         if isinstance(expr, E.Load):
-            return decl.dtype
-        if decl.dtype not in (U, I):
+            return decl.dtype.value_type
+        if decl.dtype not in (U, I, DataType.U64, DataType.I64):
             raise TypeFault("V007", f"atomic on buffer {expr.buffer!r} of type {decl.dtype.value}.",
-                            "atomics are integer-only: declare the buffer u32 or i32.")
+                            "atomics need a u32, i32, u64 or i64 buffer.")
+        if decl.is_local:
+            raise TypeFault("V007", f"atomic on local array {expr.buffer!r}.",
+                            "a local array is private to its invocation: use load and store.")
         if not decl.writable:
             raise TypeFault("V008", f"atomic on read-only buffer {expr.buffer!r}.",
                             "declare it read_write, output or workgroup.")
@@ -139,12 +158,19 @@ def infer(expr: E.Expr, scope: Mapping[str, DataType], program) -> DataType:
         return a
     if isinstance(expr, E.Cast):
         infer(expr.value, scope, program)
+        if expr.dtype.storage_only:
+            raise TypeFault("V003", f"cast to {expr.dtype.value}, a storage-only type.",
+                            "cast to u32/i32 (a store to a u8/u16/i8/i16 buffer keeps the low bits).")
         return expr.dtype
     if isinstance(expr, E.Bitcast):
         t = infer(expr.value, scope, program)
         if t is B or expr.dtype is B:
             raise TypeFault("V003", "bitcast to or from bool is not defined.",
                             "use Expr.cast for bool conversions.")
+        if not bitcast_ok(t, expr.dtype):
+            raise TypeFault("V003", f"bitcast from {t.value} to {expr.dtype.value}: the sizes differ.",
+                            "bitcast between types of one size (16-bit floats also to/from u32), "
+                            "or use Expr.cast to convert the value.")
         return expr.dtype
     if isinstance(expr, E.Subgroup):
         from .types import SUBGROUP_REDUCTIONS, SubgroupOp
@@ -153,26 +179,83 @@ def infer(expr: E.Expr, scope: Mapping[str, DataType], program) -> DataType:
             return U
         vt = infer(expr.value, scope, program)
         if expr.op in SUBGROUP_REDUCTIONS:
-            if not vt.is_integer:
+            if vt not in (U, I):
                 raise TypeFault("V003", f"subgroup {expr.op.value} needs u32 or i32, got {vt.value}.",
-                                "reduce integers (float reductions would depend on lane order).")
+                                "reduce 32-bit integers (float reductions would depend on lane order).")
             return vt
         if expr.op is SubgroupOp.BALLOT:
             if vt is not B:
                 raise TypeFault("V003", f"subgroup ballot needs a bool, got {vt.value}.", "compare first.")
             return U
-        if vt is B:
-            raise TypeFault("V003", "subgroup shuffle of a bool.", "cast it to u32 first.")
+        if vt not in (U, I, F):
+            raise TypeFault("V003", f"subgroup shuffle of a {vt.value}.",
+                            "shuffle 32-bit values (cast bools to u32; split 64-bit values in two).")
         _index(infer(expr.lane, scope, program))
         return vt
     if isinstance(expr, E.Fma):
-        for part in (expr.a, expr.b, expr.c):
-            t = infer(part, scope, program)
-            if t is not F:
-                raise TypeFault("V003", f"fma operand is {t.value}, not f32.", "cast operands to f32.")
-        return F
+        types = [infer(part, scope, program) for part in (expr.a, expr.b, expr.c)]
+        if not types[0].is_float or any(t is not types[0] for t in types):
+            raise TypeFault("V003", f"fma operands are {', '.join(t.value for t in types)}.",
+                            "give all three operands one float type (f32, f16 or bf16).")
+        return types[0]
     raise TypeFault("V003", f"unknown expression kind {type(expr).__name__}.",
                     "build expressions with the vyre.ir.Expr constructors.")
+
+
+def call_result(expr: E.Call, scope: Mapping[str, DataType], program) -> DataType:
+    """Check a call's arguments against its function; its result type (the call must have
+    one: use `Node.call` for a function without a result)."""
+    t = call_check(expr, scope, program)
+    if t is None:
+        raise TypeFault("V003", f"function {expr.function!r} has no result, but its call is used "
+                        "as a value.", "call it as a statement with Node.call, or give it a result.")
+    return t
+
+
+def call_check(expr: E.Call, scope: Mapping[str, DataType], program) -> DataType | None:
+    fn = program.function(expr.function) if hasattr(program, "function") else None
+    if fn is None:
+        raise TypeFault("V032", f"call of undeclared function {expr.function!r}.",
+                        "declare it with Function.define(...) in Program.wrapped(functions=...).")
+    if len(expr.args) != len(fn.params):
+        raise TypeFault("V032", f"{expr.function!r} takes {len(fn.params)} argument(s), got "
+                        f"{len(expr.args)}.", "pass one argument per parameter.")
+    for (pname, ptype), arg in zip(fn.params, expr.args):
+        t = infer(arg, scope, program)
+        if t is not ptype:
+            raise TypeFault("V003", f"argument {pname!r} of {expr.function!r} is {t.value}, "
+                            f"expected {ptype.value}.", f"cast it with Expr.cast(DataType.{ptype.name}, ...).")
+    return function_type(fn, program)
+
+
+def function_type(fn, program) -> DataType | None:
+    """The result type of a function (None: no result), cached on the program."""
+    cache = program.__dict__.setdefault("_vyre_fn_types", {})
+    if fn.name in cache:
+        return cache[fn.name]
+    cache[fn.name] = None   # a recursive call sees "no result" while this one is inferred
+    t = None
+    if fn.result is not None:
+        try:
+            t = infer(fn.result, body_scope(fn.body, dict(fn.params), program), program)
+        except TypeFault:
+            t = None
+    cache[fn.name] = t
+    return t
+
+
+def body_scope(body, scope: dict[str, DataType], program) -> dict[str, DataType]:
+    """The locals a body's top level declares (what a function's result may name)."""
+    from . import node as N
+
+    scope = dict(scope)
+    for n in body:
+        if isinstance(n, N.Let):
+            try:
+                scope[n.name] = infer(n.value, scope, program)
+            except TypeFault:
+                scope[n.name] = U
+    return scope
 
 
 def _index(t: DataType) -> None:

@@ -1,7 +1,7 @@
 """Closed sets of the IR: data types, operators, memory orderings, buffer access modes.
 
-Every 32-bit type is stored as one little-endian 32-bit word; `BOOL` is a word whose
-non-zero value reads as true.
+Every element is stored little-endian at its own size (`DataType.size`); `BOOL` is a 32-bit
+word whose non-zero value reads as true.
 """
 
 from __future__ import annotations
@@ -12,48 +12,125 @@ import numpy as np
 
 
 class DataType(enum.Enum):
-    """Element types. Wave 1: BOOL, U32, I32, F32 (all one 32-bit word)."""
+    """Element and value types.
+
+    * 32-bit words: BOOL (non-zero reads as true), U32, I32, F32.
+    * 64-bit integers: U64, I64 (two's complement, wrap-around).
+    * 16-bit floats: F16 (IEEE binary16) and BF16 (bfloat16). Values are held as their 16
+      bits; arithmetic widens exactly to f32, applies the f32 rule and rounds once (see
+      docs/semantics.md, "f16 and bf16").
+    * Storage-only integers: U8, I8, U16, I16. Buffers and local arrays may hold them; a load
+      widens to U32 (unsigned) or I32 (signed, sign-extended) and a store keeps the low bits.
+    """
 
     BOOL = "bool"
     U32 = "u32"
     I32 = "i32"
     F32 = "f32"
+    U64 = "u64"
+    I64 = "i64"
+    U8 = "u8"
+    I8 = "i8"
+    U16 = "u16"
+    I16 = "i16"
+    F16 = "f16"
+    BF16 = "bf16"
 
     @property
     def size(self) -> int:
         """Bytes per element in a buffer."""
-        return 4
+        return _SIZE[self]
+
+    @property
+    def bits(self) -> int:
+        return 8 * _SIZE[self]
 
     @property
     def numpy(self) -> np.dtype:
-        """The numpy dtype used for values of this type (BOOL values are numpy bools)."""
+        """The numpy dtype of values of this type in the reference (BOOL: numpy bools;
+        F16/BF16: their 16 bits as uint16; storage-only types: their storage)."""
         return _NUMPY[self]
 
     @property
+    def host(self) -> np.dtype:
+        """The numpy dtype a host array of this buffer type has (F16: float16; BF16 and
+        BOOL: their raw unsigned words)."""
+        return _HOST[self]
+
+    @property
+    def storage(self) -> np.dtype:
+        """The unsigned numpy dtype of one stored element."""
+        return _STORAGE[_SIZE[self]]
+
+    @property
+    def value_type(self) -> DataType:
+        """The type a load of this element type yields (storage-only types widen)."""
+        return _WIDEN.get(self, self)
+
+    @property
+    def storage_only(self) -> bool:
+        return self in _WIDEN
+
+    @property
     def is_integer(self) -> bool:
-        return self in (DataType.U32, DataType.I32)
+        return self in _INTEGERS
+
+    @property
+    def is_signed(self) -> bool:
+        return self in (DataType.I32, DataType.I64, DataType.I8, DataType.I16)
 
     @property
     def is_float(self) -> bool:
-        return self is DataType.F32
+        return self in (DataType.F32, DataType.F16, DataType.BF16)
+
+    @property
+    def is_half(self) -> bool:
+        """F16 or BF16: a 16-bit float computed through f32."""
+        return self in (DataType.F16, DataType.BF16)
+
+    @property
+    def is_wide(self) -> bool:
+        """U64 or I64."""
+        return self in (DataType.U64, DataType.I64)
 
 
+_SIZE = {DataType.BOOL: 4, DataType.U32: 4, DataType.I32: 4, DataType.F32: 4, DataType.U64: 8,
+         DataType.I64: 8, DataType.U8: 1, DataType.I8: 1, DataType.U16: 2, DataType.I16: 2,
+         DataType.F16: 2, DataType.BF16: 2}
+_STORAGE = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
+_WIDEN = {DataType.U8: DataType.U32, DataType.U16: DataType.U32, DataType.I8: DataType.I32,
+          DataType.I16: DataType.I32}
+_INTEGERS = frozenset({DataType.U32, DataType.I32, DataType.U64, DataType.I64, DataType.U8,
+                       DataType.I8, DataType.U16, DataType.I16})
 _NUMPY = {
     DataType.BOOL: np.dtype(np.bool_),
     DataType.U32: np.dtype(np.uint32),
     DataType.I32: np.dtype(np.int32),
     DataType.F32: np.dtype(np.float32),
+    DataType.U64: np.dtype(np.uint64),
+    DataType.I64: np.dtype(np.int64),
+    DataType.U8: np.dtype(np.uint8),
+    DataType.I8: np.dtype(np.int8),
+    DataType.U16: np.dtype(np.uint16),
+    DataType.I16: np.dtype(np.int16),
+    DataType.F16: np.dtype(np.uint16),
+    DataType.BF16: np.dtype(np.uint16),
 }
+_HOST = {**_NUMPY, DataType.BOOL: np.dtype(np.uint32), DataType.F16: np.dtype(np.float16)}
+VALUE_TYPES = frozenset({DataType.BOOL, DataType.U32, DataType.I32, DataType.F32, DataType.U64,
+                         DataType.I64, DataType.F16, DataType.BF16})
 
 
 class BufferAccess(enum.Enum):
     """How a buffer is bound. READ: input only; READ_WRITE: input and output; OUTPUT:
-    output only (starts zeroed); WORKGROUP: per-workgroup scratch (starts zeroed)."""
+    output only (starts zeroed); WORKGROUP: per-workgroup scratch (starts zeroed); LOCAL: a
+    fixed-size array private to each invocation (starts zeroed in every phase)."""
 
     READ = "read"
     READ_WRITE = "read_write"
     OUTPUT = "output"
     WORKGROUP = "workgroup"
+    LOCAL = "local"
 
 
 class MemoryOrdering(enum.Enum):
@@ -120,6 +197,7 @@ class UnOp(enum.Enum):
     COS = "cos"
     TAN = "tan"
     TANH = "tanh"
+    BYTE_SWAP = "byte_swap"
 
 
 class AtomicOp(enum.Enum):
@@ -150,7 +228,8 @@ INT_ONLY_BIN = frozenset({BinOp.BITAND, BinOp.BITOR, BinOp.BITXOR, BinOp.SATURAT
 COMMUTATIVE = frozenset({BinOp.ADD, BinOp.MUL, BinOp.BITAND, BinOp.BITOR, BinOp.BITXOR, BinOp.EQ,
                          BinOp.NE, BinOp.AND, BinOp.OR, BinOp.MIN, BinOp.MAX, BinOp.ABS_DIFF,
                          BinOp.SATURATING_ADD, BinOp.SATURATING_MUL, BinOp.MUL_HIGH})
-INT_ONLY_UN = frozenset({UnOp.BITNOT, UnOp.POPCOUNT, UnOp.CLZ, UnOp.CTZ, UnOp.REVERSE_BITS})
+INT_ONLY_UN = frozenset({UnOp.BITNOT, UnOp.POPCOUNT, UnOp.CLZ, UnOp.CTZ, UnOp.REVERSE_BITS,
+                         UnOp.BYTE_SWAP})
 FLOAT_ONLY_UN = frozenset({UnOp.SQRT, UnOp.FLOOR, UnOp.CEIL, UnOp.ROUND, UnOp.TRUNC, UnOp.IS_NAN,
                            UnOp.IS_INF, UnOp.IS_FINITE, UnOp.RECIPROCAL})
 TRANSCENDENTAL = frozenset({UnOp.EXP, UnOp.LOG, UnOp.EXP2, UnOp.LOG2, UnOp.SIN, UnOp.COS,

@@ -16,8 +16,39 @@ from .limits import MAX_BUFFERS, MAX_NODES
 from .limits import MAX_STMT_NESTING as MAX_DEPTH
 from .program import Program
 from .structure import structural_faults
-from .typecheck import TypeFault, infer
-from .types import Builtin, DataType, MemoryOrdering
+from .typecheck import TypeFault, call_check, infer
+from .types import VALUE_TYPES, Builtin, DataType, MemoryOrdering
+
+MAX_LOCAL_ELEMENTS = 4096   # per local array: private memory is per invocation
+
+
+def _local_name(name: str) -> bool:
+    """An identifier a program may give a local (``__vy`` is the inliner's prefix)."""
+    return bool(NAME.match(name)) and not name.startswith("__vy")
+
+
+def jumps(body) -> bool:
+    """Whether ``body`` breaks or continues the loop it belongs to (not a nested loop)."""
+    stack = list(body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, N.Break | N.Continue):
+            return True
+        if isinstance(n, N.Loop | N.While):
+            continue
+        for _, sub in N.node_bodies(n):
+            stack.extend(sub)
+    return False
+
+
+def _all_nodes(program: Program):
+    """(statement, location) for every statement of the body (pre-order)."""
+    stack = [(n, f"body[{i}]") for i, n in reversed(list(enumerate(program.body)))]
+    while stack:
+        n, loc = stack.pop()
+        yield n, loc
+        for label, sub in reversed(N.node_bodies(n)):
+            stack.extend((s, f"{loc}.{label}[{j}]") for j, s in reversed(list(enumerate(sub))))
 
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 
@@ -48,6 +79,12 @@ CODES: dict[str, str] = {
     "V028": "return in a program with subgroup operations",
     "V029": "literal out of range or not canonical",
     "V030": "malformed program object",
+    "V032": "unknown, duplicate or badly called function",
+    "V033": "recursive function",
+    "V034": "break or continue outside a loop",
+    "V035": "statement not allowed in a function",
+    "V036": "while loop without a valid iteration cap",
+    "V037": "misplaced or invalid indirect_dispatch",
 }
 
 
@@ -72,6 +109,8 @@ class _Validator:
         self.nodes = 0
         self.nonuniform: set[str] = set()
         self.phase_dead: set[str] = set()
+        self.in_loop = False        # break/continue allowed here
+        self.in_function = False    # validating a function body
 
     def add(self, code: str, loc: str, message: str, fix: str) -> None:
         self.out.append(Diagnostic(code, loc, f"{message} Fix: {fix}"))
@@ -91,9 +130,91 @@ class _Validator:
         has_grid_sync = any(isinstance(n, N.Barrier) and n.ordering is MemoryOrdering.GRID_SYNC
                             for n in N.walk_nodes(self.p.body))
         self.block(self.p.body, "body", {}, set(), True, 0, top=True, grid=has_grid_sync)
+        self.functions()
+        self.indirect()
         self.specs()
         self.subgroups()
         return self.out
+
+    # ---- functions ---------------------------------------------------------------------
+    def functions(self) -> None:
+        seen: set[str] = set()
+        for i, f in enumerate(self.p.functions):
+            loc = f"functions[{i}]"
+            if not NAME.match(f.name):
+                self.add("V025", loc, f"function name {f.name!r} is not an identifier.",
+                         "use letters, digits and underscores.")
+            if f.name in seen:
+                self.add("V032", loc, f"function {f.name!r} is declared twice.", "rename one of them.")
+            seen.add(f.name)
+            scope: dict[str, DataType] = {}
+            for pname, ptype in f.params:
+                if not _local_name(pname):
+                    self.add("V025", loc, f"parameter name {pname!r} is not an identifier.",
+                             "use letters, digits and underscores.")
+                if pname in scope:
+                    self.add("V015", loc, f"parameter {pname!r} appears twice.", "rename one of them.")
+                if ptype not in VALUE_TYPES:
+                    self.add("V003", loc, f"parameter {pname!r} has the storage-only type {ptype.value}.",
+                             "declare it u32 or i32 (loads of narrow types widen to those).")
+                scope[pname] = ptype
+            self.in_function = True
+            inner = dict(scope)
+            self.block(f.body, f"{loc}.body", inner, set(), False, 0, scope_out=inner)
+            if f.result is not None:
+                self.expr(f.result, f"{loc}.result", inner, what="function result")
+            self.in_function = False
+        self.recursion()
+
+    def recursion(self) -> None:
+        calls: dict[str, set[str]] = {}
+        for f in self.p.functions:
+            found = {e.function for body in (f.body,) for e in N.walk_exprs(body) if isinstance(e, E.Call)}
+            if f.result is not None:
+                found |= {e.function for e in E.walk(f.result) if isinstance(e, E.Call)}
+            calls[f.name] = found
+        state: dict[str, int] = {}
+
+        def visit(name: str, path: list[str]) -> bool:
+            if state.get(name) == 1:
+                cycle = " -> ".join(path[path.index(name):] + [name])
+                self.add("V033", "functions", f"functions call each other in a cycle: {cycle}.",
+                         "rewrite the recursion as a loop (while_ with an iteration cap).")
+                return True
+            if state.get(name) == 2 or name not in calls:
+                return False
+            state[name] = 1
+            for callee in sorted(calls[name]):
+                if visit(callee, path + [name]):
+                    return True
+            state[name] = 2
+            return False
+
+        for name in calls:
+            if visit(name, []):
+                return
+
+    def indirect(self) -> None:
+        body = self.p.body
+        for n, loc in ((n, loc) for n, loc in _all_nodes(self.p)):
+            if not isinstance(n, N.IndirectDispatch):
+                continue
+            top = loc.startswith("body[") and loc.count("[") == 1
+            i = int(loc[5:-1]) if top else -1
+            ok_place = top and (i == 0 or (isinstance(body[i - 1], N.Barrier) and
+                                           body[i - 1].ordering is MemoryOrdering.GRID_SYNC))
+            if not ok_place:
+                self.add("V037", loc, "indirect_dispatch is not at the start of a phase.",
+                         "place it first in the program body or right after a grid_sync barrier.")
+            decl = self.p.buffer(n.buffer)
+            if decl is None or not decl.is_bound or decl.dtype is not DataType.U32:
+                self.add("V037", loc, f"indirect_dispatch reads {n.buffer!r}, which is not a declared "
+                         "u32 input or output buffer.", "read the grid from a u32 buffer bound to the "
+                         "dispatch.")
+            elif n.offset < 0 or (decl.count and n.offset + 3 > decl.count):
+                self.add("V037", loc, f"indirect_dispatch reads words {n.offset}..{n.offset + 2} of "
+                         f"{n.buffer!r} (count {decl.count}).", "use an offset with three words "
+                         "inside the buffer.")
 
     def subgroups(self) -> None:
         uses = any(isinstance(e, E.Subgroup) for e in N.walk_exprs(self.p.body))
@@ -117,7 +238,11 @@ class _Validator:
                 self._subgroup_uniform(n.then, f"{here}.then", u)
                 self._subgroup_uniform(n.otherwise, f"{here}.otherwise", u)
             elif isinstance(n, N.Loop):
-                u = uniform and self.uniform_expr(n.from_, self.nonuniform) and self.uniform_expr(n.to, self.nonuniform)
+                u = uniform and self.uniform_expr(n.from_, self.nonuniform) and \
+                    self.uniform_expr(n.to, self.nonuniform) and not jumps(n.body)
+                self._subgroup_uniform(n.body, f"{here}.body", u)
+            elif isinstance(n, N.While):
+                u = uniform and self.uniform_expr(n.cond, self.nonuniform) and not jumps(n.body)
                 self._subgroup_uniform(n.body, f"{here}.body", u)
             elif isinstance(n, N.Block | N.Region):
                 self._subgroup_uniform(n.body, f"{here}.body", uniform)
@@ -155,13 +280,19 @@ class _Validator:
                 self.add("V019", loc, f"buffer {b.name!r} has an invalid dtype or count.",
                          "use a vyre DataType and a count in 0..2**32-1 (0 = runtime-sized).")
                 continue
-            if b.is_workgroup:
+            if not b.is_bound:
+                kind = "workgroup buffer" if b.is_workgroup else "local array"
+                maker = "workgroup" if b.is_workgroup else "local"
                 if b.count <= 0:
-                    self.add("V019", loc, f"workgroup buffer {b.name!r} has count 0.",
-                             "give workgroup buffers a static element count.")
+                    self.add("V019", loc, f"{kind} {b.name!r} has count 0.",
+                             f"give {kind}s a static element count.")
                 if b.binding is not None:
-                    self.add("V019", loc, f"workgroup buffer {b.name!r} has a binding.",
-                             "declare it with BufferDecl.workgroup(name, count, dtype).")
+                    self.add("V019", loc, f"{kind} {b.name!r} has a binding.",
+                             f"declare it with BufferDecl.{maker}(name, count, dtype).")
+                if b.is_local and b.count > MAX_LOCAL_ELEMENTS:
+                    self.add("V019", loc, f"local array {b.name!r} has {b.count} elements (limit "
+                             f"{MAX_LOCAL_ELEMENTS}).", "use a workgroup buffer or a global buffer "
+                             "for large scratch.")
                 continue
             if not isinstance(b.binding, int) or b.binding < 0:
                 self.add("V019", loc, f"buffer {b.name!r} has no valid binding number.",
@@ -180,6 +311,8 @@ class _Validator:
             if isinstance(sub, E.Atomic):
                 return False
             if isinstance(sub, E.Subgroup) and sub.op.value != "size":
+                return False
+            if isinstance(sub, E.Call):
                 return False
             if isinstance(sub, E.Var) and sub.name in nonuniform:
                 return False
@@ -207,21 +340,26 @@ class _Validator:
                 self._mark(n.then, u, nu)
                 self._mark(n.otherwise, u, nu)
             elif isinstance(n, N.Loop):
-                u = uniform and self.uniform_expr(n.from_, nu) and self.uniform_expr(n.to, nu)
+                u = uniform and self.uniform_expr(n.from_, nu) and self.uniform_expr(n.to, nu) \
+                    and not jumps(n.body)
                 if not u:
                     nu.add(n.var)
                 self._mark(n.body, u, nu)
+            elif isinstance(n, N.While):
+                self._mark(n.body, uniform and self.uniform_expr(n.cond, nu) and not jumps(n.body), nu)
             elif isinstance(n, N.Block | N.Region):
                 self._mark(n.body, uniform, nu)
 
     # ---- statements ----------------------------------------------------------------
     def block(self, body, loc: str, scope: dict[str, DataType], loops: set[str], uniform: bool,
-              depth: int, top: bool = False, grid: bool = False) -> None:
+              depth: int, top: bool = False, grid: bool = False, in_loop: bool = False,
+              scope_out: dict[str, DataType] | None = None) -> None:
         if depth > MAX_DEPTH:
             self.add("V012", loc, f"statements nest deeper than {MAX_DEPTH}.",
                      "flatten the control flow or split the program.")
             return
-        scope = dict(scope)
+        scope = scope_out if scope_out is not None else dict(scope)
+        saved, self.in_loop = self.in_loop, in_loop
         for i, n in enumerate(body):
             here = f"{loc}[{i}]"
             self.nodes += 1
@@ -229,8 +367,9 @@ class _Validator:
                 self.add("V013", here, f"program has more than {MAX_NODES} statements.",
                          "split it into several programs.")
             if self.nodes > MAX_NODES:
-                return
+                break
             self.stmt(n, here, scope, loops, uniform, depth, top, grid)
+        self.in_loop = saved
 
     def expr(self, e: E.Expr, loc: str, scope: dict[str, DataType], want: DataType | None = None,
              what: str = "expression") -> DataType | None:
@@ -240,6 +379,9 @@ class _Validator:
                          "locals do not survive grid_sync (each phase is a separate dispatch); "
                          "recompute the value or pass it through a buffer.")
                 return None
+        if self.in_function and any(isinstance(sub, E.Subgroup) for sub in E.walk(e)):
+            self.add("V035", loc, "subgroup operation inside a function.",
+                     "compute it in the program body and pass the value as an argument.")
         try:
             t = infer(e, scope, self.p)
         except TypeFault as f:
@@ -268,9 +410,9 @@ class _Validator:
     def stmt(self, n: N.Node, loc: str, scope: dict[str, DataType], loops: set[str],
              uniform: bool, depth: int, top: bool, grid: bool) -> None:
         if isinstance(n, N.Let):
-            if not isinstance(n.name, str) or not NAME.match(n.name):
-                self.add("V025", loc, f"variable name {n.name!r} is not an identifier.",
-                         "use letters, digits and underscores.")
+            if not isinstance(n.name, str) or not _local_name(n.name):
+                self.add("V025", loc, f"variable name {n.name!r} is not an identifier (or uses the "
+                         "reserved prefix __vy).", "use letters, digits and underscores.")
                 return
             if n.name in scope:
                 self.add("V015", loc, f"{n.name!r} is already declared in an enclosing scope.",
@@ -298,14 +440,15 @@ class _Validator:
                          "declare it read_write or output.")
             self.expr(n.index, loc, scope, DataType.U32, "store index")
             self._check_oob(n.buffer, n.index, loc)
-            self.expr(n.value, loc, scope, decl.dtype, f"value stored to {n.buffer!r}")
+            self.expr(n.value, loc, scope, decl.dtype.value_type, f"value stored to {n.buffer!r}")
         elif isinstance(n, N.If):
             self.expr(n.cond, loc, scope, DataType.BOOL, "if condition")
             u = uniform and self.uniform_expr(n.cond, self.nonuniform)
-            self.block(n.then, f"{loc}.then", scope, loops, u, depth + 1, grid=grid)
-            self.block(n.otherwise, f"{loc}.otherwise", scope, loops, u, depth + 1, grid=grid)
+            self.block(n.then, f"{loc}.then", scope, loops, u, depth + 1, grid=grid, in_loop=self.in_loop)
+            self.block(n.otherwise, f"{loc}.otherwise", scope, loops, u, depth + 1, grid=grid,
+                       in_loop=self.in_loop)
         elif isinstance(n, N.Loop):
-            if not isinstance(n.var, str) or not NAME.match(n.var):
+            if not isinstance(n.var, str) or not _local_name(n.var):
                 self.add("V025", loc, f"loop variable {n.var!r} is not an identifier.",
                          "use letters, digits and underscores.")
                 return
@@ -320,16 +463,39 @@ class _Validator:
             inner = dict(scope)
             inner[n.var] = lo if lo is not None and lo.is_integer else DataType.U32
             u = uniform and self.uniform_expr(n.from_, self.nonuniform) and \
-                self.uniform_expr(n.to, self.nonuniform)
-            self.block(n.body, f"{loc}.body", inner, loops | {n.var}, u, depth + 1, grid=grid)
+                self.uniform_expr(n.to, self.nonuniform) and not jumps(n.body)
+            self.block(n.body, f"{loc}.body", inner, loops | {n.var}, u, depth + 1, grid=grid, in_loop=True)
+        elif isinstance(n, N.While):
+            self.expr(n.cond, loc, scope, DataType.BOOL, "while condition")
+            cap = n.max_iterations
+            if not isinstance(cap, int) or isinstance(cap, bool) or not 1 <= cap <= 0xFFFFFFFF:
+                self.add("V036", loc, f"while loop cap {cap!r} is not in 1..2**32-1.",
+                         "pass max_iterations=n, the most iterations any invocation may need.")
+            u = uniform and self.uniform_expr(n.cond, self.nonuniform) and not jumps(n.body)
+            self.block(n.body, f"{loc}.body", scope, loops, u, depth + 1, grid=grid, in_loop=True)
+        elif isinstance(n, N.Break | N.Continue):
+            if not self.in_loop:
+                what = "break_" if isinstance(n, N.Break) else "continue_"
+                self.add("V034", loc, f"{what} outside a loop.",
+                         "use it inside Node.loop or Node.while_ (to end the invocation use return_).")
+        elif isinstance(n, N.IndirectDispatch):
+            if self.in_function:
+                self.add("V035", loc, "indirect_dispatch inside a function.",
+                         "place it at the start of a phase of the program body.")
         elif isinstance(n, N.Block | N.Region):
-            self.block(n.body, f"{loc}.body", scope, loops, uniform, depth + 1, grid=grid)
+            self.block(n.body, f"{loc}.body", scope, loops, uniform, depth + 1, grid=grid, in_loop=self.in_loop)
         elif isinstance(n, N.Return):
-            if grid:
+            if self.in_function:
+                self.add("V035", loc, "return_ inside a function.",
+                         "end the function by reaching its end; its result is the `result` expression.")
+            elif grid:
                 self.add("V017", loc, "return_ in a program that uses grid_sync.",
                          "guard the remaining work with Node.if_ instead of returning early.")
         elif isinstance(n, N.Barrier):
-            if not isinstance(n.ordering, MemoryOrdering):
+            if self.in_function:
+                self.add("V035", loc, "barrier inside a function.",
+                         "place barriers in the program body, between calls.")
+            elif not isinstance(n.ordering, MemoryOrdering):
                 self.add("V003", loc, "barrier ordering is not a MemoryOrdering.",
                          "use MemoryOrdering.SEQ_CST or MemoryOrdering.GRID_SYNC.")
             elif n.ordering is MemoryOrdering.GRID_SYNC:
@@ -344,7 +510,15 @@ class _Validator:
                          "move the barrier out of the divergent if/loop, or make its condition "
                          "depend only on uniform values (literals, buf_len, wgid, uniform locals).")
         elif isinstance(n, N.Eval):
-            self.expr(n.value, loc, scope)
+            if isinstance(n.value, E.Call):
+                try:
+                    call_check(n.value, scope, self.p)
+                except TypeFault as f:
+                    self.add(f.code, loc, f.message, f.fix)
+                for a in n.value.args:
+                    self.expr(a, loc, scope)
+            else:
+                self.expr(n.value, loc, scope)
         else:
             self.add("V003", loc, f"unknown statement kind {type(n).__name__}.",
                      "build statements with the vyre.ir.Node constructors.")

@@ -2,8 +2,12 @@
 
 Layout: ``b"VYRE"``, u16 version, u16 flags (bit 0: canonical), 32-byte blake3 of the body,
 then the body: LEB128-framed sections (tag, length, payload) for the workgroup size, the
-buffers and the statement tree. Enum values are encoded by their fixed position in the
-tables below (append-only).
+buffers, the statement tree and (version 2, when there are any) the functions. Enum values
+are encoded by their fixed position in the tables below (append-only).
+
+Version 2 added the 64-bit, 16-bit-float and storage-only types, local arrays, functions and
+calls, while/break/continue and indirect_dispatch. This reader reads versions 1 and 2; a
+version-1 reader refuses version-2 bytes with a `WireError` that says to upgrade.
 
 Decoding is strict and bounded: every count is checked against the bytes left, nesting depth
 is capped, literals and enum codes are range-checked, and the checksum must match. Anything
@@ -21,7 +25,8 @@ from . import expr as E
 from . import node as N
 from .errors import VyreError, WireError
 from .limits import MAX_DEPTH, MAX_NAME_BYTES
-from .program import BufferDecl, Program
+from .program import BufferDecl, Function, Program
+from .structure import literal_fault
 from .types import (
     AtomicOp,
     BinOp,
@@ -34,13 +39,16 @@ from .types import (
 )
 
 MAGIC = b"VYRE"
-VERSION = 1
+VERSION = 2
+READS = (1, 2)
 FLAG_CANONICAL = 1
 HEADER = 4 + 2 + 2 + 32
 
 # Append-only code tables (position = wire code).
-DTYPES = (DataType.BOOL, DataType.U32, DataType.I32, DataType.F32)
-ACCESS = (BufferAccess.READ, BufferAccess.READ_WRITE, BufferAccess.OUTPUT, BufferAccess.WORKGROUP)
+DTYPES = (DataType.BOOL, DataType.U32, DataType.I32, DataType.F32, DataType.U64, DataType.I64,
+          DataType.U8, DataType.I8, DataType.U16, DataType.I16, DataType.F16, DataType.BF16)
+ACCESS = (BufferAccess.READ, BufferAccess.READ_WRITE, BufferAccess.OUTPUT, BufferAccess.WORKGROUP,
+          BufferAccess.LOCAL)
 ORDERINGS = (MemoryOrdering.SEQ_CST, MemoryOrdering.GRID_SYNC)
 BUILTINS = (Builtin.GID, Builtin.LID, Builtin.WGID)
 BINOPS = tuple(BinOp)
@@ -48,10 +56,11 @@ UNOPS = tuple(UnOp)
 ATOMICS = tuple(AtomicOp)
 SUBGROUP_OPS = tuple(SubgroupOp)
 
-S_WORKGROUP, S_BUFFERS, S_BODY = 1, 2, 3
-N_LET, N_ASSIGN, N_STORE, N_IF, N_LOOP, N_BLOCK, N_REGION, N_RETURN, N_BARRIER, N_EVAL = range(1, 11)
+S_WORKGROUP, S_BUFFERS, S_BODY, S_FUNCTIONS = 1, 2, 3, 4
+(N_LET, N_ASSIGN, N_STORE, N_IF, N_LOOP, N_BLOCK, N_REGION, N_RETURN, N_BARRIER, N_EVAL,
+ N_WHILE, N_BREAK, N_CONTINUE, N_INDIRECT) = range(1, 15)
 (X_LIT, X_VAR, X_LOAD, X_BUFLEN, X_ID, X_BIN, X_UN, X_SELECT, X_CAST, X_BITCAST, X_FMA,
- X_ATOMIC, X_SPEC, X_SUBGROUP) = range(1, 15)
+ X_ATOMIC, X_SPEC, X_SUBGROUP, X_CALL) = range(1, 16)
 
 
 # ---------------------------------------------------------------------------- encoding
@@ -149,7 +158,13 @@ def _e_atomic(out: bytearray, e: E.Atomic) -> None:
         _expr(out, e.expected)
 
 
-_EXPR_ENCODERS = {E.Lit: _e_lit, E.Var: _e_var, E.Subgroup: _e_subgroup, E.Spec: _e_spec,
+def _e_call(out: bytearray, e: E.Call) -> None:
+    out.append(X_CALL), _str(out, e.function), _uleb(out, len(e.args))
+    for a in e.args:
+        _expr(out, a)
+
+
+_EXPR_ENCODERS = {E.Call: _e_call, E.Lit: _e_lit, E.Var: _e_var, E.Subgroup: _e_subgroup, E.Spec: _e_spec,
                   E.Load: _e_load, E.BufLen: _e_buflen, E.Id: _e_id, E.Bin: _e_bin, E.Un: _e_un,
                   E.Select: _e_select, E.Cast: _e_cast, E.Bitcast: _e_bitcast, E.Fma: _e_fma,
                   E.Atomic: _e_atomic}
@@ -187,6 +202,14 @@ def _nodes(out: bytearray, body: tuple[N.Node, ...]) -> None:
             out.append(N_BARRIER), out.append(_OR[n.ordering])
         elif t is N.Eval:
             out.append(N_EVAL), _expr(out, n.value)
+        elif t is N.While:
+            out.append(N_WHILE), _expr(out, n.cond), _uleb(out, n.max_iterations), _nodes(out, n.body)
+        elif t is N.Break:
+            out.append(N_BREAK)
+        elif t is N.Continue:
+            out.append(N_CONTINUE)
+        elif t is N.IndirectDispatch:
+            out.append(N_INDIRECT), _str(out, n.buffer), _uleb(out, n.offset)
         else:
             raise TypeError(f"cannot encode {type(n).__name__}")
 
@@ -226,6 +249,20 @@ def encode(program: Program, canonical: bool = False) -> bytes:
     tree = bytearray()
     _nodes(tree, program.body)
     _section(body, S_BODY, tree)
+    if program.functions:
+        fns = bytearray()
+        _uleb(fns, len(program.functions))
+        for f in program.functions:
+            _str(fns, f.name)
+            _uleb(fns, len(f.params))
+            for pname, ptype in f.params:
+                _str(fns, pname)
+                _uleb(fns, _DT[ptype])
+            _nodes(fns, f.body)
+            fns.append(0 if f.result is None else 1)
+            if f.result is not None:
+                _expr(fns, f.result)
+        _section(body, S_FUNCTIONS, fns)
     flags = FLAG_CANONICAL if canonical else 0
     return MAGIC + struct.pack("<HH", VERSION, flags) + blake3.blake3(bytes(body)).digest() + bytes(body)
 
@@ -291,13 +328,11 @@ def _rexpr(r: _Reader, depth: int) -> E.Expr:
     tag = r.byte()
     d = depth + 1
     if tag == X_LIT:
-        dtype = r.code(DTYPES)
-        bits = r.uleb(0xFFFFFFFF)
-        if dtype is DataType.F32 and E.canonical_f32_bits(bits) != bits:
-            raise WireError(f"non-canonical f32 literal 0x{bits:08x}.")
-        if dtype is DataType.BOOL and bits > 1:
-            raise WireError(f"bool literal {bits} is not 0 or 1.")
-        return E.Lit(dtype, bits)  # type: ignore[arg-type]
+        return E.Lit(*_rlit(r, "literal"))  # type: ignore[arg-type]
+    if tag == X_CALL:
+        name = r.string()
+        n = r.count()
+        return E.Call(name, tuple(_rexpr(r, d) for _ in range(n)))
     if tag == X_VAR:
         return E.Var(r.string())
     if tag == X_SUBGROUP:
@@ -311,11 +346,7 @@ def _rexpr(r: _Reader, depth: int) -> E.Expr:
         return E.Subgroup(op, parts[0], parts[1])  # type: ignore[arg-type]
     if tag == X_SPEC:
         name = r.string()
-        dtype = r.code(DTYPES)
-        bits = r.uleb(0xFFFFFFFF)
-        if dtype is DataType.F32 and E.canonical_f32_bits(bits) != bits:
-            raise WireError(f"non-canonical f32 specialization default 0x{bits:08x}.")
-        return E.Spec(name, dtype, bits)  # type: ignore[arg-type]
+        return E.Spec(name, *_rlit(r, "specialization default"))  # type: ignore[arg-type]
     if tag == X_LOAD:
         return E.Load(r.string(), _rexpr(r, d))
     if tag == X_BUFLEN:
@@ -344,6 +375,15 @@ def _rexpr(r: _Reader, depth: int) -> E.Expr:
             raise WireError(f"bad atomic flag {has} at byte {r.pos}.")
         return E.Atomic(op, buf, idx, val, _rexpr(r, d) if has else None)  # type: ignore[arg-type]
     raise WireError(f"unknown expression tag {tag} at byte {r.pos - 1}.")
+
+
+def _rlit(r: _Reader, what: str) -> tuple[DataType, int]:
+    dtype = r.code(DTYPES)
+    bits = r.uleb((1 << dtype.bits) - 1)  # type: ignore[attr-defined]
+    fault = literal_fault(dtype, bits)
+    if fault:
+        raise WireError(f"invalid {what}: {fault[1]}.")
+    return dtype, bits  # type: ignore[return-value]
 
 
 def _rnodes(r: _Reader, depth: int) -> tuple[N.Node, ...]:
@@ -378,6 +418,16 @@ def _rnodes(r: _Reader, depth: int) -> tuple[N.Node, ...]:
             out.append(N.Barrier(r.code(ORDERINGS)))  # type: ignore[arg-type]
         elif tag == N_EVAL:
             out.append(N.Eval(_rexpr(r, d)))
+        elif tag == N_WHILE:
+            cond = _rexpr(r, d)
+            cap = r.uleb(0xFFFFFFFF)
+            out.append(N.While(cond, _rnodes(r, d), cap))
+        elif tag == N_BREAK:
+            out.append(N.Break())
+        elif tag == N_CONTINUE:
+            out.append(N.Continue())
+        elif tag == N_INDIRECT:
+            out.append(N.IndirectDispatch(r.string(), r.uleb(0xFFFFFFFF)))
         else:
             raise WireError(f"unknown statement tag {tag} at byte {r.pos - 1}.")
     return tuple(out)
@@ -408,8 +458,9 @@ def decode(data: bytes | bytearray | memoryview) -> Program:
     if len(data) < HEADER or data[:4] != MAGIC:
         raise WireError("not vyre wire bytes (missing b'VYRE' header).")
     version, _flags = struct.unpack_from("<HH", data, 4)
-    if version != VERSION:
-        raise WireError(f"wire version {version}; this vyre reads version {VERSION}.",
+    if version not in READS:
+        raise WireError(f"wire version {version}; this vyre reads versions "
+                        f"{', '.join(map(str, READS))}.",
                         "re-encode the program with this vyre version, or upgrade vyre.")
     if blake3.blake3(data[HEADER:]).digest() != data[8:HEADER]:
         raise WireError("checksum mismatch: the bytes were altered or truncated.")
@@ -426,12 +477,25 @@ def decode(data: bytes | bytearray | memoryview) -> Program:
         count = r.uleb(0xFFFFFFFF)
         buffers.append(BufferDecl(name, None if binding == 0 else binding - 1, access, dtype, count))  # type: ignore[arg-type]
     r = _Reader(data, *sec[S_BODY])
+    functions: list[Function] = []
     try:
         body = _rnodes(r, 0)
+        if r.left():
+            raise WireError(f"{r.left()} trailing bytes after the statement tree.")
+        if S_FUNCTIONS in sec:
+            r = _Reader(data, *sec[S_FUNCTIONS])
+            for _ in range(r.count()):
+                name = r.string()
+                params = tuple((r.string(), r.code(DTYPES)) for _ in range(r.count()))
+                fbody = _rnodes(r, 0)
+                has = r.byte()
+                if has > 1:
+                    raise WireError(f"bad function result flag {has} at byte {r.pos}.")
+                functions.append(Function(name, params, fbody, _rexpr(r, 0) if has else None))  # type: ignore[arg-type]
+            if r.left():
+                raise WireError(f"{r.left()} trailing bytes after the functions.")
     except WireError:
         raise
     except VyreError as exc:  # a constructor refused a node (e.g. nesting over MAX_DEPTH)
         raise WireError(f"the encoded program is not buildable: {exc.message}") from None
-    if r.left():
-        raise WireError(f"{r.left()} trailing bytes after the statement tree.")
-    return Program(tuple(buffers), wg, body)
+    return Program(tuple(buffers), wg, body, tuple(functions))

@@ -42,13 +42,21 @@ from .floats import (
 from .plan import KernelPlan
 from .ranges import Ranges
 
-CT = {DataType.U32: "uint", DataType.I32: "int", DataType.F32: "float", DataType.BOOL: "bool"}
+# C types of values, and of stored elements (by size); 16-bit floats are held as their bits
+CT = {DataType.U32: "uint", DataType.I32: "int", DataType.F32: "float", DataType.BOOL: "bool",
+      DataType.U64: "vy_u64", DataType.I64: "vy_i64", DataType.F16: "vy_u16", DataType.BF16: "vy_u16"}
+UT = {DataType.U32: "uint", DataType.I32: "uint", DataType.U64: "vy_u64", DataType.I64: "vy_u64"}
+ST = {1: "vy_u8", 2: "vy_u16", 4: "uint", 8: "vy_u64"}
+ERR_DIVISION, ERR_LOOP_LIMIT = 1, 2   # control-block error bits (vyre.driver.errors.CTL_ERRORS)
 
 
 @dataclass(frozen=True)
 class Dialect:
     """How a C-family target spells things. ``header`` must define: the ``uint`` type,
-    ``vy_u64``/``vy_i64``, ``VY_FN`` (helper qualifier), ``VY_GPTR`` (global word pointer),
+    ``vy_u64``/``vy_i64``, ``vy_u8``/``vy_i8``/``vy_u16``/``vy_i16``, ``VY_FN`` (helper
+    qualifier), ``VY_GPTR`` (global word pointer), ``VY_ERR(ctl, bit)`` (atomic OR into the
+    control block's error word), ``VY_CLZ64``/``VY_POPC64``, ``VY_UMULHI64``/``VY_SMULHI64``,
+    ``VY_U64_F``/``VY_I64_F`` (64-bit integer to f32, round to nearest even),
     ``VY_F2U``/``VY_U2F`` (bit casts), ``VY_FADD``/``VY_FSUB``/``VY_FMUL``/``VY_FDIV``
     (correctly rounded, never contracted), ``VY_TRUNC``/``VY_FLOOR``/``VY_CEIL``, ``VY_CLZ``,
     ``VY_CANCELLED(ctl)`` (a volatile read of the control block's cancel word)."""
@@ -56,14 +64,14 @@ class Dialect:
     name: str
     header: str                                   # target typedefs and macro definitions
     kernel: str                                   # kernel qualifier(s), e.g. "__kernel void"
-    global_param: str                             # pointer parameter type for a bound buffer
+    global_param: str                             # pointer parameter type for a bound buffer ("{t}")
     readonly_param: str                           # ... for a READ buffer (never written)
-    local_array: str                              # "{name}" and "{count}" placeholders
+    local_array: str                              # "{t}", "{name}" and "{count}" placeholders
     local_ptr: str                                # pointer type into workgroup memory
     global_ptr: str                               # pointer type into global memory (atomics)
     barrier: str
     builtin: Callable[[Builtin, int], str]
-    atomic: Callable[[AtomicOp, str, str, str | None, bool], str]  # (op, ptr, val, expected, signed)
+    atomic: Callable[[AtomicOp, str, str, str | None, bool, bool], str]  # (op, ptr, val, expected, signed, wide)
     fn: dict[str, str]                            # math/intrinsic function names
     # (op, C type, value, lane, linear-lid expr) -> C expression; None: no subgroup support
     subgroup: Callable[[SubgroupOp, str, str | None, str | None, str], str] | None = None
@@ -138,11 +146,11 @@ VY_FN int vy_f2i(float x) {
 VY_FN uint vy_udiv(uint a, uint b) { return b == 0u ? 0xFFFFFFFFu : a / b; }
 VY_FN uint vy_umod(uint a, uint b) { return b == 0u ? 0u : a % b; }
 VY_FN int vy_idiv(int a, int b, VY_GPTR ctl) {
-    if (b == 0 || (a == (int)0x80000000u && b == -1)) { ctl[0] = 1u; return 0; }
+    if (b == 0 || (a == (int)0x80000000u && b == -1)) { VY_ERR(ctl, 1u); return 0; }
     return a / b;
 }
 VY_FN int vy_imod(int a, int b, VY_GPTR ctl) {
-    if (b == 0 || (a == (int)0x80000000u && b == -1)) { ctl[0] = 1u; return 0; }
+    if (b == 0 || (a == (int)0x80000000u && b == -1)) { VY_ERR(ctl, 1u); return 0; }
     return a % b;
 }
 VY_FN uint vy_rotl(uint a, uint b) { uint s = b & 31u; return s == 0u ? a : (a << s) | (a >> (32u - s)); }
@@ -158,6 +166,114 @@ VY_FN uint vy_brev(uint x) {
 VY_FN uint vy_usat_add(uint a, uint b) { uint s = a + b; return s < a ? 0xFFFFFFFFu : s; }
 VY_FN uint vy_usat_mul(uint a, uint b) { vy_u64 p = (vy_u64)a * (vy_u64)b; return p > 0xFFFFFFFFull ? 0xFFFFFFFFu : (uint)p; }
 VY_FN int vy_isat(vy_i64 v) { return v > 2147483647ll ? 0x7FFFFFFF : (v < -2147483648ll ? (int)0x80000000u : (int)v); }
+VY_FN uint vy_bswap(uint x) { return (x >> 24) | ((x >> 8) & 0xFF00u) | ((x << 8) & 0xFF0000u) | (x << 24); }
+"""
+
+# 64-bit integers (only emitted when a program uses them)
+PRELUDE64 = r"""
+#define VY_I64_MIN ((vy_i64)0x8000000000000000ull)
+#define VY_I64_MAX ((vy_i64)0x7FFFFFFFFFFFFFFFull)
+VY_FN vy_u64 vy_udiv64(vy_u64 a, vy_u64 b) { return b == 0ull ? 0xFFFFFFFFFFFFFFFFull : a / b; }
+VY_FN vy_u64 vy_umod64(vy_u64 a, vy_u64 b) { return b == 0ull ? 0ull : a % b; }
+VY_FN vy_i64 vy_idiv64(vy_i64 a, vy_i64 b, VY_GPTR ctl) {
+    if (b == 0 || (a == VY_I64_MIN && b == -1)) { VY_ERR(ctl, 1u); return 0; }
+    return a / b;
+}
+VY_FN vy_i64 vy_imod64(vy_i64 a, vy_i64 b, VY_GPTR ctl) {
+    if (b == 0 || (a == VY_I64_MIN && b == -1)) { VY_ERR(ctl, 1u); return 0; }
+    return a % b;
+}
+VY_FN vy_u64 vy_rotl64(vy_u64 a, uint b) { uint s = b & 63u; return s == 0u ? a : (a << s) | (a >> (64u - s)); }
+VY_FN vy_u64 vy_rotr64(vy_u64 a, uint b) { uint s = b & 63u; return s == 0u ? a : (a >> s) | (a << (64u - s)); }
+VY_FN vy_u64 vy_ctz64(vy_u64 x) { return x == 0ull ? 64ull : (vy_u64)(63u - (uint)VY_CLZ64(x & (0ull - x))); }
+VY_FN vy_u64 vy_brev64(vy_u64 x) { return ((vy_u64)vy_brev((uint)x) << 32) | (vy_u64)vy_brev((uint)(x >> 32)); }
+VY_FN vy_u64 vy_bswap64(vy_u64 x) { return ((vy_u64)vy_bswap((uint)x) << 32) | (vy_u64)vy_bswap((uint)(x >> 32)); }
+VY_FN vy_u64 vy_usat_add64(vy_u64 a, vy_u64 b) { vy_u64 s = a + b; return s < a ? 0xFFFFFFFFFFFFFFFFull : s; }
+VY_FN vy_u64 vy_usat_mul64(vy_u64 a, vy_u64 b) { return VY_UMULHI64(a, b) != 0ull ? 0xFFFFFFFFFFFFFFFFull : a * b; }
+VY_FN vy_i64 vy_isat_add64(vy_i64 a, vy_i64 b) {
+    vy_i64 w = (vy_i64)((vy_u64)a + (vy_u64)b);
+    if ((a < 0) == (b < 0) && (w < 0) != (a < 0)) return a < 0 ? VY_I64_MIN : VY_I64_MAX;
+    return w;
+}
+VY_FN vy_i64 vy_isat_sub64(vy_i64 a, vy_i64 b) {
+    vy_i64 w = (vy_i64)((vy_u64)a - (vy_u64)b);
+    if ((a < 0) != (b < 0) && (w < 0) != (a < 0)) return a < 0 ? VY_I64_MIN : VY_I64_MAX;
+    return w;
+}
+VY_FN vy_i64 vy_isat_mul64(vy_i64 a, vy_i64 b) {
+    vy_i64 lo = (vy_i64)((vy_u64)a * (vy_u64)b);
+    vy_i64 hi = VY_SMULHI64(a, b);
+    if (hi == (lo < 0 ? -1 : 0)) return lo;
+    return ((a < 0) != (b < 0)) ? VY_I64_MIN : VY_I64_MAX;
+}
+VY_FN vy_u64 vy_f2ul(float x) {
+    if (vy_isnan(x) || x <= 0.0f) return 0ull;
+    if (x >= 18446744073709551616.0f) return 0xFFFFFFFFFFFFFFFFull;
+    return (vy_u64)x;
+}
+VY_FN vy_i64 vy_f2l(float x) {
+    if (vy_isnan(x)) return 0;
+    if (x <= -9223372036854775808.0f) return VY_I64_MIN;
+    if (x >= 9223372036854775808.0f) return VY_I64_MAX;
+    return (vy_i64)x;
+}
+"""
+
+# 16-bit floats: values are their bits; integer-only conversions, the same on every target
+PRELUDE16 = r"""
+VY_FN float vy_h2f(vy_u16 h) {      // exact; NaN -> canonical NaN
+    uint s = ((uint)h & 0x8000u) << 16;
+    uint e = ((uint)h >> 10) & 0x1Fu;
+    uint m = (uint)h & 0x3FFu;
+    if (e == 0x1Fu) return VY_U2F(m != 0u ? VY_NAN_BITS : (s | 0x7F800000u));
+    if (e == 0u) {
+        if (m == 0u) return VY_U2F(s);
+        uint sh = (uint)VY_CLZ(m) - 21u;           // normalise the subnormal (an f32 normal)
+        return VY_U2F(s | ((113u - sh) << 23) | (((m << sh) & 0x3FFu) << 13));
+    }
+    return VY_U2F(s | ((e + 112u) << 23) | (m << 13));
+}
+VY_FN vy_u16 vy_f2h(float f) {      // round to nearest even; NaN -> 0x7E00; f32 subnormal -> 0
+    uint x = VY_F2U(f);
+    uint s = (x >> 16) & 0x8000u;
+    uint a = x & 0x7FFFFFFFu;
+    if (a > 0x7F800000u) return (vy_u16)0x7E00u;
+    if (a >= 0x477FF000u) return (vy_u16)(s | 0x7C00u);
+    if (a >= 0x38800000u) {
+        uint r = a - 0x38000000u;
+        r = r + 0x0FFFu + ((r >> 13) & 1u);
+        return (vy_u16)(s | (r >> 13));
+    }
+    if (a < 0x33000000u) return (vy_u16)s;
+    uint e = a >> 23;
+    uint m = (a & 0x7FFFFFu) | 0x800000u;
+    uint sh = 126u - e;
+    uint q = m >> sh;
+    uint rem = m & ((1u << sh) - 1u);
+    uint hf = 1u << (sh - 1u);
+    if (rem > hf || (rem == hf && (q & 1u) != 0u)) q += 1u;
+    return (vy_u16)(s | q);
+}
+VY_FN float vy_bf2f(vy_u16 h) { return VY_U2F((uint)h << 16); }   // exact; canonicalised where used
+VY_FN vy_u16 vy_f2bf(float f) {     // round to nearest even; NaN -> 0x7FC0; subnormal -> 0
+    uint x = VY_F2U(f);
+    if ((x & 0x7FFFFFFFu) > 0x7F800000u) return (vy_u16)0x7FC0u;
+    if ((x & 0x7F800000u) == 0u) x &= 0x80000000u;
+    return (vy_u16)((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
+}
+VY_FN vy_u16 vy_mag2bf(vy_u64 m, uint sign) {   // an integer magnitude, rounded once to bf16
+    if (m == 0ull) return (vy_u16)sign;
+    uint n = 64u - (uint)VY_CLZ64(m);
+    if (n <= 8u) return (vy_u16)(sign | ((126u + n) << 7) | (((uint)m << (8u - n)) & 0x7Fu));
+    uint sh = n - 8u;
+    vy_u64 q = m >> sh;
+    vy_u64 rem = m & ((1ull << sh) - 1ull);
+    vy_u64 hf = 1ull << (sh - 1u);
+    if (rem > hf || (rem == hf && (q & 1ull) != 0ull)) q += 1ull;
+    uint e = 134u + sh;
+    if (q == 256ull) { q = 128ull; e += 1u; }
+    return (vy_u16)(sign | (e << 7) | ((uint)q & 0x7Fu));
+}
 """
 
 
@@ -186,9 +302,12 @@ class _Emitter:
         self.lines.append("    " * self.indent + line)
 
     def fresh(self, t: DataType, value: str) -> str:
+        return self.fresh_c(CT[t], value)
+
+    def fresh_c(self, ctype: str, value: str) -> str:
         self.tmp += 1
         name = f"t{self.tmp}"
-        self.out(f"const {CT[t]} {name} = {value};")
+        self.out(f"const {ctype} {name} = {value};")
         return name
 
     def lookup(self, name: str) -> DataType:
@@ -202,13 +321,15 @@ class _Emitter:
 
     def count(self, buffer: str) -> str:
         decl = self.program.buffer(buffer)
-        if decl.is_workgroup:
+        if not decl.is_bound:
             return f"{decl.count}u"
         return f"n_{buffer}"
 
     def ptr(self, buffer: str) -> str:
         decl = self.program.buffer(buffer)
-        return f"w_{buffer}" if decl.is_workgroup else f"b_{buffer}"
+        if decl.is_workgroup:
+            return f"w_{buffer}"
+        return f"l_{buffer}" if decl.is_local else f"b_{buffer}"
 
     # ---- f32 canonicalisation where it is observable (vyre.lower.floats) ---------------
     def operand(self, v: str, f: Flags, hardware: bool) -> str:
@@ -232,13 +353,18 @@ class _Emitter:
         if isinstance(e, E.Spec):  # drivers specialize first; a leftover takes its default
             return self.expr(E.Lit(e.dtype, e.bits))
         if isinstance(e, E.Lit):
-            if e.dtype is DataType.U32:
-                return f"{e.bits}u", e.dtype, CANON
-            if e.dtype is DataType.I32:
-                return f"((int){e.bits}u)", e.dtype, CANON
-            if e.dtype is DataType.F32:
-                return f"VY_U2F(0x{e.bits:08X}u)", e.dtype, CANON
-            return ("true" if e.bits else "false"), e.dtype, CANON
+            t = e.dtype
+            if t is DataType.U32:
+                return f"{e.bits}u", t, CANON
+            if t is DataType.I32:
+                return f"((int){e.bits}u)", t, CANON
+            if t is DataType.F32:
+                return f"VY_U2F(0x{e.bits:08X}u)", t, CANON
+            if t.is_wide:
+                return f"(({CT[t]})0x{e.bits:016X}ull)", t, CANON
+            if t.is_half:
+                return f"((vy_u16)0x{e.bits:04X}u)", t, CANON
+            return ("true" if e.bits else "false"), t, CANON
         if isinstance(e, E.Var):
             t = self.lookup(e.name)
             return f"v_{e.name}", t, self.vars.get(e.name, CANON) if t is DataType.F32 else CANON
@@ -255,11 +381,12 @@ class _Emitter:
                 return self.from_word(word, t), t, RAW if t is DataType.F32 else CANON
             loaded = (FLUSHED if e.buffer in self.flushed else RAW) if t is DataType.F32 else CANON
             i, _, _ = self.expr(e.index)
+            st = ST[t.size]
             if self.ranges.in_bounds(e.buffer, e.index):
-                word = self.fresh(DataType.U32, f"{self.ptr(e.buffer)}[{i}]")
+                word = self.fresh_c(st, f"{self.ptr(e.buffer)}[{i}]")
             else:
-                word = self.fresh(DataType.U32, f"({i} < {self.count(e.buffer)}) ? {self.ptr(e.buffer)}[{i}] : 0u")
-            return self.from_word(word, t), t, loaded
+                word = self.fresh_c(st, f"({i} < {self.count(e.buffer)}) ? {self.ptr(e.buffer)}[{i}] : ({st})0")
+            return self.from_word(word, t), t.value_type, loaded
         if isinstance(e, E.Bin):
             return self.binary(e)
         if isinstance(e, E.Un):
@@ -276,17 +403,26 @@ class _Emitter:
             return self.cast(e)
         if isinstance(e, E.Bitcast):
             v, t, f = self.expr(e.value)
-            if e.dtype is t:
-                return v, t, f
-            if e.dtype is DataType.F32:
-                return self.fresh(e.dtype, f"VY_U2F((uint){v})"), e.dtype, RAW
+            d = e.dtype
+            if d is t or (t.is_half and d.is_half):
+                return v, d, f
+            if d is DataType.F32:
+                return self.fresh(d, f"VY_U2F((uint){v})"), d, RAW
             if t is DataType.F32:
-                return self.fresh(e.dtype, f"({CT[e.dtype]})VY_F2U({self.observed(v, f)})"), e.dtype, CANON
-            return self.fresh(e.dtype, f"({CT[e.dtype]}){v}"), e.dtype, CANON
+                return self.fresh(d, f"({CT[d]})VY_F2U({self.observed(v, f)})"), d, CANON
+            if d.is_half:
+                return self.fresh(d, f"(vy_u16)((uint){v} & 0xFFFFu)"), d, CANON
+            return self.fresh(d, f"({CT[d]}){v}"), d, CANON
         if isinstance(e, E.Fma):
-            a, b, c = (self.operand(v, f, False) for v, _, f in (self.expr(x) for x in (e.a, e.b, e.c)))
-            return self.fresh(DataType.F32, f"{fn['fma']}({a}, {b}, {c})"), DataType.F32, \
-                result_flags(self.hw, rounded=True, hardware=False)
+            parts = [self.expr(x) for x in (e.a, e.b, e.c)]
+            t = parts[0][1]
+            if t.is_half:
+                parts = [self.widen(v, t) for v, _, _ in parts]
+            a, b, c = (self.operand(v, f, False) for v, _, f in parts)
+            r = self.fresh(DataType.F32, f"{fn['fma']}({a}, {b}, {c})")
+            if t.is_half:
+                return self.narrow(r, t), t, CANON
+            return r, DataType.F32, result_flags(self.hw, rounded=True, hardware=False)
         if isinstance(e, E.Atomic):
             return self.atomic(e)
         if isinstance(e, E.Subgroup):
@@ -310,21 +446,39 @@ class _Emitter:
         return self.fresh(rt, self.d.subgroup(e.op, CT[rt], v, lane, lin)), rt, flags
 
     def from_word(self, word: str, t: DataType) -> str:
-        if t is DataType.U32:
+        """A stored element of type ``t`` as its value (narrow integers widen)."""
+        if t in (DataType.U32, DataType.U64) or t.is_half:
             return word
-        if t is DataType.I32:
-            return self.fresh(t, f"(int){word}")
         if t is DataType.F32:
             return self.fresh(t, f"VY_U2F({word})")
-        return self.fresh(t, f"{word} != 0u")
+        if t is DataType.BOOL:
+            return self.fresh(t, f"{word} != 0u")
+        if t in (DataType.U8, DataType.U16):
+            return self.fresh(DataType.U32, f"(uint){word}")
+        if t in (DataType.I8, DataType.I16):
+            return self.fresh(DataType.I32, f"(int)(vy_i{t.bits}){word}")
+        return self.fresh(t, f"({CT[t]}){word}")
 
     @staticmethod
-    def to_word(v: str, t: DataType) -> str:
+    def to_word(v: str, t: DataType, stored: DataType | None = None) -> str:
+        """A value of type ``t`` as an element of type ``stored`` (narrow stores keep the
+        low bits)."""
+        st = ST[(stored or t).size]
         if t is DataType.F32:
             return f"VY_F2U({v})"
         if t is DataType.BOOL:
             return f"({v} ? 1u : 0u)"
-        return f"(uint){v}"
+        return f"({st}){v}"
+
+    # ---- 16-bit floats: exact widening to f32, one rounding back -----------------------
+    def widen(self, v: str, t: DataType) -> tuple[str, DataType, Flags]:
+        if t is DataType.F16:   # never subnormal as f32; NaN canonical
+            return self.fresh(DataType.F32, f"vy_h2f({v})"), DataType.F32, CANON
+        return self.fresh(DataType.F32, f"vy_bf2f({v})"), DataType.F32, Flags(False, True, True)
+
+    def narrow(self, v: str, t: DataType) -> str:
+        """Round an f32 result once (the helpers canonicalise NaN and flush subnormals)."""
+        return self.fresh(t, f"{'vy_f2h' if t is DataType.F16 else 'vy_f2bf'}({v})")
 
     def binary(self, e: E.Bin) -> tuple[str, DataType, Flags]:
         a, ta, fa = self.expr(e.left)
@@ -337,52 +491,76 @@ class _Emitter:
             return fresh(f"{a} {sym} {b}"), rt, CANON
         cmp = {BinOp.EQ: "==", BinOp.NE: "!=", BinOp.LT: "<", BinOp.GT: ">", BinOp.LE: "<=",
                BinOp.GE: ">="}
+        if ta.is_half:   # widen exactly, the f32 operation, round once
+            (a, _, fa), (b, _, fb) = self.widen(a, ta), self.widen(b, ta)
+            r, _, _ = self.float_bin(e, op, a, fa, b, fb, DataType.BOOL if op in cmp else DataType.F32)
+            return (r, rt, CANON) if op in cmp else (self.narrow(r, ta), rt, CANON)
         if ta is DataType.F32:
-            hardware = op in HW_FTZ_BIN
-            a, b = self.operand(a, fa, hardware), self.operand(b, fb, hardware)
-            if op in cmp:
-                return fresh(f"{a} {cmp[op]} {b}"), rt, CANON
-            f = self.d.fn
-            body = {BinOp.ADD: f"VY_FADD({a}, {b})", BinOp.SUB: f"VY_FSUB({a}, {b})",
-                    BinOp.MUL: f"VY_FMUL({a}, {b})", BinOp.DIV: f"VY_FDIV({a}, {b})",
-                    BinOp.MOD: f"{f['fmod']}({a}, {b})",
-                    BinOp.MIN: f"vy_fmin({a}, {b})", BinOp.MAX: f"vy_fmax({a}, {b})",
-                    BinOp.ABS_DIFF: f"{f['fabs']}(VY_FSUB({a}, {b}))"}[op]
-            return fresh(body), rt, self._flags(e, fa, fb)
+            return self.float_bin(e, op, a, fa, b, fb, rt)
         if op in cmp:
             return fresh(f"{a} {cmp[op]} {b}"), rt, CANON
+        wide = ta.is_wide
+        ut = UT[ta]
         if op in (BinOp.SHL, BinOp.SHR, BinOp.ROTATE_LEFT, BinOp.ROTATE_RIGHT):
-            s = f"((uint){b} & 31u)"
+            s = f"((uint){b} & {ta.bits - 1}u)"
             if op is BinOp.SHR:
-                return fresh(f"{a} >> {s}"), rt, CANON  # i32: arithmetic shift
-            ua = f"(uint){a}"
-            body = {BinOp.SHL: f"{ua} << {s}", BinOp.ROTATE_LEFT: f"vy_rotl({ua}, {s})",
-                    BinOp.ROTATE_RIGHT: f"vy_rotr({ua}, {s})"}[op]
+                return fresh(f"{a} >> {s}"), rt, CANON  # signed: arithmetic shift
+            ua = f"({ut}){a}"
+            sfx = "64" if wide else ""
+            body = {BinOp.SHL: f"{ua} << {s}", BinOp.ROTATE_LEFT: f"vy_rotl{sfx}({ua}, {s})",
+                    BinOp.ROTATE_RIGHT: f"vy_rotr{sfx}({ua}, {s})"}[op]
             return fresh(f"({CT[rt]})({body})"), rt, CANON
-        signed = ta is DataType.I32
-        if not signed:
+        if not ta.is_signed:
+            top = "0xFFFFFFFFFFFFFFFFull" if wide else "0u"
+            sfx = "64" if wide else ""
             body = {BinOp.ADD: f"{a} + {b}", BinOp.SUB: f"{a} - {b}", BinOp.MUL: f"{a} * {b}",
-                    BinOp.DIV: f"vy_udiv({a}, {b})", BinOp.MOD: f"vy_umod({a}, {b})",
+                    BinOp.DIV: f"vy_udiv{sfx}({a}, {b})", BinOp.MOD: f"vy_umod{sfx}({a}, {b})",
                     BinOp.BITAND: f"{a} & {b}", BinOp.BITOR: f"{a} | {b}", BinOp.BITXOR: f"{a} ^ {b}",
                     BinOp.MIN: f"{a} < {b} ? {a} : {b}", BinOp.MAX: f"{a} > {b} ? {a} : {b}",
                     BinOp.ABS_DIFF: f"{a} > {b} ? {a} - {b} : {b} - {a}",
-                    BinOp.SATURATING_ADD: f"vy_usat_add({a}, {b})",
-                    BinOp.SATURATING_SUB: f"{a} > {b} ? {a} - {b} : 0u",
-                    BinOp.SATURATING_MUL: f"vy_usat_mul({a}, {b})",
-                    BinOp.MUL_HIGH: f"(uint)(((vy_u64){a} * (vy_u64){b}) >> 32)"}[op]
+                    BinOp.SATURATING_ADD: f"vy_usat_add{sfx}({a}, {b})",
+                    BinOp.SATURATING_SUB: f"{a} > {b} ? {a} - {b} : {'0ull' if wide else top}",
+                    BinOp.SATURATING_MUL: f"vy_usat_mul{sfx}({a}, {b})",
+                    BinOp.MUL_HIGH: f"VY_UMULHI64({a}, {b})" if wide else
+                    f"(uint)(((vy_u64){a} * (vy_u64){b}) >> 32)"}[op]
             return fresh(body), rt, CANON
-        ua, ub = f"(uint){a}", f"(uint){b}"
-        body = {BinOp.ADD: f"(int)({ua} + {ub})", BinOp.SUB: f"(int)({ua} - {ub})",
-                BinOp.MUL: f"(int)({ua} * {ub})", BinOp.DIV: f"vy_idiv({a}, {b}, vy_ctl)",
-                BinOp.MOD: f"vy_imod({a}, {b}, vy_ctl)", BinOp.BITAND: f"{a} & {b}",
-                BinOp.BITOR: f"{a} | {b}", BinOp.BITXOR: f"{a} ^ {b}",
-                BinOp.MIN: f"{a} < {b} ? {a} : {b}", BinOp.MAX: f"{a} > {b} ? {a} : {b}",
-                BinOp.ABS_DIFF: f"(int)({a} > {b} ? {ua} - {ub} : {ub} - {ua})",
-                BinOp.SATURATING_ADD: f"vy_isat((vy_i64){a} + (vy_i64){b})",
-                BinOp.SATURATING_SUB: f"vy_isat((vy_i64){a} - (vy_i64){b})",
-                BinOp.SATURATING_MUL: f"vy_isat((vy_i64){a} * (vy_i64){b})",
-                BinOp.MUL_HIGH: f"(int)(((vy_i64){a} * (vy_i64){b}) >> 32)"}[op]
-        return fresh(body), rt, CANON
+        ct = CT[ta]
+        ua, ub = f"({ut}){a}", f"({ut}){b}"
+        if wide:
+            body = {BinOp.DIV: f"vy_idiv64({a}, {b}, vy_ctl)", BinOp.MOD: f"vy_imod64({a}, {b}, vy_ctl)",
+                    BinOp.SATURATING_ADD: f"vy_isat_add64({a}, {b})",
+                    BinOp.SATURATING_SUB: f"vy_isat_sub64({a}, {b})",
+                    BinOp.SATURATING_MUL: f"vy_isat_mul64({a}, {b})",
+                    BinOp.MUL_HIGH: f"VY_SMULHI64({a}, {b})"}
+        else:
+            body = {BinOp.DIV: f"vy_idiv({a}, {b}, vy_ctl)", BinOp.MOD: f"vy_imod({a}, {b}, vy_ctl)",
+                    BinOp.SATURATING_ADD: f"vy_isat((vy_i64){a} + (vy_i64){b})",
+                    BinOp.SATURATING_SUB: f"vy_isat((vy_i64){a} - (vy_i64){b})",
+                    BinOp.SATURATING_MUL: f"vy_isat((vy_i64){a} * (vy_i64){b})",
+                    BinOp.MUL_HIGH: f"(int)(((vy_i64){a} * (vy_i64){b}) >> 32)"}
+        body.update({BinOp.ADD: f"({ct})({ua} + {ub})", BinOp.SUB: f"({ct})({ua} - {ub})",
+                     BinOp.MUL: f"({ct})({ua} * {ub})", BinOp.BITAND: f"{a} & {b}",
+                     BinOp.BITOR: f"{a} | {b}", BinOp.BITXOR: f"{a} ^ {b}",
+                     BinOp.MIN: f"{a} < {b} ? {a} : {b}", BinOp.MAX: f"{a} > {b} ? {a} : {b}",
+                     BinOp.ABS_DIFF: f"({ct})({a} > {b} ? {ua} - {ub} : {ub} - {ua})"})
+        return fresh(body[op]), rt, CANON
+
+    def float_bin(self, e: E.Bin, op: BinOp, a: str, fa: Flags, b: str, fb: Flags,
+                  rt: DataType) -> tuple[str, DataType, Flags]:
+        """An f32 binary operation on lowered operands (`vyre.lower.floats` decides flushes)."""
+        hardware = op in HW_FTZ_BIN
+        a, b = self.operand(a, fa, hardware), self.operand(b, fb, hardware)
+        cmp = {BinOp.EQ: "==", BinOp.NE: "!=", BinOp.LT: "<", BinOp.GT: ">", BinOp.LE: "<=",
+               BinOp.GE: ">="}
+        if op in cmp:
+            return self.fresh(DataType.BOOL, f"{a} {cmp[op]} {b}"), DataType.BOOL, CANON
+        f = self.d.fn
+        body = {BinOp.ADD: f"VY_FADD({a}, {b})", BinOp.SUB: f"VY_FSUB({a}, {b})",
+                BinOp.MUL: f"VY_FMUL({a}, {b})", BinOp.DIV: f"VY_FDIV({a}, {b})",
+                BinOp.MOD: f"{f['fmod']}({a}, {b})",
+                BinOp.MIN: f"vy_fmin({a}, {b})", BinOp.MAX: f"vy_fmax({a}, {b})",
+                BinOp.ABS_DIFF: f"{f['fabs']}(VY_FSUB({a}, {b}))"}[op]
+        return self.fresh(DataType.F32, body), DataType.F32, self._flags(e, fa, fb)
 
     def _flags(self, e: E.Expr, *operands: Flags) -> Flags:
         """The result flags of a float operation (one rule set: vyre.lower.floats)."""
@@ -395,56 +573,95 @@ class _Emitter:
     def unary(self, e: E.Un) -> tuple[str, DataType, Flags]:
         a, t, fa = self.expr(e.operand)
         rt = un_result(e.op, t)
-        op, f = e.op, self.d.fn
         if t is DataType.BOOL:
             return self.fresh(rt, f"!{a}"), rt, CANON
+        if t.is_half:
+            w, _, fw = self.widen(a, t)
+            r, _, _ = self.float_un(e, w, fw, DataType.F32 if rt is t else rt)
+            return (self.narrow(r, t) if rt is t else r), rt, CANON
         if t is DataType.F32:
-            if op is UnOp.IS_NAN:
-                return self.fresh(rt, f"vy_isnan({a})"), rt, CANON
-            if op is UnOp.IS_INF:
-                return self.fresh(rt, f"vy_isinf({a})"), rt, CANON
-            if op is UnOp.IS_FINITE:
-                return self.fresh(rt, f"!vy_isnan({a}) && !vy_isinf({a})"), rt, CANON
-            if op not in (UnOp.TRUNC, UnOp.ROUND):  # those give the flushed answer anyway
-                a = self.operand(a, fa, op in HW_FTZ_UN)
-            body = {UnOp.NEGATE: f"-{a}", UnOp.ABS: f"{f['fabs']}({a})", UnOp.SQRT: f"{f['sqrt']}({a})",
-                    UnOp.FLOOR: f"vy_floor({a})", UnOp.CEIL: f"vy_ceil({a})",
-                    UnOp.TRUNC: f"vy_trunc({a})", UnOp.ROUND: f"vy_fround({a})",
-                    UnOp.SIGN: f"vy_fsign({a})", UnOp.RECIPROCAL: f"VY_FDIV(1.0f, {a})"}.get(op)
-            if body is None:
-                body = f"{f[op.value]}({a})"
-            return self.fresh(rt, body), rt, self._flags(e, fa)
-        u = f"(uint){a}"
+            return self.float_un(e, a, fa, rt)
+        op, f = e.op, self.d.fn
+        ct, ut = CT[t], UT[t]
+        wide = t.is_wide
+        u = f"({ut}){a}"
         if op is UnOp.NEGATE:
-            return self.fresh(rt, f"({CT[t]})(0u - {u})"), rt, CANON
+            return self.fresh(rt, f"({ct})({'0ull' if wide else '0u'} - {u})"), rt, CANON
         if op is UnOp.BITNOT:
             return self.fresh(rt, f"~{a}"), rt, CANON
         if op is UnOp.ABS:
-            return self.fresh(rt, a if t is DataType.U32 else f"{a} < 0 ? (int)(0u - {u}) : {a}"), rt, CANON
+            return self.fresh(rt, a if not t.is_signed else
+                              f"{a} < 0 ? ({ct})({'0ull' if wide else '0u'} - {u}) : {a}"), rt, CANON
         if op is UnOp.SIGN:
-            body = f"{a} != 0u ? 1u : 0u" if t is DataType.U32 else f"{a} > 0 ? 1 : ({a} < 0 ? -1 : 0)"
+            body = f"{a} != 0 ? ({ct})1 : ({ct})0" if not t.is_signed else \
+                f"{a} > 0 ? ({ct})1 : ({a} < 0 ? ({ct})-1 : ({ct})0)"
             return self.fresh(rt, body), rt, CANON
-        body = {UnOp.POPCOUNT: f"(uint){f['popcount']}({u})", UnOp.CLZ: f"(uint){f['clz']}({u})",
-                UnOp.CTZ: f"vy_ctz({u})", UnOp.REVERSE_BITS: f"{f['brev']}({u})"}[op]
-        return self.fresh(rt, f"({CT[t]}){body}"), rt, CANON
+        if wide:
+            body = {UnOp.POPCOUNT: f"(vy_u64)VY_POPC64({u})", UnOp.CLZ: f"(vy_u64)VY_CLZ64({u})",
+                    UnOp.CTZ: f"vy_ctz64({u})", UnOp.REVERSE_BITS: f"vy_brev64({u})",
+                    UnOp.BYTE_SWAP: f"vy_bswap64({u})"}[op]
+        else:
+            body = {UnOp.POPCOUNT: f"(uint){f['popcount']}({u})", UnOp.CLZ: f"(uint){f['clz']}({u})",
+                    UnOp.CTZ: f"vy_ctz({u})", UnOp.REVERSE_BITS: f"{f['brev']}({u})",
+                    UnOp.BYTE_SWAP: f"vy_bswap({u})"}[op]
+        return self.fresh(rt, f"({ct}){body}"), rt, CANON
+
+    def float_un(self, e: E.Un, a: str, fa: Flags, rt: DataType) -> tuple[str, DataType, Flags]:
+        """An f32 unary operation on a lowered operand."""
+        op, f = e.op, self.d.fn
+        if op is UnOp.IS_NAN:
+            return self.fresh(rt, f"vy_isnan({a})"), rt, CANON
+        if op is UnOp.IS_INF:
+            return self.fresh(rt, f"vy_isinf({a})"), rt, CANON
+        if op is UnOp.IS_FINITE:
+            return self.fresh(rt, f"!vy_isnan({a}) && !vy_isinf({a})"), rt, CANON
+        if op not in (UnOp.TRUNC, UnOp.ROUND):  # those give the flushed answer anyway
+            a = self.operand(a, fa, op in HW_FTZ_UN)
+        body = {UnOp.NEGATE: f"-{a}", UnOp.ABS: f"{f['fabs']}({a})", UnOp.SQRT: f"{f['sqrt']}({a})",
+                UnOp.FLOOR: f"vy_floor({a})", UnOp.CEIL: f"vy_ceil({a})",
+                UnOp.TRUNC: f"vy_trunc({a})", UnOp.ROUND: f"vy_fround({a})",
+                UnOp.SIGN: f"vy_fsign({a})", UnOp.RECIPROCAL: f"VY_FDIV(1.0f, {a})"}.get(op)
+        if body is None:
+            body = f"{f[op.value]}({a})"
+        return self.fresh(DataType.F32, body), DataType.F32, self._flags(e, fa)
 
     def cast(self, e: E.Cast) -> tuple[str, DataType, Flags]:
         v, t, f = self.expr(e.value)
         d = e.dtype
         if d is t:
             return v, t, f
+        if t.is_half:   # through its exact f32 value
+            if d.is_half:
+                w, _, fw = self.widen(v, t)
+                return self.narrow(self.operand(w, fw, False), d), d, CANON
+            v, t, f = self.widen(v, t)
+            if d is DataType.F32:
+                return v, d, f
         if d is DataType.BOOL:
             if t is DataType.F32:
                 return self.fresh(d, f"{self.operand(v, f, True)} != 0.0f"), d, CANON
             return self.fresh(d, f"{v} != 0"), d, CANON
         if t is DataType.BOOL:
-            one, zero = {DataType.U32: ("1u", "0u"), DataType.I32: ("1", "0"),
-                         DataType.F32: ("1.0f", "0.0f")}[d]
+            if d.is_half:
+                return self.fresh(d, f"{v} ? (vy_u16)0x{0x3C00 if d is DataType.F16 else 0x3F80:04X}u : (vy_u16)0u"), d, CANON
+            one, zero = ("1.0f", "0.0f") if d is DataType.F32 else (f"({CT[d]})1", f"({CT[d]})0")
             return self.fresh(d, f"{v} ? {one} : {zero}"), d, CANON
-        if d is DataType.F32:
-            return self.fresh(d, f"{self.d.fn['u2f' if t is DataType.U32 else 'i2f']}({v})"), d, CANON
+        if d.is_half and t is DataType.F32:
+            return self.narrow(self.operand(v, f, False), d), d, CANON
+        if d is DataType.BF16:   # an integer, rounded once
+            if t.is_signed:
+                m = f"({v} < 0 ? (vy_u64)0ull - (vy_u64)(vy_i64){v} : (vy_u64)(vy_i64){v})"
+                return self.fresh(d, f"vy_mag2bf({m}, {v} < 0 ? 0x8000u : 0u)"), d, CANON
+            return self.fresh(d, f"vy_mag2bf((vy_u64){v}, 0u)"), d, CANON
+        if d is DataType.F32 or d is DataType.F16:
+            key = {DataType.U32: "u2f", DataType.I32: "i2f"}.get(t)
+            conv = f"{self.d.fn[key]}({v})" if key else f"{'VY_U64_F' if t is DataType.U64 else 'VY_I64_F'}({v})"
+            r = self.fresh(DataType.F32, conv)
+            return (r, d, CANON) if d is DataType.F32 else (self.narrow(r, d), d, CANON)
         if t is DataType.F32:  # truncation toward zero: a subnormal gives 0 either way
-            return self.fresh(d, f"{'vy_f2u' if d is DataType.U32 else 'vy_f2i'}({v})"), d, CANON
+            fn = {DataType.U32: "vy_f2u", DataType.I32: "vy_f2i", DataType.U64: "vy_f2ul",
+                  DataType.I64: "vy_f2l"}[d]
+            return self.fresh(d, f"{fn}({v})"), d, CANON
         return self.fresh(d, f"({CT[d]}){v}"), d, CANON
 
     def atomic(self, e: E.Atomic) -> tuple[str, DataType, Flags]:
@@ -452,11 +669,12 @@ class _Emitter:
         v, t, _ = self.expr(e.value)
         x = self.expr(e.expected)[0] if e.expected is not None else None
         decl = self.program.buffer(e.buffer)
-        signed = t is DataType.I32
-        cast_t = "int" if signed else "uint"
+        signed = t.is_signed
+        cast_t = CT[t]
         ptr_t = self.d.local_ptr if decl.is_workgroup else self.d.global_ptr
         ptr = f"({ptr_t.format(t=cast_t)})&{self.ptr(e.buffer)}[{i}]"
-        call = self.d.atomic(e.op, ptr, f"({cast_t}){v}", None if x is None else f"({cast_t}){x}", signed)
+        call = self.d.atomic(e.op, ptr, f"({cast_t}){v}", None if x is None else f"({cast_t}){x}",
+                             signed, t.is_wide)
         if self.ranges.in_bounds(e.buffer, e.index):
             return self.fresh(t, f"({CT[t]}){call}"), t, CANON
         return self.fresh(t, f"({i} < {self.count(e.buffer)}) ? ({CT[t]}){call} : ({CT[t]})0"), t, CANON
@@ -522,7 +740,7 @@ class _Emitter:
             v, t, f = self.expr(n.value)
             if t is DataType.F32:  # bits kept, or flushed into memory whose bits nobody sees
                 v = self.operand(v, f, False) if n.buffer in self.flushed else self.observed(v, f)
-            word = self.to_word(v, t)
+            word = self.to_word(v, t, self.program.buffer(n.buffer).dtype)
             if self.ranges.in_bounds(n.buffer, n.index):
                 self.out(f"{self.ptr(n.buffer)}[{i}] = {word};")
             else:
@@ -552,6 +770,30 @@ class _Emitter:
             self.ranges.env = saved
             self.close()
             self.scope.pop()
+        elif isinstance(n, N.While):
+            self.tmp += 1
+            count = f"vy_w{self.tmp}"
+            ct = "uint" if n.max_iterations <= 0xFFFFFFFF else "vy_u64"
+            self.open("")
+            self.out(f"{ct} {count} = 0u;")
+            self.open("for (;;)")
+            c, _, _ = self.expr(n.cond)
+            self.out(f"if (!{c}) break;")
+            self.out(f"if ({count} == {n.max_iterations}u) {{ VY_ERR(vy_ctl, {ERR_LOOP_LIMIT}u); break; }}")
+            self.out(f"{count}++;")
+            if self.cancel:
+                self.out("if ((++vy_trips & 1023u) == 0u && VY_CANCELLED(vy_ctl)) return;")
+            saved = dict(self.ranges.env)
+            self.block(n.body, guarded or (self.alive and _contains_return(n)))
+            self.ranges.env = saved
+            self.close()
+            self.close()
+        elif isinstance(n, N.Break):
+            self.out("break;")
+        elif isinstance(n, N.Continue):
+            self.out("continue;")
+        elif isinstance(n, N.IndirectDispatch):
+            pass  # the engine reads the grid before launching this phase
         elif isinstance(n, N.Block | N.Region):
             self.open("")
             self.block(n.body, guarded)
@@ -573,21 +815,25 @@ class _Emitter:
         self.ranges.env = {}
         self.alive = self.plan.has_barrier and any(isinstance(n, N.Return) for n in N.walk_nodes(body))
         self.cancel = bool(self.plan.cancel_checked and self.plan.cancel_checked[index])
-        params = [f"{self.d.readonly_param if not b.writable else self.d.global_param} b_{b.name}"
-                  for b in self.plan.bound]
+        params = [(self.d.readonly_param if not b.writable else self.d.global_param).format(t=ST[b.dtype.size])
+                  + f" b_{b.name}" for b in self.plan.bound]
         params += [f"uint n_{b.name}" for b in self.plan.bound]
         if self.plan.vector > 1:
             params.append("uint vy_gx")
-        params.append(f"{self.d.global_param} vy_ctl")
+        params.append(self.d.global_param.format(t="uint") + " vy_ctl")
         for w in self.plan.workgroup:
-            self.out(self.d.local_array.format(name=f"w_{w.name}", count=w.count))
+            self.out(self.d.local_array.format(t=ST[w.dtype.size], name=f"w_{w.name}", count=w.count))
+        for loc in self.program.local_buffers:   # per invocation, zeroed in every phase
+            self.out(f"{ST[loc.dtype.size]} l_{loc.name}[{loc.count}];")
+            self.out(f"for (uint z = 0u; z < {loc.count}u; z++) l_{loc.name}[z] = ({ST[loc.dtype.size]})0;")
         if self.plan.workgroup:
             wx, wy, wz = self.program.workgroup_size
             lin = (f"({self.d.builtin(Builtin.LID, 0)} + {wx}u * ({self.d.builtin(Builtin.LID, 1)} "
                    f"+ {wy}u * {self.d.builtin(Builtin.LID, 2)}))")
             self.out(f"const uint vy_lin = {lin};")
             for w in self.plan.workgroup:
-                self.out(f"for (uint z = vy_lin; z < {w.count}u; z += {wx * wy * wz}u) w_{w.name}[z] = 0u;")
+                self.out(f"for (uint z = vy_lin; z < {w.count}u; z += {wx * wy * wz}u) "
+                         f"w_{w.name}[z] = ({ST[w.dtype.size]})0;")
             self.out(self.d.barrier)
         if self.alive:
             self.out("bool vy_alive = true;")
@@ -666,7 +912,13 @@ def _contains_barrier(n: N.Node) -> bool:
 
 
 def emit_source(plan: KernelPlan, dialect: Dialect) -> str:
-    """Complete target source: header, shared prelude, one kernel per phase."""
+    """Complete target source: header, shared prelude (plus the 64-bit and 16-bit float
+    helpers when the program uses those types), one kernel per phase."""
     em = _Emitter(plan, dialect)
     kernels = [em.kernel(i, body) for i, body in enumerate(plan.phases)]
-    return "\n".join([dialect.header, PRELUDE, *kernels])
+    preludes = [dialect.header, PRELUDE]
+    if plan.uses_wide or plan.uses_half:
+        preludes.append(PRELUDE64)
+    if plan.uses_half:
+        preludes.append(PRELUDE16)
+    return "\n".join([*preludes, *kernels])

@@ -2,7 +2,8 @@
 validated Program before printing target source.
 
 A plan fixes the kernel ABI (bound buffers in binding order, one u32 element count per bound
-buffer, then the dispatch's control block ``vy_ctl``: word 0 is the i32-division error flag,
+buffer, then the dispatch's control block ``vy_ctl``: word 0 holds the error bits
+(`vyre.driver.errors.CTL_ERRORS`: a signed division fault, a while loop over its cap),
 word 1 the cancel flag the engine raises on a timeout), the phases (top-level grid_sync splits the program
 into kernels launched in sequence), the workgroup arrays, and whether an invocation can end
 early in a program with barriers (then it must keep reaching barriers: the "alive" scheme).
@@ -15,7 +16,9 @@ from dataclasses import dataclass
 from vyre.ir import expr as E
 from vyre.ir import node as N
 from vyre.ir.program import BufferDecl, Program
-from vyre.ir.types import TRANSCENDENTAL, BinOp, MemoryOrdering
+from vyre.ir.types import TRANSCENDENTAL, BinOp, DataType, MemoryOrdering
+
+from .inline import inline
 
 ENTRY = "vyre_phase_{}"
 
@@ -37,12 +40,17 @@ class KernelPlan:
     vector: int = 1
     vector_loads: frozenset[str] = frozenset()
     vector_stores: frozenset[str] = frozenset()
+    uses_wide: bool = False              # u64/i64 values: the 64-bit helpers are emitted
+    uses_half: bool = False              # f16/bf16 values: the 16-bit float helpers too
+    wide_atomics: bool = False           # 64-bit atomics (a device capability)
+    # per phase: (buffer, word offset) of an indirect_dispatch grid, or None
+    indirect: tuple[tuple[str, int] | None, ...] = ()
 
     @property
     def stoppable(self) -> bool:
         """Every phase that loops polls the cancel word (phases without loops end soon anyway):
         a cancelled dispatch of this plan stops."""
-        return all(checked or not any(isinstance(n, N.Loop) for n in N.walk_nodes(phase))
+        return all(checked or not any(isinstance(n, N.Loop | N.While) for n in N.walk_nodes(phase))
                    for checked, phase in zip(self.cancel_checked, self.phases))
 
     @property
@@ -71,14 +79,17 @@ class KernelPlan:
 class _Facts:
     """What one walk over every expression learns (the plan needs each of these)."""
 
-    division: bool          # any DIV/MOD (an over-approximation of "an i32 division may fail")
+    division: bool          # any DIV/MOD (an over-approximation of "a signed division may fail")
     transcendental: bool
     read: frozenset[str]    # buffers loaded or touched by an atomic
+    types: frozenset[DataType]   # every type a literal, cast, bitcast or buffer names
+    wide_atomics: bool
 
     @staticmethod
     def of(program: Program) -> _Facts:
-        division = tr = False
+        division = tr = wide_atomic = False
         read: set[str] = set()
+        types = {b.dtype for b in program.buffers}
         for e in N.walk_exprs(program.body):
             t = type(e)
             if t is E.Bin:
@@ -87,7 +98,11 @@ class _Facts:
                 tr = tr or e.op in TRANSCENDENTAL
             elif t is E.Load or t is E.Atomic:
                 read.add(e.buffer)
-        return _Facts(division, tr, frozenset(read))
+                if t is E.Atomic and program.buffer(e.buffer).dtype.is_wide:
+                    wide_atomic = True
+            elif t is E.Lit or t is E.Cast or t is E.Bitcast or t is E.Spec:
+                types.add(e.dtype)
+        return _Facts(division, tr, frozenset(read), frozenset(types), wide_atomic)
 
 
 def _fully_written(program: Program, read: frozenset[str]) -> frozenset[str]:
@@ -116,10 +131,13 @@ def _vector_form(program: Program) -> tuple[frozenset[str], frozenset[str]] | No
     workgroup, and a small body. Loads of READ buffers at exactly gid.x become vector loads;
     OUTPUT buffers stored exactly once, unconditionally at top level at gid.x and never read,
     become vector stores. Everything else stays a scalar access of its invocation."""
-    if program.workgroup_buffers or program.workgroup_size[1:] != (1, 1):
+    if program.workgroup_buffers or program.local_buffers or program.workgroup_size[1:] != (1, 1):
+        return None
+    if any(b.dtype.size != 4 for b in program.buffers):   # uint4 = four 32-bit elements
         return None
     nodes = list(N.walk_nodes(program.body))
-    if len(nodes) > MAX_VECTOR_STATEMENTS or any(isinstance(n, N.Barrier | N.Return) for n in nodes):
+    if len(nodes) > MAX_VECTOR_STATEMENTS or \
+            any(isinstance(n, N.Barrier | N.Return | N.While | N.IndirectDispatch) for n in nodes):
         return None
     gx = E.Expr.gid_x()
     loads: set[str] = set()
@@ -142,23 +160,32 @@ def _vector_form(program: Program) -> tuple[frozenset[str], frozenset[str]] | No
 
 def lower(program: Program, vector: bool = False) -> KernelPlan:
     """Plan the kernels of a *validated* program (``vector``: the target can emit the
-    elementwise vector form, see `_vector_form`)."""
+    elementwise vector form, see `_vector_form`). Functions are inlined first
+    (`vyre.lower.inline`): the plan's program has none."""
+    program = inline(program)
     phases: list[list[N.Node]] = [[]]
     for n in program.body:
         if isinstance(n, N.Barrier) and n.ordering is MemoryOrdering.GRID_SYNC:
             phases.append([])
         else:
             phases[-1].append(n)
-    bound = tuple(sorted((b for b in program.buffers if not b.is_workgroup),
+    bound = tuple(sorted((b for b in program.buffers if b.is_bound),
                          key=lambda b: b.binding))
     has_barrier = any(isinstance(n, N.Barrier) and n.ordering is MemoryOrdering.SEQ_CST
                       for n in N.walk_nodes(program.body))
     facts = _Facts.of(program)
     # A kernel can only run long in a loop; where no barrier needs every lane to arrive, its
     # loops poll the cancel word so a timed-out dispatch stops instead of running on.
-    cancel = tuple(any(isinstance(n, N.Loop) for n in N.walk_nodes(p)) and
+    cancel = tuple(any(isinstance(n, N.Loop | N.While) for n in N.walk_nodes(p)) and
                    not any(isinstance(n, N.Barrier) for n in N.walk_nodes(p)) for p in phases)
     form = _vector_form(program) if vector and len(phases) == 1 else None
+    loop_limit = any(isinstance(n, N.While) for n in N.walk_nodes(program.body))
+    indirect = tuple((p[0].buffer, p[0].offset) if p and isinstance(p[0], N.IndirectDispatch) else None
+                     for p in phases)
     return KernelPlan(program, bound, program.workgroup_buffers, tuple(tuple(p) for p in phases),
-                      facts.division, has_barrier, facts.transcendental, _fully_written(program, facts.read), cancel,
-                      4 if form else 1, *(form or (frozenset(), frozenset())))
+                      facts.division or loop_limit, has_barrier, facts.transcendental,
+                      _fully_written(program, facts.read), cancel,
+                      4 if form else 1, *(form or (frozenset(), frozenset())),
+                      uses_wide=any(t.is_wide for t in facts.types),
+                      uses_half=any(t.is_half for t in facts.types),
+                      wide_atomics=facts.wide_atomics, indirect=indirect)

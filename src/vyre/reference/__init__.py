@@ -19,7 +19,13 @@ from vyre.ir.launch import effective_program, input_nbytes, resolve
 from vyre.ir.program import Program
 from vyre.ir.validate import validate
 
-from .interp import MAX_BATCH_LANES, MAX_LOOP_TRIPS, MAX_WORKGROUP_WORDS, Machine
+from .interp import (
+    MAX_BATCH_LANES,
+    MAX_BATCH_LOCAL_BYTES,
+    MAX_LOOP_TRIPS,
+    MAX_WORKGROUP_WORDS,
+    Machine,
+)
 
 __all__ = ["MAX_BATCH_LANES", "MAX_LOOP_TRIPS", "MAX_WORKGROUP_WORDS", "execute", "run"]
 
@@ -44,33 +50,40 @@ def _check(program: Program) -> None:
         raise ValidationError(list(diags))
 
 
-def _raw_words(value: Any, name: str) -> np.ndarray:
-    """The oracle's raw view: any contiguous bytes-like value as little-endian u32 words.
-    (Typed checking of what callers pass is the driver layer's job: `vyre.driver.inputs`.)"""
+def _raw_elements(value: Any, name: str, storage: np.dtype) -> np.ndarray:
+    """The oracle's raw view: any contiguous bytes-like value as little-endian elements of
+    ``storage``. (Typed checking of what callers pass is the driver layer's job:
+    `vyre.driver.inputs`; sizes were checked by `vyre.ir.launch`.)"""
     try:
         raw = np.frombuffer(memoryview(np.ascontiguousarray(value) if isinstance(value, np.ndarray)
                                        else value).cast("B"), dtype=np.uint8)
     except (TypeError, ValueError) as exc:
         raise ExecutionError("inputs", f"{name} is not a contiguous bytes-like object ({exc}).",
                              "pass bytes, bytearray, a contiguous memoryview or a numpy array.") from None
-    if raw.size % 4:
-        raise ExecutionError("inputs", f"{name} has {raw.size} bytes, not a multiple of 4.",
-                             "pass whole 32-bit elements.")
-    return raw.view("<u4")
+    if raw.size % storage.itemsize:
+        raise ExecutionError("inputs", f"{name} has {raw.size} bytes, not a multiple of "
+                             f"{storage.itemsize}.", "pass whole elements.")
+    return raw.view(storage.newbyteorder("<")).astype(storage)
 
 
 def execute(program: Program, launch: Any, memory: dict[str, np.ndarray],
             should_stop: Callable[[], bool] | None = None, subgroup_size: int = 32) -> None:
     """Run a validated, specialized ``program`` over a resolved launch. ``memory`` maps every
-    non-workgroup buffer to its u32 words (``launch`` counts long), updated in place."""
+    bound buffer to its elements (``DataType.storage`` dtype, ``launch`` counts long),
+    updated in place."""
     if program.invocations_per_workgroup % subgroup_size and _uses_subgroups(program):
         raise ExecutionError("inputs", f"workgroup of {program.invocations_per_workgroup} invocations "
                              f"is not a whole number of {subgroup_size}-wide subgroups.",
                              f"use a workgroup size that is a multiple of {subgroup_size}.")
-    if sum(b.count for b in program.workgroup_buffers) > MAX_WORKGROUP_WORDS:
+    if sum(b.count * b.dtype.size for b in program.workgroup_buffers) > 4 * MAX_WORKGROUP_WORDS:
         raise ExecutionError("limit", "workgroup memory over the reference's "
                              f"{MAX_WORKGROUP_WORDS * 4} bytes per workgroup.",
                              "use smaller workgroup buffers.")
+    local = sum(b.count * b.dtype.size for b in program.local_buffers)
+    if local * program.invocations_per_workgroup > MAX_BATCH_LOCAL_BYTES:
+        raise ExecutionError("limit", f"local arrays of {local} bytes per invocation over a "
+                             f"workgroup of {program.invocations_per_workgroup} exceed the reference's "
+                             f"{MAX_BATCH_LOCAL_BYTES} bytes.", "use smaller local arrays or workgroups.")
     Machine(program, launch, memory, should_stop, subgroup_size).run()
 
 
@@ -107,10 +120,9 @@ def run(program: Program, inputs: Sequence[Any], config: Any = None,
     counts = dict(launch.counts)
     memory: dict[str, np.ndarray] = {}
     for decl, value in zip(program.inputs, inputs):
-        words = _raw_words(value, f"input {decl.name!r}").astype(np.uint32)
-        memory[decl.name] = words
+        memory[decl.name] = _raw_elements(value, f"input {decl.name!r}", decl.dtype.storage)
     for decl in program.buffers:
         if decl.access.value == "output":
-            memory[decl.name] = np.zeros(counts[decl.name], dtype=np.uint32)
+            memory[decl.name] = np.zeros(counts[decl.name], dtype=decl.dtype.storage)
     execute(program, launch, memory, should_stop, subgroup_size)
-    return [memory[b.name].astype("<u4").tobytes() for b in program.outputs]
+    return [memory[b.name].astype(b.dtype.storage.newbyteorder("<")).tobytes() for b in program.outputs]

@@ -28,15 +28,19 @@ from vyre.ir.errors import ExecutionError
 from vyre.ir.launch import Launch
 from vyre.ir.program import Program
 from vyre.ir.typecheck import bin_result, un_result
-from vyre.ir.types import AtomicOp, BinOp, Builtin, DataType, MemoryOrdering, SubgroupOp
+from vyre.ir.types import AtomicOp, Builtin, DataType, MemoryOrdering, SubgroupOp
 
 from . import semantics as S
 
+MAX_INDIRECT_AXIS = 2**31 - 1
 MAX_LOOP_TRIPS = 1 << 20        # trips of one loop, per entry, for any lane
 MAX_BATCH_LANES = 1 << 20       # invocations executed together in one lockstep batch
 MAX_BATCH_WG_WORDS = 1 << 24    # workgroup-memory words of one batch (64 MiB): batches shrink
 MAX_WORKGROUP_WORDS = 1 << 24   # workgroup memory of one workgroup the interpreter accepts
+MAX_BATCH_LOCAL_BYTES = 1 << 28  # local-array memory of one batch: batches shrink
 U32 = np.uint32
+LOOP_LIMIT_FIX = ("raise the while loop's max_iterations, or make its condition fail sooner "
+                  "(every invocation must leave the loop within the cap).")
 I32_DIV_FIX = ("guard the divisor (e.g. select(d.eq(0), 1, d)) or use u32, whose x/0 is "
                "0xFFFFFFFF and x%0 is 0.")
 
@@ -51,7 +55,8 @@ class _Access:
 
 
 class Machine:
-    """Executes one Program over a resolved launch, mutating ``memory`` (u32 word arrays)."""
+    """Executes one Program over a resolved launch, mutating ``memory`` (one array per bound
+    buffer, of the buffer's `DataType.storage` dtype, ``launch`` counts long)."""
 
     def __init__(self, program: Program, launch: Launch, memory: dict[str, np.ndarray],
                  should_stop: Callable[[], bool] | None = None, subgroup_size: int = 32) -> None:
@@ -64,8 +69,13 @@ class Machine:
         self.wg = program.workgroup_size
         self.inv = program.invocations_per_workgroup
         self.types: dict[str, DataType] = {}
+        self.grid = launch.grid
+        self.errors: set[str] = set()   # dispatch errors seen (raised when the run ends)
+        self.functions = {f.name: f for f in program.functions}
+        self.brk = self.cont = np.zeros(0, dtype=bool)   # the innermost loop's break/continue lanes
+        self.jumps = 0
         written = _written_buffers(program)
-        self.tracked = {name for name in written if not self.p.buffer(name).is_workgroup}
+        self.tracked = {name for name in written if self.p.buffer(name).is_bound}
 
     # ------------------------------------------------------------------ phases, batches
     def run(self) -> None:
@@ -75,12 +85,19 @@ class Machine:
                 phases.append([])
             else:
                 phases[-1].append(n)
-        total = self.launch.workgroups
-        if total == 0 or self.inv == 0:
+        if self.inv == 0:
             return
-        wg_words = sum(b.count for b in self.p.workgroup_buffers)
-        per_batch = max(1, min(MAX_BATCH_LANES // self.inv, MAX_BATCH_WG_WORDS // max(1, wg_words)))
+        wg_words = -(-sum(b.count * b.dtype.size for b in self.p.workgroup_buffers) // 4)
+        local_bytes = sum(b.count * b.dtype.size for b in self.p.local_buffers)
+        per_batch = max(1, min(MAX_BATCH_LANES // self.inv, MAX_BATCH_WG_WORDS // max(1, wg_words),
+                               MAX_BATCH_LOCAL_BYTES // max(1, local_bytes * self.inv)))
         for phase in phases:
+            self.grid = self.launch.grid
+            if phase and isinstance(phase[0], N.IndirectDispatch):
+                self.grid = self.indirect_grid(phase[0])
+                phase = phase[1:]
+            gx, gy, gz = self.grid
+            total = gx * gy * gz
             body = tuple(phase)
             sequential = False
             start = 0
@@ -98,6 +115,27 @@ class Machine:
                         for w in range(start, stop):
                             self._batch(body, w, w + 1, None)
                 start = stop
+        if "division" in self.errors:
+            raise ExecutionError("division", "signed integer division or remainder by zero, or of "
+                                 "the most negative value by -1.", I32_DIV_FIX)
+        if "loop_limit" in self.errors:
+            raise ExecutionError("loop_limit", "a while loop reached its max_iterations with its "
+                                 "condition still true.", LOOP_LIMIT_FIX)
+
+    def indirect_grid(self, n: N.IndirectDispatch) -> tuple[int, int, int]:
+        """The grid an indirect_dispatch reads, when its phase starts."""
+        words = self.memory[n.buffer]
+        if n.offset + 3 > words.size:
+            raise ExecutionError("indirect", f"indirect_dispatch reads words {n.offset}..{n.offset + 2} "
+                                 f"of {n.buffer!r}, which has {words.size}.",
+                                 "size the buffer to hold the three grid words.")
+        grid = tuple(int(v) for v in words[n.offset:n.offset + 3])
+        if any(g > MAX_INDIRECT_AXIS for g in grid) or \
+                any(g * w > 0xFFFFFFFF for g, w in zip(grid, self.wg)):
+            raise ExecutionError("indirect", f"indirect_dispatch grid {grid} is over 2**31-1 "
+                                 "workgroups or 2**32-1 invocations on an axis.",
+                                 "write a grid the device can launch (split the work otherwise).")
+        return grid  # type: ignore[return-value]
 
     def _batch(self, body: tuple[N.Node, ...], w0: int, w1: int, access: _Access | None) -> None:
         nwg = w1 - w0
@@ -110,7 +148,11 @@ class Machine:
         self.returned = 0
         self.scope_types: dict[str, DataType] = {}
         self._ids: dict[tuple[Builtin, int], np.ndarray] = {}
-        self.wgmem = {b.name: np.zeros(nwg * b.count, dtype=U32) for b in self.p.workgroup_buffers}
+        self.wgmem = {b.name: np.zeros(nwg * b.count, dtype=b.dtype.storage)
+                      for b in self.p.workgroup_buffers}
+        self.locmem = {b.name: np.zeros(lanes * b.count, dtype=b.dtype.storage)
+                       for b in self.p.local_buffers}
+        self.brk = self.cont = np.zeros(lanes, dtype=bool)
         self.block(body, None)
 
     def ident(self, kind: Builtin, axis: int) -> np.ndarray:
@@ -120,7 +162,7 @@ class Machine:
             lane = np.arange(self.L, dtype=np.int64)
             if kind is Builtin.WGID or kind is Builtin.GID:
                 wlin = self.w0 + lane // self.inv
-                gx, gy, _ = self.launch.grid
+                gx, gy, _ = self.grid
                 wg_axis = (wlin % gx, (wlin // gx) % gy, wlin // (gx * gy))[axis]
             if kind is Builtin.LID or kind is Builtin.GID:
                 llin = lane % self.inv
@@ -147,10 +189,11 @@ class Machine:
             if self.should_stop is not None and self.should_stop():
                 raise ExecutionError("limit", "execution was cancelled (timeout).",
                                      "raise the dispatch timeout or dispatch less work.")
-            seen = self.returned
+            seen, jumped = self.returned, self.jumps
             self.stmt(n, idx)
-            if self.returned != seen:
-                idx = np.flatnonzero(self.alive) if idx is None else idx[self.alive[idx]]
+            if self.returned != seen or self.jumps != jumped:
+                keep = self.alive & ~self.brk & ~self.cont
+                idx = np.flatnonzero(keep) if idx is None else idx[keep[idx]]
                 if idx.size == 0:
                     break
         self.scope_types = saved
@@ -174,7 +217,7 @@ class Machine:
         elif isinstance(n, N.Store):
             i, _ = self.eval(n.index, idx)
             v, t = self.eval(n.value, idx)
-            self.store(n.buffer, i, _to_words(v, t), idx)
+            self.store(n.buffer, i, to_storage(self.p.buffer(n.buffer).dtype, v, t), idx)
         elif isinstance(n, N.If):
             c, _ = self.eval(n.cond, idx)
             c = np.broadcast_to(c, (self.size(idx),))
@@ -203,6 +246,63 @@ class Machine:
             pass  # lockstep execution: every earlier statement is complete for all lanes
         elif isinstance(n, N.Eval):
             self.eval(n.value, idx, discard=True)
+        elif isinstance(n, N.While):
+            self.while_(n, idx)
+        elif isinstance(n, N.Break | N.Continue):
+            mask = self.brk if isinstance(n, N.Break) else self.cont
+            if idx is None:
+                mask[:] = True
+            else:
+                mask[idx] = True
+            self.jumps += 1
+        elif isinstance(n, N.IndirectDispatch):
+            pass  # read when its phase starts (`run`)
+
+    def while_(self, n: N.While, idx: np.ndarray | None) -> None:
+        saved = self.brk, self.cont
+        self.brk, self.cont = np.zeros(self.L, dtype=bool), np.zeros(self.L, dtype=bool)
+        active = np.arange(self.L) if idx is None else idx
+        done = 0
+        while True:
+            active = active[self.alive[active] & ~self.brk[active]]
+            if active.size == 0:
+                break
+            c, _ = self.eval(n.cond, active)
+            active = active[np.broadcast_to(c, active.shape)]
+            if active.size == 0:
+                break
+            if done == n.max_iterations:
+                self.errors.add("loop_limit")
+                break
+            if done >= MAX_LOOP_TRIPS:
+                raise ExecutionError(
+                    "limit", f"a while loop ran {done} iterations (the reference's cap is "
+                    f"{MAX_LOOP_TRIPS}).", "bound the loop by at most 2**20 iterations, or split "
+                    "the work across invocations or dispatches.")
+            self.cont[active] = False
+            self.block(n.body, active)
+            done += 1
+        self.brk, self.cont = saved
+
+    def call(self, e: E.Call, idx: np.ndarray | None) -> tuple[Any, DataType | None]:
+        """Run a function for the lanes ``idx``: arguments by value, its own locals."""
+        fn = self.functions[e.function]
+        args = [self.eval(a, idx)[0] for a in e.args]
+        saved = self.vars, self.scope_types, self.brk, self.cont
+        self.vars, self.scope_types = {}, {}
+        for (name, t), v in zip(fn.params, args):
+            arr = np.zeros(self.L, dtype=t.numpy)
+            if idx is None:
+                arr[:] = v
+            else:
+                arr[idx] = v
+            self.vars[name], self.scope_types[name] = arr, t
+        try:
+            for n in fn.body:     # no return, break or continue at a function's top level
+                self.stmt(n, idx)
+            return self.eval(fn.result, idx) if fn.result is not None else (None, None)
+        finally:
+            self.vars, self.scope_types, self.brk, self.cont = saved
 
     def loop(self, n: N.Loop, idx: np.ndarray | None) -> None:
         lo, t = self.eval(n.from_, idx)
@@ -220,15 +320,19 @@ class Machine:
         self.vars[n.var] = np.zeros(self.L, dtype=t.numpy)
         saved = dict(self.scope_types)
         self.scope_types[n.var] = t
+        saved_jumps = self.brk, self.cont
+        self.brk, self.cont = np.zeros(self.L, dtype=bool), np.zeros(self.L, dtype=bool)
         for k in range(trips):
-            keep = (lo64 + k) < hi64
+            keep = ((lo64 + k) < hi64) & ~self.brk[lanes]
             if self.returned:
                 keep = keep & self.alive[lanes]
             cur = lanes[keep]
             if cur.size == 0:
                 break
-            self.vars[n.var][cur] = (lo64[keep] + k).astype(np.int64).astype(t.numpy)
+            self.cont[cur] = False
+            self.vars[n.var][cur] = (lo64[keep] + k).astype(t.numpy)
             self.block(n.body, cur)
+        self.brk, self.cont = saved_jumps
         self.scope_types = saved
 
     # ------------------------------------------------------------------ memory
@@ -239,6 +343,10 @@ class Machine:
             valid = i < decl.count
             addr = self.wg_of(idx) * decl.count + i
             return self.wgmem[buffer], addr, valid, False
+        if decl.is_local:
+            valid = i < decl.count
+            lanes = np.arange(self.L, dtype=np.int64) if idx is None else idx.astype(np.int64)
+            return self.locmem[buffer], lanes * decl.count + i, valid, False
         count = self.counts[buffer]
         return self.memory[buffer], i, i < count, buffer in self.tracked
 
@@ -252,9 +360,9 @@ class Machine:
         if tracked:
             self._record(self.access.reads if self.access else {}, buffer, addr, valid, idx)
         if mem.size == 0:
-            return np.zeros(addr.size, dtype=U32)
+            return np.zeros(addr.size, dtype=mem.dtype)
         words = mem[np.where(valid, addr, 0)]
-        return np.where(valid, words, U32(0)).astype(U32)
+        return np.where(valid, words, 0).astype(mem.dtype)
 
     def store(self, buffer: str, i: np.ndarray, words: np.ndarray, idx: np.ndarray | None) -> None:
         mem, addr, valid, tracked = self._addresses(buffer, i, idx)
@@ -270,13 +378,14 @@ class Machine:
         x = self.eval(e.expected, idx)[0] if e.expected is not None else None
         mem, addr, valid, tracked = self._addresses(e.buffer, i, idx)
         n = addr.size
-        v = np.broadcast_to(np.ascontiguousarray(v).view(U32) if v.ndim else
-                            np.array(v, dtype=t.numpy).view(U32), (n,))
+        W = mem.dtype  # the buffer's unsigned storage words
+        v = np.broadcast_to(np.ascontiguousarray(v).view(W) if v.ndim else
+                            np.array(v, dtype=t.numpy).view(W), (n,))
         if tracked:
             commutative = discard and e.op not in (AtomicOp.EXCHANGE, AtomicOp.COMPARE_EXCHANGE)
             table = (self.access.commutes if commutative else self.access.writes) if self.access else {}
             self._record(table, e.buffer, addr, valid, idx)
-        old = np.zeros(n, dtype=U32)
+        old = np.zeros(n, dtype=W)
         if valid.any():
             pos = np.flatnonzero(valid)
             order = pos[np.argsort(addr[pos], kind="stable")]
@@ -289,9 +398,9 @@ class Machine:
             rank = np.arange(sa.size) - starts[seg]
             base = mem[sa]
             if e.op is AtomicOp.COMPARE_EXCHANGE:
-                sx = np.broadcast_to(np.ascontiguousarray(x).view(U32) if np.ndim(x) else
-                                     np.array(x, dtype=t.numpy).view(U32), (n,))[order]
-                olds = np.zeros(sa.size, dtype=U32)
+                sx = np.broadcast_to(np.ascontiguousarray(x).view(W) if np.ndim(x) else
+                                     np.array(x, dtype=t.numpy).view(W), (n,))[order]
+                olds = np.zeros(sa.size, dtype=W)
                 for r in range(int(rank.max()) + 1):
                     m = rank == r
                     cur = mem[sa[m]]
@@ -318,15 +427,17 @@ class Machine:
                 tb = base.view(t.numpy)
                 prev = np.roll(acc, 1)
                 olds = np.where(first, tb, S.atomic_combine(e.op, t, tb, prev))
-                old[order] = np.ascontiguousarray(olds).view(U32)
+                old[order] = np.ascontiguousarray(olds).view(W)
                 last = np.append(starts[1:] - 1, sa.size - 1)
                 mem[sa[last]] = np.ascontiguousarray(
-                    S.atomic_combine(e.op, t, tb[last], acc[last])).view(U32)
+                    S.atomic_combine(e.op, t, tb[last], acc[last])).view(W)
         return old.view(t.numpy), t
 
     # ------------------------------------------------------------------ expressions
     def eval(self, e: E.Expr, idx: np.ndarray | None, discard: bool = False) -> tuple[Any, DataType]:
         if isinstance(e, E.Lit | E.Spec):  # an unspecialized constant takes its default
+            if e.dtype.is_half:
+                return np.asarray(e.bits, dtype=np.uint16), e.dtype
             v = E.Lit(e.dtype, e.bits).value
             return np.asarray(v, dtype=e.dtype.numpy), e.dtype
         if isinstance(e, E.Var):
@@ -336,11 +447,10 @@ class Machine:
         if isinstance(e, E.Load):
             i, _ = self.eval(e.index, idx)
             t = self.p.buffer(e.buffer).dtype
-            words = self.load(e.buffer, i, idx)
-            return (words != 0 if t is DataType.BOOL else words.view(t.numpy)), t
+            return from_storage(t, self.load(e.buffer, i, idx)), t.value_type
         if isinstance(e, E.BufLen):
             decl = self.p.buffer(e.buffer)
-            n = decl.count if decl.is_workgroup else self.counts[e.buffer]
+            n = self.counts[e.buffer] if decl.is_bound else decl.count
             return np.asarray(n, dtype=U32), DataType.U32
         if isinstance(e, E.Id):
             arr = self.ident(e.kind, e.axis)
@@ -350,9 +460,7 @@ class Machine:
             b, tb = self.eval(e.right, idx)
             r, bad = S.binop(e.op, ta, np.atleast_1d(a), np.atleast_1d(b))
             if bad is not None and bad.any():
-                what = "division" if e.op is BinOp.DIV else "remainder"
-                raise ExecutionError("division", f"i32 {what} by zero or of -2147483648 by -1.",
-                                     I32_DIV_FIX)
+                self.errors.add("division")   # the result is 0; the dispatch fails at the end
             return r, bin_result(e.op, ta, tb)
         if isinstance(e, E.Un):
             a, t = self.eval(e.operand, idx)
@@ -366,20 +474,26 @@ class Machine:
             a, t = self.eval(e.value, idx)
             return S.cast(e.dtype, t, np.atleast_1d(a)), e.dtype
         if isinstance(e, E.Bitcast):
-            a, _ = self.eval(e.value, idx)
-            return S.bitcast(e.dtype, np.atleast_1d(a)), e.dtype
+            a, t = self.eval(e.value, idx)
+            return S.bitcast(e.dtype, np.atleast_1d(a), t), e.dtype
         if isinstance(e, E.Fma):
-            a, _ = self.eval(e.a, idx)
+            a, t = self.eval(e.a, idx)
             b, _ = self.eval(e.b, idx)
             c, _ = self.eval(e.c, idx)
+
+            def wide(v: Any) -> np.ndarray:
+                v = np.atleast_1d(v)
+                return S.canon(v) if t is DataType.F32 else S.widen(t, v)
+
             with np.errstate(all="ignore"):
-                r = S.fma_f32(*np.broadcast_arrays(S.canon(np.atleast_1d(a)), S.canon(np.atleast_1d(b)),
-                                                    S.canon(np.atleast_1d(c))))
-            return S.canon(r), DataType.F32
+                r = S.canon(S.fma_f32(*np.broadcast_arrays(wide(a), wide(b), wide(c))))
+            return (r if t is DataType.F32 else S.narrow(t, r)), t
         if isinstance(e, E.Atomic):
             return self.atomic(e, idx, discard)
         if isinstance(e, E.Subgroup):
             return self.subgroup(e, idx)
+        if isinstance(e, E.Call):
+            return self.call(e, idx)  # type: ignore[return-value]
         raise TypeError(type(e).__name__)
 
     def subgroup(self, e: E.Subgroup, idx: np.ndarray | None) -> tuple[np.ndarray, DataType]:
@@ -416,19 +530,33 @@ def _full(val: Any, t: DataType, lanes: int) -> np.ndarray:
     return np.array(np.broadcast_to(np.asarray(val, dtype=t.numpy), (lanes,)), copy=True)
 
 
-def _to_words(v: Any, t: DataType) -> np.ndarray:
+def from_storage(t: DataType, raw: np.ndarray) -> np.ndarray:
+    """Stored elements of type ``t`` as values (narrow integers widen, BOOL is non-zero)."""
     if t is DataType.BOOL:
-        return np.asarray(v, dtype=bool).astype(U32)
-    return np.ascontiguousarray(np.asarray(v, dtype=t.numpy)).view(U32)
+        return raw != 0
+    if t.storage_only:
+        return raw.view(t.numpy).astype(t.value_type.numpy)
+    return raw.view(t.numpy)
+
+
+def to_storage(t: DataType, v: Any, vt: DataType) -> np.ndarray:
+    """Values of type ``vt`` as stored elements of type ``t`` (narrow stores keep the low
+    bits; BOOL stores 0 or 1)."""
+    if vt is DataType.BOOL:
+        return np.asarray(v, dtype=bool).astype(t.storage)
+    arr = np.ascontiguousarray(np.asarray(v, dtype=vt.numpy))
+    if t.storage_only:
+        return arr.view(vt.numpy.str.replace("i", "u")).astype(t.storage)
+    return arr.view(t.storage)
 
 
 def _written_buffers(program: Program) -> set[str]:
     out: set[str] = set()
-    for n in N.walk_nodes(program.body):
-        if isinstance(n, N.Store):
-            out.add(n.buffer)
-        for root in N.node_exprs(n):
-            out.update(e.buffer for e in E.walk(root) if isinstance(e, E.Atomic))
+    for body in N.program_bodies(program):
+        for n in N.walk_nodes(body):
+            if isinstance(n, N.Store):
+                out.add(n.buffer)
+    out.update(e.buffer for e in N.program_exprs(program) if isinstance(e, E.Atomic))
     return out
 
 

@@ -1,10 +1,13 @@
 """Elementwise meaning of every operator, on numpy arrays: the normative implementation of
 docs/semantics.md's integer, bool and f32 rows.
 
-Float rule: every operand and result of float arithmetic is canonicalised (NaN ->
+Float rule: every operand and result of f32 arithmetic is canonicalised (NaN ->
 0x7FC00000, subnormal -> signed zero); loads, stores, select and bit casts leave values
-alone. Functions return ``(values, error_mask)`` only where an operation can fail (i32
-division); the interpreter turns a set error on a live lane into an ExecutionError.
+alone. f16 and bf16 values are their 16 bits (uint16 arrays): an operation widens its
+operands exactly to f32, applies the f32 rule and rounds the result once. Integers are
+u32/i32/u64/i64 arrays (narrow storage types widen on load). Functions return
+``(values, error_mask)`` only where an operation can fail (signed division); the
+interpreter turns a set error on a live lane into the dispatch's error.
 """
 
 from __future__ import annotations
@@ -99,39 +102,69 @@ def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 
 def binop(op: BinOp, t: DataType, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-    """Apply ``op`` to operands of type ``t``. Returns (result, i32-error-mask-or-None)."""
+    """Apply ``op`` to operands of type ``t``. Returns (result, signed-division-error-mask
+    or None)."""
     with np.errstate(all="ignore"):
         if t is DataType.F32:
             return _fbin(op, canon(a), canon(b)), None
+        if t.is_half:  # exact widening, the f32 rule, one rounding
+            r = _fbin(op, widen(t, a), widen(t, b))
+            return (r if r.dtype == np.bool_ else narrow(t, r)), None
         if t is DataType.BOOL:
             a, b = a.astype(BOOL), b.astype(BOOL)
             return {BinOp.EQ: a == b, BinOp.NE: a != b, BinOp.AND: a & b, BinOp.OR: a | b}[op], None
-        if t is DataType.U32:
-            return _ubin(op, a.astype(U32), b), None
-        return _ibin(op, a.astype(np.int32), b)
+        if t.is_signed:
+            return _ibin(op, a.astype(t.numpy), b, t.bits)
+        return _ubin(op, a.astype(t.numpy), b, t.bits), None
 
 
-def _shift_amount(b: np.ndarray) -> np.ndarray:
-    return (_u(b.astype(b.dtype)) & np.uint32(31)).astype(U32)
+def _unsigned(bits: int) -> type:
+    return np.uint64 if bits == 64 else U32
 
 
-def _ubin(op: BinOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _signed(bits: int) -> type:
+    return np.int64 if bits == 64 else np.int32
+
+
+def _shift_amount(b: np.ndarray, bits: int) -> np.ndarray:
+    ut = _unsigned(bits)
+    raw = np.ascontiguousarray(b).view(np.uint64 if b.dtype.itemsize == 8 else U32)
+    return (raw & (bits - 1)).astype(ut)
+
+
+def umul_high(a: np.ndarray, b: np.ndarray, bits: int) -> np.ndarray:
+    """High half of the unsigned product of two ``bits``-wide operands."""
+    if bits == 32:
+        return ((a.astype(np.uint64) * b.astype(np.uint64)) >> np.uint64(32)).astype(U32)
+    m = np.uint64(0xFFFFFFFF)
+    s32 = np.uint64(32)
+    a, b = a.astype(np.uint64), b.astype(np.uint64)
+    al, ah, bl, bh = a & m, a >> s32, b & m, b >> s32
+    ll, lh, hl, hh = al * bl, al * bh, ah * bl, ah * bh
+    mid = (ll >> s32) + (lh & m) + (hl & m)
+    return hh + (lh >> s32) + (hl >> s32) + (mid >> s32)
+
+
+def _ubin(op: BinOp, a: np.ndarray, b: np.ndarray, bits: int = 32) -> np.ndarray:
+    ut = _unsigned(bits)
+    top = ut(np.iinfo(ut).max)
     if op in (BinOp.SHL, BinOp.SHR, BinOp.ROTATE_LEFT, BinOp.ROTATE_RIGHT):
-        s = _shift_amount(b)
+        s = _shift_amount(b, bits)
         if op is BinOp.SHL:
-            return a << s
+            return (a << s).astype(ut)
         if op is BinOp.SHR:
-            return a >> s
-        left = (a << s) | (a >> ((np.uint32(32) - s) & np.uint32(31)))
-        right = (a >> s) | (a << ((np.uint32(32) - s) & np.uint32(31)))
-        return np.where(s == 0, a, left if op is BinOp.ROTATE_LEFT else right).astype(U32)
-    b = b.astype(U32)
+            return (a >> s).astype(ut)
+        back = (ut(bits) - s) & ut(bits - 1)
+        left = (a << s) | (a >> back)
+        right = (a >> s) | (a << back)
+        return np.where(s == 0, a, left if op is BinOp.ROTATE_LEFT else right).astype(ut)
+    b = b.astype(ut)
     match op:
         case BinOp.ADD: return a + b
         case BinOp.SUB: return a - b
         case BinOp.MUL: return a * b
-        case BinOp.DIV: return np.where(b == 0, np.uint32(0xFFFFFFFF), a // np.where(b == 0, 1, b).astype(U32)).astype(U32)
-        case BinOp.MOD: return np.where(b == 0, np.uint32(0), a % np.where(b == 0, 1, b).astype(U32)).astype(U32)
+        case BinOp.DIV: return np.where(b == 0, top, a // np.where(b == 0, 1, b).astype(ut)).astype(ut)
+        case BinOp.MOD: return np.where(b == 0, ut(0), a % np.where(b == 0, 1, b).astype(ut)).astype(ut)
         case BinOp.BITAND: return a & b
         case BinOp.BITOR: return a | b
         case BinOp.BITXOR: return a ^ b
@@ -143,30 +176,37 @@ def _ubin(op: BinOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         case BinOp.GE: return a >= b
         case BinOp.MIN: return np.minimum(a, b)
         case BinOp.MAX: return np.maximum(a, b)
-        case BinOp.ABS_DIFF: return np.where(a > b, a - b, b - a).astype(U32)
-        case BinOp.SATURATING_ADD: return np.minimum(a.astype(np.uint64) + b, 0xFFFFFFFF).astype(U32)
-        case BinOp.SATURATING_SUB: return np.where(a > b, a - b, 0).astype(U32)
-        case BinOp.SATURATING_MUL: return np.minimum(a.astype(np.uint64) * b.astype(np.uint64), 0xFFFFFFFF).astype(U32)
-        case BinOp.MUL_HIGH: return ((a.astype(np.uint64) * b.astype(np.uint64)) >> np.uint64(32)).astype(U32)
-    raise ValueError(f"{op} on u32")
+        case BinOp.ABS_DIFF: return np.where(a > b, a - b, b - a).astype(ut)
+        case BinOp.SATURATING_ADD:
+            r = (a + b).astype(ut)
+            return np.where(r < a, top, r).astype(ut)
+        case BinOp.SATURATING_SUB: return np.where(a > b, a - b, 0).astype(ut)
+        case BinOp.SATURATING_MUL:
+            return np.where(umul_high(a, b, bits) != 0, top, a * b).astype(ut)
+        case BinOp.MUL_HIGH: return umul_high(a, b, bits)
+    raise ValueError(f"{op} on u{bits}")
 
 
-def _ibin(op: BinOp, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+def _ibin(op: BinOp, a: np.ndarray, b: np.ndarray, bits: int = 32) -> tuple[np.ndarray, np.ndarray | None]:
+    st, ut = _signed(bits), _unsigned(bits)
+    lo, hi = np.iinfo(st).min, np.iinfo(st).max
+    ua = np.ascontiguousarray(a).view(ut)
     if op in (BinOp.SHL, BinOp.SHR, BinOp.ROTATE_LEFT, BinOp.ROTATE_RIGHT):
-        s = _shift_amount(b)
+        s = _shift_amount(b, bits)
         if op is BinOp.SHR:
-            return (a >> s.astype(np.int32)).astype(np.int32), None
-        return _ubin(op, _u(a), s).view(np.int32), None
-    b = b.astype(np.int32)
+            return (a >> s.astype(st)).astype(st), None
+        return _ubin(op, ua, s, bits).view(st), None
+    b = b.astype(st)
+    ub = np.ascontiguousarray(b).view(ut)
     if op in (BinOp.DIV, BinOp.MOD):
-        bad = (b == 0) | ((a == I32_MIN) & (b == -1))
-        a64 = a.astype(np.int64)
-        b64 = np.where(bad, 1, b).astype(np.int64)
-        q = np.abs(a64) // np.abs(b64) * np.sign(a64) * np.sign(b64)
-        r = q if op is BinOp.DIV else a64 - q * b64
-        return np.where(bad, 0, r).astype(np.int32), bad
+        bad = (b == 0) | ((a == lo) & (b == -1))
+        bb = np.where(bad, 1, b).astype(st)
+        q = a // bb                                      # floor; C truncates toward zero
+        q = np.where(((a % bb) != 0) & ((a < 0) != (bb < 0)), q + 1, q).astype(st)
+        r = q if op is BinOp.DIV else (a - q * bb).astype(st)
+        return np.where(bad, 0, r).astype(st), bad
     if op in (BinOp.ADD, BinOp.SUB, BinOp.MUL, BinOp.BITAND, BinOp.BITOR, BinOp.BITXOR):
-        return _ubin(op, _u(a), _u(b)).view(np.int32), None
+        return _ubin(op, ua, ub, bits).view(st), None
     match op:
         case BinOp.EQ: r = a == b
         case BinOp.NE: r = a != b
@@ -176,14 +216,33 @@ def _ibin(op: BinOp, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarr
         case BinOp.GE: r = a >= b
         case BinOp.MIN: r = np.minimum(a, b)
         case BinOp.MAX: r = np.maximum(a, b)
-        case BinOp.ABS_DIFF:
-            r = (np.abs(a.astype(np.int64) - b) & 0xFFFFFFFF).astype(U32).view(np.int32)
-        case BinOp.SATURATING_ADD: r = np.clip(a.astype(np.int64) + b, I32_MIN, 2**31 - 1).astype(np.int32)
-        case BinOp.SATURATING_SUB: r = np.clip(a.astype(np.int64) - b, I32_MIN, 2**31 - 1).astype(np.int32)
-        case BinOp.SATURATING_MUL: r = np.clip(a.astype(np.int64) * b, I32_MIN, 2**31 - 1).astype(np.int32)
-        case BinOp.MUL_HIGH: r = ((a.astype(np.int64) * b) >> 32).astype(np.int32)
-        case _: raise ValueError(f"{op} on i32")
+        case BinOp.ABS_DIFF: r = np.where(a > b, ua - ub, ub - ua).astype(ut).view(st)
+        case BinOp.SATURATING_ADD | BinOp.SATURATING_SUB:
+            w = (ua + ub if op is BinOp.SATURATING_ADD else ua - ub).astype(ut).view(st)
+            bneg = (b < 0) if op is BinOp.SATURATING_ADD else (b >= 0)
+            over = ((a < 0) == bneg) & ((w < 0) != (a < 0))   # operands agree, result flips
+            r = np.where(over, np.where(a < 0, st(lo), st(hi)), w).astype(st)
+        case BinOp.SATURATING_MUL | BinOp.MUL_HIGH:
+            h = smul_high(a, b, bits)
+            if op is BinOp.MUL_HIGH:
+                r = h
+            else:
+                low = (ua * ub).astype(ut).view(st)
+                fits = h == np.where(low < 0, st(-1), st(0))
+                r = np.where(fits, low, np.where((a < 0) != (b < 0), st(lo), st(hi))).astype(st)
+        case _: raise ValueError(f"{op} on i{bits}")
     return r, None
+
+
+def smul_high(a: np.ndarray, b: np.ndarray, bits: int) -> np.ndarray:
+    """High half of the signed product (two's complement) of two ``bits``-wide operands."""
+    st, ut = _signed(bits), _unsigned(bits)
+    if bits == 32:
+        return ((a.astype(np.int64) * b.astype(np.int64)) >> 32).astype(np.int32)
+    ua, ub = np.ascontiguousarray(a).view(ut), np.ascontiguousarray(b).view(ut)
+    h = umul_high(ua, ub, bits)
+    h = h - np.where(a < 0, ub, ut(0)) - np.where(b < 0, ua, ut(0))
+    return h.astype(ut).view(st)
 
 
 def _fbin(op: BinOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -215,23 +274,47 @@ def unop(op: UnOp, t: DataType, a: np.ndarray) -> np.ndarray:
             return ~a.astype(BOOL)
         if t is DataType.F32:
             return _fun(op, canon(a))
-        u = _u(a.astype(t.numpy))
+        if t.is_half:
+            r = _fun(op, widen(t, a))
+            return r if r.dtype == np.bool_ else narrow(t, r)
+        bits = t.bits
+        ut = _unsigned(bits)
+        u = np.ascontiguousarray(a.astype(t.numpy)).view(ut)
         match op:
-            case UnOp.NEGATE: r = (np.uint32(0) - u).astype(U32)
+            case UnOp.NEGATE: r = (ut(0) - u).astype(ut)
             case UnOp.BITNOT: r = ~u
-            case UnOp.POPCOUNT: r = _popcount(u)
-            case UnOp.CLZ: r = _clz(u)
-            case UnOp.CTZ: r = np.where(u == 0, np.uint32(32), _clz(u & (np.uint32(0) - u)) ^ np.uint32(31)).astype(U32)
-            case UnOp.REVERSE_BITS: r = _reverse(u)
+            case UnOp.POPCOUNT: r = _split(u, bits, lambda lo, hi: _popcount(lo) + _popcount(hi), _popcount)
+            case UnOp.CLZ: r = _split(u, bits, lambda lo, hi: np.where(hi == 0, 32 + _clz(lo), _clz(hi)), _clz)
+            case UnOp.CTZ:
+                r = _split(u, bits, lambda lo, hi: np.where(lo == 0, 32 + _ctz(hi), _ctz(lo)), _ctz)
+            case UnOp.REVERSE_BITS:
+                r = _split(u, bits, lambda lo, hi: (_reverse(lo).astype(np.uint64) << np.uint64(32))
+                           | _reverse(hi).astype(np.uint64), _reverse)
+            case UnOp.BYTE_SWAP: r = u.byteswap()
             case UnOp.ABS:
-                r = u if t is DataType.U32 else _u(np.abs(a.astype(np.int32)))
+                r = u if not t.is_signed else np.where(a.astype(t.numpy) < 0, ut(0) - u, u).astype(ut)
             case UnOp.SIGN:
-                if t is DataType.U32:
-                    r = (u != 0).astype(U32)
+                if not t.is_signed:
+                    r = (u != 0).astype(ut)
                 else:
-                    r = _u(np.sign(a.astype(np.int32)).astype(np.int32))
+                    r = np.ascontiguousarray(np.sign(a.astype(t.numpy)).astype(t.numpy)).view(ut)
             case _: raise ValueError(f"{op} on {t}")
-        return r.view(t.numpy)
+        return np.ascontiguousarray(r.astype(ut)).view(t.numpy)
+
+
+def _split(u: np.ndarray, bits: int, wide, narrow_fn) -> np.ndarray:
+    """Apply a 32-bit bit-counting function to a 32-bit operand, or combine its results on
+    the two halves of a 64-bit one (``wide(lo, hi)``)."""
+    if bits == 32:
+        return narrow_fn(u)
+    lo = (u & np.uint64(0xFFFFFFFF)).astype(U32)
+    hi = (u >> np.uint64(32)).astype(U32)
+    return np.asarray(wide(lo, hi)).astype(np.uint64)
+
+
+def _ctz(x: np.ndarray) -> np.ndarray:
+    x = x.astype(U32)
+    return np.where(x == 0, np.uint32(32), _clz(x & (np.uint32(0) - x)) ^ np.uint32(31)).astype(U32)
 
 
 def _fun(op: UnOp, a: np.ndarray) -> np.ndarray:
@@ -258,34 +341,121 @@ def _fun(op: UnOp, a: np.ndarray) -> np.ndarray:
     return canon(fn(a.astype(np.float64)).astype(F32))
 
 
+# ---- 16-bit floats: exact widening, one rounding ------------------------------------------
+F16_NAN = np.uint16(0x7E00)
+BF16_NAN = np.uint16(0x7FC0)
+
+
+def widen(t: DataType, bits: np.ndarray) -> np.ndarray:
+    """The canonical f32 value of f16/bf16 bits (exact; NaN canonical; a bf16 subnormal,
+    an f32 subnormal, flushes as every f32 operand does)."""
+    b = np.ascontiguousarray(bits).astype(np.uint16)
+    if t is DataType.F16:
+        return canon(b.view(np.float16).astype(F32))
+    return canon((b.astype(U32) << np.uint32(16)).view(F32))
+
+
+def narrow(t: DataType, x: np.ndarray) -> np.ndarray:
+    """Canonical f32 values rounded once, to nearest even, to f16/bf16 bits (NaN canonical;
+    overflow to infinity; f16 keeps subnormal results, bf16 results are never subnormal)."""
+    x = canon(np.asarray(x, dtype=F32))
+    nan = np.isnan(x)
+    if t is DataType.F16:
+        r = x.astype(np.float16).view(np.uint16)
+        return np.where(nan, F16_NAN, r).astype(np.uint16)
+    b = x.view(U32).astype(np.uint64)
+    r = ((b + 0x7FFF + ((b >> np.uint64(16)) & np.uint64(1))) >> np.uint64(16)).astype(np.uint16)
+    return np.where(nan, BF16_NAN, r).astype(np.uint16)
+
+
+def int_to_bf16(a: np.ndarray, signed: bool) -> np.ndarray:
+    """Integers rounded once, to nearest even, to bf16 bits (8 significant bits)."""
+    a = np.asarray(a)
+    wide = a.astype(np.int64 if signed else np.uint64)
+    neg = wide < 0 if signed else np.zeros(wide.shape, dtype=bool)
+    mag = np.where(neg, np.uint64(0) - wide.view(np.uint64) if signed else 0,
+                   wide.view(np.uint64) if signed else wide).astype(np.uint64)
+    n = np.where(mag == 0, 0, _bit_length(mag)).astype(np.int64)
+    shift = np.maximum(n - 8, 0).astype(np.uint64)
+    q = mag >> shift
+    rem = mag - (q << shift)
+    half = np.where(shift > 0, np.uint64(1) << np.maximum(shift, np.uint64(1)) - np.uint64(1), np.uint64(0))
+    up = (shift > 0) & ((rem > half) | ((rem == half) & ((q & np.uint64(1)) == 1)))
+    q = q + up.astype(np.uint64)
+    value = np.ldexp(q.astype(np.float64), shift.astype(np.int64))   # exact: q has <= 9 bits
+    bits = (value.astype(F32).view(U32) >> np.uint32(16)).astype(np.uint16)
+    return np.where(neg, bits | np.uint16(0x8000), bits).astype(np.uint16)
+
+
+def _bit_length(x: np.ndarray) -> np.ndarray:
+    hi = (x >> np.uint64(32)).astype(U32)
+    lo = (x & np.uint64(0xFFFFFFFF)).astype(U32)
+    return np.where(hi != 0, 64 - _clz(hi).astype(np.int64), 32 - _clz(lo).astype(np.int64))
+
+
+def _float_to_int(dst: DataType, x: np.ndarray) -> np.ndarray:
+    """Canonical f32 values to an integer type: truncate toward zero, saturate, NaN -> 0."""
+    t = np.trunc(np.nan_to_num(x.astype(np.float64), nan=0.0, posinf=1e300, neginf=-1e300))
+    info = np.iinfo(dst.numpy)
+    if dst.bits == 64:  # 2**64 and 2**63 are not below the limits as float64 can say
+        over = t >= float(info.max) + 1.0
+        under = t < float(info.min)
+        safe = np.where(over | under, 0, t)
+        r = safe.astype(dst.numpy)
+        return np.where(over, info.max, np.where(under, info.min, r)).astype(dst.numpy)
+    return np.clip(t, info.min, info.max).astype(dst.numpy)
+
+
+_ONE = {DataType.F16: 0x3C00, DataType.BF16: 0x3F80}
+
+
 def cast(dst: DataType, src: DataType, a: np.ndarray) -> np.ndarray:
-    """Value conversion (see `Expr.cast`)."""
+    """Value conversion (see `Expr.cast` and docs/semantics.md, "casts")."""
     if dst is src:
         return a
     with np.errstate(all="ignore"):
+        if src.is_float:
+            x = canon(a) if src is DataType.F32 else widen(src, a)
+            if dst is DataType.BOOL:
+                return x != 0
+            if dst is DataType.F32:
+                return x
+            if dst.is_half:
+                return narrow(dst, x)
+            return _float_to_int(dst, x)
         if dst is DataType.BOOL:
-            return (canon(a) != 0) if src is DataType.F32 else (a != 0)
+            return a != 0
         if src is DataType.BOOL:
+            if dst.is_half:
+                return np.where(a.astype(BOOL), np.uint16(_ONE[dst]), np.uint16(0)).astype(np.uint16)
             return a.astype(dst.numpy)
+        # from an integer
         if dst is DataType.F32:
-            return a.astype(F32)
-        if src is DataType.F32:
-            x = canon(a).astype(np.float64)
-            t = np.trunc(np.nan_to_num(x, nan=0.0, posinf=1e300, neginf=-1e300))
-            if dst is DataType.U32:
-                return np.clip(t, 0, 4294967295).astype(U32)
-            return np.clip(t, I32_MIN, 2**31 - 1).astype(np.int32)
-        return np.ascontiguousarray(a).view(dst.numpy)  # u32 <-> i32: same bits
+            return a.astype(F32)          # correctly rounded (round to nearest even)
+        if dst is DataType.F16:
+            return narrow(dst, a.astype(F32))   # exact: f16 overflows before f32 rounds
+        if dst is DataType.BF16:
+            return int_to_bf16(a, src.is_signed)
+        return a.astype(dst.numpy)        # integers: modulo 2**bits, sign-extending
 
 
-def bitcast(dst: DataType, a: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(a).view(dst.numpy)
+def bitcast(dst: DataType, a: np.ndarray, src: DataType | None = None) -> np.ndarray:
+    """Reinterpret bits; 16-bit floats to u32 zero-extend, u32 to a 16-bit float keeps the
+    low 16 bits."""
+    a = np.ascontiguousarray(a)
+    if a.dtype.itemsize == dst.numpy.itemsize:
+        return a.view(dst.numpy)
+    if dst.is_half:
+        return (a.view(U32) & np.uint32(0xFFFF)).astype(np.uint16)
+    return a.astype(dst.numpy)
 
 
 def atomic_combine(op: AtomicOp, t: DataType, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The associative combine of an atomic read-modify-write (not EXCHANGE/CAS)."""
     match op:
-        case AtomicOp.ADD: return (_u(a) + _u(b)).view(t.numpy)
+        case AtomicOp.ADD:
+            ut = _unsigned(t.bits)
+            return (np.ascontiguousarray(a).view(ut) + np.ascontiguousarray(b).view(ut)).view(t.numpy)
         case AtomicOp.OR: return a | b
         case AtomicOp.AND: return a & b
         case AtomicOp.XOR: return a ^ b

@@ -45,7 +45,7 @@ from vyre.ir.program import Program
 from .. import observability, tuner
 from ..backend import CompiledPipeline, Resource, VyreBackend
 from ..config import DEFAULT, DispatchConfig
-from ..dispatch_shape import dispatch_shape, resident_sizes
+from ..dispatch_shape import dispatch_shape, padded, resident_sizes
 from ..errors import (
     BackendError,
     DeviceLost,
@@ -54,8 +54,8 @@ from ..errors import (
     InvalidProgram,
     LimitExceeded,
     UnsupportedFeature,
+    ctl_failure,
     from_foundation,
-    i32_division_failed,
 )
 from ..inputs import DeviceInput, Input, InputChecker, raw_words
 from ..pending import PendingDispatch, TimedDispatchResult
@@ -564,19 +564,19 @@ class EngineBackend(VyreBackend):
                     x = ins[index]
                     if type(x) is not DeviceInput:
                         if nbytes:
-                            if dev.synchronous:
+                            if dev.synchronous and x.nbytes == nbytes:
                                 dev.upload(bufs[pos], x, nbytes)
                             else:
                                 host = sset.ins[index]
-                                host.words[...] = x   # staged now: never read later
+                                host.stage(x)   # staged now: never read later
                                 dev.upload(bufs[pos], host, nbytes)
                     else:
                         view = dev.view(x.ptr, x.nbytes, x.value)
                         if prep.shape.buffers[pos].output_index is None:
                             views = list(bufs) if views is None else views
                             views[pos] = view   # read in place: no copy at all
-                        elif nbytes:
-                            dev.copy(bufs[pos], view, nbytes)  # never write the caller's array
+                        elif x.nbytes:
+                            dev.copy(bufs[pos], view, x.nbytes)  # never write the caller's array
                         flight.keep += (view, x.value)
                 if views is not None:
                     packed = dev.pack(prep.kernel, views, prep.counts, sset.ctl)
@@ -660,8 +660,9 @@ class EngineBackend(VyreBackend):
         except BaseException as exc:
             raise self._fail(exc) from None
         if prep.kernel.uses_ctl and sset.ctl.words[0]:
+            word = int(sset.ctl.words[0])
             prep.give(sset)
-            raise i32_division_failed(self.id())
+            raise ctl_failure(word, self.id())
         outs = [v.tobytes() for v in sset.views]
         prep.give(sset)
         return outs
@@ -711,13 +712,13 @@ class EngineBackend(VyreBackend):
         if type(x) is not DeviceInput:
             return x.tobytes()
         dev = self.device
-        host = dev.host_alloc(x.nbytes)
+        host = dev.host_alloc(padded(x.nbytes))
         with self._lock:
             if x.nbytes:
                 dev.download(host, dev.view(x.ptr, x.nbytes, x.value), x.nbytes)
             fence = dev.fence()
         dev.wait(fence, None)
-        return host.words.tobytes()
+        return host.words.tobytes()[: x.nbytes]
 
     # ---- entry points: the contract ----------------------------------------------------------
     def _tuned(self, program: Program, inputs: Any, config: DispatchConfig) -> DispatchConfig:
@@ -783,7 +784,7 @@ class EngineBackend(VyreBackend):
         with self._lock:
             self._usable()
             try:
-                handle = self.device.alloc(byte_len)
+                handle = self.device.alloc(padded(byte_len))
             except BaseException as exc:
                 raise self._fail(exc) from None
         return Resource(self.id(), id(self), byte_len, handle)
@@ -808,14 +809,15 @@ class EngineBackend(VyreBackend):
         else:
             self._check_upload(resource, words.nbytes)
             host = None
+            size = padded(words.nbytes)
             with self._lock:
                 if words.nbytes:
-                    if dev.synchronous:
-                        dev.upload(resource.handle, words, words.nbytes)
+                    if dev.synchronous and size == words.nbytes:
+                        dev.upload(resource.handle, words, size)
                     else:
-                        host = dev.host_alloc(words.nbytes)
-                        host.words[...] = words
-                        dev.upload(resource.handle, host, words.nbytes)
+                        host = dev.host_alloc(size)
+                        host.stage(words)
+                        dev.upload(resource.handle, host, size)
                 fence = dev.fence()
         self._wait(fence, None, (), (), DEFAULT)
 
@@ -830,14 +832,15 @@ class EngineBackend(VyreBackend):
         """Copy a resident buffer back to the host (additive method)."""
         self.own(resource)
         dev = self.device
-        host = dev.host_alloc(resource.byte_len)
+        size = padded(resource.byte_len)
+        host = dev.host_alloc(size)
         with self._lock:
             self._usable()
             if resource.byte_len:
-                dev.download(host, resource.handle, resource.byte_len)
+                dev.download(host, resource.handle, size)
             fence = dev.fence()
         self._wait(fence, None, (), (), DEFAULT)
-        return host.words.tobytes()
+        return host.words.tobytes()[: resource.byte_len]
 
     def free_resident(self, resource: Resource) -> None:
         """Free a resident buffer. Later uses are errors with a Fix; the device memory goes

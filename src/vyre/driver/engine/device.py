@@ -74,6 +74,17 @@ class HostBuffer:
     def __init__(self, handle: Any, words: np.ndarray) -> None:
         self.handle, self.words = handle, words
 
+    def stage(self, x: np.ndarray) -> None:
+        """Copy a checked host input in: u32 words of the same length, or any bytes (a
+        narrow-typed input of a length that is not whole words), zero-padded."""
+        if x.dtype.itemsize == 4 and x.size == self.words.size:
+            self.words[...] = x
+        else:
+            raw = self.words.view(np.uint8)
+            n = x.nbytes
+            raw[:n] = x.reshape(-1).view(np.uint8)
+            raw[n:] = 0
+
 
 class Ctl:
     """A dispatch's control block. ``words`` is host-visible once the dispatch's fence is
@@ -120,7 +131,8 @@ class Device(abc.ABC):
     def free(self, buf: Any) -> None: ...
 
     def host_alloc(self, nbytes: int) -> HostBuffer:
-        """Host memory the device copies quickly (default: a plain numpy array)."""
+        """Host memory the device copies quickly (default: a plain numpy array); ``nbytes``
+        is a whole number of 32-bit words."""
         words = np.empty(max(1, nbytes // 4), dtype=np.uint32)
         return HostBuffer(words, words[: nbytes // 4])
 

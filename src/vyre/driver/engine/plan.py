@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..dispatch_shape import DispatchShape
 from .device import Ctl, Device, HostBuffer, Kernel
 
@@ -33,7 +35,7 @@ class Limits:
 class StageSet:
     """Host staging, control block and packed arguments of one dispatch in flight.
     ``ins[i]`` stages input ``i`` (None when it has no bytes); ``views`` are the outputs'
-    words, ready to become bytes."""
+    exact bytes, ready to become `bytes`."""
 
     __slots__ = ("ctl", "ins", "outs", "packed", "views")
 
@@ -53,17 +55,17 @@ class Prepared:
         self.grid, self.block = shape.grid, shape.workgroup
         self.empty = shape.empty
         gx = shape.global_size[0]
-        # (bound position, input position, nbytes) for every buffer fed from an input
-        self.copies_in = tuple((i, b.input_index, b.nbytes) for i, b in enumerate(shape.buffers)
+        # (bound position, input position, padded nbytes) for every buffer fed from an input
+        self.copies_in = tuple((i, b.input_index, b.padded) for i, b in enumerate(shape.buffers)
                                if b.input_index is not None)
-        # (bound position, nbytes) of outputs that must start zeroed (S18), unless every
-        # element is overwritten by the launch
-        self.zero = tuple((i, b.nbytes) for i, b in enumerate(shape.buffers)
+        # (bound position, padded nbytes) of outputs that must start zeroed (S18), unless
+        # every element is overwritten by the launch
+        self.zero = tuple((i, b.padded) for i, b in enumerate(shape.buffers)
                           if b.input_index is None and b.nbytes
                           and not kernel.skips_zero_fill(b.name, b.count, gx))
-        # (bound position, nbytes, element count) per output, in output order
-        self.outs = tuple((shape.buffers.index(b), b.nbytes, b.count) for b in shape.outputs)
-        self.out_nbytes = sum(n for _, n, _ in self.outs)
+        # (bound position, padded nbytes, exact nbytes) per output, in output order
+        self.outs = tuple((shape.buffers.index(b), b.padded, b.nbytes) for b in shape.outputs)
+        self.out_nbytes = sum(n for _, _, n in self.outs)
         self.counts = shape.counts
         if kernel.items > 1:  # the vector form: fewer invocations, the logical x size passed
             gx, (wx, gy, gz) = shape.global_size[0], (shape.workgroup[0], shape.grid[1], shape.grid[2])
@@ -78,7 +80,7 @@ class Prepared:
         every dispatch runs in one in-order queue)."""
         bufs = self._bufs
         if bufs is None:
-            bufs = self._bufs = [dev.alloc(b.nbytes) for b in self.shape.buffers]
+            bufs = self._bufs = [dev.alloc(b.padded) for b in self.shape.buffers]
         return bufs
 
     def take(self, dev: Device, ctl_take: Any) -> StageSet:
@@ -92,7 +94,7 @@ class Prepared:
             if n:
                 ins[pos] = dev.host_alloc(n)
         outs = [dev.host_alloc(n) for _, n, _ in self.outs]
-        views = [h.words[:count] for h, (_, _, count) in zip(outs, self.outs)]
+        views = [h.words.view(np.uint8)[:exact] for h, (_, _, exact) in zip(outs, self.outs)]
         ctl = ctl_take()
         return StageSet(ins, outs, views, ctl, dev.pack(self.kernel, self.buffers(dev), self.counts, ctl))
 

@@ -20,7 +20,7 @@ from typing import Any
 from .. import observability
 from ..backend import Resource
 from ..config import DispatchConfig
-from ..errors import DispatchFailed, InvalidProgram, i32_division_failed
+from ..errors import DispatchFailed, InvalidProgram, ctl_failure
 from ..pending import TimedDispatchResult
 from .core import EngineBackend, EnginePipeline, _now, timed_out
 from .device import Cancelled
@@ -55,7 +55,7 @@ class Bound:
         self._lock = threading.Lock()
         outs = [b.name for b in pipe.effective.outputs]
         self._rw = [(r, outs.index(b.name)) for b, r in zip(
-            (b for b in pipe.effective.buffers if not b.is_workgroup), self.resources) if b.is_input and b.is_output]
+            (b for b in pipe.effective.buffers if b.is_bound), self.resources) if b.is_input and b.is_output]
         for r in self.resources:
             r.holders.add(self)
 
@@ -175,7 +175,7 @@ class Bound:
                 if self.uses_ctl:
                     self._armed = False
                     if self.ctl.words[0]:
-                        raise i32_division_failed(b.id())
+                        raise ctl_failure(int(self.ctl.words[0]), b.id())
                 ns = dev.elapsed_ns(token) if token is not None else 0
                 device_ns = None if ns is None or device_ns is None else device_ns + ns
                 if before is None or it == config.fixpoint_iterations - 1:
@@ -282,13 +282,13 @@ class EngineBatch:
                     raise b._fail(exc) from None
             b._wait(fence, deadline, [bd.ctl for bd in self.bounds if bd.uses_ctl], tuple(self.bounds), cfg,
                     all(bd.prep.kernel.stoppable for bd in self.bounds))
-            failed = False
+            failed = 0
             for bd in self.bounds:
                 if bd.uses_ctl:
-                    failed |= bool(bd.ctl.words[0])
+                    failed |= int(bd.ctl.words[0])
                     bd._armed = False
             if failed:
-                raise i32_division_failed(b.id())
+                raise ctl_failure(failed, b.id())
             ok = True
         finally:
             wall = _now() - t0

@@ -20,7 +20,7 @@ import vyre
 from vyre import reference
 from vyre.driver.capability import DeviceProfile
 from vyre.driver.engine import Cancelled, Ctl, Device, EngineBackend, HostBuffer, Kernel
-from vyre.driver.errors import BackendError, DispatchFailed
+from vyre.driver.errors import CTL_ERRORS, BackendError, DispatchFailed
 from vyre.ir.errors import ExecutionError
 from vyre.ir.launch import Launch
 from vyre.ir.program import Program
@@ -38,6 +38,10 @@ def _host_memory_bytes() -> int:
         return 8 << 30
 
 
+def _bytes(buf: np.ndarray) -> np.ndarray:
+    return buf.reshape(-1).view(np.uint8)
+
+
 class ReferenceDevice(Device):
     """Host memory and the interpreter; every operation completes before it returns."""
 
@@ -45,28 +49,28 @@ class ReferenceDevice(Device):
     cancellable = True
 
     def build(self, program: Program) -> Kernel:
-        bound = tuple(b.name for b in sorted((b for b in program.buffers if not b.is_workgroup),
+        bound = tuple(b.name for b in sorted((b for b in program.buffers if b.is_bound),
                                              key=lambda b: b.binding))
         return Kernel((program, bound), uses_ctl=True, built_from="interpreter")
 
     def alloc(self, nbytes: int) -> np.ndarray:
-        return np.empty(max(1, nbytes // 4), dtype=np.uint32)
+        return np.empty(max(1, -(-nbytes // 4)), dtype=np.uint32)
 
     def free(self, buf: Any) -> None:
         return None
 
     def upload(self, dst: np.ndarray, src: HostBuffer | np.ndarray, nbytes: int) -> None:
         words = src.words if isinstance(src, HostBuffer) else src
-        dst[: nbytes // 4] = words[: nbytes // 4]
+        _bytes(dst)[:nbytes] = _bytes(words)[:nbytes]
 
     def download(self, dst: HostBuffer, src: np.ndarray, nbytes: int) -> None:
-        dst.words[: nbytes // 4] = src[: nbytes // 4]
+        _bytes(dst.words)[:nbytes] = _bytes(src)[:nbytes]
 
     def copy(self, dst: np.ndarray, src: Any, nbytes: int) -> None:
-        dst[: nbytes // 4] = src[: nbytes // 4]
+        _bytes(dst)[:nbytes] = _bytes(src)[:nbytes]
 
     def zero(self, buf: np.ndarray, nbytes: int) -> None:
-        buf[: nbytes // 4] = 0
+        _bytes(buf)[:nbytes] = 0
 
     def ctl_alloc(self) -> Ctl:
         return Ctl(None, np.zeros(2, dtype=np.uint32))
@@ -77,7 +81,8 @@ class ReferenceDevice(Device):
     def launch(self, kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int],
                packed: Any, timed: bool = False) -> Any:
         (program, names), (buffers, counts, ctl) = kernel.handle, packed
-        views = {n: buf[:c] for n, buf, c in zip(names, buffers, counts)}
+        views = {n: _bytes(buf)[: c * program.buffer(n).dtype.size].view(program.buffer(n).dtype.storage)
+                 for n, buf, c in zip(names, buffers, counts)}
         memory = dict(views)
         deadline = ctl.deadline
 
@@ -89,8 +94,8 @@ class ReferenceDevice(Device):
             reference.execute(program, Launch(tuple(sorted(zip(names, counts))), grid), memory,
                               should_stop, SUBGROUP)
         except ExecutionError as err:
-            if err.kind == "division":
-                ctl.words[0] = 1   # reported through the error flag, as on every device
+            if err.kind in CTL_ERRORS:
+                ctl.words[0] |= CTL_ERRORS[err.kind]   # reported through the error word, as on every device
             elif err.kind == "limit" and should_stop():
                 raise Cancelled() from None
             else:

@@ -1,0 +1,190 @@
+"""Function inlining: a Program with functions becomes one without, for code generators.
+
+Each call is replaced, where it stands, by its function's body: the arguments bound to fresh
+locals, the body with every local renamed (``__vy<k>_<name>``, a prefix programs may not
+use), and the result bound to a fresh local that replaces the call. Evaluation order is kept
+exactly: when an operand evaluated *before* a call could observe what the call does (it reads
+memory or has an effect), it is first bound to a temporary, so the call's body still runs
+after it. A ``while_`` whose condition calls a function becomes a loop that evaluates the
+condition at the top of each iteration, with the same iteration cap and the same error.
+
+The reference interpreter executes calls directly; the conformance suite checks both agree.
+"""
+
+from __future__ import annotations
+
+from vyre.ir import expr as E
+from vyre.ir import node as N
+from vyre.ir.program import Function, Program
+from vyre.ir.types import BinOp, UnOp
+
+PREFIX = "__vy"
+_STABLE = (E.Lit, E.Spec, E.Var, E.Id, E.BufLen, E.Bin, E.Un, E.Select, E.Cast, E.Bitcast, E.Fma)
+
+
+def _has_call(e: E.Expr) -> bool:
+    return any(isinstance(x, E.Call) for x in E.walk(e))
+
+
+def _stable(e: E.Expr) -> bool:
+    """Evaluates to the same value before or after a call (reads no memory, no effect):
+    a call cannot change the caller's locals, only memory."""
+    return all(isinstance(x, _STABLE) for x in E.walk(e))
+
+
+class _Inliner:
+    def __init__(self, program: Program) -> None:
+        self.p = program
+        self.k = 0
+
+    def fresh(self, name: str) -> str:
+        self.k += 1
+        return f"{PREFIX}{self.k}_{name}"
+
+    # ---- expressions: (statements to run first, the expression) --------------------------
+    def expr(self, e: E.Expr) -> tuple[list[N.Node], E.Expr]:
+        if not _has_call(e):
+            return [], e
+        if isinstance(e, E.Call):
+            pre, args = self.seq(list(e.args))
+            more, result = self.call(e.function, args)
+            assert result is not None  # validated: a call used as a value has a result
+            return pre + more, result
+        from vyre.ir.rewrite import with_children
+
+        pre, kids = self.seq(list(E.children(e)))
+        return pre, with_children(e, kids)
+
+    def seq(self, parts: list[E.Expr]) -> tuple[list[N.Node], list[E.Expr]]:
+        """Operands evaluated left to right: an earlier one that a later call could change is
+        bound to a temporary first."""
+        out: list[E.Expr] = []
+        pre: list[N.Node] = []
+        for i, part in enumerate(parts):
+            p, x = self.expr(part)
+            later_call = any(_has_call(q) for q in parts[i + 1:])
+            if later_call and not _stable(x):
+                tmp = self.fresh("t")
+                p = p + [N.Let(tmp, x)]
+                x = E.Var(tmp)
+            pre += p
+            out.append(x)
+        return pre, out
+
+    def call(self, name: str, args: list[E.Expr]) -> tuple[list[N.Node], E.Expr | None]:
+        """The statements that run function ``name`` on ``args`` (already evaluated, in
+        order) and the expression of its result. Every local is fresh, so the body needs no
+        block of its own: its result local stays visible after it."""
+        fn: Function = self.p.function(name)  # type: ignore[assignment]
+        names: dict[str, str] = {}
+        stmts: list[N.Node] = []
+        for (pname, _), arg in zip(fn.params, args):
+            names[pname] = self.fresh(pname)
+            stmts.append(N.Let(names[pname], arg))
+        body, top = _rename(fn.body, names, self)
+        stmts += self.body(body)
+        if fn.result is None:
+            return stmts, None
+        pre, result = self.expr(_rename_expr(fn.result, top))
+        out = self.fresh("ret")
+        return stmts + pre + [N.Let(out, result)], E.Var(out)
+
+    # ---- statements ----------------------------------------------------------------------
+    def body(self, nodes) -> list[N.Node]:
+        out: list[N.Node] = []
+        for n in nodes:
+            out.extend(self.stmt(n))
+        return out
+
+    def stmt(self, n: N.Node) -> list[N.Node]:
+        if isinstance(n, N.Let | N.Assign):
+            pre, v = self.expr(n.value)
+            return pre + [type(n)(n.name, v)]
+        if isinstance(n, N.Store):
+            pre, (i, v) = self.seq([n.index, n.value])
+            return pre + [N.Store(n.buffer, i, v)]
+        if isinstance(n, N.Eval):
+            if isinstance(n.value, E.Call):
+                pre, args = self.seq(list(n.value.args))
+                return pre + self.call(n.value.function, args)[0]
+            pre, v = self.expr(n.value)
+            return pre + [N.Eval(v)]
+        if isinstance(n, N.If):
+            pre, c = self.expr(n.cond)
+            return pre + [N.If(c, tuple(self.body(n.then)), tuple(self.body(n.otherwise)))]
+        if isinstance(n, N.Loop):
+            pre, (lo, hi) = self.seq([n.from_, n.to])
+            return pre + [N.Loop(n.var, lo, hi, tuple(self.body(n.body)))]
+        if isinstance(n, N.While):
+            body = tuple(self.body(n.body))
+            if not _has_call(n.cond):
+                return [N.While(n.cond, body, n.max_iterations)]
+            return self.while_call(n, body)
+        if isinstance(n, N.Block):
+            return [N.Block(tuple(self.body(n.body)))]
+        if isinstance(n, N.Region):
+            return [N.Region(n.name, tuple(self.body(n.body)))]
+        return [n]
+
+    def while_call(self, n: N.While, body: tuple[N.Node, ...]) -> list[N.Node]:
+        """``while c`` where ``c`` calls: evaluate it at the top of each iteration. The
+        iteration count is kept in a local; when it reaches the cap with ``c`` still true, a
+        one-iteration ``while_(true, cap=1)`` raises the same loop_limit error."""
+        count = self.fresh("n")
+        pre, c = self.expr(n.cond)
+        true = E.Expr.bool_(True)
+        head = [*pre,
+                N.If(E.Un(UnOp.LOGICAL_NOT, c), (N.Break(),)),
+                N.If(E.Bin(BinOp.EQ, E.Var(count), E.Expr.u32(n.max_iterations)),
+                     (N.While(true, (), 1), N.Break())),
+                N.Assign(count, E.Bin(BinOp.ADD, E.Var(count), E.Expr.u32(1)))]
+        return [N.Let(count, E.Expr.u32(0)),
+                N.While(true, tuple(head) + body, n.max_iterations + 1)]
+
+
+def _rename_expr(e: E.Expr, names: dict[str, str]) -> E.Expr:
+    from vyre.ir.rewrite import map_expr
+
+    return map_expr(e, lambda x: E.Var(names[x.name]) if isinstance(x, E.Var) and x.name in names else x)
+
+
+def _rename(body, names: dict[str, str], inl: _Inliner) -> tuple[tuple[N.Node, ...], dict[str, str]]:
+    """``body`` with every local it declares renamed (fresh names, per call), and the
+    names visible at its end (what a function's result reads)."""
+    names = dict(names)
+    out: list[N.Node] = []
+    for n in body:
+        if isinstance(n, N.Let):
+            v = _rename_expr(n.value, names)
+            names[n.name] = inl.fresh(n.name)
+            out.append(N.Let(names[n.name], v))
+        elif isinstance(n, N.Assign):
+            out.append(N.Assign(names.get(n.name, n.name), _rename_expr(n.value, names)))
+        elif isinstance(n, N.Store):
+            out.append(N.Store(n.buffer, _rename_expr(n.index, names), _rename_expr(n.value, names)))
+        elif isinstance(n, N.Eval):
+            out.append(N.Eval(_rename_expr(n.value, names)))
+        elif isinstance(n, N.If):
+            out.append(N.If(_rename_expr(n.cond, names), _rename(n.then, names, inl)[0],
+                            _rename(n.otherwise, names, inl)[0]))
+        elif isinstance(n, N.Loop):
+            lo, hi = _rename_expr(n.from_, names), _rename_expr(n.to, names)
+            inner = dict(names)
+            inner[n.var] = inl.fresh(n.var)
+            out.append(N.Loop(inner[n.var], lo, hi, _rename(n.body, inner, inl)[0]))
+        elif isinstance(n, N.While):
+            out.append(N.While(_rename_expr(n.cond, names), _rename(n.body, names, inl)[0],
+                               n.max_iterations))
+        elif isinstance(n, N.Block | N.Region):
+            out.append(N.Block(_rename(n.body, names, inl)[0]))
+        else:
+            out.append(n)
+    return tuple(out), names
+
+
+def inline(program: Program) -> Program:
+    """``program`` with every call inlined and no functions (unchanged when it has none)."""
+    if not program.functions:
+        return program
+    inl = _Inliner(program)
+    return Program(program.buffers, program.workgroup_size, tuple(inl.body(program.body)))
