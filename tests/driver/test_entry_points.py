@@ -22,7 +22,7 @@ from vyre.driver import (
     persistent,
 )
 from vyre.driver import pipeline as P
-from vyre.ir import BufferDecl, DataType, Expr, Node, Program
+from vyre.ir import BufferDecl, DataType, Expr, MemoryOrdering, Node, Program
 from vyre.ir.launch import resolve
 
 from helpers import GX, spin_trips
@@ -39,12 +39,12 @@ def _resident(backend, program, inputs, config, run):
     cfg = config or DispatchConfig()
     sizes = [np.asarray(x).nbytes for x in inputs]
     counts = dict(resolve(program, sizes, cfg).counts)
-    decls = [b for b in program.buffers if not b.is_workgroup]
+    decls = [b for b in program.buffers if b.is_bound]
     ins = dict(zip((b.name for b in program.inputs), inputs))
     res = []
     try:
         for b in decls:
-            r = backend.allocate_resident(counts[b.name] * 4)
+            r = backend.allocate_resident(counts[b.name] * b.dtype.size)
             res.append(r)
             if b.name in ins:
                 backend.upload_resident(r, ins[b.name])
@@ -157,6 +157,34 @@ def twins() -> tuple[Program, Program]:
     return first, second
 
 
+def mixed_widths() -> Program:
+    """u8 in (an odd byte length), u16 and u64 out: buffers that are not whole words."""
+    x = Expr.load("x", GX)
+    return Program.wrapped([BufferDecl.read("x", 0, DataType.U8), BufferDecl.output("h", 1, DataType.U16),
+                            BufferDecl.output("w", 2, DataType.U64)], 64,
+                           [Node.store("h", GX, x * 257 + 1),
+                            Node.store("w", GX, (Expr.cast(DataType.U64, x) << 40) | Expr.cast(DataType.U64, GX))])
+
+
+def capped() -> Program:
+    """A while loop whose cap some invocations exceed (and a division some of them fault)."""
+    return Program.wrapped([BufferDecl.read("a", 0, U), BufferDecl.output("o", 1, U)], 64, [
+        Node.let_bind("n", 0),
+        Node.while_(Expr.var("n").lt(Expr.load("a", GX)), [Node.assign("n", Expr.var("n") + 1)], 50),
+        Node.store("o", GX, Expr.var("n"))])
+
+
+def indirect() -> Program:
+    """Phase 0 writes the grid of phase 1."""
+    return Program.wrapped([BufferDecl.read("n", 0, U, 1), BufferDecl.read_write("g", 1, U, 3),
+                            BufferDecl.output("o", 2, U, 300)], 32, [
+        Node.if_(GX.eq(0), [Node.store("g", 0, (Expr.load("n", 0) + 31) // 32), Node.store("g", 1, 1),
+                            Node.store("g", 2, 1)]),
+        Node.barrier(MemoryOrdering.GRID_SYNC),
+        Node.indirect_dispatch("g", 0),
+        Node.if_(GX.lt(Expr.load("n", 0)), [Node.store("o", GX, GX * 3 + 1)])])
+
+
 A = np.arange(1000, dtype=np.uint32) * 7
 B = np.arange(1000, dtype=np.uint32)[::-1].copy()
 
@@ -166,6 +194,34 @@ entry = pytest.mark.parametrize("name", sorted(ENTRY_POINTS))
 @entry
 def test_plain(backend, name):
     assert call(name, backend, affine(), [A, B]) == reference.run(affine(), [A, B])
+
+
+@entry
+def test_buffers_that_are_not_whole_words(backend, name):
+    x = (np.arange(1001) * 37 % 256).astype(np.uint8)
+    assert call(name, backend, mixed_widths(), [x]) == reference.run(mixed_widths(), [x])
+
+
+@entry
+def test_loop_limit_fails_every_entry_point_the_same_way(backend, name):
+    a = np.arange(100, dtype=np.uint32)
+    _, err = outcome(lambda: call(name, backend, capped(), [a]))
+    assert err == ("DispatchFailed", 1005, "loop_limit")
+    ok = [np.minimum(a, 50)]
+    assert call(name, backend, capped(), ok) == reference.run(capped(), ok)
+
+
+@entry
+def test_indirect_dispatch(backend, name):
+    cfg = DispatchConfig(grid_override=(1, 1, 1))
+    for n in (0, 1, 33, 300):
+        ins = [np.array([n], np.uint32), np.zeros(3, np.uint32)]
+        assert call(name, backend, indirect(), ins, cfg) == reference.run(indirect(), ins, cfg)
+    direct = Program.wrapped([BufferDecl.read("g", 0, U, 3), BufferDecl.output("o", 1, U, 4)], 32,
+                             [Node.indirect_dispatch("g", 0), Node.store("o", GX, GX)])
+    ins = [np.array([2**31, 1, 1], np.uint32)]   # one workgroup more than any axis may have
+    _, err = outcome(lambda: call(name, backend, direct, ins, cfg))
+    assert err == ("DispatchFailed", 1005, "indirect")
 
 
 @entry

@@ -1,11 +1,14 @@
 """Random valid, terminating, race-free programs: a plain seeded generator
 (`random_program`) and a hypothesis strategy (`programs`) over it.
 
-Generated programs use divergent `if`s, bounded loops, early returns, workgroup memory
-behind top-level barriers, commuting atomics and grid_sync phases. Every invocation writes
-outputs only at its own index, reads inputs anywhere (out-of-bounds included) and reads
-workgroup memory only between barriers, so the result is the same on every conforming
-backend. Transcendentals are left out (their results may differ by the ULP budget).
+Generated programs use divergent `if`s, bounded loops, `while_` loops with `break_` and
+`continue_`, early returns, workgroup memory behind top-level barriers, commuting atomics,
+grid_sync phases (some starting with an `indirect_dispatch` an earlier phase wrote), local
+arrays, functions, and every value type: u32, i32, f32, bool, u64, i64, f16, bf16, with
+u8/i16 storage. Every invocation writes outputs only at its own index, reads inputs anywhere
+(out-of-bounds included) and reads workgroup memory only between barriers, so the result is
+the same on every conforming backend. Transcendentals are left out (their results may differ
+by the ULP budget).
 """
 
 from __future__ import annotations
@@ -15,7 +18,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from vyre.ir import AtomicOp, BinOp, BufferDecl, DataType, Expr, MemoryOrdering, Node, Program, UnOp
+from vyre.ir import (
+    AtomicOp,
+    BinOp,
+    BufferDecl,
+    DataType,
+    Expr,
+    Function,
+    MemoryOrdering,
+    Node,
+    Program,
+    UnOp,
+)
 from vyre.ir.types import (
     COMPARISONS,
     FLOAT_ONLY_UN,
@@ -28,8 +42,15 @@ from vyre.ir.types import (
 from .witness import typed_inputs, witness_words
 
 U, I, F, B = DataType.U32, DataType.I32, DataType.F32, DataType.BOOL
-IN = {U: "in_u", I: "in_i", F: "in_f"}
-OUT = {U: "out_u", I: "out_i", F: "out_f"}
+U64, I64, H, BH = DataType.U64, DataType.I64, DataType.F16, DataType.BF16
+IN = {U: "in_u", I: "in_i", F: "in_f", U64: "in_u64", I64: "in_i64", H: "in_h", BH: "in_bh"}
+OUT = {U: "out_u", I: "out_i", F: "out_f", U64: "out_u64", I64: "out_i64", H: "out_h", BH: "out_bh"}
+BASIC = [U, I, F]
+WIDE = [U64, I64, H, BH]
+FLOATS = (F, H, BH)
+SIGNED = (I, I64)
+SAME_SIZE = {U: (U, I, F), I: (U, I, F), F: (U, I, F), U64: (U64, I64), I64: (U64, I64), H: (H, BH, U),
+             BH: (H, BH, U)}
 ARITH = [BinOp.ADD, BinOp.SUB, BinOp.MUL, BinOp.DIV, BinOp.MOD, BinOp.MIN, BinOp.MAX, BinOp.ABS_DIFF]
 INT_BIN = sorted(INT_ONLY_BIN, key=lambda o: o.value)
 CMP = sorted(COMPARISONS, key=lambda o: o.value)
@@ -47,6 +68,11 @@ class GenOptions:
     atomics: bool = True
     grid_sync: bool = True
     returns: bool = True
+    types: bool = True       # u64/i64/f16/bf16 values, u8/i16 storage
+    functions: bool = True
+    whiles: bool = True
+    locals: bool = True
+    indirect: bool = True
 
 
 @dataclass
@@ -60,6 +86,11 @@ class _Ctx:
     counter: int = 0
     uniform: bool = True
     atomic_op: AtomicOp = AtomicOp.ADD
+    types: list[DataType] = field(default_factory=lambda: list(BASIC))
+    functions: list = field(default_factory=list)   # (name, param types, result type)
+    in_function: bool = False
+    in_loop: bool = False
+    local: bool = False
 
     def visible(self, t: DataType) -> list[str]:
         return [n for s in self.scopes for n, vt in s.items() if vt is t]
@@ -76,7 +107,13 @@ def _lit(ctx: _Ctx, t: DataType) -> Expr:
     if t is F:
         bits = int(witness_words(F, 1 + r.randint(0, 40), r.randint(0, 9999))[-1])
         return Expr.f32_from_bits(bits)
+    if t is H or t is BH:
+        bits = int(witness_words(t, 1 + r.randint(0, 30), r.randint(0, 9999))[-1]) & 0xFFFF
+        return Expr.f16_from_bits(bits) if t is H else Expr.bf16_from_bits(bits)
     word = int(witness_words(U, 1 + r.randint(0, 30), r.randint(0, 9999))[-1])
+    if t.is_wide:
+        word = (word << 32) | int(witness_words(U, 1 + r.randint(0, 30), r.randint(0, 9999))[-1])
+        return Expr.u64(word) if t is U64 else Expr.i64(word - (1 << 64) if word >> 63 else word)
     return Expr.u32(word) if t is U else Expr.i32(word - (1 << 32) if word & 0x80000000 else word)
 
 
@@ -101,7 +138,22 @@ def _expr(ctx: _Ctx, t: DataType, depth: int) -> Expr:
             choices += ["load", "load"]
         if t is U:
             choices += ["gid", "lid", "wgid", "len"]
+        if t is U and ctx.opts.types:
+            choices += ["narrow"]
+        if t is I and ctx.opts.types:
+            choices += ["narrow"]
+        if t is U and ctx.local:
+            choices += ["local"]
+        if ctx.functions and not ctx.in_function and any(rt is t for _, _, rt in ctx.functions):
+            choices += ["call"]
         pick = r.choice(choices)
+        if pick == "narrow":
+            return Expr.load("in_b8" if t is U else "in_s16", _index(ctx, depth))
+        if pick == "local":
+            return Expr.load("loc", _expr(ctx, U, 0) % Expr.u32(6))   # 4 elements: some OOB
+        if pick == "call":
+            name, params, _ = r.choice([f for f in ctx.functions if f[2] is t])
+            return Expr.call(name, *(_expr(ctx, pt, max(0, depth - 1)) for pt in params))
         if pick == "var":
             return Expr.var(r.choice(ctx.visible(t)))
         if pick == "load":
@@ -113,42 +165,44 @@ def _expr(ctx: _Ctx, t: DataType, depth: int) -> Expr:
         if pick == "wgid":
             return Expr.wgid_x()
         if pick == "len":
-            return Expr.buf_len(IN[r.choice([U, I, F])])
+            return Expr.buf_len(IN[r.choice(ctx.types)])
         return _lit(ctx, t)
     d = depth - 1
     if t is B:
         k = r.random()
         if k < 0.5:
-            ot = r.choice([U, I, F])
+            ot = r.choice(ctx.types)
             return Expr.bin(r.choice(CMP), _expr(ctx, ot, d), _expr(ctx, ot, d))
         if k < 0.7:
             return Expr.bin(r.choice(sorted(LOGICAL, key=lambda o: o.value)), _expr(ctx, B, d), _expr(ctx, B, d))
         if k < 0.8:
             return Expr.un(UnOp.LOGICAL_NOT, _expr(ctx, B, d))
         if k < 0.9:
-            return Expr.un(r.choice(sorted(FLOAT_PREDICATES, key=lambda o: o.value)), _expr(ctx, F, d))
-        return Expr.cast(B, _expr(ctx, r.choice([U, I, F]), d))
+            ft = r.choice([x for x in ctx.types if x in FLOATS])
+            return Expr.un(r.choice(sorted(FLOAT_PREDICATES, key=lambda o: o.value)), _expr(ctx, ft, d))
+        return Expr.cast(B, _expr(ctx, r.choice(ctx.types), d))
     k = r.random()
     if k < 0.45:
-        ops = ARITH + (INT_BIN if t is not F else [])
+        ops = ARITH + (INT_BIN if t not in FLOATS else [])
         op = r.choice(ops)
         left, right = _expr(ctx, t, d), _expr(ctx, t, d)
-        if t is I and op in (BinOp.DIV, BinOp.MOD):  # keep i32 division defined
-            bad = right.eq(Expr.i32(0)).or_(right.eq(Expr.i32(-1)))
-            right = Expr.select(bad, Expr.i32(7), right)
+        if t in SIGNED and op in (BinOp.DIV, BinOp.MOD):  # keep signed division defined
+            zero, minus = (Expr.i32(0), Expr.i32(-1)) if t is I else (Expr.i64(0), Expr.i64(-1))
+            bad = right.eq(zero).or_(right.eq(minus))
+            right = Expr.select(bad, Expr.i32(7) if t is I else Expr.i64(7), right)
         if op in (BinOp.SHL, BinOp.SHR, BinOp.ROTATE_LEFT, BinOp.ROTATE_RIGHT) and r.random() < 0.5:
-            right = _expr(ctx, r.choice([U, I]), d)
+            right = _expr(ctx, r.choice([x for x in ctx.types if x.is_integer]), d)
         return Expr.bin(op, left, right)
     if k < 0.6:
-        return Expr.un(r.choice(UN_F if t is F else UN_INT), _expr(ctx, t, d))
+        return Expr.un(r.choice(UN_F if t in FLOATS else UN_INT), _expr(ctx, t, d))
     if k < 0.7:
         return Expr.select(_expr(ctx, B, d), _expr(ctx, t, d), _expr(ctx, t, d))
     if k < 0.82:
-        return Expr.cast(t, _expr(ctx, r.choice([U, I, F, B]), d))
+        return Expr.cast(t, _expr(ctx, r.choice([*ctx.types, B]), d))
     if k < 0.9:
-        return Expr.bitcast(t, _expr(ctx, r.choice([x for x in (U, I, F)]), d))
-    if t is F and k < 0.96:
-        return Expr.fma(_expr(ctx, F, d), _expr(ctx, F, d), _expr(ctx, F, d))
+        return Expr.bitcast(t, _expr(ctx, r.choice([x for x in SAME_SIZE[t] if x in ctx.types]), d))
+    if t in FLOATS and k < 0.96:
+        return Expr.fma(_expr(ctx, t, d), _expr(ctx, t, d), _expr(ctx, t, d))
     return _expr(ctx, t, 0)
 
 
@@ -157,7 +211,7 @@ def _stmts(ctx: _Ctx, depth: int, count: int, top: bool) -> list[Node]:
     out: list[Node] = []
     for _ in range(count):
         k = r.random()
-        t = r.choice([U, I, F])
+        t = r.choice(ctx.types)
         if k < 0.25:
             name = ctx.fresh()
             out.append(Node.let_bind(name, _expr(ctx, t, ctx.opts.expr_depth)))
@@ -182,17 +236,62 @@ def _stmts(ctx: _Ctx, depth: int, count: int, top: bool) -> list[Node]:
             trips = _expr(ctx, U, 1) & Expr.u32(3) if r.random() < 0.5 else Expr.u32(r.randint(0, 4))
             ctx.scopes.append({var: U})
             ctx.loops.add(var)
-            body = _stmts(ctx, depth + 1, r.randint(1, 3), False)
+            body = _loop_body(ctx, depth)
             ctx.loops.discard(var)
             ctx.scopes.pop()
             out.append(Node.loop(var, Expr.u32(lo), Expr.u32(lo) + trips, body))
+        elif k < 0.87 and depth < ctx.opts.max_depth and ctx.opts.whiles:
+            # a counter that advances first thing: it always ends below its cap
+            var = ctx.fresh("c")
+            bound = _expr(ctx, U, 1) % Expr.u32(5)
+            ctx.scopes.append({var: U})
+            ctx.loops.add(var)
+            body = [Node.assign(var, Expr.var(var) + Expr.u32(1))] + _loop_body(ctx, depth)
+            ctx.loops.discard(var)
+            ctx.scopes.pop()
+            out += [Node.let_bind(var, Expr.u32(0)),
+                    Node.while_(Expr.var(var).lt(bound), body, max_iterations=8)]
+        elif k < 0.89 and ctx.local:
+            out.append(Node.store("loc", _expr(ctx, U, 1) % Expr.u32(6), _expr(ctx, U, 2)))
         elif k < 0.9 and ctx.opts.atomics:
             op = ctx.atomic_op  # one op kind per program: different kinds do not commute
             out.append(Node.expr(Expr.atomic(op, "acc", _expr(ctx, U, 1) % Expr.u32(5), _expr(ctx, U, 2))))
-        elif k < 0.93 and ctx.opts.returns and not top and not ctx.opts.grid_sync:
+        elif k < 0.93 and ctx.opts.returns and not top and not ctx.opts.grid_sync and not ctx.in_function:
             out.append(Node.if_(_expr(ctx, B, 1), [Node.return_()]))
         else:
             out.append(Node.store(OUT[t], Expr.gid_x(), _expr(ctx, t, 1)))
+    return out
+
+
+def _loop_body(ctx: _Ctx, depth: int) -> list[Node]:
+    """A loop body, sometimes with a divergent break or continue."""
+    r = ctx.rng
+    # the jump's condition sees only what is visible before the body (it may go first)
+    jump = None
+    if ctx.opts.whiles and r.random() < 0.4:
+        jump = Node.if_(_expr(ctx, B, 1), [Node.break_() if r.random() < 0.5 else Node.continue_()])
+    saved, ctx.in_loop = ctx.in_loop, True
+    body = _stmts(ctx, depth + 1, r.randint(1, 3), False)
+    ctx.in_loop = saved
+    if jump is not None:
+        body.insert(r.randint(0, len(body)), jump)
+    return body
+
+
+def _functions(ctx: _Ctx) -> list[Function]:
+    """One or two functions over random types, made before the body that calls them."""
+    r = ctx.rng
+    out = []
+    for j in range(r.randint(1, 2)):
+        params = [(f"p{k}", r.choice(ctx.types)) for k in range(r.randint(1, 3))]
+        result = r.choice(ctx.types)
+        saved = ctx.scopes, ctx.in_function, ctx.loops
+        ctx.scopes, ctx.in_function, ctx.loops = [dict(params)], True, set()
+        body = _stmts(ctx, 1, r.randint(0, 3), False)
+        res = _expr(ctx, result, 2)
+        ctx.scopes, ctx.in_function, ctx.loops = saved
+        out.append(Function.define(f"fn{j}", params, body, res))
+        ctx.functions.append((f"fn{j}", [t for _, t in params], result))
     return out
 
 
@@ -212,8 +311,23 @@ def random_program(seed: int, opts: GenOptions | None = None) -> tuple[Program, 
     buffers = [BufferDecl.read("in_u", 0, U), BufferDecl.read("in_i", 1, I), BufferDecl.read("in_f", 2, F),
                BufferDecl.output("out_u", 3, U, n), BufferDecl.output("out_i", 4, I, n),
                BufferDecl.output("out_f", 5, F, n), BufferDecl.read_write("acc", 6, U, 5)]
+    extended = opts.types and rng.random() < 0.5
+    if extended:
+        ctx.types = BASIC + WIDE
+        buffers += [BufferDecl.read(IN[t], 10 + i, t) for i, t in enumerate(WIDE)]
+        buffers += [BufferDecl.output(OUT[t], 20 + i, t, n) for i, t in enumerate(WIDE)]
+        buffers += [BufferDecl.read("in_b8", 30, DataType.U8), BufferDecl.read("in_s16", 31, DataType.I16),
+                    BufferDecl.output("out_b8", 32, DataType.U8, n)]
+    else:
+        opts.types = False
+    if opts.locals and rng.random() < 0.3:
+        ctx.local = True
+        buffers.append(BufferDecl.local("loc", 4, U))
+    functions = _functions(ctx) if opts.functions and rng.random() < 0.3 else []
     body: list[Node] = []
     body += _stmts(ctx, 0, rng.randint(1, opts.max_stmts), True)
+    if extended:
+        body.append(Node.store("out_b8", Expr.gid_x(), _expr(ctx, U, 2)))
     if use_wg:
         buffers.append(BufferDecl.workgroup("tile", wg, U))
         shift = rng.randint(1, max(1, wg - 1))
@@ -224,16 +338,28 @@ def random_program(seed: int, opts: GenOptions | None = None) -> tuple[Program, 
         ctx.scopes[-1][name] = U
     if use_sync:
         buffers.append(BufferDecl.output("out_g", 7, U, n))
-        body += [Node.barrier(MemoryOrdering.GRID_SYNC),
-                 Node.store("out_g", Expr.gid_x(),
+        indirect = opts.indirect and rng.random() < 0.5
+        if indirect:   # phase 0 writes the grid of phase 1 (the grid covering n, or more)
+            buffers.append(BufferDecl.output("grid", 8, U, 3))
+            body.append(Node.if_(Expr.gid_x().eq(Expr.u32(0)), [
+                Node.store("grid", Expr.u32(0), Expr.u32(-(-n // wg) + rng.randint(0, 2))),
+                Node.store("grid", Expr.u32(1), Expr.u32(1)), Node.store("grid", Expr.u32(2), Expr.u32(1))]))
+        body += [Node.barrier(MemoryOrdering.GRID_SYNC)]
+        if indirect:
+            body.append(Node.indirect_dispatch("grid", 0))
+        body += [Node.store("out_g", Expr.gid_x(),
                             Expr.load("out_u", (Expr.gid_x() + Expr.u32(rng.randint(1, 9))) % Expr.u32(n))
                             + Expr.load("acc", Expr.u32(0)))]
         ctx.scopes = [{}]
         # after a grid_sync, read `acc` only: its atomics all finished in the previous phase
     body += _stmts(ctx, 0, rng.randint(0, 2), True) if not use_sync else []
-    program = Program.wrapped(buffers, wg, body)
+    program = Program.wrapped(buffers, wg, body, functions)
     inputs = [witness_words(U, n, seed * 3 + 1), witness_words(I, n, seed * 3 + 2),
               witness_words(F, n, seed * 3 + 3), witness_words(U, 5, seed * 3 + 4)]
+    if extended:
+        inputs += [witness_words(U64, n, seed * 7 + 1), witness_words(I64, n, seed * 7 + 2),
+                   witness_words(H, n, seed * 7 + 3), witness_words(BH, n, seed * 7 + 4),
+                   witness_words(DataType.U8, n, seed * 7 + 5), witness_words(DataType.I16, n, seed * 7 + 6)]
     return program, typed_inputs(program, inputs)
 
 

@@ -59,6 +59,9 @@ class BackendReport:
         return self.count("fail") == 0 and self.count("error") == 0
 
 
+DISPATCH_ERRORS = frozenset({"division", "loop_limit", "indirect"})
+
+
 def _config(entry_grid: tuple[int, int, int] | None) -> DispatchConfig | None:
     return DispatchConfig(grid_override=entry_grid) if entry_grid else None
 
@@ -67,17 +70,24 @@ def diverges(backend: VyreBackend, program: Program, inputs: Sequence[Any],
              config: DispatchConfig | None, ulp: bool = False) -> DivergenceEvent | str | None:
     """A divergence event, an error text where exactly one side failed, or None."""
     ref_err = got_err = None
+    ref_code = got_code = None
     try:
         want = reference.run(program, inputs, config)
     except VyreError as e:
         ref_err = type(e).__name__
+        ref_code = getattr(e, "kind", None)
     try:
         got = backend.dispatch(program, inputs, config)
     except BackendError as e:
         got_err = f"{type(e).__name__}: {e}"
+        got_code = getattr(e, "reason", None)
     if ref_err or got_err:
         if ref_err and got_err:
-            return None  # both refuse (e.g. an i32 division error): agreement
+            # both refuse: the same error where the semantics name one (a division fault, a
+            # while loop over its cap, an indirect grid), else any refusal agrees
+            if ref_code in DISPATCH_ERRORS and got_code != ref_code:
+                return f"reference failed with {ref_code}; backend failed with {got_code or got_err}"
+            return None
         return f"reference {'failed: ' + ref_err if ref_err else 'succeeded'}; backend " \
                f"{'failed: ' + got_err if got_err else 'succeeded'}"
     budget = transcendental_ulp_budget(program, config) if ulp else 0
@@ -118,7 +128,7 @@ def minimise(backend: VyreBackend, program: Program, inputs: list[np.ndarray],
         for body in _variants(program.body):
             if time.monotonic() > deadline:
                 break
-            cand = Program(program.buffers, program.workgroup_size, body)
+            cand = Program(program.buffers, program.workgroup_size, body, program.functions)
             if validate(cand):
                 continue
             if diverges(backend, cand, inputs, config, ulp):

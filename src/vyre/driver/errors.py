@@ -147,6 +147,13 @@ def ctl_failure(word: int, backend: str) -> DispatchFailed:
                           "this is a vyre bug: report it with the program.", backend=backend)
 
 
+def indirect_failed(message: str, fix: str, backend: str | None = None) -> DispatchFailed:
+    """An indirect_dispatch grid the device cannot launch (``reason == "indirect"``)."""
+    err = DispatchFailed(message, fix, backend=backend)
+    err.reason = "indirect"  # type: ignore[attr-defined]
+    return err
+
+
 def i32_division_failed(backend: str) -> DispatchFailed:
     """The error for a division fault (semantics row S3)."""
     return ctl_failure(CTL_ERRORS["division"], backend)
@@ -177,4 +184,6 @@ def from_foundation(err: VyreError, backend: str | None = None) -> BackendError:
         return InvalidProgram(err.message, err.fix, backend=backend)
     if isinstance(err, ExecutionError) and err.kind in CTL_ERRORS:
         return ctl_failure(CTL_ERRORS[err.kind], backend or "")
+    if isinstance(err, ExecutionError) and err.kind == "indirect":
+        return indirect_failed(err.message, err.fix, backend)
     return DispatchFailed(err.message, err.fix, backend=backend)

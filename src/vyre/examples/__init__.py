@@ -15,8 +15,17 @@ from .parallel import (
     scan_expected,
     scan_workgroup,
 )
+from .philox import philox4x64, philox_expected, philox_state
 from .sha256 import digests_expected, pad_messages, random_messages, sha256_blocks, sha256_config
+from .sha256_bytes import (
+    sha256_bytes,
+    sha256_bytes_config,
+    sha256_bytes_expected,
+    sha256_bytes_inputs,
+)
 
 __all__ = ["bitonic_expected", "bitonic_sort_workgroup", "digests_expected", "histogram_expected",
            "histogram_grid", "histogram_privatised", "matmul_grid", "matmul_tiled", "pad_messages",
-           "random_messages", "scan_expected", "scan_workgroup", "sha256_blocks", "sha256_config"]
+           "philox4x64", "philox_expected", "philox_state", "random_messages", "scan_expected",
+           "scan_workgroup", "sha256_blocks", "sha256_bytes", "sha256_bytes_config",
+           "sha256_bytes_expected", "sha256_bytes_inputs", "sha256_config"]

@@ -118,6 +118,9 @@ class Expr:
     """Base of every expression kind, and the builder namespace."""
 
     __slots__ = ()
+    # numpy scalars on the left of an operator defer to our reflected methods (which keep
+    # their dtype) instead of converting the expression to an array
+    __array_ufunc__ = None
 
     def __post_init__(self) -> None:
         # every node knows its height; trees over MAX_DEPTH are refused here, so no walk of
@@ -170,6 +173,14 @@ class Expr:
     def f16(value: float) -> Lit:
         """An IEEE binary16 literal (``value`` rounded once to nearest even)."""
         return Lit(DataType.F16, canonical_f16_bits(f16_bits(float(value))))
+
+    @staticmethod
+    def f16_from_bits(bits: int) -> Lit:
+        return Lit(DataType.F16, canonical_f16_bits(int(bits)))
+
+    @staticmethod
+    def bf16_from_bits(bits: int) -> Lit:
+        return Lit(DataType.BF16, canonical_bf16_bits(int(bits)))
 
     @staticmethod
     def bf16(value: float) -> Lit:

@@ -777,6 +777,8 @@ class _Emitter:
             self.open("")
             self.out(f"{ct} {count} = 0u;")
             self.open("for (;;)")
+            if self.alive and _contains_return(n) and not _contains_barrier(n):
+                self.out("if (!vy_alive) break;")   # a returned lane leaves, as in the reference
             c, _, _ = self.expr(n.cond)
             self.out(f"if (!{c}) break;")
             self.out(f"if ({count} == {n.max_iterations}u) {{ VY_ERR(vy_ctl, {ERR_LOOP_LIMIT}u); break; }}")

@@ -361,7 +361,8 @@ def narrow(t: DataType, x: np.ndarray) -> np.ndarray:
     x = canon(np.asarray(x, dtype=F32))
     nan = np.isnan(x)
     if t is DataType.F16:
-        r = x.astype(np.float16).view(np.uint16)
+        with np.errstate(all="ignore"):   # overflow to infinity is the rule
+            r = x.astype(np.float16).view(np.uint16)
         return np.where(nan, F16_NAN, r).astype(np.uint16)
     b = x.view(U32).astype(np.uint64)
     r = ((b + 0x7FFF + ((b >> np.uint64(16)) & np.uint64(1))) >> np.uint64(16)).astype(np.uint16)

@@ -529,7 +529,7 @@ class EngineBackend(VyreBackend):
                 raise LimitExceeded("buffer_bytes", f"buffer {b.name!r} needs {b.nbytes} bytes; this "
                                     f"device's limit is {lim.max_buffer_bytes}.",
                                     "split the data over several dispatches.", backend=self.id())
-        return Prepared(pipe.kernel, shape, len(pipe.effective.inputs))
+        return Prepared(pipe.kernel, shape, len(pipe.effective.inputs), lim)
 
     # ---- control blocks --------------------------------------------------------------------
     def _ctl_take(self) -> Ctl:
@@ -586,8 +586,7 @@ class EngineBackend(VyreBackend):
                 if uses_ctl:
                     sset.ctl.deadline = deadline
                     dev.ctl_reset(sset.ctl)
-                if not prep.empty:
-                    flight.token = dev.launch(prep.kernel, prep.grid, prep.block, packed, timed)
+                flight.token = prep.launch(dev, packed, views if views is not None else bufs, timed)
                 for (pos, nbytes, _), host in zip(prep.outs, sset.outs):
                     if nbytes:
                         dev.download(host, bufs[pos], nbytes)

@@ -50,6 +50,9 @@ class Kernel:
     stoppable: bool = True               # a raised cancel word ends it soon (see plan.stoppable)
     items: int = 1                       # consecutive gid.x per invocation (the launch covers
                                          # ceil(gx / items) invocations and passes gx last)
+    # per phase: (bound buffer position, word offset) of its indirect grid, or None; empty
+    # when no phase has one
+    indirect: tuple[tuple[int, int] | None, ...] = ()
 
     def skips_zero_fill(self, name: str, count: int, global_x: int) -> bool:
         """True when the launch overwrites every element of output ``name``."""
@@ -58,12 +61,22 @@ class Kernel:
     def meta(self, entries: tuple[str, ...]) -> dict[str, Any]:
         """What `from_meta` needs to rebuild this kernel from its binary in another process."""
         return {"entries": list(entries), "uses_ctl": self.uses_ctl, "fully_written": sorted(self.fully_written),
-                "stoppable": self.stoppable, "items": self.items, "source": self.source}
+                "stoppable": self.stoppable, "items": self.items, "source": self.source,
+                "indirect": [list(x) if x else None for x in self.indirect]}
 
     @staticmethod
     def from_meta(handle: Any, meta: dict[str, Any]) -> Kernel:
+        indirect = tuple(tuple(int(v) for v in x) if x else None for x in meta.get("indirect") or ())
         return Kernel(handle, bool(meta["uses_ctl"]), frozenset(meta["fully_written"]), "disk",
-                      meta.get("source"), bool(meta["stoppable"]), int(meta["items"]))
+                      meta.get("source"), bool(meta["stoppable"]), int(meta["items"]),
+                      indirect)  # type: ignore[arg-type]
+
+    @staticmethod
+    def indirect_of(plan: Any) -> tuple[tuple[int, int] | None, ...]:
+        """`indirect` from a `vyre.lower.plan.KernelPlan` (buffer names to bound positions)."""
+        if not any(plan.indirect):
+            return ()
+        return tuple(None if x is None else (plan.param_index(x[0]), x[1]) for x in plan.indirect)
 
 
 class HostBuffer:
@@ -107,6 +120,9 @@ class Device(abc.ABC):
     synchronous: bool = False
     #: the backend reads device arrays in place (`device_input`)
     reads_device_arrays: bool = False
+    #: `launch` itself reads indirect grids (the reference); else the engine splits the
+    #: phases and reads each indirect grid back before launching its phase
+    indirect_in_launch: bool = False
 
     # ---- compile -----------------------------------------------------------------------
     @abc.abstractmethod
@@ -181,9 +197,9 @@ class Device(abc.ABC):
 
     @abc.abstractmethod
     def launch(self, kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int],
-               packed: Any, timed: Any = False) -> Any:
-        """Enqueue every phase of ``kernel``. ``timed``: True, or a token from `timer` to
-        reuse; then return the token for `elapsed_ns`."""
+               packed: Any, timed: Any = False, phases: slice | None = None) -> Any:
+        """Enqueue every phase of ``kernel`` (or the ``phases`` slice of them). ``timed``:
+        True, or a token from `timer` to reuse; then return the token for `elapsed_ns`."""
 
     def timer(self) -> Any:
         """A reusable timing token for `launch` (default: True, a fresh one each time)."""

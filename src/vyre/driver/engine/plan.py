@@ -11,6 +11,7 @@ engine keeps it).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,10 +49,11 @@ class Prepared:
     """One pipeline at one set of input sizes and grid options."""
 
     __slots__ = ("_bufs", "_free", "block", "copies_in", "counts", "empty", "grid", "kernel",
-                 "n_inputs", "out_nbytes", "outs", "shape", "zero")
+                 "limits", "n_inputs", "out_nbytes", "outs", "shape", "zero")
 
-    def __init__(self, kernel: Kernel, shape: DispatchShape, n_inputs: int) -> None:
-        self.kernel, self.shape, self.n_inputs = kernel, shape, n_inputs
+    def __init__(self, kernel: Kernel, shape: DispatchShape, n_inputs: int,
+                 limits: Limits | None = None) -> None:
+        self.kernel, self.shape, self.n_inputs, self.limits = kernel, shape, n_inputs, limits
         self.grid, self.block = shape.grid, shape.workgroup
         self.empty = shape.empty
         gx = shape.global_size[0]
@@ -97,6 +99,48 @@ class Prepared:
         views = [h.words.view(np.uint8)[:exact] for h, (_, _, exact) in zip(outs, self.outs)]
         ctl = ctl_take()
         return StageSet(ins, outs, views, ctl, dev.pack(self.kernel, self.buffers(dev), self.counts, ctl))
+
+    def launch(self, dev: Device, packed: Any, bufs: list[Any], timed: Any = False) -> Any:
+        """Enqueue the kernel's phases. A phase whose grid an ``indirect_dispatch`` names
+        waits for the phases before it: its three grid words are read back (the device has
+        no indirect launch), checked against the limits, then the phase is launched."""
+        kernel = self.kernel
+        if not kernel.indirect or dev.indirect_in_launch:
+            return None if self.empty else dev.launch(kernel, self.grid, self.block, packed, timed)
+        n = len(kernel.indirect)
+        cuts = sorted({0, n, *(i for i, x in enumerate(kernel.indirect) if x is not None)})
+        for start, stop in itertools.pairwise(cuts):
+            where = kernel.indirect[start]
+            grid = self.grid if where is None else self._read_grid(dev, bufs[where[0]], *where)
+            if all(grid):
+                dev.launch(kernel, grid, self.block, packed, False, slice(start, stop))
+        return None
+
+    def _read_grid(self, dev: Device, buf: Any, pos: int, offset: int) -> tuple[int, int, int]:
+        from ..errors import indirect_failed
+
+        need = 4 * (offset + 3)
+        have = self.shape.buffers[pos].nbytes
+        if need > have:
+            raise indirect_failed(f"indirect_dispatch reads words {offset}..{offset + 2} of a buffer of "
+                                  f"{have} bytes.", "size the buffer to hold the three grid words.")
+        host = dev.host_alloc((need + 3) & ~3)
+        dev.download(host, buf, need)
+        dev.wait(dev.fence(), None)
+        grid = tuple(int(w) for w in host.words[offset:offset + 3])
+        wg = self.block
+        lim = self.limits
+        over = any(g > 2**31 - 1 or g * w > 0xFFFFFFFF for g, w in zip(grid, wg))
+        if lim is not None:
+            total = grid[0] * grid[1] * grid[2] * wg[0] * wg[1] * wg[2]
+            over = over or any(g > m for g, m in zip(grid, lim.max_grid)) or \
+                total > lim.max_invocations_per_dispatch
+        if over:
+            raise indirect_failed(f"indirect_dispatch grid {grid} is more than this device launches "
+                                  f"({lim.max_grid if lim else '2**31-1'} workgroups per axis, 2**32-1 "
+                                  "invocations per axis).", "write a grid the device can launch "
+                                  "(split the work otherwise).")
+        return grid  # type: ignore[return-value]
 
     def give(self, sset: StageSet) -> None:
         """Return a completed dispatch's staging to the pool."""

@@ -43,6 +43,7 @@ class Bound:
         dev = backend.device
         self.ctl = backend._ctl_take()
         bufs = [self.resources[b.decl_index].handle for b in self.prep.shape.buffers]
+        self.bufs = bufs
         self.packed = dev.pack(self.prep.kernel, bufs, self.prep.counts, self.ctl)
         self.zero = tuple((bufs[pos], n) for pos, n in self.prep.zero)
         self.uses_ctl = self.prep.kernel.uses_ctl
@@ -88,9 +89,7 @@ class Bound:
         if self.uses_ctl and not self._armed and not capture:
             dev.ctl_reset(self.ctl)
             self._armed = True
-        if self.prep.empty:
-            return None
-        return dev.launch(self.prep.kernel, self.prep.grid, self.prep.block, self.packed, timed)
+        return self.prep.launch(dev, self.packed, self.bufs, timed)
 
     def launch(self) -> None:
         """Enqueue the dispatch and return at once."""
@@ -104,8 +103,7 @@ class Bound:
                 self.ctl.deadline = None
                 dev.ctl_reset(self.ctl)
                 self._armed = True
-            if not self.prep.empty:
-                dev.launch(self.prep.kernel, self.prep.grid, self.prep.block, self.packed)
+            self.prep.launch(dev, self.packed, self.bufs)
             next(self._series.launches)
             return
         t0 = _now()
@@ -123,8 +121,7 @@ class Bound:
                     self.ctl.deadline = None
                     dev.ctl_reset(self.ctl)
                     self._armed = True
-                if not self.prep.empty:
-                    dev.launch(self.prep.kernel, self.prep.grid, self.prep.block, self.packed)
+                self.prep.launch(dev, self.packed, self.bufs)
             except BaseException as exc:
                 raise b._fail(exc) from None
             ok = True
@@ -228,7 +225,9 @@ class EngineBatch:
                              it.resources, backend._config(it.config)) for it in self.items]
         timeouts = [bd.config.timeout for bd in self.bounds if bd.config.timeout is not None]
         self.timeout = min(timeouts) if timeouts else None
-        self.sequential = any(bd.config.fixpoint_iterations > 1 for bd in self.bounds)
+        # fixpoints and indirect grids need the host between launches: no graph for them
+        self.sequential = any(bd.config.fixpoint_iterations > 1 or bd.prep.kernel.indirect
+                              for bd in self.bounds)
         self.graph = None
         dev = backend.device
         if not self.sequential and getattr(dev, "supports_graphs", False):

@@ -98,7 +98,7 @@ class CudaDevice(Device):
         module = self.rt.load(cubin)
         kernels = tuple(module.get_kernel(name) for name in plan.entries)
         kernel = Kernel(kernels, plan.uses_ctl, plan.fully_written, built_from, source, plan.stoppable,
-                        plan.vector)
+                        plan.vector, Kernel.indirect_of(plan))
         return kernel, kernel.meta(plan.entries), cubin
 
     def load(self, meta: dict, artifact: bytes) -> Kernel:
@@ -160,16 +160,17 @@ class CudaDevice(Device):
         return cfg
 
     def launch(self, kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int],
-               packed: tuple, timed: Any = False) -> Any:
+               packed: tuple, timed: Any = False, phases: slice | None = None) -> Any:
         cfg = self._config(grid, block)
         s = self._target
+        handles = kernel.handle if phases is None else kernel.handle[phases]
         if not timed:
-            for k in kernel.handle:
+            for k in handles:
                 cc.launch(s, cfg, k, *packed)
             return None
         start, end = self.timer() if timed is True else timed
         s.record(start)
-        for k in kernel.handle:
+        for k in handles:
             cc.launch(s, cfg, k, *packed)
         s.record(end)
         return start, end

@@ -56,7 +56,7 @@ class OpenCLDevice(Device):
         plan, source = generate(program)
         prg, built_from = self.rt.build(source)
         kernel = Kernel((prg, plan.entries), plan.uses_ctl, plan.fully_written, built_from, source,
-                        plan.stoppable, plan.vector)
+                        plan.stoppable, plan.vector, Kernel.indirect_of(plan))
         return kernel, kernel.meta(plan.entries), bytes(prg.binaries[0])
 
     def load(self, meta: dict, artifact: bytes) -> Kernel:
@@ -106,9 +106,10 @@ class OpenCLDevice(Device):
         return kernels
 
     def launch(self, kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int],
-               packed: list[cl.Kernel], timed: bool = False) -> Any:
+               packed: list[cl.Kernel], timed: bool = False, phases: slice | None = None) -> Any:
         size = tuple(g * b for g, b in zip(grid, block))
-        events = [cl.enqueue_nd_range_kernel(self.queue, k, size, block) for k in packed]
+        events = [cl.enqueue_nd_range_kernel(self.queue, k, size, block)
+                  for k in (packed if phases is None else packed[phases])]
         return events if timed else None
 
     def elapsed_ns(self, token: Any) -> int | None:

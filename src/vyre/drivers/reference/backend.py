@@ -20,7 +20,7 @@ import vyre
 from vyre import reference
 from vyre.driver.capability import DeviceProfile
 from vyre.driver.engine import Cancelled, Ctl, Device, EngineBackend, HostBuffer, Kernel
-from vyre.driver.errors import CTL_ERRORS, BackendError, DispatchFailed
+from vyre.driver.errors import CTL_ERRORS, BackendError, DispatchFailed, indirect_failed
 from vyre.ir.errors import ExecutionError
 from vyre.ir.launch import Launch
 from vyre.ir.program import Program
@@ -47,6 +47,7 @@ class ReferenceDevice(Device):
 
     synchronous = True
     cancellable = True
+    indirect_in_launch = True   # the interpreter reads each phase's indirect grid itself
 
     def build(self, program: Program) -> Kernel:
         bound = tuple(b.name for b in sorted((b for b in program.buffers if b.is_bound),
@@ -79,7 +80,7 @@ class ReferenceDevice(Device):
         return buffers, counts, ctl
 
     def launch(self, kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int],
-               packed: Any, timed: bool = False) -> Any:
+               packed: Any, timed: bool = False, phases: slice | None = None) -> Any:
         (program, names), (buffers, counts, ctl) = kernel.handle, packed
         views = {n: _bytes(buf)[: c * program.buffer(n).dtype.size].view(program.buffer(n).dtype.storage)
                  for n, buf, c in zip(names, buffers, counts)}
@@ -94,6 +95,8 @@ class ReferenceDevice(Device):
             reference.execute(program, Launch(tuple(sorted(zip(names, counts))), grid), memory,
                               should_stop, SUBGROUP)
         except ExecutionError as err:
+            if err.kind == "indirect":
+                raise indirect_failed(err.message, err.fix) from None
             if err.kind in CTL_ERRORS:
                 ctl.words[0] |= CTL_ERRORS[err.kind]   # reported through the error word, as on every device
             elif err.kind == "limit" and should_stop():
