@@ -65,6 +65,20 @@ def test_sha256_of_raw_bytes_with_local_array_functions_and_while(backend):
     assert np.array_equal(np.frombuffer(out[0], np.uint32), X.sha256_bytes_expected(msgs))
 
 
+def test_functions_survive_a_workgroup_override_and_specialization(backend):
+    msgs = [b"", b"abc", b"q" * 200]
+    cfg = DispatchConfig(dispatch_elements=8 * len(msgs), dispatch_grid=(len(msgs), 1, 1),
+                         workgroup_override=(32, 1, 1))
+    out = run_checked(backend, X.sha256_bytes(), X.sha256_bytes_inputs(msgs), cfg)
+    assert np.array_equal(np.frombuffer(out[0], np.uint32), X.sha256_bytes_expected(msgs))
+    scale = Function.define("scale", [("x", U)], [], v("x") * Expr.spec("k", U, 3))
+    prog = Program.wrapped([BufferDecl.read("a", 0, U), BufferDecl.output("o", 1, U)], 64,
+                           [Node.store("o", GX, Expr.call("scale", Expr.load("a", GX)))], [scale])
+    a = np.arange(100, dtype=np.uint32)
+    out = run_checked(backend, prog, [a], DispatchConfig(specialization={"k": 5}))
+    assert np.array_equal(np.frombuffer(out[0], np.uint32), a * 5)
+
+
 @pytest.mark.parametrize("counter", [(0, 0, 0, 0), (M64 - 5, 7, 0, 0), (M64, M64, M64 - 1, 9)])
 def test_philox4x64_matches_numpy(backend, counter):
     key = (0x0123456789ABCDEF, 0xFEDCBA9876543210)

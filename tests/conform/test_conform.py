@@ -63,7 +63,7 @@ def _swap(program):
             return N.Block(tuple(map(st, n.body)))
         return n
 
-    return Program(program.buffers, program.workgroup_size, tuple(map(st, program.body)))
+    return Program(program.buffers, program.workgroup_size, tuple(map(st, program.body)), program.functions)
 
 
 def test_reference_backend_passes_the_whole_corpus(reference_backend):

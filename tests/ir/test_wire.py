@@ -70,7 +70,7 @@ def test_commutative_operand_order_is_invisible_to_the_fingerprint(seed):
     p, _ = random_program(seed)
     swapped = Program(p.buffers, p.workgroup_size, tuple(
         Node.store(n.buffer, n.index, _swap_commutative(n.value)) if n.__class__.__name__ == "Store" else n
-        for n in p.body))
+        for n in p.body), p.functions)
     assert fingerprint(swapped) == fingerprint(p)
 
 

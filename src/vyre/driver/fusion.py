@@ -82,6 +82,10 @@ class Fused:
 def _elementwise_problem(p: Program, who: str) -> str | None:
     if p.workgroup_buffers:
         return f"the {who} uses workgroup memory"
+    if p.local_buffers or p.functions:
+        return f"the {who} uses local arrays or functions"
+    if any(isinstance(n, N.While | N.IndirectDispatch) for n in N.walk_nodes(p.body)):
+        return f"the {who} has a while loop or an indirect dispatch"
     for n in N.walk_nodes(p.body):
         if isinstance(n, N.Barrier):
             return f"the {who} has a barrier ({n.ordering.value})"

@@ -57,7 +57,7 @@ class DivergenceError(Other):
 
 def transcendental_ulp_budget(program: Program, config: DispatchConfig | None) -> int:
     """0 when the program has no transcendental op; else the configured or default budget."""
-    ops = {e.op for e in N.walk_exprs(program.body) if isinstance(e, E.Un) and e.op in TRANSCENDENTAL}
+    ops = {e.op for e in N.program_exprs(program) if isinstance(e, E.Un) and e.op in TRANSCENDENTAL}
     if not ops:
         return 0
     if config is not None and config.ulp_budget is not None:

@@ -42,7 +42,7 @@ def uses_atomics(program: Program) -> bool:
     """Whether any expression is an atomic (cached on the program: it sizes every launch)."""
     hit = program.__dict__.get("_vyre_atomics")
     if hit is None:
-        hit = program.__dict__["_vyre_atomics"] = any(isinstance(e, E.Atomic) for e in N.walk_exprs(program.body))
+        hit = program.__dict__["_vyre_atomics"] = any(isinstance(e, E.Atomic) for e in N.program_exprs(program))
     return hit
 
 
@@ -113,7 +113,7 @@ def effective_program(program: Program, config: Any) -> Program:
     wg = getattr(config, "workgroup_override", None)
     if wg is None or tuple(wg) == program.workgroup_size:
         return program
-    return Program(program.buffers, tuple(int(v) for v in wg), program.body)  # type: ignore[arg-type]
+    return Program(program.buffers, tuple(int(v) for v in wg), program.body, program.functions)  # type: ignore[arg-type]
 
 
 def resolve(program: Program, nbytes: Sequence[int], config: Any = None) -> Launch:

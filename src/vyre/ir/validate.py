@@ -249,7 +249,7 @@ class _Validator:
 
     def specs(self) -> None:
         seen: dict[str, E.Spec] = {}
-        for e in N.walk_exprs(self.p.body):
+        for e in N.program_exprs(self.p):
             if not isinstance(e, E.Spec):
                 continue
             if not isinstance(e.name, str) or not NAME.match(e.name):

@@ -414,7 +414,7 @@ class EngineBackend(VyreBackend):
             log.warning("vyre cache: cannot load a cached program for %s (%s); rebuilding", self.id(), exc)
             return None
         wg = config.workgroup_override or program.workgroup_size
-        eff = program if wg == program.workgroup_size else Program(program.buffers, wg, program.body)
+        eff = program if wg == program.workgroup_size else Program(program.buffers, wg, program.body, program.functions)
         eff.__dict__["_vyre_atomics"] = bool(meta.get("atomics", True))
         return eff, kernel
 

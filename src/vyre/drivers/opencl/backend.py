@@ -24,7 +24,7 @@ from vyre.ir import node as N
 from vyre.ir.program import Program
 from vyre.ir.types import BinOp, UnOp
 
-from .codegen import generate
+from .codegen import INT64_ATOMICS, generate
 from .runtime import ID, Runtime
 
 _COMPLETE = cl.command_execution_status.COMPLETE
@@ -158,10 +158,18 @@ class OpenCLDevice(Device):
             pass
 
 
+def _wide_atomics(program: Program) -> bool:
+    from vyre.ir import expr as E
+    from vyre.ir import node as N
+
+    return any(isinstance(e, E.Atomic) and program.buffer(e.buffer).dtype.is_wide
+               for e in N.program_exprs(program))
+
+
 def _needs_correct_division(program: Program) -> bool:
     return any((isinstance(e, E.Bin) and e.op is BinOp.DIV) or
                (isinstance(e, E.Un) and e.op in (UnOp.SQRT, UnOp.RECIPROCAL))
-               for e in N.walk_exprs(program.body))
+               for e in N.program_exprs(program))
 
 
 class OpenCLBackend(EngineBackend):
@@ -185,6 +193,11 @@ class OpenCLBackend(EngineBackend):
                 "correctly rounded f32 division/sqrt", ID,
                 "this OpenCL device cannot guarantee the reference's bytes for f32 DIV/SQRT; "
                 "use another backend for this program.")
+        if _wide_atomics(program) and not set(INT64_ATOMICS) <= self.rt.info.extensions:
+            raise UnsupportedFeature(
+                "64-bit atomics", ID,
+                f"this OpenCL device lacks {' and '.join(INT64_ATOMICS)}: use u32/i32 atomics "
+                "(e.g. two 32-bit halves) or run on a backend with 64-bit atomics (cuda, reference).")
 
     # ---- capabilities (probed from the device) -------------------------------------------
     def supports_async_compute(self) -> bool:
