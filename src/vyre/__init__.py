@@ -32,7 +32,10 @@ from .ir import (
 
 __version__ = "0.2.0"
 
-_LAZY = ("conform", "driver", "drivers", "lower", "reference", "cli")
+_LAZY = ("conform", "driver", "drivers", "examples", "kernel", "lower", "reference", "cli", "settings")
+# the kernel frontend's names, at the top level: @vyre.kernel, @vyre.func, vyre.In[vyre.f32], ...
+_KERNEL_NAMES = ("func", "In", "Out", "InOut", "Scalar", "gid", "lid", "wgid", "barrier", "u8", "i8",
+                 "u16", "i16", "u32", "i32", "u64", "i64", "f16", "bf16", "f32", "bool_")
 
 
 def __getattr__(name: str) -> Any:
@@ -40,11 +43,13 @@ def __getattr__(name: str) -> Any:
         module = importlib.import_module(f"{__name__}.{name}")
         globals()[name] = module
         return module
+    if name in _KERNEL_NAMES:
+        return getattr(importlib.import_module(f"{__name__}.kernel"), name)
     raise AttributeError(f"module 'vyre' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | set(_KERNEL_NAMES))
 
 
 __all__ = [

@@ -44,7 +44,7 @@ def literal_for(value: int | float, t: DataType | None) -> E.Lit:
                         "(Expr.u64(...), Expr.i32(...)) and cast the other operand.") from None
 
 
-class _Resolver:
+class Resolver:
     def __init__(self, program: Any) -> None:
         self.p = program
 
@@ -180,7 +180,7 @@ def resolve(program: Any) -> tuple[tuple[N.Node, ...], tuple[Any, ...]]:
     """(body, functions) of ``program`` with every weak literal typed."""
     from .program import Function
 
-    r = _Resolver(program)
+    r = Resolver(program)
     functions = []
     for f in program.functions:
         if isinstance(f, Function) and isinstance(f.params, tuple) and isinstance(f.body, tuple):

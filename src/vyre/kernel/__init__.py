@@ -1,0 +1,189 @@
+"""vyre.kernel — write kernels as Python functions.
+
+    import numpy as np
+    import vyre
+    from vyre.kernel import In, Out, f32, gid
+
+    @vyre.kernel
+    def saxpy(x: In[f32], y: In[f32], out: Out[f32]):
+        i = gid()
+        out[i] = 2.5 * x[i] + y[i]
+
+    out = saxpy(np.ones(1000, np.float32), np.arange(1000, dtype=np.float32))
+
+The function's source is compiled to a `vyre.ir.Program` (`vyre.kernel.frontend`; no
+tracing: ``if``/``for``/``while`` on device values become device control flow), once per
+kernel, and runs on the preferred backend with the same bytes as everywhere else. See
+`Kernel.__call__` for launching and `vyre.kernel.intrinsics` for the device functions.
+The IR builders (`vyre.ir`) remain the low-level API: ``saxpy.program`` is the Program.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from vyre.ir import Program
+
+from . import intrinsics
+from .frontend import KernelError, build_program
+from .intrinsics import (
+    atomic_add,
+    atomic_and,
+    atomic_cas,
+    atomic_exchange,
+    atomic_max,
+    atomic_min,
+    atomic_or,
+    atomic_xor,
+    barrier,
+    bitcast,
+    byte_swap,
+    ceil,
+    clz,
+    cos,
+    ctz,
+    exp,
+    exp2,
+    floor,
+    fma,
+    gid,
+    grid_sync,
+    isinf,
+    isnan,
+    lid,
+    local,
+    log,
+    log2,
+    mul_high,
+    popcount,
+    reverse_bits,
+    rotl,
+    rotr,
+    sat_add,
+    sat_sub,
+    select,
+    shared,
+    sin,
+    sqrt,
+    tan,
+    tanh,
+    trunc,
+    wgid,
+)
+from .launch import call
+from .types import (
+    In,
+    InOut,
+    Out,
+    Scalar,
+    bf16,
+    bool_,
+    f16,
+    f32,
+    i8,
+    i16,
+    i32,
+    i64,
+    u8,
+    u16,
+    u32,
+    u64,
+)
+
+DEFAULT_MAX_ITERATIONS = 1 << 20
+
+
+class Kernel:
+    """A compiled-on-first-use kernel. Call it like the function (In/InOut/Scalar arguments
+    in order; Out buffers come back), index it with a grid (``k[(blocks,)](...)``), or read
+    ``.program`` for the IR."""
+
+    def __init__(self, fn: Callable, workgroup_size: int | tuple[int, ...] = 256,
+                 max_iterations: int = DEFAULT_MAX_ITERATIONS) -> None:
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.workgroup_size = workgroup_size
+        self.max_iterations = max_iterations
+        self._built: tuple[Program, list] | None = None
+
+    def _build(self) -> tuple[Program, list]:
+        if self._built is None:
+            self._built = build_program(self.fn, self.workgroup_size, self.max_iterations)
+        return self._built
+
+    @property
+    def program(self) -> Program:
+        """The kernel as a `vyre.ir.Program` (built once)."""
+        return self._build()[0]
+
+    def __call__(self, *args: Any, out: Any = None, grid: Any = None, elements: int | None = None,
+                 backend: Any = None, config: Any = None) -> Any:
+        """Run the kernel. ``backend``: an id or backend object (default: the preferred
+        dispatch backend, ``VYRE_BACKEND`` overrides); ``grid``: workgroups per axis;
+        ``elements``: the count of runtime-sized outputs; ``config``: a DispatchConfig;
+        ``out``: arrays to write the outputs into. Returns writable numpy arrays."""
+        program, params = self._build()
+        return call(program, params, self.__name__, args, out=out, grid=grid, elements=elements,
+                    backend=backend, config=config)
+
+    def __getitem__(self, grid: Any) -> Callable[..., Any]:
+        return functools.partial(self.__call__, grid=grid)
+
+    def __repr__(self) -> str:
+        state = "built" if self._built is not None else "not yet built"
+        return f"<vyre.kernel {self.__name__} workgroup={self.workgroup_size} ({state})>"
+
+
+class DeviceFunction:
+    """A ``@vyre.func``: callable from kernels (and other device functions) only."""
+
+    def __init__(self, fn: Callable) -> None:
+        functools.update_wrapper(self, fn)
+        self.__vyre_func__ = fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from vyre.ir import VyreError
+
+        raise VyreError(f"{self.__name__} is a vyre device function: it runs inside kernels only.",
+                        "call it from a @vyre.kernel body.")
+
+    def __repr__(self) -> str:
+        return f"<vyre.func {self.__name__}>"
+
+
+def kernel(fn: Callable | None = None, *, workgroup_size: int | tuple[int, ...] = 256,
+           max_iterations: int = DEFAULT_MAX_ITERATIONS) -> Any:
+    """Decorator: ``@vyre.kernel`` or ``@vyre.kernel(workgroup_size=64)``. ``max_iterations``
+    caps every ``while`` loop (exceeding it fails the dispatch with a clear error)."""
+    if fn is None:
+        return lambda f: Kernel(f, workgroup_size, max_iterations)
+    return Kernel(fn, workgroup_size, max_iterations)
+
+
+def func(fn: Callable) -> DeviceFunction:
+    """Decorator: a device function kernels can call (parameters annotated with value types,
+    one ``return value`` at the end)."""
+    return DeviceFunction(fn)
+
+
+__all__ = ["DeviceFunction", "In", "InOut", "Kernel", "KernelError", "Out", "Scalar", "atomic_add",
+           "atomic_and", "atomic_cas", "atomic_exchange", "atomic_max", "atomic_min", "atomic_or",
+           "atomic_xor", "barrier", "bf16", "bitcast", "bool_", "byte_swap", "ceil", "clz", "cos", "ctz",
+           "exp", "exp2", "f16", "f32", "floor", "fma", "func", "gid", "grid_sync", "i8", "i16", "i32",
+           "i64", "intrinsics", "isinf", "isnan", "kernel", "lid", "local", "log", "log2", "mul_high",
+           "popcount", "reverse_bits", "rotl", "rotr", "sat_add", "sat_sub", "select", "shared", "sin",
+           "sqrt", "tan", "tanh", "trunc", "u8", "u16", "u32", "u64", "wgid"]
+
+
+class _CallableModule(type(functools)):  # type: ignore[misc]
+    """``vyre.kernel`` is both this module and the decorator: ``@vyre.kernel`` works."""
+
+    def __call__(self, fn: Callable | None = None, **options: Any) -> Any:
+        return kernel(fn, **options)
+
+
+import sys as _sys  # noqa: E402
+
+_sys.modules[__name__].__class__ = _CallableModule
