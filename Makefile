@@ -6,7 +6,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: demo test system lint bench clean
 
-demo: $(VENV)/.stamp-base
+demo: system $(VENV)/.stamp-base
 	$(BIN)/vyre demo
 
 test: system $(VENV)/.stamp-test
@@ -23,9 +23,11 @@ system:
 		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq pocl-opencl-icd ocl-icd-libopencl1; \
 	fi
 
+# the base install includes an OpenCL backend (PoCL from `system`), so the README's first
+# program runs right after `make demo`
 $(VENV)/.stamp-base: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/pip install -q -e .
+	$(BIN)/pip install -q -e '.[opencl]'
 	touch $@
 
 $(VENV)/.stamp-test: pyproject.toml

@@ -1,7 +1,14 @@
-"""The `vyre` command."""
+"""The `vyre` command.
+
+Output rules: every piece of text that is not ours (errors, program text, generated source,
+device names, paths) is escaped, so square brackets print as they are; source is soft-wrapped
+(piped output is never hard-wrapped); user errors go to stderr with exit code 2 and no
+traceback.
+"""
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -13,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
@@ -22,13 +30,29 @@ from vyre.ir import VyreError, fingerprint, validate, wire
 from .show import program_text
 
 app = typer.Typer(help="vyre: portable GPU compute with byte-identical results on every backend.",
-                  no_args_is_help=True, add_completion=False)
-console = Console()
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+cache_app = typer.Typer(help="The compiled-kernel cache: where it is, what it holds, clearing it.",
+                        no_args_is_help=True)
+app.add_typer(cache_app, name="cache")
+console = Console(soft_wrap=True)
+errors = Console(stderr=True, soft_wrap=True)
 
 
-def _fail(err: Exception) -> None:
-    console.print(f"[red]error:[/red] {err}")
-    raise typer.Exit(2)
+def _fail(err: Exception, code: int = 2) -> None:
+    errors.print(f"[red]error:[/red] {escape(str(err))}")
+    raise typer.Exit(code)
+
+
+def _version(value: bool) -> None:
+    if value:
+        console.print(f"vyre {escape(vyre.__version__)}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="print the version and exit")) -> None:
+    """vyre: portable GPU compute with byte-identical results on every backend."""
 
 
 def demo_program():
@@ -43,22 +67,36 @@ def demo_program():
 
 
 @app.command()
-def demo(save: Path | None = typer.Option(None, help="also write the program's wire form here")) -> None:
-    """Build a small program, validate it, show its fingerprint, run it on the reference."""
+def demo(save: Path | None = typer.Option(None, help="also write the program's wire form here"),
+         backend: str | None = typer.Option(None, help="backend id (default: the preferred one)")) -> None:
+    """Build a small program, validate it, run it on the preferred backend and check its bytes
+    against the CPU reference."""
     from vyre import reference
+    from vyre.driver import BackendError, acquire, acquire_preferred_dispatch_backend
 
     p = demo_program()
-    console.print(program_text(p))
+    console.print(escape(program_text(p)), highlight=False)
     diags = validate(p)
-    console.print(f"validation: {diags or 'ok'}")
+    console.print(f"validation: {escape(str(diags)) if diags else 'ok'}")
     console.print(f"fingerprint: {fingerprint(p).hex()}")
     a = np.arange(8, dtype=np.float32)
     b = np.full(8, 0.5, dtype=np.float32)
-    out = np.frombuffer(reference.run(p, [a, b])[0], dtype=np.float32)
+    want = reference.run(p, [a, b])[0]
+    try:
+        be = acquire(backend) if backend else acquire_preferred_dispatch_backend()
+        got = be.dispatch(p, [a, b])[0]
+    except BackendError as exc:
+        _fail(exc)
+    out = np.frombuffer(got, dtype=np.float32)
     console.print(f"a   = {a.tolist()}\nb   = {b.tolist()}\nout = fma(a, b, sqrt(a)) = {out.tolist()}")
+    where = escape(f"{be.id()} ({be.device_profile().device_name or 'ready'})")
+    if got != want:
+        _fail(VyreError(f"{be.id()} gave different bytes from the reference.",
+                        "report it with `vyre conform --backend " + be.id() + "` output."), 1)
+    console.print(f"ran on {where}: [green]byte-identical to the reference[/green]")
     if save:
         save.write_bytes(wire.encode(p))
-        console.print(f"wrote {save} ({save.stat().st_size} bytes)")
+        console.print(f"wrote {escape(str(save))} ({save.stat().st_size} bytes)")
 
 
 @app.command()
@@ -70,11 +108,11 @@ def inspect(file: Path, backend: str | None = typer.Option(None, help="print thi
         _fail(VyreError(f"cannot read {file}: {exc}.", "pass the path of a file written by wire.encode()."))
     except VyreError as exc:
         _fail(exc)
-    console.print(program_text(p), highlight=False)
+    console.print(escape(program_text(p)), highlight=False)
     console.print(f"fingerprint: {fingerprint(p).hex()}")
     diags = validate(p)
     for d in diags:
-        console.print(f"[yellow]{d}[/yellow]")
+        console.print(f"[yellow]{escape(str(d))}[/yellow]")
     if not diags:
         console.print("diagnostics: none")
     if backend:
@@ -88,6 +126,8 @@ def inspect(file: Path, backend: str | None = typer.Option(None, help="print thi
         if src is None:
             _fail(VyreError(f"backend {backend} does not generate source.", "use opencl or cuda."))
         console.print(src, highlight=False, markup=False)
+    if diags:
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -96,7 +136,15 @@ def backends(explain: Path | None = typer.Option(None, help="say which backends 
     from vyre.driver import BackendError, acquire, registered_backends_by_precedence
     from vyre.driver.registry import broken_registrations, why_not
 
-    program = wire.decode(explain.read_bytes()) if explain else None
+    program = None
+    if explain is not None:
+        try:
+            program = wire.decode(explain.read_bytes())
+        except OSError as exc:
+            _fail(VyreError(f"cannot read {explain}: {exc.strerror or exc}.",
+                            "pass the path of a file written by vyre.ir.wire.encode()."))
+        except VyreError as exc:
+            _fail(exc)
     t = Table(title="vyre backends")
     for col in ("id", "precedence", "available", "version", "capabilities"):
         t.add_column(col)
@@ -104,7 +152,7 @@ def backends(explain: Path | None = typer.Option(None, help="say which backends 
         try:
             b = acquire(reg.id)
         except BackendError as exc:
-            t.add_row(reg.id, str(reg.precedence), f"[red]no[/red]: {exc}", "-", "-")
+            t.add_row(reg.id, str(reg.precedence), f"[red]no[/red]: {escape(str(exc))}", "-", "-")
             continue
         caps = [f"wg≤{b.max_compute_invocations_per_workgroup()}", f"mem≤{b.max_storage_buffer_bytes() >> 20}MiB"]
         caps += [n for n, f in (("async", b.supports_async_compute), ("grid_sync", b.supports_grid_sync),
@@ -112,43 +160,57 @@ def backends(explain: Path | None = typer.Option(None, help="say which backends 
         avail = "[green]yes[/green]" + (" (reference oracle)" if reg.reference_oracle else "")
         if program is not None:
             reasons = why_not(program, b)
-            avail += "; runs program" if not reasons else f"; cannot run: {'; '.join(reasons)}"
-        t.add_row(reg.id, str(reg.precedence), avail + f"\n{b.device_profile().device_name}", b.version(), ", ".join(caps))
+            avail += "; runs program" if not reasons else f"; cannot run: {escape('; '.join(reasons))}"
+        t.add_row(reg.id, str(reg.precedence), avail + f"\n{escape(b.device_profile().device_name)}",
+                  escape(b.version()), escape(", ".join(caps)))
     for name, why in broken_registrations().items():
-        t.add_row(name, "-", f"[red]broken[/red]: {why}", "-", "-")
+        t.add_row(escape(name), "-", f"[red]broken[/red]: {escape(str(why))}", "-", "-")
     console.print(t)
     if program is not None:
         from vyre.driver.routing import Router
 
-        console.print(Router().choose(program).explain(), highlight=False)
+        console.print(escape(Router().choose(program).explain()), highlight=False)
 
 
 @app.command()
 def doctor() -> None:
     """What is installed, what each backend needs, and the fix for each missing piece."""
-    from vyre.driver import BackendError, acquire, registered_backends_by_precedence
+    from vyre.driver import BackendError, acquire, registered_backends_by_precedence, settings
     from vyre.driver.pipeline import cache_root
 
-    console.print(f"vyre {vyre.__version__} on Python {platform.python_version()} ({sys.platform})")
-    console.print(f"cache dir: {cache_root()}")
-    for mod in ("numpy", "blake3", "platformdirs", "pyopencl", "cuda.core", "cuda.bindings"):
-        spec = importlib.util.find_spec(mod.split(".")[0]) if "." in mod else importlib.util.find_spec(mod)
-        console.print(f"  {mod:14} {'installed' if spec else '[yellow]missing[/yellow]'}")
-    icds = sorted(os.listdir("/etc/OpenCL/vendors")) if os.path.isdir("/etc/OpenCL/vendors") else []
-    console.print(f"  OpenCL ICDs    {', '.join(icds) or '[yellow]none[/yellow] (Debian: apt-get install pocl-opencl-icd ocl-icd-libopencl1)'}")
-    console.print(f"  nvidia-smi     {'found' if shutil.which('nvidia-smi') else 'not found'}")
+    console.print(f"vyre {escape(vyre.__version__)} on Python {platform.python_version()} ({sys.platform})")
+    console.print(f"cache dir: {escape(str(cache_root()))}")
+    for dist in ("numpy", "blake3", "platformdirs", "pyopencl", "cuda-core", "cuda-bindings",
+                 "nvidia-cuda-nvrtc", "wgpu", "dask", "distributed"):
+        try:
+            state = f"{importlib.metadata.version(dist)}"
+        except importlib.metadata.PackageNotFoundError:
+            state = "[yellow]not installed[/yellow]"
+        console.print(f"  {dist:18} {state}")
+    vendors = os.environ.get("OCL_ICD_VENDORS") or "/etc/OpenCL/vendors"
+    if os.path.isdir(vendors):
+        icds = sorted(f for f in os.listdir(vendors) if f.endswith(".icd"))
+    else:
+        icds = [Path(vendors).name] if os.path.isfile(vendors) else []
+    hint = "[yellow]none[/yellow] (Debian: apt-get install pocl-opencl-icd ocl-icd-libopencl1)"
+    console.print(f"  OpenCL ICDs in {escape(vendors)}: {escape(', '.join(icds)) if icds else hint}")
+    console.print(f"  nvidia-smi         {'found' if shutil.which('nvidia-smi') else 'not found'}")
+    for s in settings.SETTINGS:
+        value = settings.get(s.name)
+        if value is not None:
+            console.print(f"  {s.name} = {escape(value)}")
     for reg in registered_backends_by_precedence():
         try:
             b = acquire(reg.id)
-            console.print(f"[green]✓[/green] {reg.id}: {b.device_profile().device_name or 'ready'}")
+            console.print(f"[green]✓[/green] {reg.id}: {escape(b.device_profile().device_name or 'ready')}")
         except BackendError as exc:
-            console.print(f"[red]✗[/red] {reg.id}: {exc}\n    needs: {reg.requires}")
+            console.print(f"[red]✗[/red] {reg.id}: {escape(str(exc))}\n    needs: {escape(str(reg.requires))}")
 
 
 @app.command()
 def conform(
     backend: list[str] = typer.Option([], help="backend id(s); default: every available dispatching backend"),
-    random: int = typer.Option(0, help="random programs per backend"),
+    random: int = typer.Option(0, min=0, help="random programs per backend"),
     seed: int = typer.Option(0, help="seed for witnesses and random programs"),
     json_out: Path | None = typer.Option(None, "--json", help="write the report as JSON"),
     cert_dir: Path = typer.Option(Path("conform-certs"), help="where certificates go"),
@@ -172,7 +234,7 @@ def conform(
             _fail(VyreError(f"cannot read certificate {verify}: {exc}.", "pass a JSON certificate from `vyre conform`."))
         except BackendError as exc:
             _fail(exc)
-        console.print(f"{'[green]valid[/green]' if ok else '[red]invalid[/red]'}: {why}")
+        console.print(f"{'[green]valid[/green]' if ok else '[red]invalid[/red]'}: {escape(str(why))}")
         raise typer.Exit(0 if ok else 1)
     if oob_report:
         for name in oob():
@@ -188,7 +250,7 @@ def conform(
         if d is None:
             console.print(f"[green]no divergence[/green] on {b.id()}")
             return
-        console.print(f"[red]divergence[/red] on {b.id()}: {d if isinstance(d, str) else d.describe()}")
+        console.print(f"[red]divergence[/red] on {b.id()}: {escape(d if isinstance(d, str) else d.describe())}")
         raise typer.Exit(1)
     ids = backend or [r.id for r in registered_backends_by_precedence() if not r.reference_oracle]
     reports, failed = [], False
@@ -202,7 +264,7 @@ def conform(
         except BackendError as exc:
             if backend:
                 _fail(exc)
-            console.print(f"[yellow]skip[/yellow] {bid}: {exc}")
+            console.print(f"[yellow]skip[/yellow] {bid}: {escape(str(exc))}")
             continue
         with Progress(console=console, transient=True) as bar:
             task = bar.add_task(f"{bid}", total=total)
@@ -213,10 +275,11 @@ def conform(
         cpath = cert_dir / f"{bid}.json"
         cpath.write_text(json.dumps(cert, indent=1))
         summary.add_row(bid, str(report.count("pass")), str(report.count("fail")), str(report.count("error")),
-                        str(report.count("skip")), str(cpath))
+                        str(report.count("skip")), escape(str(cpath)))
         for r in report.results:
             if r.status in ("fail", "error"):
-                console.print(f"[red]{r.status}[/red] {bid} {r.name}: {r.detail}" + (f"\n  repro: {r.repro}" if r.repro else ""))
+                console.print(f"[red]{r.status}[/red] {bid} {escape(r.name)}: {escape(str(r.detail))}"
+                              + (f"\n  repro: {escape(str(r.repro))}" if r.repro else ""))
         failed |= not report.ok
         reports.append({"certificate": cert, "results": [vars(r) for r in report.results]})
     console.print(summary)
@@ -229,13 +292,20 @@ def conform(
 
 @app.command()
 def bench(backend: list[str] = typer.Option([], help="backend ids (default: all available)"),
-          elements: int = typer.Option(1 << 20, help="elements for the throughput case"),
-          repeats: int = typer.Option(20, help="timed repetitions (median reported)"),
+          elements: int = typer.Option(1 << 20, min=1, help="elements for the throughput case"),
+          repeats: int = typer.Option(20, min=1, help="timed repetitions (median reported)"),
           json_out: Path | None = typer.Option(None, "--json")) -> None:
     """Side-by-side dispatch latency and elementwise throughput of the available backends."""
+    from vyre.driver import BackendError
+
     from .bench import run_bench
 
-    rows = run_bench(backend, elements, repeats)
+    try:
+        rows = run_bench(backend, elements, repeats)
+    except BackendError as exc:
+        _fail(exc)
+    if not rows:
+        _fail(VyreError("no backend could be measured.", "install a backend (`vyre doctor` says how)."))
     t = Table(title=f"vyre bench ({elements} elements, median of {repeats})")
     for col in ("backend", "tiny dispatch µs", "elementwise ms", "GB/s", "device ms"):
         t.add_column(col)
@@ -247,5 +317,44 @@ def bench(backend: list[str] = typer.Option([], help="backend ids (default: all 
         json_out.write_text(json.dumps(rows, indent=1))
 
 
+@cache_app.command("info")
+def cache_info() -> None:
+    """Where the cache is and what it holds."""
+    from vyre.driver.pipeline import cache_root
+
+    root = cache_root()
+    files = [p for p in root.rglob("*") if p.is_file()] if root.is_dir() else []
+    size = sum(p.stat().st_size for p in files)
+    console.print(f"cache dir: {escape(str(root))}")
+    kinds: dict[str, int] = {}
+    for p in files:
+        top = p.relative_to(root).parts[0]
+        kinds[top] = kinds.get(top, 0) + 1
+    for kind, n in sorted(kinds.items()):
+        console.print(f"  {escape(kind)}: {n} file(s)")
+    console.print(f"{len(files)} file(s), {size / 1e6:.2f} MB")
+
+
+@cache_app.command("clear")
+def cache_clear() -> None:
+    """Delete every cached kernel and artifact (they are rebuilt on demand)."""
+    from vyre.driver.pipeline import cache_root
+
+    root = cache_root()
+    n = sum(1 for p in root.rglob("*") if p.is_file()) if root.is_dir() else 0
+    shutil.rmtree(root, ignore_errors=True)
+    console.print(f"removed {n} file(s) from {escape(str(root))}")
+
+
 def main() -> None:
-    app()
+    """The console entry point: user errors print to stderr with exit code 2, no traceback."""
+    from vyre.driver import BackendError
+
+    try:
+        app()
+    except (VyreError, BackendError) as exc:
+        errors.print(f"[red]error:[/red] {escape(str(exc))}")
+        sys.exit(2)
+    except RecursionError:
+        errors.print("[red]error:[/red] the input nests too deeply for vyre. Fix: flatten the program.")
+        sys.exit(2)

@@ -36,6 +36,9 @@ def _median_ns(fn, repeats: int) -> float:
 
 
 def run_bench(ids: list[str], elements: int, repeats: int) -> list[dict]:
+    """One row per backend. Backends named in ``ids`` must start (their error is raised);
+    with no ids, every registered backend that starts is measured."""
+    named = bool(ids)
     ids = ids or [r.id for r in registered_backends_by_precedence()]
     rows = []
     tiny_in = [np.arange(256, dtype=np.uint32)]
@@ -45,6 +48,8 @@ def run_bench(ids: list[str], elements: int, repeats: int) -> list[dict]:
         try:
             b = acquire(bid)
         except BackendError:
+            if named:
+                raise
             continue
         tiny = P.compile(b, tiny_program())
         saxpy = P.compile(b, saxpy_program())

@@ -34,6 +34,10 @@ def expr_text(e: E.Expr) -> str:
     if isinstance(e, E.Atomic):
         extra = f", expected={expr_text(e.expected)}" if e.expected is not None else ""
         return f"atomic_{e.op.value}({e.buffer}[{expr_text(e.index)}], {expr_text(e.value)}{extra})"
+    if isinstance(e, E.Call):
+        return f"{e.function}({', '.join(expr_text(a) for a in e.args)})"
+    if isinstance(e, E.Spec):
+        return f"spec {e.name}: {e.dtype.value}"
     return repr(e)
 
 
@@ -65,14 +69,27 @@ def body_text(body, indent: int = 1) -> list[str]:
             out.append(f"{pad}barrier({n.ordering.value})")
         elif isinstance(n, N.Eval):
             out.append(f"{pad}{expr_text(n.value)}")
+        elif isinstance(n, N.While):
+            out.append(f"{pad}while {expr_text(n.cond)} (at most {n.max_iterations}):")
+            out += body_text(n.body, indent + 1)
+        elif isinstance(n, N.Break | N.Continue):
+            out.append(f"{pad}{'break' if isinstance(n, N.Break) else 'continue'}")
+        elif isinstance(n, N.IndirectDispatch):
+            out.append(f"{pad}indirect_dispatch(grid = {n.buffer}[{n.offset}:{n.offset + 3}])")
     return out
 
 
 def program_text(p: Program) -> str:
     lines = [f"program workgroup_size={p.workgroup_size}"]
     for b in p.buffers:
-        where = f"binding {b.binding}" if b.binding is not None else "workgroup"
+        where = f"binding {b.binding}" if b.binding is not None else b.access.value
         lines.append(f"  buffer {b.name}: {b.access.value} {b.dtype.value}[{b.count or '*'}] ({where})")
+    for f in p.functions:
+        params = ", ".join(f"{n}: {t.value}" for n, t in f.params)
+        lines.append(f"  function {f.name}({params}):")
+        lines += body_text(f.body, 2)
+        if f.result is not None:
+            lines.append(f"    result {expr_text(f.result)}")
     lines.append("  body:")
     lines += body_text(p.body, 2)
     return "\n".join(lines)

@@ -12,13 +12,13 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import logging
-import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from vyre.ir.program import Program
 
+from . import settings
 from .backend import VyreBackend
 from .errors import BackendError, BackendUnavailable, Other, UnsupportedFeature
 from .validation import default_supported_ops
@@ -177,7 +177,7 @@ def acquire_preferred_dispatch_backend(program: Program | None = None) -> VyreBa
     """The best available dispatching backend: ``VYRE_BACKEND`` if set; for a given
     ``program``, the routing decision (ops, capabilities, measured timings); else the first
     by precedence that starts. Never a reference oracle unless named explicitly."""
-    named = os.environ.get(ENV_BACKEND)
+    named = settings.get(ENV_BACKEND)
     if named:
         return acquire(named.strip())
     if program is not None:

@@ -24,6 +24,7 @@ import blake3
 from vyre.ir.fingerprint import fingerprint
 from vyre.ir.program import Program
 
+from . import settings
 from .errors import BackendError, UnsupportedFeature
 from .pipeline.disk import cache_root
 from .registry import acquire, registered_backends_by_precedence, why_not
@@ -100,7 +101,7 @@ class Router:
     def choose(self, program: Program, allow_reference: bool = False) -> RouteDecision:
         runnable, reasons = self._runnable(program, allow_reference)
         if not runnable and not allow_reference:
-            return self.choose(program, allow_reference=True) if os.environ.get("VYRE_ROUTE_REFERENCE") == "1" \
+            return self.choose(program, allow_reference=True) if settings.flag("VYRE_ROUTE_REFERENCE") \
                 else RouteDecision(None, reasons)
         if not runnable:
             return RouteDecision(None, reasons)

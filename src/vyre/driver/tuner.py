@@ -27,6 +27,7 @@ from vyre.ir.fingerprint import fingerprint
 from vyre.ir.program import Program
 from vyre.ir.types import Builtin
 
+from . import settings
 from .capability import DeviceProfile
 from .config import DEFAULT, DispatchConfig
 from .pipeline.disk import cache_root
@@ -37,7 +38,7 @@ SIZES = (32, 64, 128, 256, 512, 1024)
 
 
 def enabled() -> bool:
-    return os.environ.get(ENV, "off").strip().lower() in ("on", "1", "true")
+    return settings.flag(ENV)
 
 
 def tunable(program: Program, config: DispatchConfig | None = None) -> bool:

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import blake3
 
+from .. import settings
+
 log = logging.getLogger("vyre.cache")
 
 MAGIC = b"VYRC"
@@ -92,7 +94,7 @@ _keys: dict[str, bytes] = {}
 
 def key_dir() -> Path:
     """Where the MAC key lives: ``$VYRE_KEY_DIR`` or the platform config dir (not the cache)."""
-    env = os.environ.get("VYRE_KEY_DIR")
+    env = settings.get("VYRE_KEY_DIR")
     if env:
         return Path(env)
     import platformdirs
@@ -142,7 +144,7 @@ def mac_key() -> bytes | None:
 
 
 def cache_root() -> Path:
-    env = os.environ.get("VYRE_CACHE_DIR")
+    env = settings.get("VYRE_CACHE_DIR")
     if env:
         return Path(env)
     import platformdirs

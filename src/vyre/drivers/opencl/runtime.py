@@ -4,7 +4,6 @@ and backend.py import pyopencl."""
 
 from __future__ import annotations
 
-import os
 import time
 import warnings
 from dataclasses import dataclass
@@ -13,6 +12,7 @@ import blake3
 import numpy as np
 import pyopencl as cl
 
+from vyre.driver import settings
 from vyre.driver.errors import (
     BackendUnavailable,
     DeviceOutOfMemory,
@@ -40,7 +40,7 @@ def pick_device() -> cl.Device:
         raise BackendUnavailable(ID, "no OpenCL device found.",
                                  "install an OpenCL ICD (Debian: apt-get install pocl-opencl-icd "
                                  "ocl-icd-libopencl1).")
-    want = os.environ.get("VYRE_OPENCL_DEVICE")
+    want = settings.get("VYRE_OPENCL_DEVICE")
     if want:
         if want.isdigit() and int(want) < len(devices):
             return devices[int(want)]
@@ -97,7 +97,7 @@ class Runtime:
             local_mem=int(d.local_mem_size), compute_units=int(d.max_compute_units),
             extensions=frozenset(d.extensions.split()),
             correct_div_sqrt=bool(d.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT),
-            host_unified=bool(d.host_unified_memory) and os.environ.get("VYRE_OPENCL_ZERO_COPY", "1") != "0")
+            host_unified=bool(d.host_unified_memory) and settings.flag("VYRE_OPENCL_ZERO_COPY", True))
         self.options = list(BASE_OPTIONS) + ([CORRECT_DIV_SQRT] if self.info.correct_div_sqrt else [])
         self.disk = DiskCache("opencl")
         self.fingerprint = blake3.blake3(

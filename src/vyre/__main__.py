@@ -1,0 +1,5 @@
+"""``python -m vyre``: the `vyre` command."""
+
+from vyre.cli.app import main
+
+main()
