@@ -77,6 +77,32 @@ def _scalar(value: Any, spec: ScalarSpec, where: str) -> np.ndarray:
                         f"pass a number that fits {t.value}.") from None
 
 
+def _on_device(x: Any) -> bool:
+    if hasattr(x, "__cuda_array_interface__"):
+        return True
+    if hasattr(x, "__dlpack_device__") and not isinstance(x, np.ndarray):
+        try:
+            return int(x.__dlpack_device__()[0]) != 1   # 1: kDLCPU
+        except Exception:
+            return False
+    return False
+
+
+def _like(example: Any, out: Any) -> Any:
+    """A device output as the caller's array type (no copy): CuPy or torch, else the
+    `DeviceOutput` itself (it has ``__cuda_array_interface__``)."""
+    mod = type(example).__module__.split(".")[0]
+    if mod == "cupy":
+        import cupy
+
+        return cupy.asarray(out)
+    if mod == "torch":
+        import torch
+
+        return torch.as_tensor(out, device=example.device)
+    return out
+
+
 def _writable(raw: bytes, dtype: DataType) -> np.ndarray:
     return np.frombuffer(bytearray(raw), dtype=np.dtype(dtype.host))
 
@@ -104,6 +130,13 @@ def call(program: Program, params: list[tuple[str, Any]], name: str, args: Seque
     if elements is not None:
         fields["dispatch_elements"] = int(elements)
     cfg = DispatchConfig(**fields) if fields else None
+    device = next((x for x in inputs if _on_device(x)), None)
+    if device is not None and out is None and hasattr(b, "dispatch_device") and \
+            getattr(getattr(b, "device", None), "reads_device_arrays", False):
+        # device inputs: the outputs stay on the device, as the caller's array type
+        outs = b.dispatch_device(program, inputs, cfg)
+        arrays = [_like(device, o) for o in outs]
+        return arrays[0] if len(arrays) == 1 else tuple(arrays)
     raw = b.dispatch(program, inputs, cfg)
     arrays = [_writable(r, d.dtype) for r, d in zip(raw, program.outputs)]
     if out is not None:

@@ -165,6 +165,28 @@ def grid_key(config: DispatchConfig) -> tuple:
     return key
 
 
+class DeviceOutput:
+    """One output of `EngineBackend.dispatch_device`: a device buffer the caller owns,
+    ``nbytes`` long, of element type ``dtype``, readable in place through
+    ``__cuda_array_interface__`` (1-D, the dtype's host type)."""
+
+    __slots__ = ("__weakref__", "backend", "buffer", "dtype", "nbytes", "ptr")
+
+    def __init__(self, buffer: Any, ptr: int, nbytes: int, dtype: Any, backend: str) -> None:
+        self.buffer, self.ptr, self.nbytes, self.dtype, self.backend = buffer, ptr, nbytes, dtype, backend
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        import numpy as np
+
+        host = np.dtype(self.dtype.host)
+        return {"shape": (self.nbytes // host.itemsize,), "typestr": host.str, "version": 3,
+                "data": (self.ptr, False), "strides": None, "stream": None}
+
+    def __repr__(self) -> str:
+        return f"<vyre DeviceOutput {self.dtype.value}[{self.nbytes // self.dtype.size}] on {self.backend}>"
+
+
 class Flight:
     """One dispatch in flight: what it needs until its results are read."""
 
@@ -543,9 +565,12 @@ class EngineBackend(VyreBackend):
 
     # ---- 5. enqueue --------------------------------------------------------------------------
     def _enqueue(self, pipe: EnginePipeline, prep: Prepared, ins: list[Input], config: DispatchConfig,
-                 deadline: float | None, timed: bool, fence: bool = True) -> Flight:
+                 deadline: float | None, timed: bool, fence: bool = True,
+                 device_outputs: bool = False) -> Flight:
         """Stage, launch and read back one dispatch. With ``fence`` False the caller waits
-        with `Device.finish` instead (synchronous calls without a deadline)."""
+        with `Device.finish` instead (synchronous calls without a deadline). With
+        ``device_outputs`` every output gets its own fresh device buffer, left on the device
+        (``flight.keep`` starts with them, in output order) instead of read back."""
         dev = self.device
         lock = self._lock
         lock.acquire()
@@ -560,6 +585,14 @@ class EngineBackend(VyreBackend):
                 bufs = prep.buffers(dev)
                 packed = sset.packed
                 views: list[Any] | None = None
+                if device_outputs:   # outputs the caller will own: never the reused buffers
+                    bufs = list(bufs)
+                    fresh = []
+                    for pos, nbytes, _ in prep.outs:
+                        bufs[pos] = dev.alloc(nbytes)
+                        fresh.append(bufs[pos])
+                    flight.keep = tuple(fresh)
+                    views = bufs
                 for pos, index, nbytes in prep.copies_in:
                     x = ins[index]
                     if type(x) is not DeviceInput:
@@ -588,7 +621,7 @@ class EngineBackend(VyreBackend):
                     dev.ctl_reset(sset.ctl)
                 flight.token = prep.launch(dev, packed, views if views is not None else bufs, timed)
                 for (pos, nbytes, _), host in zip(prep.outs, sset.outs):
-                    if nbytes:
+                    if nbytes and not device_outputs:
                         dev.download(host, bufs[pos], nbytes)
                 if uses_ctl:
                     dev.ctl_fetch(sset.ctl)
@@ -644,7 +677,9 @@ class EngineBackend(VyreBackend):
                     self.epoch += 1
         raise timed_out(config, self.id())
 
-    def _complete(self, flight: Flight, config: DispatchConfig) -> list[bytes]:
+    def _complete(self, flight: Flight, config: DispatchConfig, read: bool = True) -> list[bytes]:
+        """Wait for a dispatch, raise its error, and return its outputs' bytes (none when
+        ``read`` is False: the outputs stayed on the device)."""
         prep, sset = flight.prep, flight.sset
         try:
             if flight.fence is None:
@@ -662,7 +697,7 @@ class EngineBackend(VyreBackend):
             word = int(sset.ctl.words[0])
             prep.give(sset)
             raise ctl_failure(word, self.id())
-        outs = [v.tobytes() for v in sset.views]
+        outs = [v.tobytes() for v in sset.views] if read else []
         prep.give(sset)
         return outs
 
@@ -734,6 +769,37 @@ class EngineBackend(VyreBackend):
     def dispatch_borrowed(self, program: Program, inputs: Sequence[Any],
                           config: DispatchConfig | None = None) -> list[bytes]:
         return self.dispatch(program, inputs, config)  # inputs are staged once, never copied first
+
+    def dispatch_device(self, program: Program, inputs: Sequence[Any],
+                        config: DispatchConfig | None = None) -> list[DeviceOutput]:
+        """Dispatch and leave the outputs on the device (additive method): one `DeviceOutput`
+        per output, each a fresh device buffer the caller owns, exposed through
+        ``__cuda_array_interface__`` (CuPy, torch and numba take it without a copy). Inputs may
+        be device arrays (read in place) or host arrays. Same rules, bytes and errors as
+        `dispatch`; returns once the dispatch is complete."""
+        dev = self.device
+        if not dev.reads_device_arrays:
+            from ..errors import UnsupportedFeature
+
+            raise UnsupportedFeature("device-resident outputs", self.id(),
+                                     "use dispatch() (host bytes) on this backend, or the cuda backend.")
+        config = self._config(config)
+        started = time.perf_counter_ns()
+        ok = False
+        try:
+            pipe = self._pipeline(program, config)
+            ins = pipe.check(inputs)
+            prep = self._prepared(pipe, tuple([x.nbytes for x in ins]), config)
+            deadline = None if config.timeout is None else time.monotonic() + config.timeout
+            flight = self._enqueue(pipe, prep, ins, config, deadline, False, fence=deadline is not None,
+                                   device_outputs=True)
+            outs = flight.keep[: len(prep.outs)]
+            self._complete(flight, config, read=False)
+            ok = True
+            return [DeviceOutput(buf, dev.device_pointer(buf), exact, d.dtype, self.id())
+                    for buf, (_, _, exact), d in zip(outs, prep.outs, pipe.effective.outputs)]
+        finally:
+            observability.record_dispatch(self.id(), time.perf_counter_ns() - started, ok, config.label)
 
     def dispatch_borrowed_timed(self, program: Program, inputs: Sequence[Any],
                                 config: DispatchConfig | None = None) -> TimedDispatchResult:

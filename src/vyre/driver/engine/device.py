@@ -244,6 +244,10 @@ class Device(abc.ABC):
         """A device buffer object over memory the caller owns (device arrays)."""
         raise NotImplementedError
 
+    def device_pointer(self, buf: Any) -> int:
+        """The device address of a buffer from `alloc` (devices that read device arrays)."""
+        raise NotImplementedError
+
     def close(self) -> None:
         """Release the device (backend shutdown)."""
         return None

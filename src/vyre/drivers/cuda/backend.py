@@ -112,6 +112,9 @@ class CudaDevice(Device):
     def free(self, buf: Any) -> None:
         buf.close(self.stream)
 
+    def device_pointer(self, buf: Any) -> int:
+        return _ptr(buf)
+
     def host_alloc(self, nbytes: int) -> HostBuffer:
         pin = self.pinned.take(nbytes)
         hb = HostBuffer(pin, host_words(pin, nbytes // 4))
