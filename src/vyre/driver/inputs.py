@@ -21,6 +21,7 @@ else bytes (narrow element types); device inputs as `DeviceInput`.
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -155,11 +156,11 @@ def cai_span(decl: BufferDecl | None, x: Any, where: str, backend: str | None) -
         for dim in reversed(shape):
             expect.append(acc)
             acc *= dim
-        if tuple(reversed(expect)) != tuple(strides) and int(np.prod(shape)) > 1:
+        if tuple(reversed(expect)) != tuple(strides) and math.prod(shape) > 1:
             raise InvalidInput("input_layout", f"{where} is a non-contiguous device array.",
                                "pass a contiguous array (x.contiguous() / cupy.ascontiguousarray(x)).",
                                backend=backend)
-    return ptr, int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    return ptr, math.prod(shape) * dt.itemsize
 
 
 def check_input(decl: BufferDecl, x: Any, where: str, backend: str | None,

@@ -158,11 +158,36 @@ def _vector_form(program: Program) -> tuple[frozenset[str], frozenset[str]] | No
     return frozenset(loads), frozenset(stores)
 
 
+def propagate_ids(program: Program) -> Program:
+    """Replace each local that is bound once to an invocation id (``i = gid()``) and never
+    reassigned by the id itself, so the plan sees ``out[gid.x]`` (the vector form and the
+    zero-fill skip look for exactly that). The id is pure: the meaning cannot change."""
+    lets: dict[str, list[E.Expr]] = {}
+    assigned: set[str] = set()
+    for n in N.walk_nodes(program.body):
+        if isinstance(n, N.Let):
+            lets.setdefault(n.name, []).append(n.value)
+        elif isinstance(n, N.Assign):
+            assigned.add(n.name)
+        elif isinstance(n, N.Loop):
+            assigned.add(n.var)
+    ids = {name: vals[0] for name, vals in lets.items()
+           if len(vals) == 1 and isinstance(vals[0], E.Id) and name not in assigned}
+    if not ids:
+        return program
+    from vyre.ir.rewrite import map_body
+
+    def sub(e: E.Expr) -> E.Expr:
+        return ids[e.name] if isinstance(e, E.Var) and e.name in ids else e
+
+    return Program(program.buffers, program.workgroup_size, map_body(program.body, sub), program.functions)
+
+
 def lower(program: Program, vector: bool = False) -> KernelPlan:
     """Plan the kernels of a *validated* program (``vector``: the target can emit the
     elementwise vector form, see `_vector_form`). Functions are inlined first
     (`vyre.lower.inline`): the plan's program has none."""
-    program = inline(program)
+    program = propagate_ids(inline(program))
     phases: list[list[N.Node]] = [[]]
     for n in program.body:
         if isinstance(n, N.Barrier) and n.ordering is MemoryOrdering.GRID_SYNC:
