@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from vyre.driver import BackendError, acquire
+from vyre.driver import BackendError, UnsupportedFeature, acquire
 
 _STATE: dict[str, object] = {}
 
@@ -38,6 +38,7 @@ def get_backend(backend_id: str):
 BACKENDS = [
     pytest.param("reference", id="reference"),
     pytest.param("opencl", id="opencl"),
+    pytest.param("wgpu", id="wgpu"),
     pytest.param("cuda", id="cuda", marks=pytest.mark.gpu),
 ]
 
@@ -74,3 +75,19 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
 def opencl_or_none():
     got = _try("opencl")
     return None if isinstance(got, BackendError) else got
+
+
+# Backends that refuse an op or type on purpose (documented, listed in supported_ops()):
+# a test whose program needs it is skipped on them, with the refusal as the reason. Any other
+# backend raising UnsupportedFeature fails the test.
+REFUSING_BACKENDS = {"wgpu"}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pyfunc_call(pyfuncitem):
+    try:
+        return (yield)
+    except UnsupportedFeature as err:
+        if getattr(err, "backend", None) in REFUSING_BACKENDS:
+            pytest.skip(f"{err.backend} refuses this program by design: {err.message}")
+        raise

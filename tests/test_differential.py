@@ -6,23 +6,27 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from vyre.conform.generator import GenOptions, programs
+from vyre.conform.generator import GenOptions, options_for, random_program
 
 from helpers import run_checked
 
+SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
+DEEP = GenOptions(max_stmts=3, max_depth=4, workgroup=False, grid_sync=False, atomics=False)
+
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(programs())
-def test_generated_programs_match_reference(backend, case):
-    program, inputs = case
+@given(SEEDS)
+def test_generated_programs_match_reference(backend, seed):
+    program, inputs = random_program(seed, options_for(backend))   # within what the backend runs
     run_checked(backend, program, inputs)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(programs(GenOptions(max_stmts=3, max_depth=4, workgroup=False, grid_sync=False, atomics=False)))
-def test_deeply_divergent_elementwise_programs_match_reference(backend, case):
-    program, inputs = case
+@given(SEEDS)
+def test_deeply_divergent_elementwise_programs_match_reference(backend, seed):
+    program, inputs = random_program(seed, options_for(backend, DEEP))
     run_checked(backend, program, inputs)
 
 

@@ -30,7 +30,7 @@ from vyre.ir import expr as E
 from vyre.ir import node as N
 from vyre.ir.types import BufferAccess
 
-from helpers import GX, slow_program, spin_trips
+from helpers import GX, require_cancellable, slow_program, spin_trips
 
 U, I, F = DataType.U32, DataType.I32, DataType.F32
 
@@ -76,6 +76,7 @@ def test_08_memory_bombs_are_refused_before_allocation(backend):
 
 # ---- 3, 22: timeouts never wedge the backend or the process -----------------------------------
 def test_03_repeated_timeouts_leave_every_backend_usable(backend, reference_backend):
+    require_cancellable(backend)
     p = slow_program()
     a = np.arange(1 << 13, dtype=np.uint32)
     for _ in range(5):

@@ -25,7 +25,7 @@ from vyre.driver import pipeline as P
 from vyre.ir import BufferDecl, DataType, Expr, MemoryOrdering, Node, Program
 from vyre.ir.launch import resolve
 
-from helpers import GX, spin_trips
+from helpers import GX, require_cancellable, spin_trips
 
 U = DataType.U32
 
@@ -226,6 +226,7 @@ def test_indirect_dispatch(backend, name):
 
 @entry
 def test_timeout_stops_every_entry_point_the_same_way(backend, name):
+    require_cancellable(backend)
     a = np.arange(1 << 14, dtype=np.uint32)
     trips = np.array([spin_trips(backend)], np.uint32)
     _, err = outcome(lambda: call(name, backend, spin(), [a, trips], DispatchConfig(timeout=0.2)))

@@ -19,7 +19,7 @@ from vyre.driver import Batch, DispatchConfig, DispatchFailed, persistent
 from vyre.driver import pipeline as P
 from vyre.ir import BufferDecl, DataType, Expr, Node, Program
 
-from helpers import GX, slow_program, spin_trips
+from helpers import GX, require_cancellable, slow_program, spin_trips
 
 I = DataType.I32
 
@@ -31,6 +31,7 @@ def _prog(k: int) -> Program:
 
 
 def test_32_threads_every_entry_point_bytes_and_error_isolation(backend):
+    require_cancellable(backend)
     a = np.arange(2000, dtype=np.int32) - 1000
     ok_d, bad_d = np.array([7], np.int32), np.array([0], np.int32)
     slow_in = [np.arange(1 << 12, dtype=np.uint32), np.array([spin_trips(backend)], np.uint32)]

@@ -73,6 +73,9 @@ class GenOptions:
     whiles: bool = True
     locals: bool = True
     indirect: bool = True
+    # features a backend refuses by design (see `options_for`): "f32_div", "f32_mod", "fma",
+    # "sqrt", "reciprocal"
+    excluded: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -184,6 +187,9 @@ def _expr(ctx: _Ctx, t: DataType, depth: int) -> Expr:
     k = r.random()
     if k < 0.45:
         ops = ARITH + (INT_BIN if t not in FLOATS else [])
+        if t in FLOATS:
+            ops = [o for o in ops if not (o is BinOp.DIV and "f32_div" in ctx.opts.excluded)
+                   and not (o is BinOp.MOD and "f32_mod" in ctx.opts.excluded)]
         op = r.choice(ops)
         left, right = _expr(ctx, t, d), _expr(ctx, t, d)
         if t in SIGNED and op in (BinOp.DIV, BinOp.MOD):  # keep signed division defined
@@ -194,14 +200,15 @@ def _expr(ctx: _Ctx, t: DataType, depth: int) -> Expr:
             right = _expr(ctx, r.choice([x for x in ctx.types if x.is_integer]), d)
         return Expr.bin(op, left, right)
     if k < 0.6:
-        return Expr.un(r.choice(UN_F if t in FLOATS else UN_INT), _expr(ctx, t, d))
+        un_f = [o for o in UN_F if o.value not in ctx.opts.excluded]
+        return Expr.un(r.choice(un_f if t in FLOATS else UN_INT), _expr(ctx, t, d))
     if k < 0.7:
         return Expr.select(_expr(ctx, B, d), _expr(ctx, t, d), _expr(ctx, t, d))
     if k < 0.82:
         return Expr.cast(t, _expr(ctx, r.choice([*ctx.types, B]), d))
     if k < 0.9:
         return Expr.bitcast(t, _expr(ctx, r.choice([x for x in SAME_SIZE[t] if x in ctx.types]), d))
-    if t in FLOATS and k < 0.96:
+    if t in FLOATS and k < 0.96 and "fma" not in ctx.opts.excluded:
         return Expr.fma(_expr(ctx, t, d), _expr(ctx, t, d), _expr(ctx, t, d))
     return _expr(ctx, t, 0)
 
@@ -361,6 +368,36 @@ def random_program(seed: int, opts: GenOptions | None = None) -> tuple[Program, 
                    witness_words(H, n, seed * 7 + 3), witness_words(BH, n, seed * 7 + 4),
                    witness_words(DataType.U8, n, seed * 7 + 5), witness_words(DataType.I16, n, seed * 7 + 6)]
     return program, typed_inputs(program, inputs)
+
+
+def options_for(backend, base: GenOptions | None = None) -> GenOptions:
+    """``base`` narrowed to what ``backend`` runs: what its ``supported_ops()`` leaves out, and
+    f32 division and remainder where a probe dispatch is refused (`UnsupportedFeature`)."""
+    from vyre.driver import UnsupportedFeature
+    from vyre.ir.ops import all_op_ids
+
+    opts = GenOptions(**vars(base or GenOptions()))
+    missing = all_op_ids() - set(backend.supported_ops())
+    excluded = set(opts.excluded)
+    if "vyre.expr.fma" in missing:
+        excluded.add("fma")
+    for op in ("sqrt", "reciprocal"):
+        if f"vyre.un_op.{op}" in missing:
+            excluded.add(op)
+    if any(f"vyre.dtype.{t.value}" in missing for t in WIDE + [DataType.U8, DataType.I16]):
+        opts.types = False
+    if any(op.startswith("vyre.expr.call") for op in missing):
+        opts.functions = False
+    for key, op in (("f32_div", BinOp.DIV), ("f32_mod", BinOp.MOD)):
+        probe = Program.wrapped([BufferDecl.read("a", 0, F), BufferDecl.output("o", 1, F)], 1,
+                                [Node.store("o", Expr.gid_x(), Expr.bin(op, Expr.load("a", Expr.gid_x()),
+                                                                        Expr.f32(3.0)))])
+        try:
+            backend.dispatch(probe, [np.ones(1, np.float32)])
+        except UnsupportedFeature:
+            excluded.add(key)
+    opts.excluded = frozenset(excluded)
+    return opts
 
 
 def programs(opts: GenOptions | None = None):

@@ -172,10 +172,27 @@ def load_repro(path: Path) -> tuple[str, Program, list[bytes], DispatchConfig | 
 
 
 # ------------------------------------------------------------------------- the matrix
+def _refusal(backend: VyreBackend, program: Program, config) -> str | None:
+    """The backend's reason for refusing the program (`UnsupportedFeature` when it is
+    compiled), or None when it runs it."""
+    from vyre.driver import UnsupportedFeature
+    from vyre.driver import pipeline as P
+
+    try:
+        P.compile(backend, program, config)
+    except UnsupportedFeature as exc:
+        return f"refused by design: {exc.message}"
+    except Exception:
+        return None   # any other problem shows up, with its detail, in the comparison
+    return None
+
 def _check(backend: VyreBackend, name: str, program: Program, inputs: list, config, ulp: bool,
            repro_dir: Path | None, minimise_budget: float) -> CaseResult:
     t = time.perf_counter()
     try:
+        refused = _refusal(backend, program, config)
+        if refused is not None:   # refused by design, with the reason: a skip, as for capabilities
+            return CaseResult(name, "skip", refused, seconds=time.perf_counter() - t)
         d = diverges(backend, program, inputs, config, ulp)
     except Exception as exc:  # a crash is a failure of the backend, recorded, never fatal
         return CaseResult(name, "error", f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - t)
@@ -203,9 +220,12 @@ def run_backend(backend: VyreBackend, *, random: int = 0, seed: int = 0,
                                          e.ulp, repro_dir, minimise_budget))
         if progress:
             progress(e.name)
+    from .generator import options_for
+
+    opts = options_for(backend) if random else None
     for i in range(random):
         s = seed * 1_000_003 + i
-        program, inputs = random_program(s)
+        program, inputs = random_program(s, opts)
         report.results.append(_check(backend, f"random/{s}", program, inputs, None, False, repro_dir,
                                      minimise_budget))
         if progress:
