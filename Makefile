@@ -3,6 +3,8 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# Mesa's Vulkan and GL drivers want a runtime dir; headless CI has none
+export XDG_RUNTIME_DIR ?= /tmp
 
 .PHONY: demo test system lint bench clean
 
@@ -13,21 +15,24 @@ test: system $(VENV)/.stamp-test
 	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/lint-imports
 	$(BIN)/vyre conform --backend opencl --random 200 --seed 1 --cert-dir .conform/certs --repro-dir .conform/repros
+	$(BIN)/vyre conform --backend wgpu --random 200 --seed 1 --cert-dir .conform/certs --repro-dir .conform/repros
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
-# PoCL (OpenCL on the CPU) from Debian: the PyPI-only PoCL cannot build kernels here.
+# PoCL (OpenCL on the CPU) and lavapipe (Vulkan on the CPU, for wgpu) from Debian: the
+# PyPI-only PoCL cannot build kernels here.
 system:
-	@if ! ls /etc/OpenCL/vendors/*pocl* >/dev/null 2>&1; then \
+	@if ! ls /etc/OpenCL/vendors/*pocl* >/dev/null 2>&1 || ! ls /usr/share/vulkan/icd.d/lvp_icd* >/dev/null 2>&1; then \
 		if [ "$$(id -u)" = "0" ]; then SUDO=""; else SUDO="sudo"; fi; \
 		$$SUDO apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq pocl-opencl-icd ocl-icd-libopencl1; \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq pocl-opencl-icd ocl-icd-libopencl1 \
+			mesa-vulkan-drivers libvulkan1; \
 	fi
 
 # the base install includes an OpenCL backend (PoCL from `system`), so the README's first
 # program runs right after `make demo`
 $(VENV)/.stamp-base: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/pip install -q -e '.[opencl]'
+	$(BIN)/pip install -q -e '.[opencl,wgpu]'
 	touch $@
 
 $(VENV)/.stamp-test: pyproject.toml

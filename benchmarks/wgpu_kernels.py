@@ -1,0 +1,154 @@
+"""wgpu backend vs the same algorithms hand-written in WGSL on plain wgpu-py, on whatever
+adapter wgpu picks (lavapipe on a CPU machine, the GPU through Vulkan elsewhere):
+
+* dispatch overhead: a tiny u32 program (upload 4 KiB, launch, read back);
+* elementwise throughput: 2^24 (--quick) or 2^26 u32 ``a*3 + b`` and f32 ``a*b + a``;
+* the shared-memory tiled f32 matmul (`vyre.examples.matmul_tiled`) against its WGSL twin.
+
+The hand-written kernels are what a WGSL programmer writes (hardware float ops, no bounds or
+NaN handling beyond the grid check); vyre's carry the exactness the reference defines."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from vyre import examples as X
+from vyre.driver import DispatchConfig, acquire
+from vyre.driver import pipeline as P
+from vyre.ir import BufferDecl, DataType, Expr, Node, Program
+
+from _common import args, emit
+
+EW_U32 = """@group(0) @binding(0) var<storage, read> a: array<u32>;
+@group(0) @binding(1) var<storage, read> b: array<u32>;
+@group(0) @binding(2) var<storage, read_write> o: array<u32>;
+@compute @workgroup_size(256) fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+    let i = g.x + g.y * 65535u * 256u;
+    if (i < arrayLength(&o)) { o[i] = a[i] * 3u + b[i]; }
+}"""
+EW_F32 = EW_U32.replace("array<u32>", "array<f32>").replace("a[i] * 3u + b[i]", "a[i] * b[i] + a[i]")
+MATMUL = """@group(0) @binding(0) var<storage, read> a: array<f32>;
+@group(0) @binding(1) var<storage, read> b: array<f32>;
+@group(0) @binding(2) var<storage, read_write> c: array<f32>;
+var<workgroup> As: array<f32, 256>;
+var<workgroup> Bs: array<f32, 256>;
+const N: u32 = NNu;
+@compute @workgroup_size(16, 16) fn main(@builtin(local_invocation_id) l: vec3<u32>, @builtin(workgroup_id) w: vec3<u32>) {
+    let row = w.y * 16u + l.y;
+    let col = w.x * 16u + l.x;
+    var acc = 0.0;
+    for (var t = 0u; t < N / 16u; t++) {
+        As[l.y * 16u + l.x] = a[row * N + t * 16u + l.x];
+        Bs[l.y * 16u + l.x] = b[(t * 16u + l.y) * N + col];
+        workgroupBarrier();
+        for (var k = 0u; k < 16u; k++) { acc = acc + As[l.y * 16u + k] * Bs[k * 16u + l.x]; }
+        workgroupBarrier();
+    }
+    c[row * N + col] = acc;
+}"""
+
+
+class Hand:
+    """One hand-written WGSL kernel on the wgpu backend's own device."""
+
+    def __init__(self, dev, src: str, nbuf: int) -> None:
+        import wgpu
+
+        self.dev, self.wgpu = dev, wgpu
+        self.pipe = dev.device.create_compute_pipeline(
+            layout="auto", compute={"module": dev.device.create_shader_module(code=src), "entry_point": "main"})
+        self.usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+        self.nbuf = nbuf
+
+    def run(self, arrays: list[np.ndarray], out_bytes: int, grid: tuple[int, int, int]) -> bytes:
+        d = self.dev.device
+        bufs = [d.create_buffer_with_data(data=x, usage=self.usage) for x in arrays]
+        out = d.create_buffer(size=out_bytes, usage=self.usage)
+        bg = d.create_bind_group(layout=self.pipe.get_bind_group_layout(0), entries=[
+            {"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}} for i, b in enumerate(bufs + [out])])
+        enc = d.create_command_encoder()
+        cp = enc.begin_compute_pass()
+        cp.set_pipeline(self.pipe)
+        cp.set_bind_group(0, bg)
+        cp.dispatch_workgroups(*grid)
+        cp.end()
+        d.queue.submit([enc.finish()])
+        return bytes(d.queue.read_buffer(out))
+
+
+def timeit(fn, reps: int) -> float:
+    fn()
+    ts = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t)
+    return float(np.median(ts))
+
+
+def grid_for(n: int) -> tuple[int, int, int]:
+    blocks = -(-n // 256)
+    return (min(blocks, 65535), -(-blocks // 65535), 1)
+
+
+def main() -> None:
+    a = args(__doc__)
+    b = acquire("wgpu")
+    dev = b.device
+    res: dict[str, float | str] = {"adapter": b.device_profile().device_name}
+    gx = Expr.gid_x()
+    # dispatch overhead
+    tiny = Program.wrapped([BufferDecl.read("a", 0, DataType.U32), BufferDecl.read("b", 1, DataType.U32),
+                            BufferDecl.output("o", 2, DataType.U32)], 256,
+                           [Node.store("o", gx, Expr.load("a", gx) * 3 + Expr.load("b", gx))])
+    t_in = [np.arange(1024, dtype=np.uint32), np.ones(1024, np.uint32)]
+    pipe = P.compile(b, tiny)
+    hand_u = Hand(dev, EW_U32, 3)
+    assert pipe.dispatch(t_in)[0] == hand_u.run(t_in, 4096, (4, 1, 1))
+    res["tiny_vyre_us"] = timeit(lambda: pipe.dispatch(t_in), 50 if a.quick else 300) * 1e6
+    res["tiny_hand_us"] = timeit(lambda: hand_u.run(t_in, 4096, (4, 1, 1)), 50 if a.quick else 300) * 1e6
+    # elementwise throughput (2-D grid: 65535 workgroups per axis)
+    n = 1 << (24 if a.quick else 26)
+    big_u = [np.arange(n, dtype=np.uint32), np.full(n, 7, np.uint32)]
+    rng = np.random.default_rng(0)
+    big_f = [rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)]
+    ew_u = Program.wrapped(tiny.buffers, 256, [Node.let_bind("i", gx + Expr.gid_y() * (65535 * 256)),
+                                               Node.store("o", Expr.var("i"), Expr.load("a", Expr.var("i")) * 3
+                                                          + Expr.load("b", Expr.var("i")))])
+    fa = Expr.load("a", Expr.var("i"))
+    ew_f = Program.wrapped([BufferDecl.read("a", 0, DataType.F32), BufferDecl.read("b", 1, DataType.F32),
+                            BufferDecl.output("o", 2, DataType.F32)], 256,
+                           [Node.let_bind("i", gx + Expr.gid_y() * (65535 * 256)),
+                            Node.store("o", Expr.var("i"), fa * Expr.load("b", Expr.var("i")) + fa)])
+    cfg = DispatchConfig(grid_override=grid_for(n))
+    hand_f = Hand(dev, EW_F32, 3)
+    for name, prog, data, hand in (("u32", ew_u, big_u, hand_u), ("f32", ew_f, big_f, hand_f)):
+        pp = P.compile(b, prog)
+        got = pp.dispatch(data, cfg)[0]
+        want = hand.run(data, 4 * n, grid_for(n))
+        res[f"ew_{name}_same_bytes"] = str(got == want)
+        res[f"ew_{name}_vyre_ms"] = timeit(lambda pp=pp, data=data: pp.dispatch(data, cfg), 3 if a.quick else 7) * 1e3
+        res[f"ew_{name}_hand_ms"] = timeit(lambda hand=hand, data=data: hand.run(data, 4 * n, grid_for(n)),
+                                           3 if a.quick else 7) * 1e3
+        res[f"ratio_ew_{name}_vyre_vs_hand"] = res[f"ew_{name}_vyre_ms"] / res[f"ew_{name}_hand_ms"]
+    # tiled matmul
+    m = 256 if a.quick else 512
+    A, B = rng.standard_normal((2, m, m)).astype(np.float32)
+    mm = P.compile(b, X.matmul_tiled(m))
+    mcfg = DispatchConfig(grid_override=X.matmul_grid(m))
+    hand_m = Hand(dev, MATMUL.replace("NN", str(m)), 3)
+    got = np.frombuffer(mm.dispatch([A.ravel(), B.ravel()], mcfg)[0], np.float32)
+    want = np.frombuffer(hand_m.run([A.ravel(), B.ravel()], 4 * m * m, (m // 16, m // 16, 1)), np.float32)
+    res["matmul_n"] = m
+    res["matmul_max_abs_diff_vs_hand"] = float(np.max(np.abs(got - want)))
+    res["matmul_vyre_ms"] = timeit(lambda: mm.dispatch([A.ravel(), B.ravel()], mcfg), 3 if a.quick else 10) * 1e3
+    res["matmul_hand_ms"] = timeit(lambda: hand_m.run([A.ravel(), B.ravel()], 4 * m * m, (m // 16, m // 16, 1)),
+                                   3 if a.quick else 10) * 1e3
+    res["ratio_matmul_vyre_vs_hand"] = res["matmul_vyre_ms"] / res["matmul_hand_ms"]
+    emit("wgpu_kernels", res, a.json)
+
+
+if __name__ == "__main__":
+    main()
