@@ -218,6 +218,8 @@ def conform(
     replay: Path | None = typer.Option(None, help="re-run one repro file"),
     verify: Path | None = typer.Option(None, help="verify a certificate file"),
     oob_report: bool = typer.Option(False, help="list corpus programs relying on out-of-bounds masking"),
+    cluster: str | None = typer.Option(None, help="shard the run over a Dask cluster: 'local' or a "
+                                       "scheduler address (each worker runs its own best backend)"),
 ) -> None:
     """Run the corpus and random programs on each backend against the reference."""
     from vyre.conform import certificate, diverges, load_repro, run_backend, verify_certificate
@@ -252,7 +254,10 @@ def conform(
             return
         console.print(f"[red]divergence[/red] on {b.id()}: {escape(d if isinstance(d, str) else d.describe())}")
         raise typer.Exit(1)
-    ids = backend or [r.id for r in registered_backends_by_precedence() if not r.reference_oracle]
+    if cluster:
+        _conform_cluster(cluster, random, seed, cert_dir, json_out)
+        return
+    ids = backend or [r.id for r in registered_backends_by_precedence() if not r.reference_oracle and r.implicit]
     reports, failed = [], False
     summary = Table(title="vyre conform")
     for col in ("backend", "pass", "fail", "error", "skip", "certificate"):
@@ -288,6 +293,46 @@ def conform(
     if not reports:
         _fail(VyreError("no backend could be checked.", "install a backend (`vyre doctor`)."))
     raise typer.Exit(1 if failed else 0)
+
+
+def _conform_cluster(address: str, random: int, seed: int, cert_dir: Path, json_out: Path | None) -> None:
+    from vyre.conform import certificate
+    from vyre.conform.corpus import corpus
+
+    try:
+        from vyre.conform.distributed import run_cluster
+    except ImportError as exc:
+        _fail(VyreError(f"dask.distributed is not installed ({exc}).", "pip install 'vyre[dask]'."))
+    total = len(corpus()) + random
+    with Progress(console=console, transient=True) as bar:
+        task = bar.add_task(f"cluster {escape(address)}", total=total)
+        try:
+            reports, workers = run_cluster(address, random=random, seed=seed,
+                                           progress=lambda n: bar.advance(task, n))
+        except OSError as exc:
+            _fail(VyreError(f"cannot reach the Dask cluster {address} ({exc}).",
+                            "pass 'local' or a scheduler address (tcp://host:8786)."))
+    summary = Table(title=f"vyre conform on {workers} Dask worker(s)")
+    for col in ("backend", "pass", "fail", "error", "skip", "certificate"):
+        summary.add_column(col)
+    failed = False
+    out = []
+    for report in reports:
+        cert = certificate(report, random=random, seed=seed)
+        cert_dir.mkdir(parents=True, exist_ok=True)
+        cpath = cert_dir / f"{report.backend}.json"
+        cpath.write_text(json.dumps(cert, indent=1))
+        summary.add_row(report.backend, str(report.count("pass")), str(report.count("fail")),
+                        str(report.count("error")), str(report.count("skip")), escape(str(cpath)))
+        for r in report.results:
+            if r.status in ("fail", "error"):
+                console.print(f"[red]{r.status}[/red] {report.backend} {escape(r.name)}: {escape(str(r.detail))}")
+        failed |= not report.ok
+        out.append({"certificate": cert, "results": [vars(r) for r in report.results]})
+    console.print(summary)
+    if json_out:
+        json_out.write_text(json.dumps(out, indent=1))
+    raise typer.Exit(1 if failed or not reports else 0)
 
 
 @app.command()

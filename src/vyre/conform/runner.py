@@ -210,7 +210,10 @@ def _check(backend: VyreBackend, name: str, program: Program, inputs: list, conf
 def run_backend(backend: VyreBackend, *, random: int = 0, seed: int = 0,
                 entries: list[CorpusEntry] | None = None, repro_dir: Path | None = None,
                 progress: Callable[[str], None] | None = None,
-                minimise_budget: float = 60.0) -> BackendReport:
+                minimise_budget: float = 60.0, random_seeds: list[int] | None = None) -> BackendReport:
+    """The corpus (or ``entries``) and random programs on ``backend`` against the reference.
+    Random programs are seeds ``seed * 1_000_003 + i`` for ``i < random``, or exactly
+    ``random_seeds`` (a shard of a distributed run)."""
     report = BackendReport(backend.id(), backend.version(), backend.device_fingerprint().hex())
     for e in entries if entries is not None else corpus():
         if e.requires and not CAPABILITY_CHECKS[e.requires](backend):
@@ -222,9 +225,9 @@ def run_backend(backend: VyreBackend, *, random: int = 0, seed: int = 0,
             progress(e.name)
     from .generator import options_for
 
-    opts = options_for(backend) if random else None
-    for i in range(random):
-        s = seed * 1_000_003 + i
+    seeds = random_seeds if random_seeds is not None else [seed * 1_000_003 + i for i in range(random)]
+    opts = options_for(backend) if seeds else None
+    for s in seeds:
         program, inputs = random_program(s, opts)
         report.results.append(_check(backend, f"random/{s}", program, inputs, None, False, repro_dir,
                                      minimise_budget))

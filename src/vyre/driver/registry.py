@@ -38,6 +38,7 @@ class BackendRegistration:
     supported_ops: frozenset[str] | None = None  # None: every core op
     summary: str = ""
     requires: str = ""  # what must be installed; shown by `vyre doctor`
+    implicit: bool = True  # may acquire_preferred/routing pick it (False: only when named)
 
     def make(self) -> VyreBackend:
         fn = self.factory
@@ -186,7 +187,7 @@ def acquire_preferred_dispatch_backend(program: Program | None = None) -> VyreBa
         return Router().acquire_for(program)
     failures: list[str] = []
     for reg in registered_backends_by_precedence():
-        if reg.reference_oracle or not reg.dispatches:
+        if reg.reference_oracle or not reg.dispatches or not reg.implicit:
             continue
         try:
             return acquire(reg.id)

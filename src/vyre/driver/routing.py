@@ -52,6 +52,9 @@ class Router:
     def _runnable(self, program: Program, allow_reference: bool) -> tuple[list[Any], dict[str, str]]:
         ok, reasons = [], {}
         for reg in registered_backends_by_precedence():
+            if not reg.implicit:
+                reasons[reg.id] = "only chosen explicitly (a cluster backend)"
+                continue
             if reg.reference_oracle and not allow_reference:
                 reasons[reg.id] = "reference oracle: only chosen explicitly"
                 continue

@@ -33,6 +33,10 @@ SETTINGS: tuple[Setting, ...] = (
             "(default: the first GPU, else the first device)."),
     Setting("VYRE_OPENCL_ZERO_COPY", "1", "0: never map host memory on OpenCL devices with unified "
             "memory (always copy)."),
+    Setting("VYRE_DASK_SCHEDULER", "", "Address of a Dask scheduler for the dask backend (default: "
+            "start a LocalCluster with one worker per local device)."),
+    Setting("VYRE_DASK_WORKERS", "", "Workers of the dask backend's LocalCluster (default: one per CUDA "
+            "GPU, else 2)."),
     Setting("VYRE_REQUIRE_OPENCL", "0", "1 (tests): a missing OpenCL platform fails the run instead "
             "of skipping the OpenCL tests (CI sets it)."),
 )

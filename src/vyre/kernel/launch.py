@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -123,13 +124,16 @@ def call(program: Program, params: list[tuple[str, Any]], name: str, args: Seque
         inputs.append(_scalar(value, spec, where) if isinstance(spec, ScalarSpec)
                       else _host_array(value, spec.dtype, where))
     b = resolve_backend(backend)
-    fields: dict[str, Any] = dict(vars(config)) if config is not None else {}
+    fields: dict[str, Any] = {}
     if grid is not None:
         g = (grid,) if isinstance(grid, int) else tuple(grid)
         fields["grid_override"] = (g + (1, 1, 1))[:3]
     if elements is not None:
         fields["dispatch_elements"] = int(elements)
-    cfg = DispatchConfig(**fields) if fields else None
+    if config is not None:
+        cfg = replace(config, **fields) if fields else config
+    else:
+        cfg = DispatchConfig(**fields) if fields else None
     device = next((x for x in inputs if _on_device(x)), None)
     if device is not None and out is None and hasattr(b, "dispatch_device") and \
             getattr(getattr(b, "device", None), "reads_device_arrays", False):

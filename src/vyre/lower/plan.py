@@ -15,10 +15,9 @@ from dataclasses import dataclass
 
 from vyre.ir import expr as E
 from vyre.ir import node as N
+from vyre.ir.inline import inline
 from vyre.ir.program import BufferDecl, Program
 from vyre.ir.types import TRANSCENDENTAL, BinOp, DataType, MemoryOrdering
-
-from .inline import inline
 
 ENTRY = "vyre_phase_{}"
 
@@ -186,7 +185,7 @@ def propagate_ids(program: Program) -> Program:
 def lower(program: Program, vector: bool = False) -> KernelPlan:
     """Plan the kernels of a *validated* program (``vector``: the target can emit the
     elementwise vector form, see `_vector_form`). Functions are inlined first
-    (`vyre.lower.inline`): the plan's program has none."""
+    (`vyre.ir.inline`): the plan's program has none."""
     program = propagate_ids(inline(program))
     phases: list[list[N.Node]] = [[]]
     for n in program.body:

@@ -13,10 +13,10 @@ The reference interpreter executes calls directly; the conformance suite checks 
 
 from __future__ import annotations
 
-from vyre.ir import expr as E
-from vyre.ir import node as N
-from vyre.ir.program import Function, Program
-from vyre.ir.types import BinOp, UnOp
+from . import expr as E
+from . import node as N
+from .program import Function, Program
+from .types import BinOp, UnOp
 
 PREFIX = "__vy"
 _STABLE = (E.Lit, E.Spec, E.Var, E.Id, E.BufLen, E.Bin, E.Un, E.Select, E.Cast, E.Bitcast, E.Fma)
@@ -50,7 +50,7 @@ class _Inliner:
             more, result = self.call(e.function, args)
             assert result is not None  # validated: a call used as a value has a result
             return pre + more, result
-        from vyre.ir.rewrite import with_children
+        from .rewrite import with_children
 
         pre, kids = self.seq(list(E.children(e)))
         return pre, with_children(e, kids)
@@ -143,7 +143,7 @@ class _Inliner:
 
 
 def _rename_expr(e: E.Expr, names: dict[str, str]) -> E.Expr:
-    from vyre.ir.rewrite import map_expr
+    from .rewrite import map_expr
 
     return map_expr(e, lambda x: E.Var(names[x.name]) if isinstance(x, E.Var) and x.name in names else x)
 

@@ -1,0 +1,220 @@
+"""`DaskBackend`: a dispatch split by workgroup ranges across Dask workers, merged into the
+reference's bytes.
+
+Per dispatch: the rules every entry point applies (validation, input checks, launch sizes,
+the config) run here first, with the same errors as every backend. Then the partition
+decision (`vyre.driver.partition`) says whether the grid may be split; if so, the program
+with a workgroup offset input is sent once per program (its wire bytes scattered to every
+worker and cached by fingerprint there), the inputs are scattered once, each worker runs its
+ranges on its own best backend (compiled once per worker), and the outputs merge by range or
+by folding commutative atomics. Otherwise one worker runs the whole dispatch, and the
+decision's reasons are kept (`last_decision`).
+
+Dask does the scheduling, the transfers and the fault tolerance: a worker lost mid-dispatch
+has its tasks re-run on the others (the inputs were broadcast, so every worker holds them).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+import vyre
+from vyre.driver import VyreBackend
+from vyre.driver.config import DEFAULT, DispatchConfig
+from vyre.driver.errors import (
+    CATALOGUE,
+    BackendError,
+    BackendUnavailable,
+    DispatchFailed,
+    from_foundation,
+)
+from vyre.driver.inputs import check_inputs
+from vyre.driver.partition import PartitionDecision, decide, merge, offset_program, split
+from vyre.driver.validation import VALIDATION_CACHE
+from vyre.ir import VyreError
+from vyre.ir.fingerprint import fingerprint
+from vyre.ir.inline import inline
+from vyre.ir.launch import effective_program, resolve
+from vyre.ir.program import Program
+
+ID = "dask"
+
+
+class DaskBackend(VyreBackend):
+    def __init__(self) -> None:
+        try:
+            import distributed  # noqa: F401
+        except ImportError as exc:
+            raise BackendUnavailable(ID, f"dask.distributed is not installed ({exc}).",
+                                     "pip install 'vyre[dask]'.") from None
+        from .cluster import connect
+
+        try:
+            self.client, self.cluster = connect()
+        except Exception as exc:
+            raise BackendUnavailable(ID, f"no Dask cluster could be reached or started ({exc}).",
+                                     "check VYRE_DASK_SCHEDULER, or unset it for a LocalCluster.") from None
+        self._lock = threading.Lock()
+        self._wires: OrderedDict[bytes, Any] = OrderedDict()   # fingerprint -> scattered wire bytes
+        self._decisions: dict[bytes, tuple[PartitionDecision, Program, Program]] = {}
+        self._workers: list[dict[str, Any]] | None = None
+        self.last_decision: PartitionDecision | None = None
+        self._closed = False
+
+    # ---- identity and capabilities -----------------------------------------------------------
+    def id(self) -> str:
+        return ID
+
+    def version(self) -> str:
+        return vyre.__version__
+
+    def workers(self) -> list[dict[str, Any]]:
+        """What each worker runs on (backend id, device, pid), asked once."""
+        if self._workers is None:
+            from .worker import describe
+
+            info = self.client.run(describe)
+            self._workers = [dict(v, address=k) for k, v in sorted(info.items())]
+        return self._workers
+
+    def supported_ops(self) -> frozenset[str]:
+        ops = None
+        for w in self.workers():
+            ops = set(w["ops"]) if ops is None else ops & set(w["ops"])
+        return frozenset(ops or ())
+
+    def is_distributed(self) -> bool:
+        return True
+
+    def max_workgroup_size(self) -> tuple[int, int, int]:
+        return tuple(min(w["max_wg"][i] for w in self.workers()) for i in range(3))  # type: ignore[return-value]
+
+    def max_compute_invocations_per_workgroup(self) -> int:
+        return min(w["max_inv"] for w in self.workers())
+
+    def max_compute_workgroups_per_dimension(self) -> int:
+        return min(w["max_groups"] for w in self.workers())
+
+    def max_storage_buffer_bytes(self) -> int:
+        return min(w["max_buffer"] for w in self.workers())
+
+    # ---- the rules, then the split ------------------------------------------------------------
+    def _prepare(self, program: Program, config: DispatchConfig) -> tuple[PartitionDecision, Program, Program]:
+        if not isinstance(program, Program):
+            from vyre.driver.errors import InvalidProgram
+
+            raise InvalidProgram(f"expected a vyre Program, got {type(program).__name__}.",
+                                 "build one with vyre.ir.Program.wrapped(...) or @vyre.kernel.", backend=ID)
+        VALIDATION_CACHE.require_valid(program, ID)
+        try:
+            eff = effective_program(program, config)
+        except VyreError as err:
+            raise from_foundation(err, ID) from None
+        key = fingerprint(eff)
+        hit = self._decisions.get(key)
+        if hit is None:   # decided on the inlined program; workers get the program as written
+            hit = (decide(inline(eff)), eff, offset_program(eff))
+            self._decisions[key] = hit
+            if len(self._decisions) > 256:
+                self._decisions.pop(next(iter(self._decisions)))
+        return hit
+
+    def _wire(self, program: Program) -> tuple[str, Any]:
+        """The program's fingerprint and its wire bytes, scattered to every worker once."""
+        from vyre.ir import wire
+
+        fp = fingerprint(program)
+        with self._lock:
+            fut = self._wires.get(fp)
+            if fut is None:
+                fut = self.client.scatter(wire.encode(program), broadcast=True, hash=False)
+                self._wires[fp] = fut
+                while len(self._wires) > 64:
+                    self._wires.popitem(last=False)
+        return fp.hex(), fut
+
+    def dispatch(self, program: Program, inputs: Any, config: DispatchConfig | None = None) -> list[bytes]:
+        if self._closed:
+            raise DispatchFailed("the dask backend was shut down.", "acquire it again.", backend=ID)
+        cfg = DEFAULT if config is None else config
+        if not isinstance(cfg, DispatchConfig):
+            from vyre.driver.errors import InvalidProgram
+
+            raise InvalidProgram(f"config is a {type(cfg).__name__}, not a DispatchConfig.",
+                                 "pass vyre.driver.DispatchConfig(...).", backend=ID)
+        decision, flat, offset = self._prepare(program, cfg)
+        self.last_decision = decision
+        ins = check_inputs(flat.inputs, inputs, ID)
+        data = [bytes(memoryview(x).cast("B")) for x in ins]
+        try:
+            launch = resolve(flat, [len(d) for d in data], cfg)
+        except VyreError as err:
+            raise from_foundation(err, ID) from None
+        n_workers = max(1, len(self.client.scheduler_info().get("workers", {})))
+        gx, gy, gz = launch.grid
+        if not decision.partitionable or n_workers < 2 or gx < 2:
+            fp, wire = self._wire(flat)
+            return self._gather([self.client.submit(_run, fp, wire, data, cfg, pure=False)])[0]
+        ranges = split(gx, n_workers)
+        fp, wire = self._wire(offset)
+        shared = self.client.scatter(data, broadcast=True, hash=False)
+        futures = []
+        for w0, w1 in ranges:
+            part = replace(cfg, grid_override=(w1 - w0, gy, gz), dispatch_grid=None)
+            futures.append(self.client.submit(_run_part, fp, wire, shared, w0, part, pure=False))
+        partials = self._gather(futures)
+        initial = {d.name: data[flat.inputs.index(d)] for d in flat.outputs if d.is_input}
+        return merge(flat, decision, ranges, partials, initial)
+
+    def _gather(self, futures: list) -> list[list[bytes]]:
+        out = []
+        for status, value in self.client.gather(futures):
+            if status != "ok":
+                code, message, fix, reason, _ = value
+                cls = CATALOGUE.get(code, DispatchFailed)
+                err = BackendError.__new__(cls)
+                BackendError.__init__(err, message.split("] ", 1)[-1] if message.startswith("[") else message,
+                                      fix, backend=ID)
+                if reason is not None:
+                    err.reason = reason  # type: ignore[attr-defined]
+                raise err
+            out.append(value)
+        return out
+
+    # ---- lifecycle ----------------------------------------------------------------------------
+    def shutdown(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.client.close()
+            if self.cluster is not None:
+                self.cluster.close()
+        except Exception:
+            pass
+
+    def device_profile(self):  # -> DeviceProfile
+        from dataclasses import replace
+
+        names = ", ".join(f"{w['backend']}: {w['device']}" for w in self.workers())
+        return replace(super().device_profile(), device_name=f"{len(self.workers())} Dask workers ({names})")
+
+
+def _run(fp: str, wire: bytes, data: list[bytes], cfg: DispatchConfig) -> tuple[str, Any]:
+    from .worker import run
+
+    return run(fp, wire, data, cfg)
+
+
+def _run_part(fp: str, wire: bytes, data: list[bytes], w0: int, cfg: DispatchConfig) -> tuple[str, Any]:
+    from .worker import run
+
+    return run(fp, wire, list(data) + [np.array([w0], dtype=np.uint32).tobytes()], cfg)
+
+
+__all__ = ["DaskBackend"]

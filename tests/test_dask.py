@@ -1,0 +1,135 @@
+"""The dask backend on a real LocalCluster (two worker processes, each on its own best local
+backend): partitioned and unpartitioned programs give the reference's bytes, the partition
+decision says why, a worker killed mid-dispatch costs nothing but time, and conformance runs
+sharded over the workers."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from vyre import examples as X
+from vyre import reference
+from vyre.cli.bench import saxpy_program
+from vyre.driver import (
+    DispatchConfig,
+    DispatchFailed,
+    InvalidInput,
+    acquire,
+    acquire_preferred_dispatch_backend,
+)
+from vyre.driver.partition import decide, split
+from vyre.ir import AtomicOp, BufferDecl, DataType, Expr, MemoryOrdering, Node, Program
+
+U = DataType.U32
+GX = Expr.gid_x()
+
+distributed = pytest.importorskip("distributed")
+
+
+@pytest.fixture(scope="module")
+def dask_backend():
+    os.environ.setdefault("VYRE_DASK_WORKERS", "2")
+    b = acquire("dask")
+    yield b
+    b.shutdown()
+
+
+def _prog(body, *bufs, wg=64):
+    return Program.wrapped(list(bufs), wg, body)
+
+
+# ---------------------------------------------------------------------------- decisions (no cluster)
+def test_partition_decisions_say_why():
+    assert decide(saxpy_program()).merges["out"].kind == "range"
+    assert decide(X.sha256_bytes()).merges["digests"].stride == 8          # through its functions
+    assert decide(X.histogram_privatised()).merges["out"].op is AtomicOp.ADD
+    assert decide(X.philox4x64()).partitionable
+    a, o = BufferDecl.read("a", 0, U), BufferDecl.output("o", 1, U)
+    cases = {
+        "grid_sync": [Node.store("o", GX, 1), Node.barrier(MemoryOrdering.GRID_SYNC), Node.store("o", GX, 2)],
+        "not provably owned": [Node.store("o", GX + 1, Expr.load("a", GX))],
+        "read by the program": [Node.store("o", GX, Expr.load("o", GX) + 1)],
+        "old values": [Node.store("o", GX, 0), Node.expr(Expr.atomic(AtomicOp.ADD, "a2", 0, 1))],
+        "y or z": [Node.store("o", GX, Expr.gid_y())],
+    }
+    for why, body in cases.items():
+        bufs = [a, o] if why != "old values" else [a, o, BufferDecl.read_write("a2", 2, U, 4)]
+        if why == "old values":
+            body = [Node.store("o", GX, Expr.atomic(AtomicOp.ADD, "a2", 0, 1))]
+        d = decide(_prog(body, *bufs))
+        assert not d.partitionable and why in d.explain(), (why, d.explain())
+    assert split(10, 3) == [(0, 3), (3, 6), (6, 10)] and split(1, 4) == [(0, 1)]
+
+
+# ---------------------------------------------------------------------------- the cluster
+def test_is_distributed_and_never_picked_implicitly(dask_backend):
+    assert dask_backend.is_distributed() and len(dask_backend.workers()) == 2
+    assert acquire_preferred_dispatch_backend().id() != "dask"
+
+
+def test_partitioned_programs_give_the_reference_bytes(dask_backend):
+    rng = np.random.default_rng(7)
+    x, y = rng.standard_normal((2, 50_000)).astype(np.float32)
+    assert dask_backend.dispatch(saxpy_program(), [x, y]) == reference.run(saxpy_program(), [x, y])
+    assert dask_backend.last_decision.partitionable
+    msgs = X.random_messages(3000, seed=9) + [b"", b"a" * 200]
+    ins = X.sha256_bytes_inputs(msgs)
+    got = dask_backend.dispatch(X.sha256_bytes(), ins, X.sha256_bytes_config(len(msgs)))
+    assert np.array_equal(np.frombuffer(got[0], np.uint32), X.sha256_bytes_expected(msgs))
+    data = rng.integers(0, 2**32, 300_000, dtype=np.uint64).astype(np.uint32)
+    cfg = DispatchConfig(grid_override=X.histogram_grid(data.size))
+    got = dask_backend.dispatch(X.histogram_privatised(), [data], cfg)
+    assert np.array_equal(np.frombuffer(got[0], np.uint32), X.histogram_expected(data))
+    state = X.philox_state((3, 4), (2**64 - 2, 0, 0, 0))
+    got = dask_backend.dispatch(X.philox4x64(), [state], DispatchConfig(dispatch_elements=4 * 5000))
+    assert np.array_equal(np.frombuffer(got[0], np.uint64), X.philox_expected((3, 4), (2**64 - 2, 0, 0, 0), 5000))
+
+
+def test_unpartitioned_programs_run_whole_and_errors_match(dask_backend):
+    a = np.arange(4096, dtype=np.uint32)
+    body = [Node.store("o", GX, Expr.load("a", GX) * 3), Node.barrier(MemoryOrdering.GRID_SYNC),
+            Node.store("p", GX, Expr.load("o", (GX + 1) % 4096))]
+    p = _prog(body, BufferDecl.read("a", 0, U), BufferDecl.output("o", 1, U), BufferDecl.output("p", 2, U))
+    assert dask_backend.dispatch(p, [a]) == reference.run(p, [a])
+    assert "grid_sync" in dask_backend.last_decision.explain()
+    div = _prog([Node.store("o", GX, 100 / Expr.load("a", GX))], BufferDecl.read("a", 0, DataType.I32),
+                BufferDecl.output("o", 1, DataType.I32))
+    with pytest.raises(DispatchFailed) as err:
+        dask_backend.dispatch(div, [np.arange(-3, 300, dtype=np.int32)])
+    assert err.value.reason == "division"
+    with pytest.raises(InvalidInput):
+        dask_backend.dispatch(saxpy_program(), [a, a])          # u32 arrays for f32 buffers
+
+
+def test_a_worker_killed_mid_dispatch_changes_nothing_but_time(dask_backend):
+    trips = 3000
+    body = [Node.let_bind("acc", Expr.load("a", GX)),
+            Node.loop("i", 0, trips, [Node.assign("acc", Expr.var("acc") * 1664525 + 1013904223)]),
+            Node.store("o", GX, Expr.var("acc"))]
+    p = _prog(body, BufferDecl.read("a", 0, U), BufferDecl.output("o", 1, U), wg=64)
+    a = np.arange(1 << 17, dtype=np.uint32)
+    want = reference.run(p, [a])
+    result: dict = {}
+    worker = dask_backend.workers()[1]
+    t = threading.Thread(target=lambda: result.setdefault("out", dask_backend.dispatch(p, [a])))
+    t.start()
+    time.sleep(0.6)
+    os.kill(worker["pid"], signal.SIGKILL)       # the nanny restarts it; its tasks re-run elsewhere
+    t.join(240)
+    assert result.get("out") == want
+    dask_backend._workers = None                 # the restarted worker has a new pid
+
+
+def test_distributed_conformance_shards_over_the_workers():
+    from vyre.conform.distributed import run_cluster
+
+    reports, workers = run_cluster("local", random=12, seed=5)
+    assert workers == 2 and reports
+    assert all(r.ok for r in reports), [(x.name, x.detail) for r in reports for x in r.results if x.status == "fail"]
+    assert sum(len(r.results) for r in reports) >= 12
