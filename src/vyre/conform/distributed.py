@@ -15,14 +15,10 @@ from .runner import BackendReport, CaseResult
 def run_cluster(address: str, *, random: int = 0, seed: int = 0, shard_size: int = 25,
                 progress: Callable[[int], None] | None = None) -> tuple[list[BackendReport], int]:
     """(one merged report per backend the workers ran, workers used)."""
-    import os
-
     from vyre.drivers.dask.cluster import connect
     from vyre.drivers.dask.worker import conform_shard
 
-    if address != "local":
-        os.environ["VYRE_DASK_SCHEDULER"] = address
-    client, cluster = connect()
+    client, cluster = connect("" if address == "local" else address)
     try:
         n_workers = len(client.scheduler_info().get("workers", {}))
         names = [e.name for e in corpus()]

@@ -196,24 +196,43 @@ def split(workgroups: int, parts: int) -> list[tuple[int, int]]:
     return [(bounds[i], bounds[i + 1]) for i in range(parts) if bounds[i] < bounds[i + 1]]
 
 
-def merge(program: Program, decision: PartitionDecision, ranges: list[tuple[int, int]],
-          partials: list[list[bytes]], initial: dict[str, bytes]) -> list[bytes]:
-    """The outputs of the whole dispatch from each partition's outputs (in ``ranges`` order).
-    ``initial`` holds the starting bytes of READ_WRITE outputs (OUTPUT ones start at zero)."""
+def owned(program: Program, decision: PartitionDecision, w0: int, w1: int,
+          counts: dict[str, int]) -> list[tuple[int, int] | None]:
+    """Per output, the element range workgroups ``[w0, w1)`` own (a range merge), or None
+    (a combine merge needs the whole partial buffer). A partition returns only these."""
     wg = program.workgroup_size[0]
+    out: list[tuple[int, int] | None] = []
+    for decl in program.outputs:
+        m = decision.merges[decl.name]
+        if m.kind != "range":
+            out.append(None)
+            continue
+        n = counts[decl.name]
+        lo, hi = min(w0 * wg * m.stride, n), min(w1 * wg * m.stride, n)
+        out.append((lo, hi))
+    return out
+
+
+def merge(program: Program, decision: PartitionDecision, ranges: list[tuple[int, int]],
+          partials: list[list[bytes]], initial: dict[str, bytes], counts: dict[str, int]) -> list[bytes]:
+    """The outputs of the whole dispatch from each partition's outputs (in ``ranges`` order):
+    for range merges each partition's owned elements (`owned`), for combine merges its whole
+    partial buffer. ``initial`` holds the starting bytes of READ_WRITE outputs (OUTPUT ones
+    start at zero); ``counts`` the element count of every output."""
     out: list[bytes] = []
     for i, decl in enumerate(program.outputs):
         m = decision.merges[decl.name]
         dt = np.dtype(decl.dtype.storage)
-        first = np.frombuffer(partials[0][i], dt)
+        n = counts[decl.name]
         if m.kind == "range":
-            whole = first.copy()
+            whole = np.frombuffer(initial[decl.name], dt).copy() if decl.name in initial else np.zeros(n, dt)
             for (w0, w1), part in zip(ranges, partials):
-                lo, hi = w0 * wg * m.stride, min(w1 * wg * m.stride, whole.size)
+                lo, hi = owned(program, decision, w0, w1, counts)[i]  # type: ignore[misc]
                 if lo < hi:
-                    whole[lo:hi] = np.frombuffer(part[i], dt)[lo:hi]
+                    whole[lo:hi] = np.frombuffer(part[i], dt)
             out.append(whole.tobytes())
             continue
+        first = np.frombuffer(partials[0][i], dt)
         base = np.frombuffer(initial.get(decl.name, b""), dt) if decl.name in initial else np.zeros_like(first)
         acc = base.copy()
         for part in partials:

@@ -120,3 +120,23 @@ def byteswap_words(x: InOut[u32]):
     i = gid()
     if i < len(x):
         x[i] = byte_swap(x[i])
+
+
+@vyre.kernel(workgroup_size=256)
+def mandelbrot(out: Out[u32], width: Scalar[u32], height: Scalar[u32], max_iter: Scalar[u32]):
+    """Escape-time iteration counts of the Mandelbrot set over [-2, 1] x [-1.5, 1.5]: a
+    compute-heavy, embarrassingly parallel program (``elements=width*height``)."""
+    i = gid()
+    if i >= width * height:
+        return
+    cx = f32(i % width) * (3.0 / f32(width)) - 2.0
+    cy = f32(i // width) * (3.0 / f32(height)) - 1.5
+    x = 0.0
+    y = 0.0
+    n = u32(0)
+    while n < max_iter and x * x + y * y <= 4.0:
+        t = x * x - y * y + cx
+        y = 2.0 * x * y + cy
+        x = t
+        n += 1
+    out[i] = n

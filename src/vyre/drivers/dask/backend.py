@@ -34,7 +34,7 @@ from vyre.driver.errors import (
     from_foundation,
 )
 from vyre.driver.inputs import check_inputs
-from vyre.driver.partition import PartitionDecision, decide, merge, offset_program, split
+from vyre.driver.partition import PartitionDecision, decide, merge, offset_program, owned, split
 from vyre.driver.validation import VALIDATION_CACHE
 from vyre.ir import VyreError
 from vyre.ir.fingerprint import fingerprint
@@ -163,13 +163,16 @@ class DaskBackend(VyreBackend):
         ranges = split(gx, n_workers)
         fp, wire = self._wire(offset)
         shared = self.client.scatter(data, broadcast=True, hash=False)
+        counts = dict(launch.counts)
         futures = []
         for w0, w1 in ranges:
             part = replace(cfg, grid_override=(w1 - w0, gy, gz), dispatch_grid=None)
-            futures.append(self.client.submit(_run_part, fp, wire, shared, w0, part, pure=False))
+            cuts = [None if c is None else (c[0] * d.dtype.size, c[1] * d.dtype.size)
+                    for c, d in zip(owned(flat, decision, w0, w1, counts), flat.outputs)]
+            futures.append(self.client.submit(_run_part, fp, wire, shared, w0, part, cuts, pure=False))
         partials = self._gather(futures)
         initial = {d.name: data[flat.inputs.index(d)] for d in flat.outputs if d.is_input}
-        return merge(flat, decision, ranges, partials, initial)
+        return merge(flat, decision, ranges, partials, initial, counts)
 
     def _gather(self, futures: list) -> list[list[bytes]]:
         out = []
@@ -211,10 +214,15 @@ def _run(fp: str, wire: bytes, data: list[bytes], cfg: DispatchConfig) -> tuple[
     return run(fp, wire, data, cfg)
 
 
-def _run_part(fp: str, wire: bytes, data: list[bytes], w0: int, cfg: DispatchConfig) -> tuple[str, Any]:
+def _run_part(fp: str, wire: bytes, data: list[bytes], w0: int, cfg: DispatchConfig,
+              cuts: list[tuple[int, int] | None]) -> tuple[str, Any]:
+    """One partition: its outputs cut to the bytes it owns (whole for combine merges)."""
     from .worker import run
 
-    return run(fp, wire, list(data) + [np.array([w0], dtype=np.uint32).tobytes()], cfg)
+    status, value = run(fp, wire, list(data) + [np.array([w0], dtype=np.uint32).tobytes()], cfg)
+    if status == "ok":
+        value = [v if c is None else v[c[0]:c[1]] for v, c in zip(value, cuts)]
+    return status, value
 
 
 __all__ = ["DaskBackend"]

@@ -42,11 +42,12 @@ class PinGPU(WorkerPlugin):
             pin_gpu(index % self.gpus)
 
 
-def connect() -> tuple[Any, Any]:
-    """(client, cluster or None). The cluster is ours to close when embedded."""
+def connect(address: str | None = None) -> tuple[Any, Any]:
+    """(client, cluster or None) for ``address`` (None: VYRE_DASK_SCHEDULER; empty or unset:
+    an embedded LocalCluster, which is ours to close)."""
     from distributed import Client, LocalCluster
 
-    address = settings.get("VYRE_DASK_SCHEDULER")
+    address = settings.get("VYRE_DASK_SCHEDULER") if address is None else address
     if address:
         return Client(address, set_as_default=False), None
     gpus = local_gpus()
