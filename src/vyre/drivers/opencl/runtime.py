@@ -4,6 +4,7 @@ and backend.py import pyopencl."""
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from dataclasses import dataclass
@@ -27,9 +28,23 @@ ID = "opencl"
 _OOM = {"MEM_OBJECT_ALLOCATION_FAILURE", "OUT_OF_RESOURCES", "OUT_OF_HOST_MEMORY"}
 
 
+# PoCL's default work-group method ("loopvec") miscompiles straight-line kernels with many
+# barriers: PoCL 3.1 (Debian 12) on an AMD EPYC host sorted a 32-wide bitonic network
+# (hand-written, 10 barrier pairs) wrongly, while the "loops" method and -cl-opt-disable gave
+# numpy's order (tests/test_examples.py::test_workgroup_bitonic_sort_matches_numpy_sort).
+# PoCL reads the method once, when its platform starts, so it is set before the first
+# clGetPlatformIDs; a value the user set is kept. Other OpenCL platforms ignore it.
+POCL_WORK_GROUP_METHOD = "loops"
+
+
+def _pocl_work_group_method() -> str:
+    return os.environ.setdefault("POCL_WORK_GROUP_METHOD", POCL_WORK_GROUP_METHOD)
+
+
 def pick_device() -> cl.Device:
     """``VYRE_OPENCL_DEVICE`` (index or name substring), else the first GPU, else the first
     device of any platform."""
+    _pocl_work_group_method()
     try:
         devices = [d for p in cl.get_platforms() for d in p.get_devices()]
     except cl.Error as exc:
@@ -100,8 +115,9 @@ class Runtime:
             host_unified=bool(d.host_unified_memory) and settings.flag("VYRE_OPENCL_ZERO_COPY", True))
         self.options = list(BASE_OPTIONS) + ([CORRECT_DIV_SQRT] if self.info.correct_div_sqrt else [])
         self.disk = DiskCache("opencl")
+        wg_method = _pocl_work_group_method() if "portable" in self.info.platform.lower() else ""
         self.fingerprint = blake3.blake3(
-            f"{self.info.platform}|{self.info.name}|{self.info.driver}|{cl.VERSION}".encode()).digest()
+            f"{self.info.platform}|{self.info.name}|{self.info.driver}|{cl.VERSION}|{wg_method}".encode()).digest()
         self.zero = np.zeros(1, dtype=np.uint32)
 
     def new_queue(self) -> cl.CommandQueue:
