@@ -212,3 +212,45 @@ def test_equal_keys_give_equal_outputs(seed, shuffle):
         # so a backend may not serve one from the other's cache (the keys differ)
         return
     assert reference.run(p, inputs) == reference.run(q, inputs)
+
+
+def test_an_allocation_failure_sheds_cached_shapes_and_retries_once():
+    """Cached shapes keep their device buffers; when the device runs out, the engine drops
+    them (not the one in use) and tries once more, with the same bytes."""
+    import weakref
+
+    from vyre.driver import DeviceOutOfMemory
+    from vyre.drivers.reference.backend import ReferenceBackend, ReferenceDevice
+
+    class SmallDevice(ReferenceDevice):
+        budget = 3 * 4 * 4096 + 64    # one shape's three buffers fit, two do not
+
+        def __init__(self) -> None:
+            self.live, self.trims = 0, 0
+
+        def alloc(self, nbytes: int) -> np.ndarray:
+            if self.live + nbytes > self.budget:
+                raise DeviceOutOfMemory(nbytes, self.budget - self.live, backend="reference")
+            buf = super().alloc(nbytes)
+            self.live += buf.nbytes
+            weakref.finalize(buf, self._gone, buf.nbytes)
+            return buf
+
+        def _gone(self, n: int) -> None:
+            self.live -= n
+
+        def trim(self) -> None:
+            self.trims += 1
+
+    backend = ReferenceBackend()
+    backend.device = SmallDevice()
+    prog = Program.wrapped([BufferDecl.read("a", 0, DataType.U32), BufferDecl.read("b", 1, DataType.U32),
+                            BufferDecl.output("o", 2, DataType.U32)], 64,
+                           [Node.store("o", GX, Expr.load("a", GX) + Expr.load("b", GX))])
+    for n in (4096, 4000, 4096):
+        a = np.arange(n, dtype=np.uint32)
+        assert backend.dispatch(prog, [a, a])[0] == (a + a).tobytes()
+    assert backend.device.trims >= 1
+    with pytest.raises(DeviceOutOfMemory, match="Fix:"):    # one shape alone too big: a clear error
+        a = np.zeros(8192, np.uint32)
+        backend.dispatch(prog, [a, a])

@@ -29,6 +29,7 @@ and go through the same steps.
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
@@ -528,6 +529,16 @@ class EngineBackend(VyreBackend):
                 "outputs (declare smaller counts or pass smaller inputs).", backend=self.id())
         return prep
 
+    def _shed_cached_buffers(self, keep: Prepared) -> None:
+        """Forget every cached shape but ``keep``, so their device buffers return to the
+        device (dispatches in flight hold their own shape, and with it its buffers)."""
+        for pipe in list(self._pipes.values()):
+            for key, prep in list(pipe.prepared.items()):
+                if prep is not keep:
+                    pipe.prepared.pop(key, None)
+        gc.collect()
+        self.device.trim()
+
     def _make_prepared(self, pipe: EnginePipeline, sizes: tuple[int, ...], config: DispatchConfig) -> Prepared:
         launch = launch_for_sizes(pipe.effective, sizes, config, self.id())
         lim = self.limits()
@@ -579,7 +590,11 @@ class EngineBackend(VyreBackend):
                 self._usable()
             if pipe.generation != self.generation:
                 pipe.check_live()
-            sset = prep.take(dev, self._ctl_take)
+            try:
+                sset = prep.take(dev, self._ctl_take)
+            except DeviceOutOfMemory:   # cached shapes hold device buffers: drop them, retry once
+                self._shed_cached_buffers(prep)
+                sset = prep.take(dev, self._ctl_take)
             flight = Flight(pipe, prep, sset, deadline)
             try:
                 bufs = prep.buffers(dev)

@@ -182,6 +182,11 @@ class Device(abc.ABC):
         """Enqueue what makes the kernels' writes visible in ``ctl.words`` (default: none)."""
         return None
 
+    def trim(self) -> None:
+        """Return memory the device layer keeps for reuse (a pool) to the driver: called
+        when an allocation failed, before it is tried once more (default: nothing kept)."""
+        return None
+
     def ctl_cancel(self, ctl: Ctl) -> bool:
         """Raise the cancel word now, while kernels run; False where the device cannot."""
         if not self.cancellable:

@@ -112,6 +112,9 @@ class CudaDevice(Device):
     def free(self, buf: Any) -> None:
         buf.close(self.stream)
 
+    def trim(self) -> None:
+        self.rt.trim()
+
     def device_pointer(self, buf: Any) -> int:
         return _ptr(buf)
 

@@ -16,6 +16,7 @@ from vyre.driver.errors import BackendUnavailable, DeviceLost, DeviceOutOfMemory
 from .compiler import CubinCache
 
 ID = "cuda"
+POOL_KEEP = 2 << 30   # freed device memory the stream-ordered pool keeps for reuse, at most
 
 try:
     import cuda.core as cc
@@ -95,14 +96,28 @@ class Runtime:
         self._keep_pool_memory()
 
     def _keep_pool_memory(self) -> None:
-        """Let the stream-ordered pool keep freed memory instead of returning it to the
-        driver at every synchronisation (its default): allocations of outputs handed to the
-        caller (`dispatch_device`) then cost microseconds, as in CuPy's pool."""
+        """Let the stream-ordered pool keep up to POOL_KEEP of freed memory instead of
+        returning it to the driver at every synchronisation (its default): allocations of
+        outputs handed to the caller (`dispatch_device`) then cost microseconds, as in CuPy's
+        pool, while other processes on the GPU still get the rest back (unbounded, a test's
+        four child processes could not create a context next to a long-lived one)."""
+        self.pool = None
         try:
             pool = _check(cu.cuDeviceGetMemPool(self.dev.device_id))
+            keep = min(self.facts.total_memory // 8, POOL_KEEP)
             _check(cu.cuMemPoolSetAttribute(pool, cu.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-                                            cu.cuuint64_t(2**64 - 1)))
+                                            cu.cuuint64_t(keep)))
+            self.pool = pool
         except Exception:  # an older driver without pools: allocations stay correct, only slower
+            pass
+
+    def trim(self) -> None:
+        """Give the pool's unused memory back to the driver (after an allocation failed)."""
+        try:
+            self.stream.sync()
+            if self.pool is not None:
+                _check(cu.cuMemPoolTrimTo(self.pool, 0))
+        except Exception:
             pass
 
     def ensure_current(self) -> None:
@@ -119,12 +134,16 @@ class Runtime:
         size = max(4, int(nbytes))
         if size > self.facts.total_memory:
             raise DeviceOutOfMemory(size, self.mem_info()[0], backend=ID)
-        try:
-            return self.dev.allocate(size, stream=self.stream)
-        except Exception as exc:
-            if "OUT_OF_MEMORY" in str(exc):
-                raise DeviceOutOfMemory(size, self.mem_info()[0], backend=ID) from None
-            raise self.error(exc) from None
+        for attempt in (0, 1):
+            try:
+                return self.dev.allocate(size, stream=self.stream)
+            except Exception as exc:
+                if "OUT_OF_MEMORY" not in str(exc):
+                    raise self.error(exc) from None
+                if attempt:
+                    raise DeviceOutOfMemory(size, self.mem_info()[0], backend=ID) from None
+                self.trim()     # memory freed into the pool but not yet released: retry once
+        raise AssertionError("unreachable")
 
     def alloc_pinned(self, nbytes: int):
         return self.pinned.allocate(max(4, int(nbytes)))
