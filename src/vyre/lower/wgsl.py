@@ -150,7 +150,30 @@ fn vy_fmul(a: f32, b: f32) -> f32 {
         return bitcast<f32>(sign | 0x7F800000u);
     }
     if (zx || zy) { return bitcast<f32>(sign); }
-    return a * b;
+    let r = a * b;
+    if ((bitcast<u32>(r) & 0x7FFFFFFFu) != 0u) { return r; }
+    return vy_fmul_tiny(a, b, sign);
+}
+// A zero product of non-zero operands: the device flushed it, possibly deciding tininess
+// before rounding (NVIDIA's Vulkan driver returned 0 where the reference rounds up to the
+// smallest normal, S9). Decide on the exact product instead: it rounds to 2^-126 iff
+// |a*b| >= 2^-126 - 2^-150 (the tie goes to the even 2^-126). Both |a| and |b| are below 1
+// here, so |a|*2^64 is exact and normal. It is formed on the exponent bits, not by a float
+// multiply (NVIDIA's compiler reassociated (|a|*2^64)*|b| into the flushed (|a|*|b|)*2^64).
+// The product of the scaled values is formed exactly as p + e from 12-bit halves split by
+// masking (each partial product is exact, so a fused multiply-add anywhere gives the same e).
+fn vy_fmul_tiny(a: f32, b: f32, sign: u32) -> f32 {
+    let x = bitcast<f32>((bitcast<u32>(a) & 0x7FFFFFFFu) + (64u << 23u));
+    let y = bitcast<f32>(bitcast<u32>(b) & 0x7FFFFFFFu);
+    let p = x * y;
+    let xh = bitcast<f32>(bitcast<u32>(x) & 0xFFFFF000u);
+    let yh = bitcast<f32>(bitcast<u32>(y) & 0xFFFFF000u);
+    let xl = x - xh;
+    let yl = y - yh;
+    let e = (((xh * yh - p) + xh * yl) + xl * yh) + xl * yl;
+    let t = bitcast<f32>(0x207FFFFFu);
+    let up = p > t || (p == t && e >= 0.0);
+    return bitcast<f32>(select(sign, sign | 0x00800000u, up));
 }
 fn vy_small(x: f32) -> bool { return (bitcast<u32>(x) & 0x7FFFFFFFu) < 0x4B000000u; }
 fn vy_floor(x: f32) -> f32 { return select(x, floor(x), vy_small(x)); }
@@ -177,13 +200,18 @@ fn vy_f2i(x: f32) -> i32 {
 }
 fn vy_udiv(a: u32, b: u32) -> u32 { return select(a / max(b, 1u), 0xFFFFFFFFu, b == 0u); }
 fn vy_umod(a: u32, b: u32) -> u32 { return select(a % max(b, 1u), 0u, b == 0u); }
+// i32 division and remainder on the magnitudes, in u32: NVIDIA's Vulkan driver gave wrong
+// signs for signed `/` and `%` (S3; conform bin.div.i32, bin.mod.i32).
+fn vy_mag(a: i32) -> u32 { return select(bitcast<u32>(a), 0u - bitcast<u32>(a), a < 0i); }
 fn vy_idiv(a: i32, b: i32) -> i32 {
     if (b == 0i || (a == bitcast<i32>(0x80000000u) && b == -1i)) { atomicOr(&vy_ctl[0], 1u); return 0i; }
-    return a / b;
+    let q = vy_mag(a) / vy_mag(b);
+    return bitcast<i32>(select(q, 0u - q, (a < 0i) != (b < 0i)));
 }
 fn vy_imod(a: i32, b: i32) -> i32 {
     if (b == 0i || (a == bitcast<i32>(0x80000000u) && b == -1i)) { atomicOr(&vy_ctl[0], 1u); return 0i; }
-    return a % b;
+    let r = vy_mag(a) % vy_mag(b);
+    return bitcast<i32>(select(r, 0u - r, a < 0i));
 }
 fn vy_rotl(a: u32, b: u32) -> u32 { let s = b & 31u; return select((a << s) | (a >> (32u - s)), a, s == 0u); }
 fn vy_rotr(a: u32, b: u32) -> u32 { let s = b & 31u; return select((a >> s) | (a << (32u - s)), a, s == 0u); }
