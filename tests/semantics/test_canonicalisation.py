@@ -122,3 +122,18 @@ def test_S9_workgroup_memory_flushed_early_only_where_its_bits_are_never_seen(ba
         p = Program.wrapped([BufferDecl.read("a", 0, F), BufferDecl.output("o", 1, F), BufferDecl.output("p", 2, F),
                              BufferDecl.workgroup("w", 32, F)], 32, body)
         run_checked(backend, p, [_f(EDGE * 4)])
+
+
+@pytest.mark.parametrize("name,op", [("neg_neg", lambda x: x.negate().negate()),
+                                     ("abs_neg", lambda x: x.negate().abs()),
+                                     ("plus_zero", lambda x: x + 0.0), ("minus_zero", lambda x: x - 0.0),
+                                     ("zero_minus", lambda x: Expr.f32(-0.0) - x),
+                                     ("abs_diff_zero", lambda x: x.abs_diff(Expr.f32(0.0)))])
+def test_S9_identities_a_compiler_may_fold_still_flush(backend, name, op):
+    """-(-x), |-x|, x + 0, x - 0, -0 - x: compilers fold them to x or -x (sign-bit operations
+    that never flush), so a subnormal x must be flushed in code (found on the H100)."""
+    p = Program.wrapped([BufferDecl.read("a", 0, F), BufferDecl.output("o", 1, F)], 8,
+                        [Node.store("o", GX, op(Expr.load("a", GX)))])
+    out = run_checked(backend, p, [_f(EDGE * 4)])
+    sub = np.frombuffer(out[0], np.uint32)
+    assert not (((sub & 0x7F800000) == 0) & ((sub & 0x007FFFFF) != 0)).any()

@@ -30,11 +30,11 @@ from vyre.ir.types import (
 from .floats import (
     CANON,
     FLUSHED,
-    HW_FTZ_BIN,
     HW_FTZ_UN,
     RAW,
     Flags,
     flags_of,
+    hardware_bin,
     numeric_only_buffers,
     result_flags,
     var_flags,
@@ -548,7 +548,7 @@ class _Emitter:
     def float_bin(self, e: E.Bin, op: BinOp, a: str, fa: Flags, b: str, fb: Flags,
                   rt: DataType) -> tuple[str, DataType, Flags]:
         """An f32 binary operation on lowered operands (`vyre.lower.floats` decides flushes)."""
-        hardware = op in HW_FTZ_BIN
+        hardware = hardware_bin(e)
         a, b = self.operand(a, fa, hardware), self.operand(b, fb, hardware)
         cmp = {BinOp.EQ: "==", BinOp.NE: "!=", BinOp.LT: "<", BinOp.GT: ">", BinOp.LE: "<=",
                BinOp.GE: ">="}

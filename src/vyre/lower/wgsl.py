@@ -151,12 +151,12 @@ fn vy_fmul(a: f32, b: f32) -> f32 {
     }
     if (zx || zy) { return bitcast<f32>(sign); }
     let r = a * b;
-    if ((bitcast<u32>(r) & 0x7FFFFFFFu) != 0u) { return r; }
+    if ((bitcast<u32>(r) & 0x7F800000u) != 0u) { return r; }
     return vy_fmul_tiny(a, b, sign);
 }
-// A zero product of non-zero operands: the device flushed it, possibly deciding tininess
-// before rounding (NVIDIA's Vulkan driver returned 0 where the reference rounds up to the
-// smallest normal, S9). Decide on the exact product instead: it rounds to 2^-126 iff
+// A zero or subnormal product of normal operands: how the device rounded it is not known
+// (NVIDIA's Vulkan driver gave 0 where the reference rounds up to the smallest normal, S9),
+// and S9 flushes every subnormal result. Decide on the exact product: it rounds to 2^-126 iff
 // |a*b| >= 2^-126 - 2^-150 (the tie goes to the even 2^-126). Both |a| and |b| are below 1
 // here, so |a|*2^64 is exact and normal. It is formed on the exponent bits, not by a float
 // multiply (NVIDIA's compiler reassociated (|a|*2^64)*|b| into the flushed (|a|*|b|)*2^64).
