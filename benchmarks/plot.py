@@ -1,0 +1,91 @@
+"""Plots of the recorded benchmark results (benchmarks/results/*.json) for docs/benchmarks.md:
+`python benchmarks/plot.py` writes PNGs into docs/img/ (needs `pip install 'vyre[docs]'`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+OUT = ROOT / "docs" / "img"
+
+
+def load(name: str) -> dict:
+    return json.loads((RESULTS / f"{name}.json").read_text())["results"]
+
+
+def bars(ax, groups: list[str], series: dict[str, list[float]], ylabel: str, log: bool = False) -> None:
+    width = 0.8 / len(series)
+    for i, (label, values) in enumerate(series.items()):
+        xs = [g + (i - (len(series) - 1) / 2) * width for g in range(len(groups))]
+        ax.bar(xs, values, width, label=label)
+    ax.set_xticks(range(len(groups)), groups)
+    ax.set_ylabel(ylabel)
+    if log:
+        ax.set_yscale("log")
+    ax.legend(frameon=False)
+    ax.grid(axis="y", alpha=0.3)
+
+
+def cuda_kernels() -> None:
+    r = load("cuda_kernels")
+    names = ["matmul", "histogram", "scan", "sort", "sha256"]
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    series = {"vyre": [r[f"{n}_vyre_ms"] for n in names], "hand-written CUDA C": [r[f"{n}_hand_ms"] for n in names],
+              "torch": [r.get(f"{n}_torch_ms", float("nan")) for n in names]}
+    bars(ax, names, series, "ms (log)", log=True)
+    ax.set_title("Generated kernels vs the same algorithm by hand (H100)")
+    fig.tight_layout()
+    fig.savefig(OUT / "cuda_kernels.png", dpi=120)
+
+
+def dispatch() -> None:
+    r = load("cuda_dispatch")
+    labels = ["vyre bound", "raw cuda.core", "CuPy RawKernel", "torch add_", "Triton"]
+    keys = ["vyre_bound_launch_us", "raw_cuda_core_launch_us", "cupy_rawkernel_us", "torch_add__us", "triton_launch_us"]
+    fig, ax = plt.subplots(figsize=(7, 3))
+    ax.barh(labels[::-1], [r[k] for k in keys][::-1], color="tab:blue")
+    ax.set_xlabel("µs per launch of a tiny kernel (H100)")
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(OUT / "cuda_dispatch.png", dpi=120)
+
+
+def cluster() -> None:
+    r = load("dask_cluster_gpus")
+    fig, ax = plt.subplots(figsize=(5, 3))
+    labels = ["cuda backend", "dask, 1 GPU", "dask, 2 GPUs"]
+    ax.bar(labels, [r["local_cuda_s"], r["one_gpu_s"], r["two_gpus_s"]], color=["tab:gray", "tab:blue", "tab:green"])
+    ax.set_ylabel("s")
+    ax.set_title(f"Mandelbrot {r['mandelbrot_size']}², {r['mandelbrot_iters']} iterations (2× H200)")
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(OUT / "dask_mandelbrot.png", dpi=120)
+
+
+def wgpu() -> None:
+    runs = {"H100 (Vulkan)": load("wgpu_kernels_h100_vulkan"), "H200 (Vulkan)": load("wgpu_kernels_h200_vulkan")}
+    names = ["ew_u32", "ew_f32", "matmul"]
+    fig, ax = plt.subplots(figsize=(6, 3))
+    bars(ax, ["elementwise u32", "elementwise f32", "matmul 512"],
+         {k: [r[f"ratio_{n}_vyre_vs_hand"] for n in names] for k, r in runs.items()}, "vyre / hand-written WGSL")
+    ax.axhline(1.0, color="black", lw=0.8)
+    fig.tight_layout()
+    fig.savefig(OUT / "wgpu_ratios.png", dpi=120)
+
+
+def main() -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    for fn in (cuda_kernels, dispatch, cluster, wgpu):
+        fn()
+        print("wrote", fn.__name__)
+
+
+if __name__ == "__main__":
+    main()
