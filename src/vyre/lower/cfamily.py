@@ -30,11 +30,12 @@ from vyre.ir.types import (
 from .floats import (
     CANON,
     FLUSHED,
-    HW_FTZ_UN,
+    HW_FTZ_BIN,
     RAW,
     Flags,
     flags_of,
     hardware_bin,
+    hardware_un,
     numeric_only_buffers,
     result_flags,
     var_flags,
@@ -554,13 +555,16 @@ class _Emitter:
                BinOp.GE: ">="}
         if op in cmp:
             return self.fresh(DataType.BOOL, f"{a} {cmp[op]} {b}"), DataType.BOOL, CANON
+        flags = self._flags(e, fa, fb)
+        if self.hw and op in HW_FTZ_BIN and not hardware:   # not flushed by the hardware
+            flags = flags | Flags(sub=True)
         f = self.d.fn
         body = {BinOp.ADD: f"VY_FADD({a}, {b})", BinOp.SUB: f"VY_FSUB({a}, {b})",
                 BinOp.MUL: f"VY_FMUL({a}, {b})", BinOp.DIV: f"VY_FDIV({a}, {b})",
                 BinOp.MOD: f"{f['fmod']}({a}, {b})",
                 BinOp.MIN: f"vy_fmin({a}, {b})", BinOp.MAX: f"vy_fmax({a}, {b})",
                 BinOp.ABS_DIFF: f"{f['fabs']}(VY_FSUB({a}, {b}))"}[op]
-        return self.fresh(DataType.F32, body), DataType.F32, self._flags(e, fa, fb)
+        return self.fresh(DataType.F32, body), DataType.F32, flags
 
     def _flags(self, e: E.Expr, *operands: Flags) -> Flags:
         """The result flags of a float operation (one rule set: vyre.lower.floats)."""
@@ -616,7 +620,7 @@ class _Emitter:
         if op is UnOp.IS_FINITE:
             return self.fresh(rt, f"!vy_isnan({a}) && !vy_isinf({a})"), rt, CANON
         if op not in (UnOp.TRUNC, UnOp.ROUND):  # those give the flushed answer anyway
-            a = self.operand(a, fa, op in HW_FTZ_UN)
+            a = self.operand(a, fa, hardware_un(e))
         body = {UnOp.NEGATE: f"-{a}", UnOp.ABS: f"{f['fabs']}({a})", UnOp.SQRT: f"{f['sqrt']}({a})",
                 UnOp.FLOOR: f"vy_floor({a})", UnOp.CEIL: f"vy_ceil({a})",
                 UnOp.TRUNC: f"vy_trunc({a})", UnOp.ROUND: f"vy_fround({a})",

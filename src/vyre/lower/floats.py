@@ -51,16 +51,25 @@ HW_FTZ_UN = frozenset({UnOp.SQRT, UnOp.FLOOR, UnOp.CEIL})
 # NEGATE and ABS are not: compilers treat them as sign-bit operations that never flush
 # (LLVM's fneg/fabs), and fold them away (-(-x) is x), so a .ftz form cannot be relied on.
 # The H100 printed the subnormal bits of -(-x) (conform random/7000355 on a cluster run).
-# For the same reason an add or subtract with a literal zero operand is not flushed by
-# hardware: x + 0 and x - 0 fold to x, and 0 - x to -x (see `hardware_bin`).
+# For the same reason an operation with a float literal operand is not left to the hardware:
+# the compiler knows that operand, so it may fold (x + 0 and x - 0 to x, 0 - x to -x) or
+# evaluate the operation at compile time with IEEE subnormals (`hardware_bin`, `hardware_un`).
+
+_FLOATS = (F, DataType.F16, DataType.BF16)
+
+
+def _known(e: E.Expr) -> bool:
+    return isinstance(e, E.Lit) and e.dtype in _FLOATS
 
 
 def hardware_bin(e: E.Bin) -> bool:
     """Whether a target with flush-to-zero forms may leave ``e``'s flushes to the hardware."""
-    if e.op not in HW_FTZ_BIN:
-        return False
-    return not any(isinstance(k, E.Lit) and k.dtype in (F, DataType.F16, DataType.BF16) and k.value == 0
-                   for k in (e.left, e.right))
+    return e.op in HW_FTZ_BIN and not (_known(e.left) or _known(e.right))
+
+
+def hardware_un(e: E.Un) -> bool:
+    """As `hardware_bin`, for a unary operation."""
+    return e.op in HW_FTZ_UN and not _known(e.operand)
 # Operations whose result is IEEE-rounded arithmetic (so it may be subnormal without ftz).
 ROUNDED_BIN = frozenset({BinOp.ADD, BinOp.SUB, BinOp.MUL, BinOp.DIV, BinOp.MOD, BinOp.ABS_DIFF})
 # Unary results that are never subnormal (a NaN passes through): TRUNC and ROUND of a
@@ -154,11 +163,11 @@ def flags_of(e: E.Expr, var: dict[str, Flags], hw_ftz: bool, scope: dict[str, Da
     if isinstance(e, E.Bin):
         if e.op in (BinOp.MIN, BinOp.MAX):
             return CANON  # operands flushed first; a NaN operand gives the canonical NaN
-        return result_flags(hw_ftz, rounded=e.op in ROUNDED_BIN, hardware=e.op in HW_FTZ_BIN)
+        return result_flags(hw_ftz, rounded=e.op in ROUNDED_BIN, hardware=hardware_bin(e))
     if isinstance(e, E.Un):
         if e.op in NO_SUBNORMAL_UN or e.op is UnOp.ABS or e.op is UnOp.NEGATE:
             return Flags(False, False, True)  # a NaN operand's payload passes through
-        return result_flags(hw_ftz, rounded=True, hardware=e.op in HW_FTZ_UN)
+        return result_flags(hw_ftz, rounded=True, hardware=hardware_un(e))
     return CANON
 
 
