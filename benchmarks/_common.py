@@ -29,6 +29,11 @@ def median_ns(fn: Callable[[], object], repeats: int, warmup: int = 3) -> float:
     return statistics.median(samples)
 
 
+def seconds_median(fn: Callable[[], object], reps: int) -> float:
+    """Median wall seconds of ``reps`` calls of ``fn`` after one warm-up call."""
+    return median_ns(fn, reps, warmup=1) / 1e9
+
+
 def per_call_ns(fn: Callable[[], object], calls: int, sync: Callable[[], object], rounds: int = 5) -> float:
     """Median over rounds of (time for `calls` back-to-back calls + one sync) / calls."""
     fn()

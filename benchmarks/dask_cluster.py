@@ -7,22 +7,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import time
 
 import numpy as np
 
-from _common import emit
-
-
-def timeit(fn, reps: int) -> float:
-    fn()
-    ts = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts)
+from _common import emit, seconds_median
 
 
 def conform_rate(workers: int, n: int) -> float:
@@ -93,8 +82,8 @@ def main() -> None:
             x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
             ins = [x, x[::-1].copy()]
             assert d.dispatch(saxpy_program(), ins) == local.dispatch(saxpy_program(), ins)
-            res[f"saxpy_{n}_dask_ms"] = timeit(lambda ins=ins: d.dispatch(saxpy_program(), ins), 10) * 1e3
-            res[f"saxpy_{n}_local_ms"] = timeit(lambda ins=ins: local.dispatch(saxpy_program(), ins), 10) * 1e3
+            res[f"saxpy_{n}_dask_ms"] = seconds_median(lambda ins=ins: d.dispatch(saxpy_program(), ins), 10) * 1e3
+            res[f"saxpy_{n}_local_ms"] = seconds_median(lambda ins=ins: local.dispatch(saxpy_program(), ins), 10) * 1e3
         d.shutdown()
         n = 20 if a.quick else 60
         conform_rate(2, n)                     # warm the kernel cache

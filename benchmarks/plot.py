@@ -9,7 +9,7 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -63,7 +63,7 @@ def cluster() -> None:
     labels = ["cuda backend", "dask, 1 GPU", "dask, 2 GPUs"]
     ax.bar(labels, [r["local_cuda_s"], r["one_gpu_s"], r["two_gpus_s"]], color=["tab:gray", "tab:blue", "tab:green"])
     ax.set_ylabel("s")
-    ax.set_title(f"Mandelbrot {r['mandelbrot_size']}², {r['mandelbrot_iters']} iterations (2× H200)")
+    ax.set_title(f"Mandelbrot {r['mandelbrot_size']}², {r['mandelbrot_iters']} iterations (two H200s)")
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     fig.savefig(OUT / "dask_mandelbrot.png", dpi=120)

@@ -10,8 +10,6 @@ NaN handling beyond the grid check); vyre's carry the exactness the reference de
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from vyre import examples as X
@@ -19,7 +17,7 @@ from vyre.driver import DispatchConfig, acquire
 from vyre.driver import pipeline as P
 from vyre.ir import BufferDecl, DataType, Expr, Node, Program
 
-from _common import args, emit
+from _common import args, emit, seconds_median
 
 EW_U32 = """@group(0) @binding(0) var<storage, read> a: array<u32>;
 @group(0) @binding(1) var<storage, read> b: array<u32>;
@@ -78,14 +76,6 @@ class Hand:
         return bytes(d.queue.read_buffer(out))
 
 
-def timeit(fn, reps: int) -> float:
-    fn()
-    ts = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    return float(np.median(ts))
 
 
 def grid_for(n: int) -> tuple[int, int, int]:
@@ -107,8 +97,8 @@ def main() -> None:
     pipe = P.compile(b, tiny)
     hand_u = Hand(dev, EW_U32, 3)
     assert pipe.dispatch(t_in)[0] == hand_u.run(t_in, 4096, (4, 1, 1))
-    res["tiny_vyre_us"] = timeit(lambda: pipe.dispatch(t_in), 50 if a.quick else 300) * 1e6
-    res["tiny_hand_us"] = timeit(lambda: hand_u.run(t_in, 4096, (4, 1, 1)), 50 if a.quick else 300) * 1e6
+    res["tiny_vyre_us"] = seconds_median(lambda: pipe.dispatch(t_in), 50 if a.quick else 300) * 1e6
+    res["tiny_hand_us"] = seconds_median(lambda: hand_u.run(t_in, 4096, (4, 1, 1)), 50 if a.quick else 300) * 1e6
     # elementwise throughput (2-D grid: 65535 workgroups per axis)
     n = 1 << (24 if a.quick else 26)
     big_u = [np.arange(n, dtype=np.uint32), np.full(n, 7, np.uint32)]
@@ -133,8 +123,8 @@ def main() -> None:
             exact = (data[0] * data[1] + data[0]).tobytes()
             res["ew_f32_vyre_equals_numpy"] = str(got == exact)
             res["ew_f32_hand_equals_numpy"] = str(want == exact)
-        res[f"ew_{name}_vyre_ms"] = timeit(lambda pp=pp, data=data: pp.dispatch(data, cfg), 3 if a.quick else 7) * 1e3
-        res[f"ew_{name}_hand_ms"] = timeit(lambda hand=hand, data=data: hand.run(data, 4 * n, grid_for(n)),
+        res[f"ew_{name}_vyre_ms"] = seconds_median(lambda pp=pp, data=data: pp.dispatch(data, cfg), 3 if a.quick else 7) * 1e3
+        res[f"ew_{name}_hand_ms"] = seconds_median(lambda hand=hand, data=data: hand.run(data, 4 * n, grid_for(n)),
                                            3 if a.quick else 7) * 1e3
         res[f"ratio_ew_{name}_vyre_vs_hand"] = res[f"ew_{name}_vyre_ms"] / res[f"ew_{name}_hand_ms"]
     # tiled matmul
@@ -147,8 +137,8 @@ def main() -> None:
     want = np.frombuffer(hand_m.run([A.ravel(), B.ravel()], 4 * m * m, (m // 16, m // 16, 1)), np.float32)
     res["matmul_n"] = m
     res["matmul_max_abs_diff_vs_hand"] = float(np.max(np.abs(got - want)))
-    res["matmul_vyre_ms"] = timeit(lambda: mm.dispatch([A.ravel(), B.ravel()], mcfg), 3 if a.quick else 10) * 1e3
-    res["matmul_hand_ms"] = timeit(lambda: hand_m.run([A.ravel(), B.ravel()], 4 * m * m, (m // 16, m // 16, 1)),
+    res["matmul_vyre_ms"] = seconds_median(lambda: mm.dispatch([A.ravel(), B.ravel()], mcfg), 3 if a.quick else 10) * 1e3
+    res["matmul_hand_ms"] = seconds_median(lambda: hand_m.run([A.ravel(), B.ravel()], 4 * m * m, (m // 16, m // 16, 1)),
                                    3 if a.quick else 10) * 1e3
     res["ratio_matmul_vyre_vs_hand"] = res["matmul_vyre_ms"] / res["matmul_hand_ms"]
     emit("wgpu_kernels", res, a.json)

@@ -41,6 +41,7 @@ from .floats import (
     var_flags,
 )
 from .plan import KernelPlan
+from .printer import Printer
 from .ranges import Ranges
 
 # C types of values, and of stored elements (by size); 16-bit floats are held as their bits
@@ -278,7 +279,7 @@ VY_FN vy_u16 vy_mag2bf(vy_u64 m, uint sign) {   // an integer magnitude, rounded
 """
 
 
-class _Emitter:
+class _Emitter(Printer):
     def __init__(self, plan: KernelPlan, d: Dialect) -> None:
         self.plan, self.d = plan, d
         self.program = plan.program
@@ -299,9 +300,6 @@ class _Emitter:
         self.lane_stores: dict[str, str] = {}
 
     # ---- output helpers ----------------------------------------------------------------
-    def out(self, line: str) -> None:
-        self.lines.append("    " * self.indent + line)
-
     def fresh(self, t: DataType, value: str) -> str:
         return self.fresh_c(CT[t], value)
 
@@ -311,26 +309,11 @@ class _Emitter:
         self.out(f"const {ctype} {name} = {value};")
         return name
 
-    def lookup(self, name: str) -> DataType:
-        for frame in reversed(self.scope):
-            if name in frame:
-                return frame[name]
-        raise KeyError(name)
-
-    def visible(self) -> dict[str, DataType]:
-        return {k: v for f in self.scope for k, v in f.items()}
-
     def count(self, buffer: str) -> str:
         decl = self.program.buffer(buffer)
         if not decl.is_bound:
             return f"{decl.count}u"
         return f"n_{buffer}"
-
-    def ptr(self, buffer: str) -> str:
-        decl = self.program.buffer(buffer)
-        if decl.is_workgroup:
-            return f"w_{buffer}"
-        return f"l_{buffer}" if decl.is_local else f"b_{buffer}"
 
     # ---- f32 canonicalisation where it is observable (vyre.lower.floats) ---------------
     def operand(self, v: str, f: Flags, hardware: bool) -> str:
@@ -694,14 +677,6 @@ class _Emitter:
                 returned = True
         self.ranges.env = saved
         self.scope.pop()
-
-    def open(self, head: str) -> None:
-        self.out(head + " {")
-        self.indent += 1
-
-    def close(self) -> None:
-        self.indent -= 1
-        self.out("}")
 
     def bind_value(self, name: str, v: str, t: DataType, f: Flags) -> str:
         """The C value a local receives: arithmetic results are canonicalised only when the

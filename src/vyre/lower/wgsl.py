@@ -40,6 +40,7 @@ from .floats import (
     var_flags,
 )
 from .plan import KernelPlan
+from .printer import Printer
 from .ranges import Ranges
 
 WT = {DataType.U32: "u32", DataType.I32: "i32", DataType.F32: "f32", DataType.BOOL: "bool"}
@@ -260,7 +261,7 @@ fn vy_i2f(x: i32) -> f32 {
 """
 
 
-class WgslEmitter:
+class WgslEmitter(Printer):
     """One plan to WGSL source (32-bit types only; see `refusals`)."""
 
     def __init__(self, plan: KernelPlan) -> None:
@@ -278,35 +279,17 @@ class WgslEmitter:
         self.atomic_buffers = {e.buffer for e in N.walk_exprs(self.program.body) if isinstance(e, E.Atomic)}
 
     # ---- helpers ---------------------------------------------------------------------------
-    def out(self, line: str) -> None:
-        self.lines.append("    " * self.indent + line)
-
     def fresh(self, t: DataType, value: str) -> str:
         self.tmp += 1
         name = f"t{self.tmp}"
         self.out(f"let {name}: {WT[t]} = {value};")
         return name
 
-    def lookup(self, name: str) -> DataType:
-        for frame in reversed(self.scope):
-            if name in frame:
-                return frame[name]
-        raise KeyError(name)
-
-    def visible(self) -> dict[str, DataType]:
-        return {k: v for f in self.scope for k, v in f.items()}
-
     def count(self, buffer: str) -> str:
         decl = self.program.buffer(buffer)
         if not decl.is_bound:
             return f"{decl.count}u"
         return f"vy_n[{self.plan.param_index(buffer)}]"
-
-    def ptr(self, buffer: str) -> str:
-        decl = self.program.buffer(buffer)
-        if decl.is_workgroup:
-            return f"w_{buffer}"
-        return f"l_{buffer}" if decl.is_local else f"b_{buffer}"
 
     def operand(self, v: str, f: Flags) -> str:
         return self.fresh(DataType.F32, f"vy_daz({v})") if f.sub else v
@@ -552,14 +535,6 @@ class WgslEmitter:
                 returned = True
         self.ranges.env = saved
         self.scope.pop()
-
-    def open(self, head: str) -> None:
-        self.out(head + " {")
-        self.indent += 1
-
-    def close(self) -> None:
-        self.indent -= 1
-        self.out("}")
 
     def bind_value(self, name: str, v: str, t: DataType, f: Flags) -> str:
         if t is DataType.F32 and self.vars.get(name, CANON).raw:
