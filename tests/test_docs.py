@@ -39,3 +39,25 @@ def test_settings_table_is_documented_and_complete():
     offenders = [str(p) for p in (ROOT / "src" / "vyre").rglob("*.py")
                  if p.name != "settings.py" and re.search(r"environ[^\n]*VYRE_", p.read_text())]
     assert not offenders
+
+
+def test_the_user_facing_api_is_documented():
+    """Every public method of the classes users build programs and backends with has a
+    docstring (inherited ones count: `inspect.getdoc`)."""
+    import inspect
+
+    import vyre.kernel
+    from vyre.driver import CompiledPipeline, DispatchConfig, VyreBackend
+    from vyre.ir import BufferDecl, Expr, Function, Node, Program
+
+    missing = []
+    for cls in (VyreBackend, CompiledPipeline, DispatchConfig, Expr, Node, Program, BufferDecl, Function):
+        for name, member in inspect.getmembers(cls):
+            if name.startswith("_") or not (inspect.isfunction(member) or isinstance(member, property)):
+                continue
+            if not inspect.getdoc(member):
+                missing.append(f"{cls.__name__}.{name}")
+    for name in vyre.kernel.__all__:
+        if not inspect.getdoc(getattr(vyre.kernel, name)):
+            missing.append(f"vyre.kernel.{name}")
+    assert not missing, missing

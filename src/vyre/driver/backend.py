@@ -73,9 +73,12 @@ class VyreBackend(abc.ABC):
         """Stable backend identifier, unique in the process."""
 
     def version(self) -> str:
+        """Backend version string, part of every cache key (default: "unspecified")."""
         return "unspecified"
 
     def supported_ops(self) -> frozenset[str]:
+        """Op ids (`vyre.ir.ops`) this backend runs with the reference's bytes; routing and
+        validation refuse programs that use others (default: every op the IR defines)."""
         return default_supported_ops()
 
     @abc.abstractmethod
@@ -86,101 +89,139 @@ class VyreBackend(abc.ABC):
 
     def dispatch_borrowed(self, program: Program, inputs: Inputs,
                           config: DispatchConfig | None = None) -> list[bytes]:
+        """`dispatch` on inputs the caller keeps ownership of (buffer-protocol objects read
+        during the call). Default: copy them to bytes, then `dispatch`."""
         owned = [bytes(memoryview(x).cast("B")) if not isinstance(x, bytes) else x for x in inputs]
         return self.dispatch(program, owned, config)
 
     def dispatch_borrowed_timed(self, program: Program, inputs: Inputs,
                                 config: DispatchConfig | None = None) -> TimedDispatchResult:
+        """`dispatch_borrowed` plus its wall time in nanoseconds (`TimedDispatchResult`)."""
         started = time.perf_counter_ns()
         outputs = self.dispatch_borrowed(program, inputs, config)
         return TimedDispatchResult(outputs, time.perf_counter_ns() - started)
 
     def dispatch_borrowed_into(self, program: Program, inputs: Inputs,
                                config: DispatchConfig | None, outputs: OutputBuffers) -> None:
+        """`dispatch_borrowed`, writing the outputs into the caller's ``outputs`` list
+        (cleared first) instead of returning a new one."""
         result = self.dispatch_borrowed(program, inputs, config)
         outputs.clear()
         outputs.extend(result)
 
     def allocate_resident(self, byte_len: int) -> Resource:
+        """A device buffer of ``byte_len`` bytes that outlives dispatches (`Resource`).
+        Default: `UnsupportedFeature`."""
         raise UnsupportedFeature("resident buffer allocation", self.id())
 
     def upload_resident(self, resource: Resource, data: Any) -> None:
+        """Copy host ``data`` into a resident buffer. Default: `UnsupportedFeature`."""
         raise UnsupportedFeature("resident buffer upload", self.id())
 
     def free_resident(self, resource: Resource) -> None:
+        """Release a resident buffer; later use of it is an error, never a crash.
+        Default: `UnsupportedFeature`."""
         raise UnsupportedFeature("resident buffer free", self.id())
 
     def dispatch_resident_timed(self, program: Program, resources: Sequence[Resource],
                                 config: DispatchConfig | None = None) -> TimedDispatchResult:
+        """Run ``program`` on resident buffers bound in declaration order (outputs stay on
+        the device), timed. Default: `UnsupportedFeature`."""
         raise UnsupportedFeature("resident timed dispatch", self.id())
 
     def compile_native(self, program: Program,
                        config: DispatchConfig | None = None) -> CompiledPipeline | None:
+        """A `CompiledPipeline` for ``program`` (validated and compiled once), or None when
+        the backend has no native compile step (the default; `vyre.driver.pipeline` then
+        wraps `dispatch`)."""
         return None
 
     def compile_native_shared(self, program: Program,
                               config: DispatchConfig | None = None) -> CompiledPipeline | None:
+        """As `compile_native`, for a pipeline several threads share (default: the same)."""
         return self.compile_native(program, config)
 
     def pipeline_cache_snapshot(self):  # -> PipelineCacheSnapshot | None
+        """Counters of the backend's own pipeline cache (`PipelineCacheSnapshot`), or None."""
         return None
 
     def dispatch_async(self, program: Program, inputs: Inputs,
                        config: DispatchConfig | None = None) -> PendingDispatch:
+        """Start a dispatch and return a `PendingDispatch`; the inputs are copied before
+        this returns, so the caller may change them at once. Default: run synchronously."""
         return ReadyPending(self.dispatch(program, inputs, config))
 
     def dispatch_borrowed_async(self, program: Program, inputs: Inputs,
                                 config: DispatchConfig | None = None) -> PendingDispatch:
+        """`dispatch_async` for borrowed inputs (also copied before it returns)."""
         return ReadyPending(self.dispatch_borrowed(program, inputs, config))
 
     # ---- capability queries (honest; default: conservative) ----------------------------
     def supports_subgroup_ops(self) -> bool:
+        """True only where subgroup reduce/shuffle/ballot run with the reference's bytes."""
         return False
 
     def supports_f16(self) -> bool:
+        """True only where f16 arithmetic runs natively (vyre's printers may still run f16
+        programs through integer helpers where this is False)."""
         return False
 
     def supports_bf16(self) -> bool:
+        """As `supports_f16`, for bf16."""
         return False
 
     def supports_tensor_cores(self) -> bool:
+        """True only where programs are lowered to tensor-core instructions."""
         return False
 
     def supports_async_compute(self) -> bool:
+        """True where dispatches can overlap with the host (a real `dispatch_async`)."""
         return False
 
     def supports_indirect_dispatch(self) -> bool:
+        """True where the device reads an `indirect_dispatch` grid itself, without a host
+        read-back."""
         return False
 
     def supports_speculation(self) -> bool:
+        """True where speculative execution of programs is implemented (no built-in backend)."""
         return False
 
     def supports_persistent_thread_dispatch(self) -> bool:
+        """True where persistent-thread dispatch (`vyre.driver.persistent`) is native."""
         return False
 
     def supports_grid_sync(self) -> bool:
+        """True where `grid_sync` runs as a device-wide barrier inside one launch."""
         return False
 
     def is_distributed(self) -> bool:
+        """True where one dispatch is partitioned across more than one physical device or node."""
         return False
 
     def max_workgroup_size(self) -> tuple[int, int, int]:
+        """Largest workgroup extent per axis (default: (1, 1, 1))."""
         return (1, 1, 1)
 
     def max_compute_workgroups_per_dimension(self) -> int:
+        """Largest grid extent per axis, in workgroups (default: 1)."""
         return 1
 
     def max_compute_invocations_per_workgroup(self) -> int:
+        """Largest product of the workgroup extents."""
         x, y, z = self.max_workgroup_size()
         return min(x * y * z, 0xFFFFFFFF)
 
     def subgroup_size(self) -> int | None:
+        """Invocations per subgroup, or None where there are no subgroup ops."""
         return None
 
     def max_storage_buffer_bytes(self) -> int:
+        """Largest single storage buffer in bytes (default: 0, nothing)."""
         return 0
 
     def device_profile(self) -> DeviceProfile:
+        """The capabilities and limits above as one `DeviceProfile` value."""
         return DeviceProfile(
             backend=self.id(),
             supports_subgroup_ops=self.supports_subgroup_ops(),
@@ -206,18 +247,24 @@ class VyreBackend(abc.ABC):
 
     # ---- lifecycle hooks -------------------------------------------------------------
     def prepare(self) -> None:
+        """Warm the backend before the first dispatch (default: nothing to do)."""
         return None
 
     def flush(self) -> None:
+        """Wait until every dispatch this backend started has finished."""
         return None
 
     def shutdown(self) -> None:
+        """Release the device; later dispatches raise `DispatchFailed` with a Fix."""
         return None
 
     def device_lost(self) -> bool:
+        """True once the device can no longer run dispatches (`try_recover` may help)."""
         return False
 
     def try_recover(self) -> None:
+        """Re-open a lost device, dropping compiled pipelines and resident buffers.
+        Default: `UnsupportedFeature`."""
         raise UnsupportedFeature("device recovery", self.id())
 
     # ---- helpers for implementations ---------------------------------------------------
@@ -272,23 +319,29 @@ class CompiledPipeline(abc.ABC):
 
     @property
     @abc.abstractmethod
-    def program(self) -> Program: ...
+    def program(self) -> Program:
+        """The program this pipeline was compiled from."""
 
     @abc.abstractmethod
-    def backend_id(self) -> str: ...
+    def backend_id(self) -> str:
+        """The id of the backend that compiled it."""
 
     @abc.abstractmethod
-    def dispatch(self, inputs: Inputs, config: DispatchConfig | None = None) -> list[bytes]: ...
+    def dispatch(self, inputs: Inputs, config: DispatchConfig | None = None) -> list[bytes]:
+        """Run the compiled program; same bytes and errors as the backend's `dispatch`."""
 
     def dispatch_borrowed(self, inputs: Inputs, config: DispatchConfig | None = None) -> list[bytes]:
+        """`dispatch` on borrowed inputs."""
         return self.dispatch(inputs, config)
 
     def dispatch_timed(self, inputs: Inputs, config: DispatchConfig | None = None) -> TimedDispatchResult:
+        """`dispatch` plus its wall time (`TimedDispatchResult`)."""
         started = time.perf_counter_ns()
         outputs = self.dispatch(inputs, config)
         return TimedDispatchResult(outputs, time.perf_counter_ns() - started)
 
     def dispatch_async(self, inputs: Inputs, config: DispatchConfig | None = None) -> PendingDispatch:
+        """Start a dispatch; inputs are copied before this returns."""
         return ReadyPending(self.dispatch(inputs, config))
 
 
@@ -301,10 +354,13 @@ class PassthroughPipeline(CompiledPipeline):
 
     @property
     def program(self) -> Program:
+        """The program this pipeline runs."""
         return self._program
 
     def backend_id(self) -> str:
+        """The id of the backend it dispatches to."""
         return self._backend.id()
 
     def dispatch(self, inputs: Inputs, config: DispatchConfig | None = None) -> list[bytes]:
+        """The backend's `dispatch` of the program."""
         return self._backend.dispatch(self._program, inputs, config or self._config)

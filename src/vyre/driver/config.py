@@ -132,6 +132,7 @@ class DispatchConfig:
         return self.timeout is None and self.fixpoint_iterations == 1 and self.max_output_bytes is None
 
     def with_(self, **changes: Any) -> DispatchConfig:
+        """This config with the named fields changed (checked like a new one)."""
         return replace(self, **changes)
 
 

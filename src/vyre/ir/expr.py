@@ -51,6 +51,7 @@ def f32_bits(value: float) -> int:
 
 
 def bits_f32(bits: int) -> float:
+    """The f32 whose IEEE bits are ``bits``."""
     return struct.unpack("<f", struct.pack("<I", bits & 0xFFFFFFFF))[0]
 
 
@@ -102,10 +103,12 @@ def bf16_bits(value: float) -> int:
 
 
 def bits_f16(bits: int) -> float:
+    """The value of the f16 whose bits are ``bits``."""
     return struct.unpack("<e", struct.pack("<H", bits & 0xFFFF))[0]
 
 
 def bits_bf16(bits: int) -> float:
+    """The value of the bf16 whose bits are ``bits``."""
     return bits_f32((bits & 0xFFFF) << 16)
 
 
@@ -141,11 +144,13 @@ class Expr:
     # ---- literals and leaves -------------------------------------------------------
     @staticmethod
     def u32(value: int) -> Lit:
+        """A u32 literal (``value`` must fit in 32 bits unsigned)."""
         return Lit(DataType.U32, int(value) & 0xFFFFFFFF) if 0 <= int(value) <= 0xFFFFFFFF \
             else _range_error(value, "u32", "0..4294967295")
 
     @staticmethod
     def i32(value: int) -> Lit:
+        """An i32 literal (``value`` must fit in 32 bits signed)."""
         v = int(value)
         if not -(2**31) <= v < 2**31:
             _range_error(value, "i32", "-2147483648..2147483647")
@@ -153,6 +158,7 @@ class Expr:
 
     @staticmethod
     def u64(value: int) -> Lit:
+        """A u64 literal."""
         v = int(value)
         if not 0 <= v < 2**64:
             _range_error(value, "u64", "0..2**64-1")
@@ -160,6 +166,7 @@ class Expr:
 
     @staticmethod
     def i64(value: int) -> Lit:
+        """An i64 literal."""
         v = int(value)
         if not -(2**63) <= v < 2**63:
             _range_error(value, "i64", "-2**63..2**63-1")
@@ -167,6 +174,7 @@ class Expr:
 
     @staticmethod
     def f32(value: float) -> Lit:
+        """An f32 literal, rounded to f32 (subnormals flush to a zero of their sign, S9)."""
         return Lit(DataType.F32, canonical_f32_bits(f32_bits(float(value))))
 
     @staticmethod
@@ -176,10 +184,12 @@ class Expr:
 
     @staticmethod
     def f16_from_bits(bits: int) -> Lit:
+        """An f16 literal given by its 16 bits."""
         return Lit(DataType.F16, canonical_f16_bits(int(bits)))
 
     @staticmethod
     def bf16_from_bits(bits: int) -> Lit:
+        """A bf16 literal given by its 16 bits."""
         return Lit(DataType.BF16, canonical_bf16_bits(int(bits)))
 
     @staticmethod
@@ -199,10 +209,12 @@ class Expr:
 
     @staticmethod
     def f32_from_bits(bits: int) -> Lit:
+        """An f32 literal given by its 32 bits."""
         return Lit(DataType.F32, canonical_f32_bits(int(bits)))
 
     @staticmethod
     def bool_(value: bool) -> Lit:
+        """A bool literal."""
         return Lit(DataType.BOOL, 1 if value else 0)
 
     @staticmethod
@@ -212,62 +224,77 @@ class Expr:
 
     @staticmethod
     def var(name: str) -> Var:
+        """The value of local ``name`` (bound by `Node.let_bind`, a loop or a parameter)."""
         return Var(name)
 
     @staticmethod
     def load(buffer: str, index: Any) -> Load:
+        """Element ``index`` of buffer ``buffer`` (0 when out of bounds, S5)."""
         return Load(buffer, coerce(index))
 
     @staticmethod
     def buf_len(buffer: str) -> BufLen:
+        """The element count of ``buffer`` in this dispatch (u32)."""
         return BufLen(buffer)
 
     @staticmethod
     def gid(axis: int = 0) -> Id:
+        """This invocation's global id along ``axis`` (u32)."""
         return Id(Builtin.GID, axis)
 
     @staticmethod
     def lid(axis: int = 0) -> Id:
+        """This invocation's id inside its workgroup along ``axis`` (u32)."""
         return Id(Builtin.LID, axis)
 
     @staticmethod
     def wgid(axis: int = 0) -> Id:
+        """This invocation's workgroup id along ``axis`` (u32)."""
         return Id(Builtin.WGID, axis)
 
     @staticmethod
     def gid_x() -> Id:
+        """`gid` along x."""
         return Id(Builtin.GID, 0)
 
     @staticmethod
     def gid_y() -> Id:
+        """`gid` along y."""
         return Id(Builtin.GID, 1)
 
     @staticmethod
     def gid_z() -> Id:
+        """`gid` along z."""
         return Id(Builtin.GID, 2)
 
     @staticmethod
     def lid_x() -> Id:
+        """`lid` along x."""
         return Id(Builtin.LID, 0)
 
     @staticmethod
     def lid_y() -> Id:
+        """`lid` along y."""
         return Id(Builtin.LID, 1)
 
     @staticmethod
     def lid_z() -> Id:
+        """`lid` along z."""
         return Id(Builtin.LID, 2)
 
     @staticmethod
     def wgid_x() -> Id:
+        """`wgid` along x."""
         return Id(Builtin.WGID, 0)
 
     @staticmethod
     def wgid_y() -> Id:
+        """`wgid` along y."""
         return Id(Builtin.WGID, 1)
 
     @staticmethod
     def wgid_z() -> Id:
+        """`wgid` along z."""
         return Id(Builtin.WGID, 2)
 
     @staticmethod
@@ -294,23 +321,28 @@ class Expr:
 
     @staticmethod
     def subgroup_local_id() -> Subgroup:
+        """This invocation's lane in its subgroup (backends with subgroup ops only)."""
         return Subgroup(SubgroupOp.LOCAL_ID, None, None)
 
     @staticmethod
     def subgroup_size() -> Subgroup:
+        """Lanes per subgroup (backends with subgroup ops only)."""
         return Subgroup(SubgroupOp.SIZE, None, None)
 
     # ---- generic constructors -------------------------------------------------------
     @staticmethod
     def bin(op: BinOp, left: Any, right: Any) -> Bin:
+        """The binary operation ``op`` (Python numbers are weak literals, NEP 50)."""
         return Bin(op, coerce(left), coerce(right))
 
     @staticmethod
     def un(op: UnOp, value: Any) -> Un:
+        """The unary operation ``op``."""
         return Un(op, coerce(value))
 
     @staticmethod
     def select(cond: Any, if_true: Any, if_false: Any) -> Select:
+        """``if_true`` where ``cond`` holds, else ``if_false`` (both are evaluated)."""
         return Select(coerce(cond), coerce(if_true), coerce(if_false))
 
     @staticmethod
@@ -457,6 +489,7 @@ class Lit(Expr):
 
     @property
     def value(self) -> int | float | bool:
+        """The literal as a Python value of its type."""
         t = self.dtype
         if t is DataType.BOOL:
             return bool(self.bits)

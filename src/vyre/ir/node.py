@@ -38,6 +38,7 @@ class Node:
 
     @property
     def height(self) -> int:
+        """The depth of this statement's tree (capped when built: `vyre.ir.limits`)."""
         return getattr(self, "_h", 1)
 
     @staticmethod
@@ -52,10 +53,12 @@ class Node:
 
     @staticmethod
     def store(buffer: str, index: Any, value: Any) -> Store:
+        """Write ``value`` to element ``index`` of ``buffer`` (dropped when out of bounds, S5)."""
         return Store(buffer, coerce(index), coerce(value))
 
     @staticmethod
     def if_(cond: Any, then: Iterable[Node], otherwise: Iterable[Node] = ()) -> If:
+        """Run ``then`` where ``cond`` holds, else ``otherwise``."""
         return If(coerce(cond), tuple(then), tuple(otherwise))
 
     @staticmethod
@@ -97,6 +100,7 @@ class Node:
 
     @staticmethod
     def block(body: Iterable[Node]) -> Block:
+        """A sequence of statements with its own scope."""
         return Block(tuple(body))
 
     @staticmethod
@@ -111,6 +115,7 @@ class Node:
 
     @staticmethod
     def barrier(ordering: MemoryOrdering = MemoryOrdering.SEQ_CST) -> Barrier:
+        """Wait for every invocation of the workgroup; makes workgroup memory writes visible."""
         return Barrier(ordering)
 
     @staticmethod

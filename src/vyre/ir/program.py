@@ -43,18 +43,22 @@ class BufferDecl:
 
     @staticmethod
     def read(name: str, binding: int, dtype: DataType, count: int = 0) -> BufferDecl:
+        """An input buffer the program only reads, bound at ``binding``."""
         return BufferDecl(name, binding, BufferAccess.READ, dtype, count)
 
     @staticmethod
     def read_write(name: str, binding: int, dtype: DataType, count: int = 0) -> BufferDecl:
+        """An input buffer the program may also write; its final contents are an output."""
         return BufferDecl(name, binding, BufferAccess.READ_WRITE, dtype, count)
 
     @staticmethod
     def output(name: str, binding: int, dtype: DataType, count: int = 0) -> BufferDecl:
+        """An output buffer, zero-filled before the dispatch (sized by ``count`` or the launch)."""
         return BufferDecl(name, binding, BufferAccess.OUTPUT, dtype, count)
 
     @staticmethod
     def workgroup(name: str, count: int, dtype: DataType) -> BufferDecl:
+        """``count`` elements shared by a workgroup, zeroed when it starts."""
         return BufferDecl(name, None, BufferAccess.WORKGROUP, dtype, count)
 
     @staticmethod
@@ -64,22 +68,27 @@ class BufferDecl:
         return BufferDecl(name, None, BufferAccess.LOCAL, dtype, count)
 
     def with_count(self, count: int) -> BufferDecl:
+        """This declaration with ``count`` elements."""
         return replace(self, count=int(count))
 
     @property
     def is_input(self) -> bool:
+        """True for buffers fed from the dispatch's inputs (read, read_write)."""
         return self.access in (BufferAccess.READ, BufferAccess.READ_WRITE)
 
     @property
     def is_output(self) -> bool:
+        """True for buffers returned by the dispatch (output, read_write)."""
         return self.access in (BufferAccess.OUTPUT, BufferAccess.READ_WRITE)
 
     @property
     def is_workgroup(self) -> bool:
+        """True for workgroup memory."""
         return self.access is BufferAccess.WORKGROUP
 
     @property
     def is_local(self) -> bool:
+        """True for per-invocation arrays."""
         return self.access is BufferAccess.LOCAL
 
     @property
@@ -89,6 +98,7 @@ class BufferDecl:
 
     @property
     def writable(self) -> bool:
+        """True where the program may store to it."""
         return self.access is not BufferAccess.READ
 
 
@@ -107,6 +117,7 @@ class Function:
     @staticmethod
     def define(name: str, params: Iterable[tuple[str, DataType]], body: Iterable[Node] = (),
                result: Any = None) -> Function:
+        """A device function ``name(params) -> result`` whose body is ``body`` (see `Expr.call`)."""
         from .expr import coerce
 
         return Function(name, tuple((str(n), t) for n, t in params), tuple(body),
@@ -134,6 +145,7 @@ class Program:
     @staticmethod
     def wrapped(buffers: Iterable[BufferDecl], workgroup_size: int | Iterable[int],
                 body: Iterable[Node], functions: Iterable[Function] = ()) -> Program:
+        """A Program from its parts (an int workgroup size means (n, 1, 1))."""
         if isinstance(workgroup_size, int):
             wg = (workgroup_size, 1, 1)
         else:
@@ -146,6 +158,7 @@ class Program:
         return {f.name: f for f in self.functions if isinstance(f, Function)}
 
     def function(self, name: str) -> Function | None:
+        """The function named ``name``, or None."""
         return self._functions.get(name)
 
     @functools.cached_property
@@ -153,22 +166,27 @@ class Program:
         return {b.name: b for b in self.buffers}
 
     def buffer(self, name: str) -> BufferDecl | None:
+        """The buffer declaration named ``name``, or None."""
         return self._by_name.get(name)
 
     @property
     def inputs(self) -> tuple[BufferDecl, ...]:
+        """The buffers fed from the dispatch's inputs, in binding order."""
         return tuple(b for b in self.buffers if b.is_input)
 
     @property
     def outputs(self) -> tuple[BufferDecl, ...]:
+        """The buffers the dispatch returns, in binding order."""
         return tuple(b for b in self.buffers if b.is_output)
 
     @property
     def workgroup_buffers(self) -> tuple[BufferDecl, ...]:
+        """The workgroup-memory declarations."""
         return tuple(b for b in self.buffers if b.is_workgroup)
 
     @property
     def local_buffers(self) -> tuple[BufferDecl, ...]:
+        """The per-invocation array declarations."""
         return tuple(b for b in self.buffers if b.is_local)
 
     @property
@@ -178,6 +196,7 @@ class Program:
 
     @property
     def invocations_per_workgroup(self) -> int:
+        """The product of the workgroup extents."""
         x, y, z = self.workgroup_size
         return x * y * z
 
@@ -188,6 +207,7 @@ class Program:
         return program_ops(self)
 
     def fingerprint(self) -> bytes:
+        """The blake3 fingerprint of the canonical form (equal meaning, equal fingerprint)."""
         from .fingerprint import fingerprint
 
         return fingerprint(self)
