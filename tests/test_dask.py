@@ -133,3 +133,42 @@ def test_distributed_conformance_shards_over_the_workers():
     assert workers == 2 and reports
     assert all(r.ok for r in reports), [(x.name, x.detail) for r in reports for x in r.results if x.status == "fail"]
     assert sum(len(r.results) for r in reports) >= 12
+
+
+def test_every_contract_entry_point_gives_the_same_bytes_and_errors(dask_backend):
+    """dispatch, borrowed, timed, into, async and a compiled pipeline: the same bytes as the
+    reference, and the same error for a wrong-dtype input, on a partitioned program."""
+    from vyre.driver import pipeline as P
+
+    rng = np.random.default_rng(3)
+    x, y = rng.standard_normal((2, 20_000)).astype(np.float32)
+    prog = saxpy_program()
+    want = reference.run(prog, [x, y])
+    into: list[bytes] = []
+    dask_backend.dispatch_borrowed_into(prog, [x, y], None, into)
+    pending = dask_backend.dispatch_async(prog, [x, y])
+    x_before = x.copy()
+    x[:] = 0                                      # changing the input after the call changes nothing
+    got = {"dispatch": dask_backend.dispatch(prog, [x_before, y]),
+           "borrowed": dask_backend.dispatch_borrowed(prog, [x_before, y]),
+           "timed": dask_backend.dispatch_borrowed_timed(prog, [x_before, y]).outputs,
+           "into": into, "async": pending.await_result(120),
+           "pipeline": P.compile(dask_backend, prog).dispatch([x_before, y])}
+    assert {k: v == want for k, v in got.items()} == dict.fromkeys(got, True)
+    bad = [x_before.astype(np.float64), y]
+    calls = [lambda: dask_backend.dispatch(prog, bad), lambda: dask_backend.dispatch_borrowed(prog, bad),
+             lambda: dask_backend.dispatch_async(prog, bad).await_result(60),
+             lambda: P.compile(dask_backend, prog).dispatch(bad)]
+    for call in calls:
+        with pytest.raises(InvalidInput, match="Fix:"):
+            call()
+
+
+def test_program_bytes_lost_on_the_cluster_are_sent_again(dask_backend):
+    """The wire bytes scattered once per program can be lost with the workers holding them
+    (a restart): the dispatch scatters them again instead of failing."""
+    x = np.arange(5000, dtype=np.float32)
+    want = reference.run(saxpy_program(), [x, x])
+    assert dask_backend.dispatch(saxpy_program(), [x, x]) == want
+    dask_backend.client.cancel(list(dask_backend._wires.values()))
+    assert dask_backend.dispatch(saxpy_program(), [x, x]) == want

@@ -89,10 +89,10 @@ class VyreBackend(abc.ABC):
 
     def dispatch_borrowed(self, program: Program, inputs: Inputs,
                           config: DispatchConfig | None = None) -> list[bytes]:
-        """`dispatch` on inputs the caller keeps ownership of (buffer-protocol objects read
-        during the call). Default: copy them to bytes, then `dispatch`."""
-        owned = [bytes(memoryview(x).cast("B")) if not isinstance(x, bytes) else x for x in inputs]
-        return self.dispatch(program, owned, config)
+        """`dispatch` on inputs the caller keeps ownership of (read during the call only).
+        Default: `dispatch` on the same objects, which it does not keep past returning; they
+        are not flattened to bytes first, so their dtypes are still checked."""
+        return self.dispatch(program, inputs, config)
 
     def dispatch_borrowed_timed(self, program: Program, inputs: Inputs,
                                 config: DispatchConfig | None = None) -> TimedDispatchResult:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from concurrent.futures import CancelledError
 from dataclasses import replace
 from typing import Any
 
@@ -155,6 +156,17 @@ class DaskBackend(VyreBackend):
             launch = resolve(flat, [len(d) for d in data], cfg)
         except VyreError as err:
             raise from_foundation(err, ID) from None
+        try:
+            return self._run(decision, flat, offset, data, launch, cfg)
+        except CancelledError:
+            # data this backend scattered earlier (a program's wire bytes) was lost with the
+            # workers that held it: scatter again, once
+            with self._lock:
+                self._wires.clear()
+            return self._run(decision, flat, offset, data, launch, cfg)
+
+    def _run(self, decision: PartitionDecision, flat: Program, offset: Program, data: list[bytes],
+             launch: Any, cfg: DispatchConfig) -> list[bytes]:
         n_workers = max(1, len(self.client.scheduler_info().get("workers", {})))
         gx, gy, gz = launch.grid
         if not decision.partitionable or n_workers < 2 or gx < 2:
