@@ -20,22 +20,26 @@ from .types import COMMUTATIVE
 
 
 def canonicalize(program: Program) -> Program:
-    from .wire import encode_expr
+    from .wire import encode_expr, encode_expr_from
 
     # sort keys of already-canonical subtrees, by identity: the rewrite is bottom-up, so each
-    # subtree is encoded once instead of once per commutative ancestor
-    keys: dict[int, tuple[bytes, bool]] = {}
+    # subtree is encoded once instead of once per commutative ancestor, and operators are
+    # encoded from their operands' cached bytes
+    # (each entry keeps its expression alive, so no id is reused while the table lives)
+    keys: dict[int, tuple[bytes, bool, E.Expr]] = {}
 
-    def key(e: E.Expr) -> tuple[bytes, bool]:
+    def key(e: E.Expr) -> tuple[bytes, bool, E.Expr]:
         k = keys.get(id(e))
         if k is None:
-            atomic = isinstance(e, E.Atomic) or any(key(c)[1] for c in E.children(e))
-            k = keys[id(e)] = (encode_expr(e), atomic)
+            kids = [key(c) for c in E.children(e)]
+            atomic = isinstance(e, E.Atomic) or any(a for _, a, _ in kids)
+            enc = encode_expr_from(e, [b for b, _, _ in kids])
+            k = keys[id(e)] = (encode_expr(e) if enc is None else enc, atomic, e)
         return k
 
     def order(e: E.Expr) -> E.Expr:
         if isinstance(e, E.Bin) and e.op in COMMUTATIVE:
-            (lk, la), (rk, ra) = key(e.left), key(e.right)
+            (lk, la, _), (rk, ra, _) = key(e.left), key(e.right)
             if not la and not ra and rk < lk:
                 e = E.Bin(e.op, e.right, e.left)
         return e

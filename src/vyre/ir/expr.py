@@ -634,33 +634,45 @@ def _install_helpers() -> None:
 _install_helpers()
 
 
+def _subgroup_kids(e: Subgroup) -> tuple[Expr, ...]:
+    return tuple(x for x in (e.value, e.lane) if x is not None)
+
+
+def _leaf(e: Expr) -> tuple[Expr, ...]:
+    return ()
+
+
+# children by exact type: one dict lookup per node on the walks every pass makes
+_KIDS = {
+    Load: lambda e: (e.index,), Bin: lambda e: (e.left, e.right), Un: lambda e: (e.operand,),
+    Select: lambda e: (e.cond, e.if_true, e.if_false), Cast: lambda e: (e.value,),
+    Bitcast: lambda e: (e.value,), Fma: lambda e: (e.a, e.b, e.c),
+    Atomic: lambda e: (e.index, e.value) + (() if e.expected is None else (e.expected,)),
+    Subgroup: _subgroup_kids,
+    Call: lambda e: e.args if isinstance(e.args, tuple) else (),
+    Lit: _leaf, WeakLit: _leaf, Var: _leaf, BufLen: _leaf, Id: _leaf, Spec: _leaf,
+}
+
+
 def children(expr: Expr) -> tuple[Expr, ...]:
     """Direct sub-expressions, in evaluation order."""
-    if isinstance(expr, Load):
-        return (expr.index,)
-    if isinstance(expr, Bin):
-        return (expr.left, expr.right)
-    if isinstance(expr, Un):
-        return (expr.operand,)
-    if isinstance(expr, Select):
-        return (expr.cond, expr.if_true, expr.if_false)
-    if isinstance(expr, Cast | Bitcast):
-        return (expr.value,)
-    if isinstance(expr, Fma):
-        return (expr.a, expr.b, expr.c)
-    if isinstance(expr, Atomic):
-        return (expr.index, expr.value) + (() if expr.expected is None else (expr.expected,))
-    if isinstance(expr, Subgroup):
-        return tuple(x for x in (expr.value, expr.lane) if x is not None)
-    if isinstance(expr, Call):
-        return expr.args if isinstance(expr.args, tuple) else ()
+    kids = _KIDS.get(type(expr))
+    if kids is not None:
+        return kids(expr)
+    for t, f in _KIDS.items():   # a subclass of a node type
+        if isinstance(expr, t):
+            return f(expr)
     return ()
 
 
 def walk(expr: Expr):
     """Pre-order traversal of an expression tree."""
     stack = [expr]
+    get = _KIDS.get
     while stack:
         e = stack.pop()
         yield e
-        stack.extend(reversed(children(e)))
+        kids = get(type(e))
+        kids = children(e) if kids is None else kids(e)
+        if kids:
+            stack.extend(reversed(kids))

@@ -11,7 +11,14 @@ import enum
 import numpy as np
 
 
-class DataType(enum.Enum):
+class _Closed(enum.Enum):
+    """An enum whose members hash by identity: they are singletons compared by identity
+    anyway, and Enum's own hash (of the member's name, in Python) dominated lowering."""
+
+    __hash__ = object.__hash__
+
+
+class DataType(_Closed):
     """Element and value types.
 
     * 32-bit words: BOOL (non-zero reads as true), U32, I32, F32.
@@ -121,7 +128,7 @@ VALUE_TYPES = frozenset({DataType.BOOL, DataType.U32, DataType.I32, DataType.F32
                          DataType.I64, DataType.F16, DataType.BF16})
 
 
-class BufferAccess(enum.Enum):
+class BufferAccess(_Closed):
     """How a buffer is bound. READ: input only; READ_WRITE: input and output; OUTPUT:
     output only (starts zeroed); WORKGROUP: per-workgroup scratch (starts zeroed); LOCAL: a
     fixed-size array private to each invocation (starts zeroed in every phase)."""
@@ -133,14 +140,14 @@ class BufferAccess(enum.Enum):
     LOCAL = "local"
 
 
-class MemoryOrdering(enum.Enum):
+class MemoryOrdering(_Closed):
     """Barrier scope: SEQ_CST is a workgroup barrier; GRID_SYNC a grid-wide phase split."""
 
     SEQ_CST = "seq_cst"
     GRID_SYNC = "grid_sync"
 
 
-class BinOp(enum.Enum):
+class BinOp(_Closed):
     ADD = "add"
     SUB = "sub"
     MUL = "mul"
@@ -170,7 +177,7 @@ class BinOp(enum.Enum):
     MUL_HIGH = "mul_high"
 
 
-class UnOp(enum.Enum):
+class UnOp(_Closed):
     NEGATE = "negate"
     BITNOT = "bitnot"
     LOGICAL_NOT = "logical_not"
@@ -200,7 +207,7 @@ class UnOp(enum.Enum):
     BYTE_SWAP = "byte_swap"
 
 
-class AtomicOp(enum.Enum):
+class AtomicOp(_Closed):
     ADD = "add"
     OR = "or"
     AND = "and"
@@ -211,7 +218,7 @@ class AtomicOp(enum.Enum):
     COMPARE_EXCHANGE = "compare_exchange"
 
 
-class Builtin(enum.Enum):
+class Builtin(_Closed):
     """Invocation ids: global id, local id (within the workgroup), workgroup id."""
 
     GID = "gid"
@@ -237,7 +244,7 @@ TRANSCENDENTAL = frozenset({UnOp.EXP, UnOp.LOG, UnOp.EXP2, UnOp.LOG2, UnOp.SIN, 
 FLOAT_PREDICATES = frozenset({UnOp.IS_NAN, UnOp.IS_INF, UnOp.IS_FINITE})
 
 
-class SubgroupOp(enum.Enum):
+class SubgroupOp(_Closed):
     """Operations across the invocations of one subgroup (consecutive lanes of a workgroup,
     `subgroup_size` wide). Reductions are integer-only so their result cannot depend on the
     order hardware combines lanes in."""

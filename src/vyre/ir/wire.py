@@ -215,9 +215,22 @@ def _nodes(out: bytearray, body: tuple[N.Node, ...]) -> None:
 
 
 def encode_expr(e: E.Expr) -> bytes:
+    """The wire bytes of one expression (prefix form: a node's bytes are its header, then
+    its operands' bytes in order)."""
     out = bytearray()
     _expr(out, e)
     return bytes(out)
+
+
+def encode_expr_from(e: E.Expr, operands: list[bytes]) -> bytes | None:
+    """`encode_expr` of a Bin or Un from its operands' encodings (None for other nodes):
+    lets bottom-up passes encode each subtree once."""
+    t = type(e)
+    if t is E.Bin:
+        return bytes((X_BIN, _BO[e.op])) + operands[0] + operands[1]  # type: ignore[attr-defined]
+    if t is E.Un:
+        return bytes((X_UN, _UO[e.op])) + operands[0]  # type: ignore[attr-defined]
+    return None
 
 
 def _section(out: bytearray, tag: int, payload: bytearray) -> None:

@@ -279,6 +279,44 @@ VY_FN vy_u16 vy_mag2bf(vy_u64 m, uint sign) {   // an integer magnitude, rounded
 """
 
 
+_CMP = {BinOp.EQ: "==", BinOp.NE: "!=", BinOp.LT: "<", BinOp.GT: ">", BinOp.LE: "<=", BinOp.GE: ">="}
+_BOOL_SYM = {BinOp.EQ: "==", BinOp.NE: "!=", BinOp.AND: "&&", BinOp.OR: "||"}
+# Integer binary operations as templates, formatted for the one operation printed ({a}, {b}
+# operands; {s} "64" for 64-bit helpers; {ct}/{ut} the signed/unsigned C types)
+_UNSIGNED = {
+    BinOp.ADD: "{a} + {b}", BinOp.SUB: "{a} - {b}", BinOp.MUL: "{a} * {b}",
+    BinOp.DIV: "vy_udiv{s}({a}, {b})", BinOp.MOD: "vy_umod{s}({a}, {b})",
+    BinOp.BITAND: "{a} & {b}", BinOp.BITOR: "{a} | {b}", BinOp.BITXOR: "{a} ^ {b}",
+    BinOp.MIN: "{a} < {b} ? {a} : {b}", BinOp.MAX: "{a} > {b} ? {a} : {b}",
+    BinOp.ABS_DIFF: "{a} > {b} ? {a} - {b} : {b} - {a}",
+    BinOp.SATURATING_ADD: "vy_usat_add{s}({a}, {b})",
+    BinOp.SATURATING_SUB: "{a} > {b} ? {a} - {b} : {zero}",
+    BinOp.SATURATING_MUL: "vy_usat_mul{s}({a}, {b})",
+    BinOp.MUL_HIGH: "VY_UMULHI{s}({a}, {b})",
+}
+_SIGNED_COMMON = {
+    BinOp.ADD: "({ct})(({ut}){a} + ({ut}){b})", BinOp.SUB: "({ct})(({ut}){a} - ({ut}){b})",
+    BinOp.MUL: "({ct})(({ut}){a} * ({ut}){b})", BinOp.BITAND: "{a} & {b}",
+    BinOp.BITOR: "{a} | {b}", BinOp.BITXOR: "{a} ^ {b}",
+    BinOp.MIN: "{a} < {b} ? {a} : {b}", BinOp.MAX: "{a} > {b} ? {a} : {b}",
+    BinOp.ABS_DIFF: "({ct})({a} > {b} ? ({ut}){a} - ({ut}){b} : ({ut}){b} - ({ut}){a})",
+}
+_SIGNED64 = {
+    BinOp.DIV: "vy_idiv64({a}, {b}, vy_ctl)", BinOp.MOD: "vy_imod64({a}, {b}, vy_ctl)",
+    BinOp.SATURATING_ADD: "vy_isat_add64({a}, {b})", BinOp.SATURATING_SUB: "vy_isat_sub64({a}, {b})",
+    BinOp.SATURATING_MUL: "vy_isat_mul64({a}, {b})", BinOp.MUL_HIGH: "VY_SMULHI64({a}, {b})",
+    **_SIGNED_COMMON,
+}
+_SIGNED32 = {
+    BinOp.DIV: "vy_idiv({a}, {b}, vy_ctl)", BinOp.MOD: "vy_imod({a}, {b}, vy_ctl)",
+    BinOp.SATURATING_ADD: "vy_isat((vy_i64){a} + (vy_i64){b})",
+    BinOp.SATURATING_SUB: "vy_isat((vy_i64){a} - (vy_i64){b})",
+    BinOp.SATURATING_MUL: "vy_isat((vy_i64){a} * (vy_i64){b})",
+    BinOp.MUL_HIGH: "(int)(((vy_i64){a} * (vy_i64){b}) >> 32)",
+    **_SIGNED_COMMON,
+}
+
+
 class _Emitter(Printer):
     def __init__(self, plan: KernelPlan, d: Dialect) -> None:
         self.plan, self.d = plan, d
@@ -302,6 +340,11 @@ class _Emitter(Printer):
     # ---- output helpers ----------------------------------------------------------------
     def fresh(self, t: DataType, value: str) -> str:
         return self.fresh_c(CT[t], value)
+
+    def fresh_of(self, t: DataType):
+        """`fresh` with its type bound."""
+        ctype = CT[t]
+        return lambda value: self.fresh_c(ctype, value)
 
     def fresh_c(self, ctype: str, value: str) -> str:
         self.tmp += 1
@@ -469,12 +512,10 @@ class _Emitter(Printer):
         b, tb, fb = self.expr(e.right)
         rt = bin_result(e.op, ta, tb)
         op = e.op
-        fresh = lambda s: self.fresh(rt, s)  # noqa: E731
+        fresh = self.fresh_of(rt)
         if ta is DataType.BOOL:
-            sym = {BinOp.EQ: "==", BinOp.NE: "!=", BinOp.AND: "&&", BinOp.OR: "||"}[op]
-            return fresh(f"{a} {sym} {b}"), rt, CANON
-        cmp = {BinOp.EQ: "==", BinOp.NE: "!=", BinOp.LT: "<", BinOp.GT: ">", BinOp.LE: "<=",
-               BinOp.GE: ">="}
+            return fresh(f"{a} {_BOOL_SYM[op]} {b}"), rt, CANON
+        cmp = _CMP
         if ta.is_half:   # widen exactly, the f32 operation, round once
             (a, _, fa), (b, _, fb) = self.widen(a, ta), self.widen(b, ta)
             r, _, _ = self.float_bin(e, op, a, fa, b, fb, DataType.BOOL if op in cmp else DataType.F32)
@@ -495,49 +536,20 @@ class _Emitter(Printer):
                     BinOp.ROTATE_RIGHT: f"vy_rotr{sfx}({ua}, {s})"}[op]
             return fresh(f"({CT[rt]})({body})"), rt, CANON
         if not ta.is_signed:
-            top = "0xFFFFFFFFFFFFFFFFull" if wide else "0u"
-            sfx = "64" if wide else ""
-            body = {BinOp.ADD: f"{a} + {b}", BinOp.SUB: f"{a} - {b}", BinOp.MUL: f"{a} * {b}",
-                    BinOp.DIV: f"vy_udiv{sfx}({a}, {b})", BinOp.MOD: f"vy_umod{sfx}({a}, {b})",
-                    BinOp.BITAND: f"{a} & {b}", BinOp.BITOR: f"{a} | {b}", BinOp.BITXOR: f"{a} ^ {b}",
-                    BinOp.MIN: f"{a} < {b} ? {a} : {b}", BinOp.MAX: f"{a} > {b} ? {a} : {b}",
-                    BinOp.ABS_DIFF: f"{a} > {b} ? {a} - {b} : {b} - {a}",
-                    BinOp.SATURATING_ADD: f"vy_usat_add{sfx}({a}, {b})",
-                    BinOp.SATURATING_SUB: f"{a} > {b} ? {a} - {b} : {'0ull' if wide else top}",
-                    BinOp.SATURATING_MUL: f"vy_usat_mul{sfx}({a}, {b})",
-                    BinOp.MUL_HIGH: f"VY_UMULHI64({a}, {b})" if wide else
-                    f"(uint)(((vy_u64){a} * (vy_u64){b}) >> 32)"}[op]
-            return fresh(body), rt, CANON
-        ct = CT[ta]
-        ua, ub = f"({ut}){a}", f"({ut}){b}"
-        if wide:
-            body = {BinOp.DIV: f"vy_idiv64({a}, {b}, vy_ctl)", BinOp.MOD: f"vy_imod64({a}, {b}, vy_ctl)",
-                    BinOp.SATURATING_ADD: f"vy_isat_add64({a}, {b})",
-                    BinOp.SATURATING_SUB: f"vy_isat_sub64({a}, {b})",
-                    BinOp.SATURATING_MUL: f"vy_isat_mul64({a}, {b})",
-                    BinOp.MUL_HIGH: f"VY_SMULHI64({a}, {b})"}
-        else:
-            body = {BinOp.DIV: f"vy_idiv({a}, {b}, vy_ctl)", BinOp.MOD: f"vy_imod({a}, {b}, vy_ctl)",
-                    BinOp.SATURATING_ADD: f"vy_isat((vy_i64){a} + (vy_i64){b})",
-                    BinOp.SATURATING_SUB: f"vy_isat((vy_i64){a} - (vy_i64){b})",
-                    BinOp.SATURATING_MUL: f"vy_isat((vy_i64){a} * (vy_i64){b})",
-                    BinOp.MUL_HIGH: f"(int)(((vy_i64){a} * (vy_i64){b}) >> 32)"}
-        body.update({BinOp.ADD: f"({ct})({ua} + {ub})", BinOp.SUB: f"({ct})({ua} - {ub})",
-                     BinOp.MUL: f"({ct})({ua} * {ub})", BinOp.BITAND: f"{a} & {b}",
-                     BinOp.BITOR: f"{a} | {b}", BinOp.BITXOR: f"{a} ^ {b}",
-                     BinOp.MIN: f"{a} < {b} ? {a} : {b}", BinOp.MAX: f"{a} > {b} ? {a} : {b}",
-                     BinOp.ABS_DIFF: f"({ct})({a} > {b} ? {ua} - {ub} : {ub} - {ua})"})
-        return fresh(body[op]), rt, CANON
+            wide_sfx = "64" if wide else ""
+            if op is BinOp.MUL_HIGH and not wide:
+                return fresh(f"(uint)(((vy_u64){a} * (vy_u64){b}) >> 32)"), rt, CANON
+            return fresh(_UNSIGNED[op].format(a=a, b=b, s=wide_sfx, zero="0ull" if wide else "0u")), rt, CANON
+        table = _SIGNED64 if wide else _SIGNED32
+        return fresh(table[op].format(a=a, b=b, ct=CT[ta], ut=ut)), rt, CANON
 
     def float_bin(self, e: E.Bin, op: BinOp, a: str, fa: Flags, b: str, fb: Flags,
                   rt: DataType) -> tuple[str, DataType, Flags]:
         """An f32 binary operation on lowered operands (`vyre.lower.floats` decides flushes)."""
         hardware = hardware_bin(e)
         a, b = self.operand(a, fa, hardware), self.operand(b, fb, hardware)
-        cmp = {BinOp.EQ: "==", BinOp.NE: "!=", BinOp.LT: "<", BinOp.GT: ">", BinOp.LE: "<=",
-               BinOp.GE: ">="}
-        if op in cmp:
-            return self.fresh(DataType.BOOL, f"{a} {cmp[op]} {b}"), DataType.BOOL, CANON
+        if op in _CMP:
+            return self.fresh(DataType.BOOL, f"{a} {_CMP[op]} {b}"), DataType.BOOL, CANON
         flags = self._flags(e, fa, fb)
         if self.hw and op in HW_FTZ_BIN and not hardware:   # not flushed by the hardware
             flags = flags | Flags(sub=True)
