@@ -187,7 +187,7 @@ def test_error_flags_belong_to_each_dispatch(backend):
 def _permuted(p: Program, rng: random.Random) -> Program:
     bufs = list(p.buffers)
     rng.shuffle(bufs)
-    return Program(tuple(bufs), p.workgroup_size, p.body)
+    return Program(tuple(bufs), p.workgroup_size, p.body, p.functions)
 
 
 @settings(max_examples=60, deadline=None)
