@@ -91,19 +91,23 @@ class Bound:
             self._armed = True
         return self.prep.launch(dev, self.packed, self.bufs, timed)
 
+    def _launch_now(self, dev: Any) -> None:
+        """`launch`'s enqueue: zero the outputs, arm the control block once (no deadline),
+        launch."""
+        for buf, n in self.zero:
+            dev.zero(buf, n)
+        if self.uses_ctl and not self._armed:
+            self.ctl.deadline = None
+            dev.ctl_reset(self.ctl)
+            self._armed = True
+        self.prep.launch(dev, self.packed, self.bufs)
+
     def launch(self) -> None:
         """Enqueue the dispatch and return at once."""
         if self._epoch == self.backend.epoch and not self.stale:
             # hot path: checked clean in this epoch and nothing freed since: the same rules
             # hold without re-checking; counted without the lock (enqueue only)
-            dev = self.backend.device
-            for buf, n in self.zero:
-                dev.zero(buf, n)
-            if self.uses_ctl and not self._armed:
-                self.ctl.deadline = None
-                dev.ctl_reset(self.ctl)
-                self._armed = True
-            self.prep.launch(dev, self.packed, self.bufs)
+            self._launch_now(self.backend.device)
             next(self._series.launches)
             return
         t0 = _now()
@@ -114,14 +118,7 @@ class Bound:
         try:
             self._check()
             try:
-                dev = b.device
-                for buf, n in self.zero:
-                    dev.zero(buf, n)
-                if self.uses_ctl and not self._armed:
-                    self.ctl.deadline = None
-                    dev.ctl_reset(self.ctl)
-                    self._armed = True
-                self.prep.launch(dev, self.packed, self.bufs)
+                self._launch_now(b.device)
             except BaseException as exc:
                 raise b._fail(exc) from None
             ok = True
