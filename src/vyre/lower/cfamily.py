@@ -30,7 +30,6 @@ from vyre.ir.types import (
 from .floats import (
     CANON,
     FLUSHED,
-    HW_FTZ_BIN,
     RAW,
     Flags,
     flags_of,
@@ -551,8 +550,6 @@ class _Emitter(Printer):
         if op in _CMP:
             return self.fresh(DataType.BOOL, f"{a} {_CMP[op]} {b}"), DataType.BOOL, CANON
         flags = self._flags(e, fa, fb)
-        if self.hw and op in HW_FTZ_BIN and not hardware:   # not flushed by the hardware
-            flags = flags | Flags(sub=True)
         f = self.d.fn
         body = {BinOp.ADD: f"VY_FADD({a}, {b})", BinOp.SUB: f"VY_FSUB({a}, {b})",
                 BinOp.MUL: f"VY_FMUL({a}, {b})", BinOp.DIV: f"VY_FDIV({a}, {b})",
@@ -883,13 +880,21 @@ class _Opaque:
 
     NAME = "__vyre_operand__"
 
+    # a float literal operand stays a literal: whether the compiler knows an operand decides
+    # whether hardware flushes may be relied on (`hardware_bin`, `hardware_un`)
+    KNOWN = E.Lit(DataType.F32, 0x3F800000)
+
     @staticmethod
     def of(e: E.Expr, merged: Flags) -> E.Expr:
         v = E.Var(_Opaque.NAME)
+
+        def stand_in(k: E.Expr) -> E.Expr:
+            return _Opaque.KNOWN if isinstance(k, E.Lit) and k.dtype.is_float else v
+
         if isinstance(e, E.Bin):
-            return E.Bin(e.op, v, v)
+            return E.Bin(e.op, stand_in(e.left), stand_in(e.right))
         if isinstance(e, E.Un):
-            return E.Un(e.op, v)
+            return E.Un(e.op, stand_in(e.operand))
         return e
 
 
