@@ -126,12 +126,22 @@ def _e_id(out: bytearray, e: E.Id) -> None:
     out.append(X_ID), out.append(_BI[e.kind]), _uleb(out, e.axis)
 
 
+def _bin_head(e: E.Bin) -> bytes:
+    return bytes((X_BIN, _BO[e.op]))
+
+
+def _un_head(e: E.Un) -> bytes:
+    return bytes((X_UN, _UO[e.op]))
+
+
 def _e_bin(out: bytearray, e: E.Bin) -> None:
-    out.append(X_BIN), out.append(_BO[e.op]), _expr(out, e.left), _expr(out, e.right)
+    out += _bin_head(e)
+    _expr(out, e.left), _expr(out, e.right)
 
 
 def _e_un(out: bytearray, e: E.Un) -> None:
-    out.append(X_UN), out.append(_UO[e.op]), _expr(out, e.operand)
+    out += _un_head(e)
+    _expr(out, e.operand)
 
 
 def _e_select(out: bytearray, e: E.Select) -> None:
@@ -227,9 +237,9 @@ def encode_expr_from(e: E.Expr, operands: list[bytes]) -> bytes | None:
     lets bottom-up passes encode each subtree once."""
     t = type(e)
     if t is E.Bin:
-        return bytes((X_BIN, _BO[e.op])) + operands[0] + operands[1]  # type: ignore[attr-defined]
+        return _bin_head(e) + operands[0] + operands[1]  # type: ignore[arg-type]
     if t is E.Un:
-        return bytes((X_UN, _UO[e.op])) + operands[0]  # type: ignore[attr-defined]
+        return _un_head(e) + operands[0]  # type: ignore[arg-type]
     return None
 
 
