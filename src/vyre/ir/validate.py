@@ -164,9 +164,17 @@ class _Validator:
             if f.result is not None:
                 self.expr(f.result, f"{loc}.result", inner, what="function result")
             self.in_function = False
-        self.recursion()
+        if not self.recursion():
+            self.inlined_size()
 
-    def recursion(self) -> None:
+    def inlined_size(self) -> None:
+        from .inline import INLINE_FIX, inlined_statements
+
+        if inlined_statements(self.p) > MAX_NODES:
+            self.add("V013", "functions", f"inlining every function call makes more than {MAX_NODES} "
+                     "statements.", INLINE_FIX)
+
+    def recursion(self) -> bool:
         calls: dict[str, set[str]] = {}
         for f in self.p.functions:
             found = {e.function for body in (f.body,) for e in N.walk_exprs(body) if isinstance(e, E.Call)}
@@ -192,7 +200,8 @@ class _Validator:
 
         for name in calls:
             if visit(name, []):
-                return
+                return True
+        return False
 
     def indirect(self) -> None:
         body = self.p.body
