@@ -25,6 +25,7 @@ from vyre.ir.program import Program
 from vyre.ir.types import BinOp, UnOp
 
 from .codegen import INT64_ATOMICS, generate
+from .probe import PROBE_STATEMENTS, build_in_child
 from .runtime import ID, Runtime
 
 _COMPLETE = cl.command_execution_status.COMPLETE
@@ -54,6 +55,9 @@ class OpenCLDevice(Device):
 
     def compile(self, program: Program) -> tuple[Kernel, dict, bytes]:
         plan, source = generate(program)
+        statements = sum(1 for _ in N.walk_nodes(plan.program.body))
+        if statements > PROBE_STATEMENTS and not self.rt.cached(source):
+            build_in_child(source, statements)   # PoCL may crash on it: never in this process
         prg, built_from = self.rt.build(source)
         kernel = Kernel((prg, plan.entries), plan.uses_ctl, plan.fully_written, built_from, source,
                         plan.stoppable, plan.vector, Kernel.indirect_of(plan))

@@ -125,9 +125,16 @@ class Runtime:
         return cl.CommandQueue(self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
 
     # ---- programs ----------------------------------------------------------------------
+    def _key(self, source: str) -> bytes:
+        return blake3.blake3(self.fingerprint + "|".join(self.options).encode() + source.encode()).digest()
+
+    def cached(self, source: str) -> bool:
+        """True when the disk cache holds a binary of ``source``."""
+        return self.disk.get(self._key(source)) is not None
+
     def build(self, source: str) -> tuple[cl.Program, str]:
         """Build ``source``; returns the program and how (``disk`` or ``compiled``)."""
-        key = blake3.blake3(self.fingerprint + "|".join(self.options).encode() + source.encode()).digest()
+        key = self._key(source)
         binary = self.disk.get(key)
         if binary is not None:
             try:
