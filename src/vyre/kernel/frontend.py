@@ -61,6 +61,12 @@ _ATOMICS = {"atomic_add": AtomicOp.ADD, "atomic_or": AtomicOp.OR, "atomic_and": 
             "atomic_exchange": AtomicOp.EXCHANGE}
 
 
+# integer operators `constant` folds (shared()/local() counts written as expressions)
+_CONST_FOLD = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+               ast.LShift: lambda a, b: a << b, ast.RShift: lambda a, b: a >> b,
+               ast.FloorDiv: lambda a, b: a // b, ast.Pow: lambda a, b: a ** b}
+
+
 class KernelError(VyreError):
     """A kernel's Python source uses something the frontend does not compile; the message
     starts with ``file:line``."""
@@ -412,6 +418,13 @@ class Translator:
         if isinstance(node, ast.Name | ast.Attribute) and not (isinstance(node, ast.Name) and node.id in self.declared):
             v = self.lookup_quiet(node)
             return v if isinstance(v, int | float) and not isinstance(v, bool) else None
+        if isinstance(node, ast.BinOp) and type(node.op) in _CONST_FOLD:   # local(u32, 1 << 10)
+            a, b = self.constant(node.left), self.constant(node.right)
+            if type(a) is int and type(b) is int and (0 <= b < 64 or type(node.op) not in (ast.LShift, ast.Pow)):
+                try:
+                    return _CONST_FOLD[type(node.op)](a, b)
+                except ZeroDivisionError:
+                    return None
         return None
 
     def buffer_name(self, node: ast.expr) -> str:
