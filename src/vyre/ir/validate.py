@@ -198,10 +198,7 @@ class _Validator:
             state[name] = 2
             return False
 
-        for name in calls:
-            if visit(name, []):
-                return True
-        return False
+        return any(visit(name, []) for name in calls)
 
     def indirect(self) -> None:
         body = self.p.body
