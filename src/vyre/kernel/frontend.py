@@ -38,6 +38,7 @@ from vyre.ir import (
     VyreError,
 )
 from vyre.ir import expr as E
+from vyre.ir.limits import MAX_DEPTH
 from vyre.ir.typecheck import TypeFault, infer
 
 from . import intrinsics as K
@@ -65,6 +66,18 @@ _ATOMICS = {"atomic_add": AtomicOp.ADD, "atomic_or": AtomicOp.OR, "atomic_and": 
 _CONST_FOLD = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
                ast.LShift: lambda a, b: a << b, ast.RShift: lambda a, b: a >> b,
                ast.FloorDiv: lambda a, b: a // b, ast.Pow: lambda a, b: a ** b}
+
+
+def _height(root: ast.AST) -> int:
+    """Height of the expressions under a statement (an iterative walk: any depth is safe);
+    nested statements are measured when they are translated."""
+    best = 0
+    stack = [(child, 1) for child in ast.iter_child_nodes(root) if isinstance(child, ast.expr)]
+    while stack:
+        node, h = stack.pop()
+        best = max(best, h)
+        stack.extend((child, h + 1) for child in ast.iter_child_nodes(node) if isinstance(child, ast.expr))
+    return best
 
 
 class KernelError(VyreError):
@@ -170,6 +183,10 @@ class Translator:
     def stmt(self, s: ast.stmt) -> list[Node]:
         from vyre.ir.weak import Resolver
 
+        height = _height(s)
+        if height > MAX_DEPTH:   # refused before the recursive walk could overflow Python's stack
+            raise self.err(s, f"this statement's expression nests {height} levels deep (the limit is "
+                           f"{MAX_DEPTH}).", "split it: bind parts to locals (t = a + b) and combine those.")
         try:   # weak literals take their types now, so checks see the final types
             nodes = [Resolver(self.scope).stmt(n, dict(self.scope.types)) for n in self._stmt(s)]
         except KernelError:
