@@ -71,8 +71,7 @@ def _settle(backend) -> None:
        kills=st.integers(0, 3), every=st.sampled_from([0.05, 0.2, 0.5]))
 def test_random_dispatches_under_worker_kills_give_bytes_or_vyre_errors(dask_backend, k, n, kills, every):
     p = _spin(k, 2000)
-    a = np.arange(n, dtype=np.uint32) * 2654435761 % 2**32
-    a = a.astype(np.uint32)
+    a = (np.arange(n, dtype=np.uint64) * 2654435761 % 2**32).astype(np.uint32)
     stop = threading.Event()
     killer = threading.Thread(target=_kill_workers, args=(dask_backend, kills, every, stop))
     killer.start()
@@ -124,8 +123,10 @@ def test_a_dead_scheduler_is_a_prompt_vyre_error_and_acquire_gives_a_fresh_clien
     with pytest.raises(DispatchFailed, match="Fix:"):
         b.dispatch(p, [a])
     assert time.monotonic() - started < 15
+    t = time.monotonic()
     b.shutdown()
     assert b.closed
+    t = time.monotonic()
     fresh = acquire("dask")
     try:
         assert fresh is not b and not fresh.closed

@@ -45,7 +45,8 @@ from vyre.ir.launch import effective_program, resolve
 from vyre.ir.program import Program
 
 ID = "dask"
-POLL_S = 0.25   # how often a waiting dispatch checks that the scheduler is still there
+POLL_S = 0.25
+CLOSE_TIMEOUT_S = 10   # how often a waiting dispatch checks that the scheduler is still there
 CLUSTER_FIX = ("check that the Dask scheduler and workers are running (a worker that keeps dying "
                "may be out of memory); then dispatch again, or call backend.shutdown() and "
                "vyre.driver.acquire('dask') for a fresh client.")
@@ -252,10 +253,14 @@ class DaskBackend(VyreBackend):
         if self._closed:
             return
         self._closed = True
+        alive = getattr(self.client, "status", "running") == "running"
+        try:   # bounded: a client whose scheduler is gone would wait out Dask's own timeouts
+            self.client.close(timeout=CLOSE_TIMEOUT_S if alive else 1)
+        except Exception:
+            pass
         try:
-            self.client.close()
             if self.cluster is not None:
-                self.cluster.close()
+                self.cluster.close(timeout=CLOSE_TIMEOUT_S if alive else 2)
         except Exception:
             pass
 
