@@ -21,7 +21,6 @@ from vyre.driver import (
     DispatchFailed,
     InvalidProgram,
     UnsupportedFeature,
-    acquire,
 )
 from vyre.ir import BufferDecl, DataType, Expr, Node, Program, validate
 from vyre.ir.program import Function
@@ -171,7 +170,7 @@ def test_05_a_compiler_crash_in_the_child_is_a_vyre_error(tmp_path, monkeypatch)
     crash.write_text("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
     monkeypatch.setattr(probe.sys, "executable", sys.executable)
     monkeypatch.setattr(probe, "subprocess", _Redirect(str(crash)))
-    with pytest.raises(UnsupportedFeature, match="signal 11.*Fix: split"):
+    with pytest.raises(UnsupportedFeature, match=r"signal 11.*Fix: split"):
         probe.build_in_child("kernel void k() {}", 99999)
 
 
@@ -205,7 +204,7 @@ def test_06_exponential_inlining_is_refused_at_once_everywhere(backend):
     p = _chain(23, twice=True)
     assert [d.code for d in validate(p)] == ["V013"]
     started = time.monotonic()
-    with pytest.raises(InvalidProgram, match="V013.*Fix:"):
+    with pytest.raises(InvalidProgram, match=r"V013.*Fix:"):
         backend.dispatch(p, [], DispatchConfig(timeout=10))
     assert time.monotonic() - started < 5
     small = _chain(6, twice=True)          # f5(x) = 32 (x + 1)
@@ -321,7 +320,7 @@ def test_14_a_lost_wgpu_device_gives_device_lost_then_recovers(wgpu_backend):
     b.dev.device.destroy()
     time.sleep(0.1)
     for n in (100, 100, 37):               # a cached shape (its staging reused) and a new one
-        with pytest.raises(DeviceLost, match="Fix: call backend.try_recover"):
+        with pytest.raises(DeviceLost, match=r"Fix: call backend\.try_recover"):
             b.dispatch(_affine(), [x[:n]])
     b.try_recover()
     assert b.dispatch(_affine(), [x]) == [_want(x)]

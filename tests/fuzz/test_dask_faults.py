@@ -126,7 +126,6 @@ def test_a_dead_scheduler_is_a_prompt_vyre_error_and_acquire_gives_a_fresh_clien
     t = time.monotonic()
     b.shutdown()
     assert b.closed
-    t = time.monotonic()
     fresh = acquire("dask")
     try:
         assert fresh is not b and not fresh.closed
