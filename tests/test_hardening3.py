@@ -206,7 +206,7 @@ def test_06_exponential_inlining_is_refused_at_once_everywhere(backend):
     started = time.monotonic()
     with pytest.raises(InvalidProgram, match=r"V013.*Fix:"):
         backend.dispatch(p, [], DispatchConfig(timeout=10))
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 30   # inlining it would run for minutes
     small = _chain(6, twice=True)          # f5(x) = 32 (x + 1)
     assert backend.dispatch(small, []) == [(32 * (np.arange(64, dtype=np.uint32) + 1)).tobytes()]
 
@@ -217,7 +217,7 @@ def test_06_the_reference_stops_inside_one_statement_at_its_deadline(reference_b
     started = time.monotonic()
     with pytest.raises(DispatchFailed, match="timeout"):
         reference_backend.dispatch(wg, [], DispatchConfig(timeout=0.2))
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 30   # without polling: minutes
 
 
 @pytest.mark.parametrize("reverse", [False, True], ids=["declared-in-order", "declared-reversed"])
@@ -308,7 +308,7 @@ def test_08_try_recover_gives_a_fresh_device_without_waiting_for_the_runaway(wgp
     old = b.dev.device
     started = time.monotonic()
     b.try_recover()
-    assert time.monotonic() - started < 2 and b.dev.device is not old
+    assert time.monotonic() - started < 10 and b.dev.device is not old   # not behind the runaway
     x = np.arange(64, dtype=np.uint32)
     assert b.dispatch(_affine(), [x]) == [_want(x)]
 

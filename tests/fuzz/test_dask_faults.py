@@ -122,8 +122,7 @@ def test_a_dead_scheduler_is_a_prompt_vyre_error_and_acquire_gives_a_fresh_clien
     started = time.monotonic()
     with pytest.raises(DispatchFailed, match="Fix:"):
         b.dispatch(p, [a])
-    assert time.monotonic() - started < 15
-    t = time.monotonic()
+    assert time.monotonic() - started < 20   # Dask alone retries for 30 s, then raises bare errors
     b.shutdown()
     assert b.closed
     fresh = acquire("dask")
