@@ -129,6 +129,34 @@ class VyreBackend(abc.ABC):
         the device), timed. Default: `UnsupportedFeature`."""
         raise UnsupportedFeature("resident timed dispatch", self.id())
 
+    def bind_resident(self, program: Program, resources: Sequence[Resource],
+                      config: DispatchConfig | None = None) -> Any:
+        """A warm resident dispatch of ``program`` on ``resources`` (declaration order):
+        ``launch()`` enqueues, ``run()`` also waits and checks errors. Default: a
+        `vyre.driver.persistent.GenericBinding`, which calls `dispatch_resident_timed` each
+        time; backends that pack their launch arguments once return their own."""
+        from .persistent import GenericBinding
+
+        return GenericBinding(self, program, resources, config)
+
+    def dispatch_device(self, program: Program, inputs: Inputs,
+                        config: DispatchConfig | None = None) -> list[Any]:
+        """Dispatch and leave the outputs on the device: one device array per output
+        (``__cuda_array_interface__``), same rules, bytes and errors as `dispatch`.
+        Default: `UnsupportedFeature` (see `reads_device_arrays`)."""
+        raise UnsupportedFeature("device-resident outputs", self.id(),
+                                 "use dispatch() (host bytes) on this backend, or the cuda backend.")
+
+    def reads_device_arrays(self) -> bool:
+        """True where `dispatch_device` runs and device arrays are read in place (default:
+        False)."""
+        return False
+
+    def generated_source(self, program: Program, config: DispatchConfig | None = None) -> str | None:
+        """The target source this backend compiles for ``program``, or None where it has
+        none (the default: an interpreter, or a backend that forwards programs)."""
+        return None
+
     def compile_native(self, program: Program,
                        config: DispatchConfig | None = None) -> CompiledPipeline | None:
         """A `CompiledPipeline` for ``program`` (validated and compiled once), or None when

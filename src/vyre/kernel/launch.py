@@ -135,8 +135,7 @@ def call(program: Program, params: list[tuple[str, Any]], name: str, args: Seque
     else:
         cfg = DispatchConfig(**fields) if fields else None
     device = next((x for x in inputs if _on_device(x)), None)
-    if device is not None and out is None and hasattr(b, "dispatch_device") and \
-            getattr(getattr(b, "device", None), "reads_device_arrays", False):
+    if device is not None and out is None and b.reads_device_arrays():
         # device inputs: the outputs stay on the device, as the caller's array type
         outs = b.dispatch_device(program, inputs, cfg)
         arrays = [_like(device, o) for o in outs]

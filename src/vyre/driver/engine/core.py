@@ -784,6 +784,9 @@ class EngineBackend(VyreBackend):
                           config: DispatchConfig | None = None) -> list[bytes]:
         return self.dispatch(program, inputs, config)  # inputs are staged once, never copied first
 
+    def reads_device_arrays(self) -> bool:
+        return self.device.reads_device_arrays
+
     def dispatch_device(self, program: Program, inputs: Sequence[Any],
                         config: DispatchConfig | None = None) -> list[DeviceOutput]:
         """Dispatch and leave the outputs on the device (additive method): one `DeviceOutput`
