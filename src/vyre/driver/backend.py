@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import blake3
+import numpy as np
 
 from vyre.ir.errors import VyreError
 from vyre.ir.program import Program
@@ -108,6 +109,15 @@ class VyreBackend(abc.ABC):
         result = self.dispatch_borrowed(program, inputs, config)
         outputs.clear()
         outputs.extend(result)
+
+    def dispatch_arrays(self, program: Program, inputs: Inputs,
+                        config: DispatchConfig | None = None) -> list[np.ndarray]:
+        """`dispatch`, returning one writable numpy array per output (declaration order, the
+        output's host dtype) instead of bytes: what array callers (`@vyre.kernel`, `vyre.lib`)
+        use. Default: each output's bytes copied once into its array; engine backends copy
+        once from their staging instead, with no `bytes` in between."""
+        outs = self.dispatch(program, inputs, config)
+        return [np.frombuffer(r, dtype=d.dtype.host).copy() for r, d in zip(outs, program.outputs)]
 
     def allocate_resident(self, byte_len: int) -> Resource:
         """A device buffer of ``byte_len`` bytes that outlives dispatches (`Resource`).

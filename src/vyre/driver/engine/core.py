@@ -37,6 +37,8 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from vyre.ir.errors import VyreError
 from vyre.ir.fingerprint import fingerprint, identity
 from vyre.ir.launch import effective_program, uses_atomics
@@ -104,6 +106,7 @@ class EnginePipeline(CompiledPipeline):
         outputs = [b.name for b in program.outputs]
         # (input position, output position) of READ_WRITE buffers: fixpoint feeds them back
         self.feedback = tuple((i, outputs.index(d.name)) for i, d in enumerate(program.inputs) if d.is_output)
+        self.out_dtypes = tuple(d.dtype.host for d in program.outputs)   # dispatch_arrays' dtypes
 
     def __repr__(self) -> str:
         return (f"<EnginePipeline {self._backend.id()} program={fingerprint(self._source).hex()[:12]} "
@@ -691,9 +694,11 @@ class EngineBackend(VyreBackend):
                     self.epoch += 1
         raise timed_out(config, self.id())
 
-    def _complete(self, flight: Flight, config: DispatchConfig, read: bool = True) -> list[bytes]:
+    def _complete(self, flight: Flight, config: DispatchConfig, read: bool = True,
+                  arrays: Sequence[Any] | None = None) -> list[Any]:
         """Wait for a dispatch, raise its error, and return its outputs' bytes (none when
-        ``read`` is False: the outputs stayed on the device)."""
+        ``read`` is False: the outputs stayed on the device; numpy arrays of the dtypes
+        ``arrays`` names when given: one copy out of the staging, no bytes in between)."""
         prep, sset = flight.prep, flight.sset
         try:
             if flight.fence is None:
@@ -711,12 +716,18 @@ class EngineBackend(VyreBackend):
             word = int(sset.ctl.words[0])
             prep.give(sset)
             raise ctl_failure(word, self.id())
-        outs = [v.tobytes() for v in sset.views] if read else []
+        if not read:
+            outs: list[Any] = []
+        elif arrays is None:
+            outs = [v.tobytes() for v in sset.views]
+        else:
+            outs = [v.view(dt).copy() for v, dt in zip(sset.views, arrays)]
         prep.give(sset)
         return outs
 
     # ---- the synchronous recipe ------------------------------------------------------------
-    def _run(self, pipe: EnginePipeline, inputs: Any, config: DispatchConfig, *, timed: bool = False) -> Any:
+    def _run(self, pipe: EnginePipeline, inputs: Any, config: DispatchConfig, *, timed: bool = False,
+             arrays: bool = False) -> Any:
         started = time.perf_counter_ns()
         ok = False
         try:
@@ -727,9 +738,12 @@ class EngineBackend(VyreBackend):
                                    fence=deadline is not None or timed)
             if timed:
                 enqueued = _now()
-            outs = self._complete(flight, config)
+            dtypes = pipe.out_dtypes if arrays and config.fixpoint_iterations <= 1 else None
+            outs = self._complete(flight, config, arrays=dtypes)
             if config.fixpoint_iterations > 1:
                 outs = self._fixpoint_rest(pipe, ins, outs, config, deadline)
+                if arrays:
+                    outs = [np.frombuffer(r, dtype=dt).copy() for r, dt in zip(outs, pipe.out_dtypes)]
             ok = True
             if timed:
                 end = _now()
@@ -783,6 +797,12 @@ class EngineBackend(VyreBackend):
     def dispatch_borrowed(self, program: Program, inputs: Sequence[Any],
                           config: DispatchConfig | None = None) -> list[bytes]:
         return self.dispatch(program, inputs, config)  # inputs are staged once, never copied first
+
+    def dispatch_arrays(self, program: Program, inputs: Sequence[Any],
+                        config: DispatchConfig | None = None) -> list[np.ndarray]:
+        config = self._config(config)
+        return self._run(self._pipeline(program, self._tuned(program, inputs, config)), inputs, config,
+                         arrays=True)
 
     def reads_device_arrays(self) -> bool:
         return self.device.reads_device_arrays
