@@ -110,6 +110,13 @@ class VyreBackend(abc.ABC):
         outputs.clear()
         outputs.extend(result)
 
+    def refuse(self, program: Program) -> None:
+        """Target checks beyond the ops and limits every backend declares: raise a
+        `BackendError` (usually `UnsupportedFeature`) with a Fix when this backend cannot give
+        ``program`` the reference's bytes. Routing and dispatch both ask it
+        (`vyre.driver.runnable`). Default: no further checks."""
+        return None
+
     def dispatch_arrays(self, program: Program, inputs: Inputs,
                         config: DispatchConfig | None = None) -> list[np.ndarray]:
         """`dispatch`, returning one writable numpy array per output (declaration order, the

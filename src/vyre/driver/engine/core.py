@@ -63,6 +63,7 @@ from ..inputs import DeviceInput, Input, InputChecker, raw_words
 from ..pending import PendingDispatch, TimedDispatchResult
 from ..pipeline import PipelineCacheSnapshot
 from ..program_walks import launch_for_sizes
+from ..runnable import refusals
 from ..validation import VALIDATION_CACHE
 from .artifacts import ArtifactCache
 from .device import Cancelled, Ctl, Device
@@ -302,9 +303,6 @@ class EngineBackend(VyreBackend):
                                   prof.max_shared_memory_bytes, self.max_storage_buffer_bytes())
         return self._limits
 
-    def refuse(self, program: Program) -> None:
-        """Target checks beyond ops and limits (raise `UnsupportedFeature`). Default: none."""
-
     # ---- 1. config -----------------------------------------------------------------------
     def _config(self, config: Any) -> DispatchConfig:
         if config is None:
@@ -452,13 +450,9 @@ class EngineBackend(VyreBackend):
             raise from_foundation(err, self.id()) from None
         if eff is not program:
             self._validate(eff)  # a workgroup override can break barrier/subgroup rules
-        missing = sorted(set(eff.facts.ops) - set(self.supported_ops()))
-        if missing:
-            raise UnsupportedFeature(f"ops {', '.join(missing)}", self.id(),
-                                     "run this program on a backend whose supported_ops() has "
-                                     "them (`vyre backends --explain FILE` says which).")
-        self._check_workgroup(eff)
-        self.refuse(eff)
+        refused = refusals(eff, self)   # ops, limits, then the target's own checks
+        if refused:
+            raise refused[0].error(self.id())
         return (eff, *self._build(eff))
 
     def _build(self, program: Program) -> tuple[Any, Any, Any]:
@@ -498,21 +492,6 @@ class EngineBackend(VyreBackend):
         return pipe.check(inputs)
 
     # ---- 4. shape, limits, budget ----------------------------------------------------------
-    def _check_workgroup(self, program: Program) -> None:
-        lim = self.limits()
-        wg = program.workgroup_size
-        if any(w > m for w, m in zip(wg, lim.max_workgroup_size)) or \
-                program.invocations_per_workgroup > lim.max_invocations_per_workgroup:
-            raise LimitExceeded("workgroup_size", f"workgroup size {wg} exceeds this device's "
-                                f"{lim.max_workgroup_size} per axis / {lim.max_invocations_per_workgroup} "
-                                "invocations.", "use a smaller workgroup size (DispatchConfig."
-                                "workgroup_override).", backend=self.id())
-        shared = program.facts.workgroup_bytes
-        if shared > lim.max_shared_memory_bytes:
-            raise LimitExceeded("shared_memory", f"{shared} bytes of workgroup memory exceed this "
-                                f"device's {lim.max_shared_memory_bytes}.", "use smaller workgroup "
-                                "buffers.", backend=self.id())
-
     def _prepared(self, pipe: EnginePipeline, sizes: tuple[int, ...], config: DispatchConfig) -> Prepared:
         key = (sizes, grid_key(config))
         prep = pipe.prepared.get(key)
