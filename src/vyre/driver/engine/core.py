@@ -29,12 +29,13 @@ and go through the same steps.
 
 from __future__ import annotations
 
+import abc
 import gc
 import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -46,6 +47,7 @@ from vyre.ir.program import Program
 
 from .. import observability, tuner
 from ..backend import CompiledPipeline, Resource, VyreBackend
+from ..capability import Capabilities
 from ..config import DEFAULT, DispatchConfig
 from ..dispatch_shape import dispatch_shape, padded, resident_sizes
 from ..errors import (
@@ -64,7 +66,7 @@ from ..pending import PendingDispatch, TimedDispatchResult
 from ..pipeline import PipelineCacheSnapshot
 from ..program_walks import launch_for_sizes
 from ..runnable import refusals
-from ..validation import VALIDATION_CACHE
+from ..validation import VALIDATION_CACHE, default_supported_ops
 from .artifacts import ArtifactCache
 from .device import Cancelled, Ctl, Device
 from .plan import Limits, Prepared, StageSet
@@ -285,6 +287,14 @@ class EngineBackend(VyreBackend):
         name = self.device_profile().device_name or "?"
         return f"<{type(self).__name__} {self.id()} {self.version()} on {name}>"
 
+    @property
+    def caps(self) -> Capabilities | None:
+        """The device's `Capabilities`, read once (None: a subclass answers the queries)."""
+        caps = self.__dict__.get("_caps", self)
+        if caps is self:
+            caps = self.__dict__["_caps"] = self.device.capabilities()
+        return caps
+
     # ---- declared limits (engine checks; subclasses refine) ------------------------------
     def max_grid_size(self) -> tuple[int, int, int]:
         """Workgroups per axis of one launch."""
@@ -293,7 +303,14 @@ class EngineBackend(VyreBackend):
 
     def max_invocations_per_dispatch(self) -> int:
         """Total invocations of one launch (gid is u32 per axis)."""
-        return 2**32 - 1
+        caps = self.caps
+        return 2**32 - 1 if caps is None else caps.max_invocations_per_dispatch
+
+    def device_fingerprint(self) -> bytes:
+        caps = self.caps
+        if caps is not None and caps.fingerprint is not None:
+            return caps.fingerprint
+        return super().device_fingerprint()
 
     def limits(self) -> Limits:
         if self._limits is None:
@@ -1045,3 +1062,43 @@ class EngineBackend(VyreBackend):
                     bound.release()
                 pipe.prepared.clear()
             P.clear(self.id(), self)
+
+
+def _answered(query: str, field: Callable[[Capabilities], Any]) -> Callable[..., Any]:
+    base = getattr(VyreBackend, query)
+
+    def answer(self: EngineBackend) -> Any:
+        caps = self.caps
+        return base(self) if caps is None else field(caps)
+
+    answer.__name__ = answer.__qualname__ = query
+    answer.__doc__ = base.__doc__
+    return answer
+
+
+#: every capability query of the contract, answered from the device's `Capabilities` (a test
+#: checks that no query of the contract is missing)
+CAPABILITY_QUERIES: dict[str, Callable[[Capabilities], Any]] = {
+    "id": lambda c: c.id,
+    "version": lambda c: c.version,
+    "supported_ops": lambda c: default_supported_ops() - c.unsupported_ops,
+    "supports_subgroup_ops": lambda c: c.profile.supports_subgroup_ops,
+    "supports_f16": lambda c: c.profile.supports_f16,
+    "supports_bf16": lambda c: c.profile.supports_bf16,
+    "supports_tensor_cores": lambda c: c.profile.supports_tensor_cores,
+    "supports_indirect_dispatch": lambda c: c.profile.supports_indirect_dispatch,
+    "supports_async_compute": lambda c: c.async_compute,
+    "supports_speculation": lambda c: c.speculation,
+    "supports_persistent_thread_dispatch": lambda c: c.persistent_thread_dispatch,
+    "supports_grid_sync": lambda c: c.grid_sync,
+    "is_distributed": lambda c: c.distributed,
+    "max_workgroup_size": lambda c: c.profile.max_workgroup_size,
+    "max_compute_workgroups_per_dimension": lambda c: c.max_workgroups_per_dimension,
+    "max_compute_invocations_per_workgroup": lambda c: c.profile.max_invocations_per_workgroup,
+    "subgroup_size": lambda c: c.profile.subgroup_size or None,
+    "max_storage_buffer_bytes": lambda c: c.profile.max_storage_buffer_binding_size,
+    "device_profile": lambda c: c.profile,
+}
+for _query, _field in CAPABILITY_QUERIES.items():
+    setattr(EngineBackend, _query, _answered(_query, _field))
+abc.update_abstractmethods(EngineBackend)

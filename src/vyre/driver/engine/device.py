@@ -30,6 +30,7 @@ import numpy as np
 
 from vyre.ir.program import BufferDecl, Program
 
+from ..capability import Capabilities
 from ..errors import BackendError
 
 
@@ -123,6 +124,12 @@ class Device(abc.ABC):
     #: `launch` itself reads indirect grids (the reference); else the engine splits the
     #: phases and reads each indirect grid back before launching its phase
     indirect_in_launch: bool = False
+
+    def capabilities(self) -> Capabilities | None:
+        """What this backend and device declare (`Capabilities`), read once from the
+        vendor; the engine answers every capability query from it. None (the default): a
+        Backend subclass still answers them itself."""
+        return None
 
     # ---- compile -----------------------------------------------------------------------
     @abc.abstractmethod
