@@ -110,6 +110,13 @@ class VyreBackend(abc.ABC):
         outputs.clear()
         outputs.extend(result)
 
+    def precompile(self, programs: Sequence[Program | tuple[Program, DispatchConfig | None]]) -> int:
+        """Warm-up: build many programs (or (program, config) pairs) ahead of their first
+        dispatches, in parallel where the backend can (CUDA: NVRTC in a process pool).
+        Programs that are invalid or refused are skipped: their dispatch reports why. Returns
+        how many were built. Default: 0 (each dispatch builds its own program)."""
+        return 0
+
     def refuse(self, program: Program) -> None:
         """Target checks beyond the ops and limits every backend declares: raise a
         `BackendError` (usually `UnsupportedFeature`) with a Fix when this backend cannot give

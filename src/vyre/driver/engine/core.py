@@ -472,6 +472,26 @@ class EngineBackend(VyreBackend):
             raise refused[0].error(self.id())
         return (eff, *self._build(eff))
 
+    def precompile(self, programs: Sequence[Any]) -> int:
+        effective = []
+        for item in programs:
+            program, config = item if isinstance(item, tuple) else (item, None)
+            try:
+                config = self._config(config)
+                self._validate(program)
+                eff = effective_program(program, config)
+                if eff is not program:
+                    self._validate(eff)
+            except VyreError:
+                continue   # its dispatch reports it
+            if not refusals(eff, self):
+                effective.append(eff)
+        try:
+            return self.device.precompile(effective)
+        except Exception as exc:   # a warm-up never fails the caller: dispatches build on demand
+            log.warning("vyre %s: precompile failed (%s); programs build on first dispatch", self.id(), exc)
+            return 0
+
     def _build(self, program: Program) -> tuple[Any, Any, Any]:
         try:
             return self.device.compile(program)

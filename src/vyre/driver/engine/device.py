@@ -141,6 +141,12 @@ class Device(abc.ABC):
         (`Kernel.meta`, the target binary); (kernel, None, None) when nothing can be kept."""
         return self.build(program), None, None
 
+    def precompile(self, programs: list[Program]) -> int:
+        """Build the target binaries of many validated, specialized programs at once (in
+        parallel where the target can) into the device's own disk cache, so that their first
+        dispatches load them. Returns how many were built (default: 0, nothing to do)."""
+        return 0
+
     def load(self, meta: dict[str, Any], artifact: bytes) -> Kernel:
         """The kernel `compile` described, from its binary (raise anything to rebuild)."""
         raise NotImplementedError
