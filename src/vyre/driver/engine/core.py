@@ -40,7 +40,6 @@ from typing import Any
 from vyre.ir.errors import VyreError
 from vyre.ir.fingerprint import fingerprint, identity
 from vyre.ir.launch import effective_program, uses_atomics
-from vyre.ir.ops import program_ops
 from vyre.ir.program import Program
 
 from .. import observability, tuner
@@ -450,7 +449,7 @@ class EngineBackend(VyreBackend):
             raise from_foundation(err, self.id()) from None
         if eff is not program:
             self._validate(eff)  # a workgroup override can break barrier/subgroup rules
-        missing = sorted(set(program_ops(eff)) - set(self.supported_ops()))
+        missing = sorted(set(eff.facts.ops) - set(self.supported_ops()))
         if missing:
             raise UnsupportedFeature(f"ops {', '.join(missing)}", self.id(),
                                      "run this program on a backend whose supported_ops() has "
@@ -505,7 +504,7 @@ class EngineBackend(VyreBackend):
                                 f"{lim.max_workgroup_size} per axis / {lim.max_invocations_per_workgroup} "
                                 "invocations.", "use a smaller workgroup size (DispatchConfig."
                                 "workgroup_override).", backend=self.id())
-        shared = sum(b.count * b.dtype.size for b in program.workgroup_buffers)
+        shared = program.facts.workgroup_bytes
         if shared > lim.max_shared_memory_bytes:
             raise LimitExceeded("shared_memory", f"{shared} bytes of workgroup memory exceed this "
                                 f"device's {lim.max_shared_memory_bytes}.", "use smaller workgroup "

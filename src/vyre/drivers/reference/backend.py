@@ -50,8 +50,7 @@ class ReferenceDevice(Device):
     indirect_in_launch = True   # the interpreter reads each phase's indirect grid itself
 
     def build(self, program: Program) -> Kernel:
-        bound = tuple(b.name for b in sorted((b for b in program.buffers if b.is_bound),
-                                             key=lambda b: b.binding))
+        bound = tuple(b.name for b in program.facts.bound)
         return Kernel((program, bound), uses_ctl=True, built_from="interpreter")
 
     def alloc(self, nbytes: int) -> np.ndarray:

@@ -248,7 +248,7 @@ class WgpuBackend(EngineBackend):
         why = refusals(program)
         if why:
             raise UnsupportedFeature("; ".join(why), ID, "run this program on the cuda, opencl or reference backend.")
-        n = sum(1 for b in program.buffers if b.is_bound) + 2
+        n = len(program.facts.bound) + 2
         limit = self.dev.limits.get("max-storage-buffers-per-shader-stage", 8)
         if n > limit:
             raise UnsupportedFeature(f"{n - 2} bound buffers (this adapter binds {limit - 2})", ID,
