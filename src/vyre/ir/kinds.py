@@ -71,7 +71,7 @@ class Kind:
     ENUM field's value. ``wire``: its fields in wire order (None: dataclass order).
     ``show(x, text)``: its text (a statement's header line), ``text`` rendering
     sub-expressions. ``built``: whether a built Program may hold it (weak literals are
-    resolved when the Program is built)."""
+    resolved when the Program is built). ``loop``, ``jump``: see the fields."""
 
     cls: type
     fields: tuple[Field, ...]
@@ -80,6 +80,8 @@ class Kind:
     show: Callable[[Any, Callable[[E.Expr], str]], str]
     wire: tuple[str, ...] | None = None
     built: bool = True
+    loop: bool = False      # its bodies are a loop: the target of break/continue
+    jump: bool = False      # leaves or restarts the innermost loop (break, continue)
 
     @property
     def name(self) -> str:
@@ -159,7 +161,7 @@ NODE_KINDS: tuple[Kind, ...] = (
     Kind(N.If, (_f("cond", EXPR), _f("then", B), _f("otherwise", B, label="else:")), ("vyre.node.if",), 4,
          lambda n, t: f"if {t(n.cond)}:"),
     Kind(N.Loop, (_f("var", BINDS), _f("from_", EXPR), _f("to", EXPR), _f("body", B)), ("vyre.node.loop",), 5,
-         lambda n, t: f"for {n.var} in [{t(n.from_)}, {t(n.to)}):"),
+         lambda n, t: f"for {n.var} in [{t(n.from_)}, {t(n.to)}):", loop=True),
     Kind(N.Block, (_f("body", B),), ("vyre.node.block",), 6, lambda n, t: "block:"),
     Kind(N.Region, (_f("name", LABEL), _f("body", B)), ("vyre.node.region",), 7, lambda n, t: f"region {n.name}:"),
     Kind(N.Return, (), ("vyre.node.return",), 8, lambda n, t: "return"),
@@ -167,14 +169,18 @@ NODE_KINDS: tuple[Kind, ...] = (
          lambda n, t: f"barrier({n.ordering.value})"),
     Kind(N.Eval, (_f("value", EXPR),), ("vyre.node.eval",), 10, lambda n, t: t(n.value)),
     Kind(N.While, (_f("cond", EXPR), _f("body", B), _f("max_iterations", INT)), ("vyre.node.while",), 11,
-         lambda n, t: f"while {t(n.cond)} (at most {n.max_iterations}):", wire=("cond", "max_iterations", "body")),
-    Kind(N.Break, (), ("vyre.node.break",), 12, lambda n, t: "break"),
-    Kind(N.Continue, (), ("vyre.node.continue",), 13, lambda n, t: "continue"),
+         lambda n, t: f"while {t(n.cond)} (at most {n.max_iterations}):", wire=("cond", "max_iterations", "body"), loop=True),
+    Kind(N.Break, (), ("vyre.node.break",), 12, lambda n, t: "break", jump=True),
+    Kind(N.Continue, (), ("vyre.node.continue",), 13, lambda n, t: "continue", jump=True),
     Kind(N.IndirectDispatch, (_f("buffer", BUFFER), _f("offset", INT)), ("vyre.node.indirect_dispatch",), 14,
          lambda n, t: f"indirect_dispatch(grid = {n.buffer}[{n.offset}:{n.offset + 3}])"),
 )
 KINDS: tuple[Kind, ...] = EXPR_KINDS + NODE_KINDS
 KIND: dict[type, Kind] = {k.cls: k for k in KINDS}
+LOOPS: tuple[type, ...] = tuple(k.cls for k in NODE_KINDS if k.loop)
+JUMPS: tuple[type, ...] = tuple(k.cls for k in NODE_KINDS if k.jump)
+# per statement kind: the fields naming a local it writes (declared, bound or assigned)
+WRITES_LOCAL: dict[type, tuple[str, ...]] = {k.cls: k.roles(DECLARES, BINDS, LOCAL) for k in NODE_KINDS}
 EXPR_CLASSES: tuple[type, ...] = tuple(k.cls for k in EXPR_KINDS)
 NODE_CLASSES: tuple[type, ...] = tuple(k.cls for k in NODE_KINDS)
 
