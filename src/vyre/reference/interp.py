@@ -24,7 +24,7 @@ import numpy as np
 
 from vyre.ir import expr as E
 from vyre.ir import node as N
-from vyre.ir.errors import ExecutionError
+from vyre.ir.errors import DISPATCH_ERRORS, ExecutionError, dispatch_error
 from vyre.ir.kinds import UnknownKind
 from vyre.ir.launch import Launch
 from vyre.ir.program import Program
@@ -40,10 +40,6 @@ MAX_BATCH_WG_WORDS = 1 << 24    # workgroup-memory words of one batch (64 MiB): 
 MAX_WORKGROUP_WORDS = 1 << 24   # workgroup memory of one workgroup the interpreter accepts
 MAX_BATCH_LOCAL_BYTES = 1 << 28  # local-array memory of one batch: batches shrink
 U32 = np.uint32
-LOOP_LIMIT_FIX = ("raise the while loop's max_iterations, or make its condition fail sooner "
-                  "(every invocation must leave the loop within the cap).")
-I32_DIV_FIX = ("guard the divisor (e.g. select(d.eq(0), 1, d)) or use u32, whose x/0 is "
-               "0xFFFFFFFF and x%0 is 0.")
 
 
 @dataclass
@@ -116,12 +112,9 @@ class Machine:
                         for w in range(start, stop):
                             self._batch(body, w, w + 1, None)
                 start = stop
-        if "division" in self.errors:
-            raise ExecutionError("division", "signed integer division or remainder by zero, or of "
-                                 "the most negative value by -1.", I32_DIV_FIX)
-        if "loop_limit" in self.errors:
-            raise ExecutionError("loop_limit", "a while loop reached its max_iterations with its "
-                                 "condition still true.", LOOP_LIMIT_FIX)
+        for reason in DISPATCH_ERRORS:   # the first in reporting order, as on every device
+            if reason in self.errors:
+                raise dispatch_error(reason)
 
     def indirect_grid(self, n: N.IndirectDispatch) -> tuple[int, int, int]:
         """The grid an indirect_dispatch reads, when its phase starts."""
