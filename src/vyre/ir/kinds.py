@@ -177,6 +177,8 @@ NODE_KINDS: tuple[Kind, ...] = (
 )
 KINDS: tuple[Kind, ...] = EXPR_KINDS + NODE_KINDS
 KIND: dict[type, Kind] = {k.cls: k for k in KINDS}
+KIND_BY_TAG: dict[tuple[str, int], Kind] = {("expr" if k.is_expr else "node", k.tag): k
+                                           for k in KINDS if k.tag is not None}
 LOOPS: tuple[type, ...] = tuple(k.cls for k in NODE_KINDS if k.loop)
 JUMPS: tuple[type, ...] = tuple(k.cls for k in NODE_KINDS if k.jump)
 # per statement kind: the fields naming a local it writes (declared, bound or assigned)

@@ -1,0 +1,205 @@
+"""The one list of IR kinds (vyre.ir.kinds) against everything keyed by kind: every table
+covers every kind of its family or names it in the table's exemption set; an object that is
+no IR kind raises in every walk instead of being skipped; the hand-written wire encoder
+writes each kind's fields in the order the list gives."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from vyre.cli import show
+from vyre.ir import expr as E
+from vyre.ir import inline, kinds, ops, rewrite, structure, typecheck, weak, wire
+from vyre.ir import node as N
+from vyre.ir.kinds import EXPR_KINDS, KINDS, NODE_KINDS, UnknownKind, check_table
+from vyre.ir.program import BufferDecl, Program
+from vyre.ir.types import AtomicOp, BinOp, Builtin, DataType, MemoryOrdering, SubgroupOp, UnOp
+from vyre.reference import interp
+
+validate = importlib.import_module("vyre.ir.validate")   # vyre.ir.validate is also a function
+
+
+def _defined(module, base) -> set[type]:
+    return {c for _, c in inspect.getmembers(module, inspect.isclass)
+            if issubclass(c, base) and c is not base and c.__module__ == module.__name__}
+
+
+def test_the_list_holds_every_kind_once() -> None:
+    assert {k.cls for k in EXPR_KINDS} == _defined(E, E.Expr)
+    assert {k.cls for k in NODE_KINDS} == _defined(N, N.Node)
+    assert (len(EXPR_KINDS), len(NODE_KINDS)) == (16, 14)
+    for family in (EXPR_KINDS, NODE_KINDS):
+        tags = [k.tag for k in family if k.tag is not None]
+        assert sorted(tags) == list(range(1, len(tags) + 1)), "wire tags are 1..n, each once"
+    assert [k.cls for k in KINDS if not k.built] == [E.WeakLit]
+
+
+# (name, table, family, exemptions): every table keyed by kind, with what it leaves out and why
+TABLES = [
+    ("expr.children", E._KIDS, EXPR_KINDS, frozenset()),
+    ("node.node_exprs", N._EXPRS, NODE_KINDS, frozenset()),
+    ("node.node_bodies", N._BODIES, NODE_KINDS, frozenset()),
+    ("kinds.OP_IDS", kinds.OP_IDS, KINDS, frozenset({E.WeakLit})),          # no op: never built
+    ("kinds.REBUILD", kinds.REBUILD, EXPR_KINDS,                           # leaves: nothing to rebuild
+     frozenset({E.Lit, E.WeakLit, E.Var, E.BufLen, E.Id, E.Spec})),
+    ("kinds.NODE_MAP", kinds.NODE_MAP, NODE_KINDS,                         # no expressions, no bodies
+     frozenset({N.Return, N.Barrier, N.Break, N.Continue, N.IndirectDispatch})),
+    ("structure._SPEC", structure._SPEC, KINDS, frozenset({E.WeakLit})),
+    ("typecheck._INFER", typecheck._INFER, EXPR_KINDS, frozenset()),
+    ("validate._STMT", validate._STMT, NODE_KINDS, frozenset()),
+    ("validate._UNIFORM", validate._UNIFORM, EXPR_KINDS, validate.UNIFORM_BY_OPERANDS),
+    ("weak._PEEK", weak._PEEK, EXPR_KINDS, weak.PEEK_EXEMPT),
+    ("weak._EXPR", weak._EXPR, EXPR_KINDS, weak.EXPR_EXEMPT),
+    ("weak._STMT", weak._STMT, NODE_KINDS, weak.STMT_EXEMPT),
+    ("interp._STMT", interp._STMT, NODE_KINDS, frozenset()),
+    ("interp._EVAL", interp._EVAL, EXPR_KINDS, interp.EVAL_EXEMPT),
+    ("wire._EXPR_ENCODERS", wire._EXPR_ENCODERS, EXPR_KINDS, frozenset({E.WeakLit})),
+    ("wire._NODE_ENCODERS", wire._NODE_ENCODERS, NODE_KINDS, frozenset()),
+]
+
+
+@pytest.mark.parametrize("name, table, family, exempt", TABLES, ids=[t[0] for t in TABLES])
+def test_every_table_covers_every_kind_or_exempts_it(name, table, family, exempt) -> None:
+    assert not set(table) & set(exempt), f"{name}: a kind both in the table and exempt"
+    check_table(table, family, exempt, name)
+
+
+def test_wire_decoders_cover_every_tag() -> None:
+    assert set(wire._EXPR_DECODERS) == {k.tag for k in EXPR_KINDS if k.built}
+    assert set(wire._NODE_DECODERS) == {k.tag for k in NODE_KINDS}
+
+
+# ---- unknown kinds raise ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class Stranger(E.Expr):
+    value: int
+
+
+@dataclass(frozen=True)
+class Wanderer(N.Node):
+    value: int
+
+
+P = Program.wrapped([BufferDecl.output("o", 0, DataType.U32, 1)], 1, [])
+
+
+def _machine() -> interp.Machine:
+    from vyre.ir.launch import resolve
+
+    return interp.Machine(P, resolve(P, [], None), {"o": np.zeros(1, np.uint32)})
+
+
+def test_unknown_expression_kinds_raise_everywhere() -> None:
+    x = Stranger(1)
+    with pytest.raises(typecheck.TypeFault, match="unknown expression kind"):
+        typecheck.infer(x, {}, P)
+    for walk in (show.expr_text, ops.expr_ops, lambda e: rewrite.with_children(e, []),
+                 wire.encode_expr, kinds.kind_of):
+        with pytest.raises(TypeError):
+            walk(x)
+    m = _machine()
+    with pytest.raises(UnknownKind):
+        m.eval(x, None)
+
+
+def test_unknown_statement_kinds_raise_everywhere() -> None:
+    n = Wanderer(1)
+    for walk in (lambda s: show.body_text([s]), ops.node_op, lambda s: rewrite.map_node(s, lambda e: e, tuple),
+                 lambda s: wire._nodes(bytearray(), (s,)), lambda s: inline._Inliner(P).stmt(s),
+                 lambda s: inline._rename((s,), {}, inline._Inliner(P))):
+        with pytest.raises(TypeError):
+            walk(n)
+    v = validate._Validator(P)
+    v.stmt(n, "body[0]", {}, set(), True, 0, True, False)
+    assert [d.code for d in v.out] == ["V003"]
+    assert [d.code for d in validate.validate(Program(P.buffers, P.workgroup_size, (n,)))] == ["V030"]
+    m = _machine()
+    with pytest.raises(UnknownKind):   # the interpreter never skips a statement it does not know
+        m.stmt(n, None)
+
+
+# ---- the wire encoder's field order is the list's ------------------------------------------
+_ENUM_TABLES = {DataType: wire.DTYPES, Builtin: wire.BUILTINS, BinOp: wire.BINOPS, UnOp: wire.UNOPS,
+                AtomicOp: wire.ATOMICS, SubgroupOp: wire.SUBGROUP_OPS, MemoryOrdering: wire.ORDERINGS}
+
+
+def _sample(k: kinds.Kind, counter: list[int]):
+    """An instance of kind ``k`` whose fields of one role all differ (so a swap shows)."""
+    def nxt() -> int:
+        counter[0] += 1
+        return counter[0]
+
+    args = []
+    for f in k.fields:
+        r = f.role
+        if r in (kinds.EXPR, kinds.OPT):
+            args.append(E.Var(f"x{nxt()}"))
+        elif r == kinds.ARGS:
+            args.append((E.Var(f"x{nxt()}"), E.Var(f"x{nxt()}")))
+        elif r == kinds.BODY:
+            args.append((N.Assign(f"v{nxt()}", E.Var(f"x{nxt()}")),))
+        elif r in kinds.NAMES:
+            args.append(f"s{nxt()}")
+        elif r == kinds.ENUM:
+            args.append(list(f.type)[nxt() % len(f.type)])
+        elif r == kinds.LIT_TYPE:
+            args.append(DataType.U32)
+        elif r == kinds.BITS:
+            args.append(nxt())
+        elif r == kinds.INT:
+            args.append(nxt() % 3 if f.name == "axis" else nxt() + 3)
+        else:
+            raise AssertionError(f"role {r} has no sample")
+    return k.cls(*args)
+
+
+class _ListReader(wire._Reader):
+    """Reads a kind's fields in the order `vyre.ir.kinds` gives (`Kind.wire_order`), by role."""
+
+    def expr(self):
+        return self.kind(kinds.KIND_BY_TAG[("expr", self.byte())])
+
+    def nodes(self):
+        return tuple(self.kind(kinds.KIND_BY_TAG[("node", self.byte())]) for _ in range(self.uleb()))
+
+    def kind(self, k: kinds.Kind):
+        by_name = {f.name: f for f in k.fields}
+        values = {}
+        for name in k.wire_order:
+            f = by_name[name]
+            r = f.role
+            if r == kinds.EXPR:
+                values[name] = self.expr()
+            elif r == kinds.OPT:
+                values[name] = self.expr() if self.byte() else None
+            elif r == kinds.ARGS:
+                values[name] = tuple(self.expr() for _ in range(self.uleb()))
+            elif r == kinds.BODY:
+                values[name] = self.nodes()
+            elif r in kinds.NAMES:
+                values[name] = self.string()
+            elif r in (kinds.ENUM, kinds.LIT_TYPE):
+                values[name] = self.code(_ENUM_TABLES[f.type])
+            elif r in (kinds.BITS, kinds.INT):
+                values[name] = self.uleb()
+        return k.cls(*(values[f.name] for f in k.fields))
+
+
+@pytest.mark.parametrize("k", [k for k in KINDS if k.built], ids=lambda k: k.name)
+def test_wire_encoder_writes_fields_in_the_lists_order(k: kinds.Kind) -> None:
+    x = _sample(k, [0])
+    if k.is_expr:
+        data = wire.encode_expr(x)
+    else:
+        out = bytearray()
+        wire._nodes(out, (x,))
+        data = bytes(out)
+    r = _ListReader(data, 0, len(data))
+    got = r.expr() if k.is_expr else r.nodes()[0]
+    assert got == x and r.left() == 0
+    assert data[0 if k.is_expr else 1] == k.tag
