@@ -39,6 +39,7 @@ def test_the_list_holds_every_kind_once() -> None:
     assert [k.cls for k in KINDS if not k.built] == [E.WeakLit]
 
 
+LEAVES = frozenset(k.cls for k in EXPR_KINDS if not k.roles(kinds.EXPR, kinds.OPT, kinds.ARGS))
 # (name, table, family, exemptions): every table keyed by kind, with what it leaves out and why
 TABLES = [
     ("expr.children", E._KIDS, EXPR_KINDS, frozenset()),
@@ -53,8 +54,8 @@ TABLES = [
     ("typecheck._INFER", typecheck._INFER, EXPR_KINDS, frozenset()),
     ("validate._STMT", validate._STMT, NODE_KINDS, frozenset()),
     ("validate._UNIFORM", validate._UNIFORM, EXPR_KINDS, validate.UNIFORM_BY_OPERANDS),
-    ("weak._PEEK", weak._PEEK, EXPR_KINDS, weak.PEEK_EXEMPT),
-    ("weak._EXPR", weak._EXPR, EXPR_KINDS, weak.EXPR_EXEMPT),
+    ("typecheck.PEEK", typecheck.PEEK, EXPR_KINDS, LEAVES),   # leaves hold no weak literal
+    ("typecheck.CONTEXT", typecheck.CONTEXT, EXPR_KINDS, LEAVES - {E.WeakLit}),
     ("weak._STMT", weak._STMT, NODE_KINDS, weak.STMT_EXEMPT),
     ("interp._STMT", interp._STMT, NODE_KINDS, frozenset()),
     ("interp._EVAL", interp._EVAL, EXPR_KINDS, interp.EVAL_EXEMPT),

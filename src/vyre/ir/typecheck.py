@@ -2,7 +2,9 @@
 reference interpreter and the lowering.
 
 `infer(expr, scope, program)` returns the DataType or raises `TypeFault` with a message
-and a fix; the validator turns faults into diagnostics.
+and a fix; the validator turns faults into diagnostics. Each expression kind's typing is in
+three tables here, keyed by kind (tests/ir/test_kind_tables.py checks they are complete):
+`_INFER` (its type), `PEEK` and `CONTEXT` (what it tells weak literals, `vyre.ir.weak`).
 """
 
 from __future__ import annotations
@@ -316,3 +318,125 @@ def _index(t: DataType) -> None:
     if t is not U:
         raise TypeFault("V003", f"buffer index is {t.value}, not u32.",
                         "cast the index with Expr.cast(DataType.U32, ...).")
+
+
+# ---- weak literals (`vyre.ir.weak`): what each kind tells the literals among its operands -----
+# ``r`` is the weak.Resolver: ``r.peek(e, scope)`` the type of ``e`` as far as its non-weak
+# parts decide it, ``r.expr(e, want, scope)`` ``e`` with its weak literals typed for ``want``.
+_PREDICATES = frozenset({UnOp.IS_NAN, UnOp.IS_INF, UnOp.IS_FINITE, UnOp.LOGICAL_NOT})
+
+
+def _peek_bin(r: Any, e: E.Bin, scope: dict[str, DataType]) -> DataType | None:
+    if e.op in COMPARISONS or e.op in LOGICAL:
+        return B
+    if e.op in SHIFTS:
+        return r.peek(e.left, scope)
+    return r.peek(e.left, scope) or r.peek(e.right, scope)
+
+
+def _peek_un(r: Any, e: E.Un, scope: dict[str, DataType]) -> DataType | None:
+    return B if e.op in _PREDICATES else r.peek(e.operand, scope)
+
+
+def _peek_select(r: Any, e: E.Select, scope: dict[str, DataType]) -> DataType | None:
+    return r.peek(e.if_true, scope) or r.peek(e.if_false, scope)
+
+
+def _peek_fma(r: Any, e: E.Fma, scope: dict[str, DataType]) -> DataType | None:
+    return r.peek(e.a, scope) or r.peek(e.b, scope) or r.peek(e.c, scope)
+
+
+def _peek_convert(r: Any, e: E.Cast | E.Bitcast, scope: dict[str, DataType]) -> DataType | None:
+    return e.dtype
+
+
+def _peek_memory(r: Any, e: E.Load | E.Atomic, scope: dict[str, DataType]) -> DataType | None:
+    decl = r.p.buffer(e.buffer)
+    return None if decl is None else decl.dtype.value_type
+
+
+def _peek_call(r: Any, e: E.Call, scope: dict[str, DataType]) -> DataType | None:
+    fn = r.p.function(e.function)
+    return None if fn is None else function_type(fn, r.p)
+
+
+def _peek_subgroup(r: Any, e: E.Subgroup, scope: dict[str, DataType]) -> DataType | None:
+    return r.peek(e.value, scope) if e.value is not None else U
+
+
+def _c_weak(r: Any, e: E.WeakLit, want: DataType | None, scope: dict[str, DataType]) -> E.Expr:
+    return r.literal(e.value, want)
+
+
+def _c_bin(r: Any, e: E.Bin, want: DataType | None, scope: dict[str, DataType]) -> E.Expr:
+    x = r.expr
+    if e.op in SHIFTS:
+        left = x(e.left, want or r.peek(e.right, scope), scope)
+        return E.Bin(e.op, left, x(e.right, r.peek(left, scope), scope))
+    if e.op in LOGICAL:
+        return E.Bin(e.op, x(e.left, B, scope), x(e.right, B, scope))
+    t = r.peek(e.left, scope) or r.peek(e.right, scope)
+    if t is None and e.op not in COMPARISONS:
+        t = want
+    return E.Bin(e.op, x(e.left, t, scope), x(e.right, t, scope))
+
+
+def _c_un(r: Any, e: E.Un, want: DataType | None, scope: dict[str, DataType]) -> E.Expr:
+    t = r.peek(e.operand, scope)
+    if t is None and e.op not in _PREDICATES:
+        t = want
+    return E.Un(e.op, r.expr(e.operand, B if e.op is UnOp.LOGICAL_NOT else t, scope))
+
+
+def _c_select(r: Any, e: E.Select, want: DataType | None, scope: dict[str, DataType]) -> E.Expr:
+    x = r.expr
+    t = r.peek(e.if_true, scope) or r.peek(e.if_false, scope) or want
+    return E.Select(x(e.cond, B, scope), x(e.if_true, t, scope), x(e.if_false, t, scope))
+
+
+def _c_fma(r: Any, e: E.Fma, want: DataType | None, scope: dict[str, DataType]) -> E.Expr:
+    x = r.expr
+    t = r.peek(e, scope) or want
+    return E.Fma(x(e.a, t, scope), x(e.b, t, scope), x(e.c, t, scope))
+
+
+def _c_convert(r: Any, e: E.Cast | E.Bitcast, want: DataType | None, scope: dict[str, DataType]) -> E.Expr:
+    return type(e)(e.dtype, r.expr(e.value, None, scope))
+
+
+def _c_load(r: Any, e: E.Load, want: DataType | None, scope: dict[str, DataType]) -> E.Expr:
+    return E.Load(e.buffer, r.expr(e.index, U, scope))
+
+
+def _c_atomic(r: Any, e: E.Atomic, want: DataType | None, scope: dict[str, DataType]) -> E.Expr:
+    x = r.expr
+    decl = r.p.buffer(e.buffer)
+    t = None if decl is None else decl.dtype
+    return E.Atomic(e.op, e.buffer, x(e.index, U, scope), x(e.value, t, scope),
+                    None if e.expected is None else x(e.expected, t, scope))
+
+
+def _c_subgroup(r: Any, e: E.Subgroup, want: DataType | None, scope: dict[str, DataType]) -> E.Expr:
+    x = r.expr
+    return E.Subgroup(e.op, None if e.value is None else x(e.value, want, scope),
+                      None if e.lane is None else x(e.lane, U, scope))
+
+
+def _c_call(r: Any, e: E.Call, want: DataType | None, scope: dict[str, DataType]) -> E.Expr:
+    fn = r.p.function(e.function)
+    params = [t for _, t in fn.params] if fn is not None and len(fn.params) == len(e.args) \
+        else [None] * len(e.args)
+    return E.Call(e.function, tuple(r.expr(a, t, scope) for a, t in zip(e.args, params)))
+
+
+# the type a kind's own parts give it; leaves (`LEAVES`) hold no weak literal and are
+# typed by `infer`
+PEEK: dict[type, Callable[..., DataType | None]] = {
+    E.Bin: _peek_bin, E.Un: _peek_un, E.Select: _peek_select, E.Fma: _peek_fma, E.Cast: _peek_convert,
+    E.Bitcast: _peek_convert, E.Load: _peek_memory, E.Atomic: _peek_memory, E.Call: _peek_call,
+    E.Subgroup: _peek_subgroup}
+# the type a kind asks of its operands (a weak literal: the literal it becomes)
+CONTEXT: dict[type, Callable[..., E.Expr]] = {
+    E.WeakLit: _c_weak, E.Bin: _c_bin, E.Un: _c_un, E.Select: _c_select, E.Fma: _c_fma,
+    E.Cast: _c_convert, E.Bitcast: _c_convert, E.Load: _c_load, E.Atomic: _c_atomic,
+    E.Subgroup: _c_subgroup, E.Call: _c_call}

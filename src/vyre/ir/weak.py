@@ -21,11 +21,10 @@ from . import expr as E
 from . import node as N
 from .errors import VyreError
 from .kinds import NODE_MAP, kind_of
-from .typecheck import TypeFault, function_type, infer
-from .types import COMPARISONS, LOGICAL, SHIFTS, DataType, UnOp
+from .typecheck import CONTEXT, PEEK, TypeFault, infer
+from .types import DataType
 
 B, U = DataType.BOOL, DataType.U32
-_PREDICATES = frozenset({UnOp.IS_NAN, UnOp.IS_INF, UnOp.IS_FINITE, UnOp.LOGICAL_NOT})
 
 
 def literal_for(value: int | float, t: DataType | None) -> E.Lit:
@@ -46,6 +45,12 @@ def literal_for(value: int | float, t: DataType | None) -> E.Lit:
 
 
 class Resolver:
+    """Resolves weak literals through a program: each kind's rules (the type its own parts
+    give it, `PEEK`; the type it asks of its operands, `CONTEXT`) are typing rules of that kind,
+    in `vyre.ir.typecheck`; the statements' are below."""
+
+    literal = staticmethod(literal_for)
+
     def __init__(self, program: Any) -> None:
         self.p = program
 
@@ -58,103 +63,18 @@ class Resolver:
                 return infer(e, scope, self.p)
             except (TypeFault, RecursionError):
                 return None
-        rule = _PEEK.get(type(e))
+        rule = PEEK.get(type(e))
         return None if rule is None else rule(self, e, scope)
-
-    def _peek_bin(self, e: E.Bin, scope: dict[str, DataType]) -> DataType | None:
-        if e.op in COMPARISONS or e.op in LOGICAL:
-            return B
-        if e.op in SHIFTS:
-            return self.peek(e.left, scope)
-        return self.peek(e.left, scope) or self.peek(e.right, scope)
-
-    def _peek_un(self, e: E.Un, scope: dict[str, DataType]) -> DataType | None:
-        return B if e.op in _PREDICATES else self.peek(e.operand, scope)
-
-    def _peek_select(self, e: E.Select, scope: dict[str, DataType]) -> DataType | None:
-        return self.peek(e.if_true, scope) or self.peek(e.if_false, scope)
-
-    def _peek_fma(self, e: E.Fma, scope: dict[str, DataType]) -> DataType | None:
-        return self.peek(e.a, scope) or self.peek(e.b, scope) or self.peek(e.c, scope)
-
-    def _peek_convert(self, e: E.Cast | E.Bitcast, scope: dict[str, DataType]) -> DataType | None:
-        return e.dtype
-
-    def _peek_memory(self, e: E.Load | E.Atomic, scope: dict[str, DataType]) -> DataType | None:
-        decl = self.p.buffer(e.buffer)
-        return None if decl is None else decl.dtype.value_type
-
-    def _peek_call(self, e: E.Call, scope: dict[str, DataType]) -> DataType | None:
-        fn = self.p.function(e.function)
-        return None if fn is None else function_type(fn, self.p)
-
-    def _peek_subgroup(self, e: E.Subgroup, scope: dict[str, DataType]) -> DataType | None:
-        return self.peek(e.value, scope) if e.value is not None else U
 
     # ---- expressions -----------------------------------------------------------------
     def expr(self, e: E.Expr, want: DataType | None, scope: dict[str, DataType]) -> E.Expr:
         if not getattr(e, "_w", False):
             return e
-        rule = _EXPR.get(type(e))
+        rule = CONTEXT.get(type(e))
         if rule is None:
-            kind_of(e)      # a kind that cannot hold a weak literal is kept; others raise
+            kind_of(e)      # a leaf holds no weak literal: kept (anything else raises)
             return e
         return rule(self, e, want, scope)
-
-    def _weak(self, e: E.WeakLit, want: DataType | None, scope: dict[str, DataType]) -> E.Expr:
-        return literal_for(e.value, want)
-
-    def _bin(self, e: E.Bin, want: DataType | None, scope: dict[str, DataType]) -> E.Expr:
-        x = self.expr
-        if e.op in SHIFTS:
-            left = x(e.left, want or self.peek(e.right, scope), scope)
-            return E.Bin(e.op, left, x(e.right, self.peek(left, scope), scope))
-        if e.op in LOGICAL:
-            return E.Bin(e.op, x(e.left, B, scope), x(e.right, B, scope))
-        t = self.peek(e.left, scope) or self.peek(e.right, scope)
-        if t is None and e.op not in COMPARISONS:
-            t = want
-        return E.Bin(e.op, x(e.left, t, scope), x(e.right, t, scope))
-
-    def _un(self, e: E.Un, want: DataType | None, scope: dict[str, DataType]) -> E.Expr:
-        t = self.peek(e.operand, scope)
-        if t is None and e.op not in _PREDICATES:
-            t = want
-        return E.Un(e.op, self.expr(e.operand, B if e.op is UnOp.LOGICAL_NOT else t, scope))
-
-    def _select(self, e: E.Select, want: DataType | None, scope: dict[str, DataType]) -> E.Expr:
-        x = self.expr
-        t = self.peek(e.if_true, scope) or self.peek(e.if_false, scope) or want
-        return E.Select(x(e.cond, B, scope), x(e.if_true, t, scope), x(e.if_false, t, scope))
-
-    def _fma(self, e: E.Fma, want: DataType | None, scope: dict[str, DataType]) -> E.Expr:
-        x = self.expr
-        t = self.peek(e, scope) or want
-        return E.Fma(x(e.a, t, scope), x(e.b, t, scope), x(e.c, t, scope))
-
-    def _convert(self, e: E.Cast | E.Bitcast, want: DataType | None, scope: dict[str, DataType]) -> E.Expr:
-        return type(e)(e.dtype, self.expr(e.value, None, scope))
-
-    def _load(self, e: E.Load, want: DataType | None, scope: dict[str, DataType]) -> E.Expr:
-        return E.Load(e.buffer, self.expr(e.index, U, scope))
-
-    def _atomic(self, e: E.Atomic, want: DataType | None, scope: dict[str, DataType]) -> E.Expr:
-        x = self.expr
-        decl = self.p.buffer(e.buffer)
-        t = None if decl is None else decl.dtype
-        return E.Atomic(e.op, e.buffer, x(e.index, U, scope), x(e.value, t, scope),
-                        None if e.expected is None else x(e.expected, t, scope))
-
-    def _subgroup(self, e: E.Subgroup, want: DataType | None, scope: dict[str, DataType]) -> E.Expr:
-        x = self.expr
-        return E.Subgroup(e.op, None if e.value is None else x(e.value, want, scope),
-                          None if e.lane is None else x(e.lane, U, scope))
-
-    def _call(self, e: E.Call, want: DataType | None, scope: dict[str, DataType]) -> E.Expr:
-        fn = self.p.function(e.function)
-        params = [t for _, t in fn.params] if fn is not None and len(fn.params) == len(e.args) \
-            else [None] * len(e.args)
-        return E.Call(e.function, tuple(self.expr(a, t, scope) for a, t in zip(e.args, params)))
 
     # ---- statements ------------------------------------------------------------------
     def body(self, nodes: Any, scope: dict[str, DataType]) -> Any:
@@ -210,16 +130,6 @@ class Resolver:
 
 
 R = Resolver
-# the type each kind's own parts give it (kinds not here: None, only weak literals decide)
-_PEEK = {E.Bin: R._peek_bin, E.Un: R._peek_un, E.Select: R._peek_select, E.Fma: R._peek_fma,
-         E.Cast: R._peek_convert, E.Bitcast: R._peek_convert, E.Load: R._peek_memory,
-         E.Atomic: R._peek_memory, E.Call: R._peek_call, E.Subgroup: R._peek_subgroup}
-PEEK_EXEMPT = frozenset({E.WeakLit, E.Lit, E.Spec, E.Var, E.BufLen, E.Id})
-# the context each kind gives its operands (leaves hold no weak literal)
-_EXPR = {E.WeakLit: R._weak, E.Bin: R._bin, E.Un: R._un, E.Select: R._select, E.Fma: R._fma,
-         E.Cast: R._convert, E.Bitcast: R._convert, E.Load: R._load, E.Atomic: R._atomic,
-         E.Subgroup: R._subgroup, E.Call: R._call}
-EXPR_EXEMPT = frozenset({E.Lit, E.Spec, E.Var, E.BufLen, E.Id})
 # statements whose expressions have a context (the rest: none; Let: `Resolver.stmt`)
 _STMT = {N.Assign: R._assign, N.Store: R._store, N.If: R._if, N.Loop: R._loop, N.While: R._while}
 STMT_EXEMPT = frozenset({N.Let, N.Block, N.Region, N.Eval, N.Return, N.Barrier, N.Break, N.Continue,
