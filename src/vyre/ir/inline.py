@@ -13,11 +13,21 @@ The reference interpreter executes calls directly; the conformance suite checks 
 
 from __future__ import annotations
 
-import dataclasses
-
 from . import expr as E
 from . import node as N
-from .kinds import ARGS, BINDS, BODY, DECLARES, EXPR, EXPR_KINDS, LOCAL, NODE_MAP, OPT, kind_of
+from .kinds import (
+    ARGS,
+    BINDS,
+    BODY,
+    DECLARES,
+    EXPR,
+    EXPR_KINDS,
+    LOCAL,
+    NODE_KINDS,
+    NODE_MAP,
+    OPT,
+    kind_of,
+)
 from .program import Function, Program
 from .types import BinOp, UnOp
 
@@ -114,7 +124,12 @@ class _Inliner:
             kind_of(n)            # no expressions, no bodies: kept (anything else raises)
             return [n]
         # its expressions evaluated in order (calls hoisted before it), then its bodies
-        pre, xs = self.seq(list(N.node_exprs(n)))
+        exprs = N.node_exprs(n)
+        if len(exprs) == 1:
+            pre, x = self.expr(exprs[0])
+            xs = [x]
+        else:
+            pre, xs = self.seq(list(exprs))
         it = iter(xs)
         return pre + [mapper(n, lambda e: next(it), lambda b: tuple(self.body(b)))]
 
@@ -138,10 +153,16 @@ def _rename_expr(e: E.Expr, names: dict[str, str]) -> E.Expr:
     from .rewrite import map_expr
 
     def rename(x: E.Expr) -> E.Expr:
-        fields = _READS_LOCAL.get(type(x))
-        if fields and any(getattr(x, f) in names for f in fields):
-            return dataclasses.replace(x, **{f: names.get(getattr(x, f), getattr(x, f)) for f in fields})
-        return x
+        plan = _READS_LOCAL.get(type(x))
+        if plan is None:
+            return x
+        if len(plan) == 1:    # a variable
+            new = names.get(getattr(x, plan[0][0]))
+            return x if new is None else type(x)(new)
+        vals = [getattr(x, f) for f, _ in plan]
+        if not any(v in names for v, (_, local) in zip(vals, plan) if local):
+            return x
+        return type(x)(*(names.get(v, v) if local else v for v, (_, local) in zip(vals, plan)))
 
     return map_expr(e, rename)
 
@@ -153,29 +174,34 @@ def _rename(body, names: dict[str, str], inl: _Inliner) -> tuple[tuple[N.Node, .
     names = dict(names)
     out: list[N.Node] = []
     for n in body:
-        kind = kind_of(n)
+        plan = _PLAN.get(type(n))
+        if plan is None:
+            kind_of(n)      # raises: not an IR kind
+        if not plan:        # no fields: nothing to rename
+            out.append(n)
+            continue
         inner = names
         args = []
-        declared = None
-        for f in kind.fields:
-            v = getattr(n, f.name)
-            if f.role in (EXPR, OPT, ARGS):
-                v = _rename_role(v, f.role, names)
-            elif f.role == LOCAL:
+        declared = -1
+        for i, (name, role) in enumerate(plan):
+            v = getattr(n, name)
+            if role in _EXPR_ROLES:
+                v = _rename_role(v, role, names)
+            elif role == LOCAL:
                 v = names.get(v, v)
-            elif f.role == BINDS:          # visible in the statement's bodies only
+            elif role == BINDS:            # visible in the statement's bodies only
                 inner = dict(names)
                 inner[v] = v = inl.fresh(v)
-            elif f.role == DECLARES:       # visible after the statement
-                declared = f.name
+            elif role == DECLARES:         # visible after the statement
+                declared = i
             args.append(v)
-        for i, f in enumerate(kind.fields):
-            if f.role == BODY:
+        for i, (_, role) in enumerate(plan):
+            if role == BODY:
                 args[i] = _rename(args[i], inner, inl)[0]
-            elif f.name == declared:
+            elif i == declared:
                 names[args[i]] = args[i] = inl.fresh(args[i])
         # an inlined copy keeps no labels: a region becomes a block
-        out.append(N.Block(args[-1]) if kind.cls is N.Region else kind.cls(*args))
+        out.append(N.Block(args[-1]) if type(n) is N.Region else type(n)(*args))
     return tuple(out), names
 
 
@@ -187,7 +213,10 @@ def _rename_role(v, role: str, names: dict[str, str]):
     return tuple(_rename_expr(a, names) for a in v)
 
 
-_READS_LOCAL = {k.cls: k.roles(LOCAL) for k in EXPR_KINDS if k.roles(LOCAL)}
+# expression kinds that read a local: (field, whether it names the local) for each field
+_READS_LOCAL = {k.cls: tuple((f.name, f.role == LOCAL) for f in k.fields) for k in EXPR_KINDS if k.roles(LOCAL)}
+_PLAN = {k.cls: tuple((f.name, f.role) for f in k.fields) for k in NODE_KINDS}
+_EXPR_ROLES = frozenset({EXPR, OPT, ARGS})
 
 
 def inline(program: Program) -> Program:

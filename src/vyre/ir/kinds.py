@@ -246,6 +246,15 @@ def kind_op_ids() -> frozenset[str]:
 
 
 # ---------------------------------------------------------------- derived: structure
+def _compile(name: str, args: str, body: str, cls: type) -> Callable:
+    """A function ``name(args)`` returning ``body`` (an expression over the kind's class
+    ``C``), made from the list's field names as dataclasses makes ``__init__``: the walks
+    every pass makes stay as fast as hand-written code."""
+    scope: dict[str, Any] = {}
+    exec(f"def {name}({args}):\n    return {body}\n", {"C": cls}, scope)
+    return scope[name]
+
+
 def _children_getter(k: Kind) -> Callable[[Any], tuple]:
     parts = [(f.name, f.role) for f in k.fields if f.role in (EXPR, OPT, ARGS)]
     roles = {r for _, r in parts}
@@ -253,28 +262,10 @@ def _children_getter(k: Kind) -> Callable[[Any], tuple]:
     if not parts:
         return lambda e: ()
     if roles == {EXPR}:
-        if len(names) == 1:
-            g = attrgetter(names[0])
-            return lambda e, _g=g: (_g(e),)
-        return attrgetter(*names)
-    if roles == {ARGS} and len(parts) == 1:
-        g = attrgetter(names[0])
-        return lambda e, _g=g: a if isinstance(a := _g(e), tuple) else ()
-
-    def kids(e: Any, _parts=tuple(parts)) -> tuple:
-        out: list = []
-        for name, role in _parts:
-            v = getattr(e, name)
-            if role == EXPR:
-                out.append(v)
-            elif role == OPT:
-                if v is not None:
-                    out.append(v)
-            elif isinstance(v, tuple):
-                out.extend(v)
-        return tuple(out)
-
-    return kids
+        return _compile(f"children_{k.name}", "e", f"({', '.join(f'e.{n}' for n in names)},)", k.cls)
+    terms = [f"(e.{n},)" if r == EXPR else f"(() if e.{n} is None else (e.{n},))" if r == OPT else
+             f"(e.{n} if isinstance(e.{n}, tuple) else ())" for n, r in parts]
+    return _compile(f"children_{k.name}", "e", " + ".join(terms), k.cls)
 
 
 def _bodies_getter(k: Kind) -> Callable[[Any], tuple]:
@@ -282,59 +273,39 @@ def _bodies_getter(k: Kind) -> Callable[[Any], tuple]:
     names = k.roles(BODY)
     if not names:
         return lambda n: ()
-    if len(names) == 1:
-        return lambda n, _a=names[0], _g=attrgetter(names[0]): ((_a, _g(n)),)
-    return lambda n, _names=names, _g=attrgetter(*names): tuple(zip(_names, _g(n)))
+    return _compile(f"bodies_{k.name}", "n", f"({''.join(f'({a!r}, n.{a}), ' for a in names)})", k.cls)
 
 
 def _rebuilder(k: Kind) -> Callable[[Any, Any], Any]:
     """``rebuild(x, kids)``: ``x`` with its sub-expressions (children order) replaced."""
-    plan = tuple((f.name, f.role) for f in k.fields)
-    cls = k.cls
-    if all(r == EXPR for _, r in plan):       # Select, Fma: positional
-        return lambda x, kids, _c=cls: _c(*kids)
-
-    def rebuild(x: Any, kids: Any, _plan=plan, _c=cls) -> Any:
-        it = iter(kids)
-        args = []
-        for name, role in _plan:
-            if role == EXPR:
-                args.append(next(it))
-            elif role == OPT:
-                args.append(None if getattr(x, name) is None else next(it))
-            elif role == ARGS:
-                args.append(tuple(it))
-            else:
-                args.append(getattr(x, name))
-        return _c(*args)
-
-    return rebuild
+    parts, i = [], 0
+    for f in k.fields:
+        if f.role == EXPR:
+            parts.append(f"kids[{i}]")
+            i += 1
+        elif f.role == OPT:   # present ones take the next child, in field order
+            parts.append(f"(None if x.{f.name} is None else kids[{i} + _n])")
+            parts[-1] = parts[-1].replace("_n", " + ".join(
+                [f"(x.{g.name} is not None)" for g in k.fields[:k.fields.index(f)] if g.role == OPT] or ["0"]))
+        elif f.role == ARGS:  # the rest
+            parts.append(f"tuple(kids[{i}:])")
+        else:
+            parts.append(f"x.{f.name}")
+    return _compile(f"rebuild_{k.name}", "x, kids", f"C({', '.join(parts)})", k.cls)
 
 
 def _node_mapper(k: Kind) -> Callable[[Any, Callable, Callable], Any] | None:
     """``map(n, fn, body)``: ``n`` with ``fn`` applied to its expressions and ``body`` to
     its bodies (None: a kind with neither, which maps to itself)."""
-    plan = tuple((f.name, f.role) for f in k.fields)
-    if not any(r in (EXPR, OPT, ARGS, BODY) for _, r in plan):
+    if not k.roles(EXPR, OPT, ARGS, BODY):
         return None
-    cls = k.cls
-
-    def mapped(n: Any, fn: Callable, body: Callable, _plan=plan, _c=cls) -> Any:
-        args = []
-        for name, role in _plan:
-            v = getattr(n, name)
-            if role == EXPR:
-                v = fn(v)
-            elif role == BODY:
-                v = body(v)
-            elif role == OPT and v is not None:
-                v = fn(v)
-            elif role == ARGS:
-                v = tuple(fn(a) for a in v)
-            args.append(v)
-        return _c(*args)
-
-    return mapped
+    parts = []
+    for f in k.fields:
+        v = f"n.{f.name}"
+        parts.append(f"fn({v})" if f.role == EXPR else f"body({v})" if f.role == BODY else
+                     f"(None if {v} is None else fn({v}))" if f.role == OPT else
+                     f"tuple(fn(a) for a in {v})" if f.role == ARGS else v)
+    return _compile(f"map_{k.name}", "n, fn, body", f"C({', '.join(parts)})", k.cls)
 
 
 CHILDREN: dict[type, Callable[[Any], tuple]] = {k.cls: _children_getter(k) for k in EXPR_KINDS}
