@@ -84,8 +84,9 @@ class Machine:
                 phases[-1].append(n)
         if self.inv == 0:
             return
-        wg_words = -(-sum(b.count * b.dtype.size for b in self.p.workgroup_buffers) // 4)
-        local_bytes = sum(b.count * b.dtype.size for b in self.p.local_buffers)
+        facts = self.p.facts
+        wg_words = -(-facts.workgroup_bytes // 4)
+        local_bytes = facts.local_bytes
         per_batch = max(1, min(MAX_BATCH_LANES // self.inv, MAX_BATCH_WG_WORDS // max(1, wg_words),
                                MAX_BATCH_LOCAL_BYTES // max(1, local_bytes * self.inv)))
         for phase in phases:
