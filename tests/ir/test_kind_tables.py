@@ -204,3 +204,59 @@ def test_wire_encoder_writes_fields_in_the_lists_order(k: kinds.Kind) -> None:
     got = r.expr() if k.is_expr else r.nodes()[0]
     assert got == x and r.left() == 0
     assert data[0 if k.is_expr else 1] == k.tag
+
+
+# ---- operators: every one the typing accepts, the reference evaluates -----------------------
+_SAMPLES = {DataType.U32: np.array([0, 1, 7, 0xFFFFFFFF], np.uint32),
+            DataType.I32: np.array([0, 1, -7, -(2**31)], np.int32),
+            DataType.F32: np.array([0.0, 1.5, -2.25, np.inf], np.float32),
+            DataType.BOOL: np.array([False, True, True, False])}
+
+
+@pytest.mark.parametrize("op", list(UnOp), ids=lambda o: o.value)
+def test_every_unary_op_typed_somewhere_is_evaluated_there(op: UnOp) -> None:
+    from vyre.reference import semantics as S
+
+    typed = [t for t in _SAMPLES if _types(lambda: typecheck.un_result(op, t))]
+    assert typed, f"{op} is accepted for no type"
+    for t in typed:
+        assert S.unop(op, t, _SAMPLES[t]).shape == (4,)
+
+
+@pytest.mark.parametrize("op", list(BinOp), ids=lambda o: o.value)
+def test_every_binary_op_typed_somewhere_is_evaluated_there(op: BinOp) -> None:
+    from vyre.reference import semantics as S
+
+    typed = [t for t in _SAMPLES if _types(lambda: typecheck.bin_result(op, t, t))]
+    assert typed, f"{op} is accepted for no type"
+    for t in typed:
+        r, _ = S.binop(op, t, _SAMPLES[t], _SAMPLES[t][::-1].copy())
+        assert r.shape == (4,)
+
+
+def _types(check) -> bool:
+    try:
+        check()
+        return True
+    except typecheck.TypeFault:
+        return False
+
+
+def test_no_kind_ladders_left_in_the_ir_the_reference_or_show() -> None:
+    """scripts/count-ladders finds no function naming six or more kinds of one family here:
+    per-kind logic in these packages is tables over vyre.ir.kinds (ProgramFacts' one walk,
+    vyre.ir.facts, is the lead's: issue 20)."""
+    from importlib.machinery import SourceFileLoader
+    from importlib.util import module_from_spec, spec_from_loader
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    loader = SourceFileLoader("count_ladders", str(root / "scripts" / "count-ladders"))
+    script = module_from_spec(spec_from_loader("count_ladders", loader))
+    loader.exec_module(script)
+    src = root / "src"
+    found = [r for r in script.ladders(src, 6)
+             if any(p in r[0] for p in ("/vyre/ir/", "/vyre/reference/", "/vyre/cli/"))
+             and not r[0].endswith("/vyre/ir/facts.py")]
+    assert found == []
+    assert len(script.ladders(src, 6)) <= 15
