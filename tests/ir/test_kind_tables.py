@@ -32,7 +32,6 @@ def _defined(module, base) -> set[type]:
 def test_the_list_holds_every_kind_once() -> None:
     assert {k.cls for k in EXPR_KINDS} == _defined(E, E.Expr)
     assert {k.cls for k in NODE_KINDS} == _defined(N, N.Node)
-    assert (len(EXPR_KINDS), len(NODE_KINDS)) == (16, 14)
     for family in (EXPR_KINDS, NODE_KINDS):
         tags = [k.tag for k in family if k.tag is not None]
         assert sorted(tags) == list(range(1, len(tags) + 1)), "wire tags are 1..n, each once"

@@ -26,6 +26,7 @@ from .kinds import (
     NODE_KINDS,
     NODE_MAP,
     OPT,
+    Role,
     kind_of,
 )
 from .program import Function, Program
@@ -185,7 +186,7 @@ def _rename(body, names: dict[str, str], inl: _Inliner) -> tuple[tuple[N.Node, .
         declared = -1
         for i, (name, role) in enumerate(plan):
             v = getattr(n, name)
-            if role in _EXPR_ROLES:
+            if role is EXPR or role is OPT or role is ARGS:
                 v = _rename_role(v, role, names)
             elif role == LOCAL:
                 v = names.get(v, v)
@@ -205,7 +206,7 @@ def _rename(body, names: dict[str, str], inl: _Inliner) -> tuple[tuple[N.Node, .
     return tuple(out), names
 
 
-def _rename_role(v, role: str, names: dict[str, str]):
+def _rename_role(v, role: Role, names: dict[str, str]):
     if role == EXPR:
         return _rename_expr(v, names)
     if role == OPT:
@@ -216,7 +217,6 @@ def _rename_role(v, role: str, names: dict[str, str]):
 # expression kinds that read a local: (field, whether it names the local) for each field
 _READS_LOCAL = {k.cls: tuple((f.name, f.role == LOCAL) for f in k.fields) for k in EXPR_KINDS if k.roles(LOCAL)}
 _PLAN = {k.cls: tuple((f.name, f.role) for f in k.fields) for k in NODE_KINDS}
-_EXPR_ROLES = frozenset({EXPR, OPT, ARGS})
 
 
 def inline(program: Program) -> Program:

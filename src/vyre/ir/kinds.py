@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, fields
+from enum import Enum
 from operator import attrgetter
 from typing import Any
 
@@ -46,10 +47,32 @@ from . import expr as E
 from . import node as N
 from .types import AtomicOp, BinOp, Builtin, DataType, MemoryOrdering, SubgroupOp, UnOp
 
-EXPR, OPT, ARGS, BODY = "expr", "expr?", "args", "body"
-DECLARES, BINDS, LOCAL = "declares", "binds", "local"
-BUFFER, FUNCTION, LABEL, SPEC_NAME = "buffer", "function", "label", "spec"
-ENUM, LIT_TYPE, BITS, INT, NUMBER = "enum", "lit_type", "bits", "int", "number"
+
+class Role(Enum):
+    """What a field of a kind holds (the table in the module docstring)."""
+
+    EXPR = "expr"
+    OPT = "expr?"
+    ARGS = "args"
+    BODY = "body"
+    DECLARES = "declares"
+    BINDS = "binds"
+    LOCAL = "local"
+    BUFFER = "buffer"
+    FUNCTION = "function"
+    LABEL = "label"
+    SPEC_NAME = "spec"
+    ENUM = "enum"
+    LIT_TYPE = "lit_type"
+    BITS = "bits"
+    INT = "int"
+    NUMBER = "number"
+
+
+EXPR, OPT, ARGS, BODY = Role.EXPR, Role.OPT, Role.ARGS, Role.BODY
+DECLARES, BINDS, LOCAL = Role.DECLARES, Role.BINDS, Role.LOCAL
+BUFFER, FUNCTION, LABEL, SPEC_NAME = Role.BUFFER, Role.FUNCTION, Role.LABEL, Role.SPEC_NAME
+ENUM, LIT_TYPE, BITS, INT, NUMBER = Role.ENUM, Role.LIT_TYPE, Role.BITS, Role.INT, Role.NUMBER
 NAMES = frozenset({DECLARES, BINDS, LOCAL, BUFFER, FUNCTION, LABEL, SPEC_NAME})
 
 
@@ -60,7 +83,7 @@ class Field:
     body (None: none; a labelled empty body is not shown)."""
 
     name: str
-    role: str
+    role: Role
     type: Any = None
     label: str | None = None
 
@@ -91,7 +114,7 @@ class Kind:
     def is_expr(self) -> bool:
         return issubclass(self.cls, E.Expr)
 
-    def roles(self, *roles: str) -> tuple[str, ...]:
+    def roles(self, *roles: Role) -> tuple[str, ...]:
         """Names of the fields with one of ``roles``, in field order."""
         return tuple(f.name for f in self.fields if f.role in roles)
 
@@ -100,7 +123,7 @@ class Kind:
         return self.wire if self.wire is not None else tuple(f.name for f in self.fields)
 
 
-def _f(name: str, role: str, type_: Any = None, label: str | None = None) -> Field:
+def _f(name: str, role: Role, type_: Any = None, label: str | None = None) -> Field:
     if type_ is None:
         type_ = str if role in NAMES else int if role == INT else None
     return Field(name, role, type_, label)

@@ -20,7 +20,7 @@ from .limits import MAX_STMT_NESTING as MAX_DEPTH
 from .program import Program
 from .structure import structural_faults
 from .typecheck import TypeFault, call_check, infer
-from .types import VALUE_TYPES, Builtin, DataType, MemoryOrdering
+from .types import VALUE_TYPES, Builtin, DataType, MemoryOrdering, SubgroupOp
 
 MAX_LOCAL_ELEMENTS = 4096   # per local array: private memory is per invocation
 
@@ -563,7 +563,7 @@ _STMT: dict[type, Callable[[_Validator, Any, _At], None]] = {
 _UNIFORM: dict[type, Callable[[_Validator, Any, set[str]], bool]] = {
     E.Id: lambda v, e, nu: e.kind is Builtin.WGID,
     E.Atomic: lambda v, e, nu: False,
-    E.Subgroup: lambda v, e, nu: e.op.value == "size",
+    E.Subgroup: lambda v, e, nu: e.op is SubgroupOp.SIZE,
     E.Call: lambda v, e, nu: False,
     E.Var: lambda v, e, nu: e.name not in nu,
     E.Load: lambda v, e, nu: (d := v.p.buffer(e.buffer)) is not None and not d.writable,
