@@ -36,6 +36,10 @@ def test_the_list_holds_every_kind_once() -> None:
         tags = [k.tag for k in family if k.tag is not None]
         assert sorted(tags) == list(range(1, len(tags) + 1)), "wire tags are 1..n, each once"
     assert [k.cls for k in KINDS if not k.built] == [E.WeakLit]
+    # memory reads, effects, other invocations and calls: what inlining must keep in order
+    assert {k.cls for k in EXPR_KINDS if not k.pure} == {E.Load, E.Atomic, E.Subgroup, E.Call}
+    assert {k.cls for k in NODE_KINDS if k.loop} == {N.Loop, N.While}
+    assert {k.cls for k in NODE_KINDS if k.jump} == {N.Break, N.Continue}
 
 
 LEAVES = frozenset(k.cls for k in EXPR_KINDS if not k.roles(kinds.EXPR, kinds.OPT, kinds.ARGS))

@@ -33,7 +33,8 @@ from .program import Function, Program
 from .types import BinOp, UnOp
 
 PREFIX = "__vy"
-_STABLE = (E.Lit, E.Spec, E.Var, E.Id, E.BufLen, E.Bin, E.Un, E.Select, E.Cast, E.Bitcast, E.Fma)
+# kinds whose value a call cannot change (the pure ones of `vyre.ir.kinds`)
+_STABLE = tuple(k.cls for k in EXPR_KINDS if k.pure and k.built)
 
 
 def _has_call(e: E.Expr) -> bool:

@@ -94,7 +94,7 @@ class Kind:
     ENUM field's value. ``wire``: its fields in wire order (None: dataclass order).
     ``show(x, text)``: its text (a statement's header line), ``text`` rendering
     sub-expressions. ``built``: whether a built Program may hold it (weak literals are
-    resolved when the Program is built). ``loop``, ``jump``: see the fields."""
+    resolved when the Program is built). ``pure``, ``loop``, ``jump``: see the fields."""
 
     cls: type
     fields: tuple[Field, ...]
@@ -103,6 +103,7 @@ class Kind:
     show: Callable[[Any, Callable[[E.Expr], str]], str]
     wire: tuple[str, ...] | None = None
     built: bool = True
+    pure: bool = True       # reads no memory, has no effect, talks to no other invocation
     loop: bool = False      # its bodies are a loop: the target of break/continue
     jump: bool = False      # leaves or restarts the innermost loop (break, continue)
 
@@ -148,7 +149,7 @@ EXPR_KINDS: tuple[Kind, ...] = (
     Kind(E.Lit, (_f("dtype", LIT_TYPE, DataType), _f("bits", BITS)), ("vyre.expr.literal",), 1, _lit_text),
     Kind(E.Var, (_f("name", LOCAL),), ("vyre.expr.var",), 2, lambda e, t: e.name),
     Kind(E.Load, (_f("buffer", BUFFER), _f("index", EXPR)), ("vyre.expr.load",), 3,
-         lambda e, t: f"{e.buffer}[{t(e.index)}]"),
+         lambda e, t: f"{e.buffer}[{t(e.index)}]", pure=False),
     Kind(E.BufLen, (_f("buffer", BUFFER),), ("vyre.expr.buf_len",), 4, lambda e, t: f"len({e.buffer})"),
     Kind(E.Id, (_f("kind", ENUM, Builtin), _f("axis", INT)), ("vyre.expr.{kind}",), 5,
          lambda e, t: f"{e.kind.value}.{'xyz'[e.axis]}"),
@@ -165,13 +166,14 @@ EXPR_KINDS: tuple[Kind, ...] = (
     Kind(E.Fma, (_f("a", EXPR), _f("b", EXPR), _f("c", EXPR)), ("vyre.expr.fma",), 11,
          lambda e, t: f"fma({t(e.a)}, {t(e.b)}, {t(e.c)})"),
     Kind(E.Atomic, (_f("op", ENUM, AtomicOp), _f("buffer", BUFFER), _f("index", EXPR), _f("value", EXPR),
-                    _f("expected", OPT)), ("vyre.expr.atomic", "vyre.atomic.{op}"), 12, _atomic_text),
+                    _f("expected", OPT)), ("vyre.expr.atomic", "vyre.atomic.{op}"), 12, _atomic_text,
+         pure=False),
     Kind(E.Spec, (_f("name", SPEC_NAME), _f("dtype", LIT_TYPE, DataType), _f("bits", BITS)),
          ("vyre.expr.spec",), 13, lambda e, t: f"spec {e.name}: {e.dtype.value}"),
     Kind(E.Subgroup, (_f("op", ENUM, SubgroupOp), _f("value", OPT), _f("lane", OPT)),
-         ("vyre.subgroup.{op}",), 14, _subgroup_text),
+         ("vyre.subgroup.{op}",), 14, _subgroup_text, pure=False),
     Kind(E.Call, (_f("function", FUNCTION), _f("args", ARGS)), ("vyre.expr.call",), 15,
-         lambda e, t: f"{e.function}({', '.join(t(a) for a in e.args)})"),
+         lambda e, t: f"{e.function}({', '.join(t(a) for a in e.args)})", pure=False),
     Kind(E.WeakLit, (_f("value", NUMBER),), (), None, lambda e, t: f"{e.value!r}", built=False),
 )
 NODE_KINDS: tuple[Kind, ...] = (
