@@ -70,6 +70,12 @@ DISPATCH_ERRORS: dict[str, tuple[int, str, str]] = {
     "loop_limit": (2, "a while loop reached its max_iterations with its condition still true.",
                    "raise the while loop's max_iterations, or make its condition fail sooner "
                    "(every invocation must leave the loop within the cap)."),
+    # set only by generated code on devices that end loops on their own (vyre.lower.wgsl)
+    "device_loops": (4, "the device stopped a loop before the program left it: this driver ends every "
+                     "invocation's loops after a fixed number of trips in all (Mesa's llvmpipe/lavapipe: "
+                     "65,535), so the results would be short.",
+                     "run this program on the opencl, cuda or reference backend, or make each "
+                     "invocation do fewer loop trips (spread the work over more invocations)."),
 }
 CTL_ERRORS: dict[str, int] = {reason: bit for reason, (bit, _, _) in DISPATCH_ERRORS.items()}
 
