@@ -263,3 +263,22 @@ def test_no_kind_ladders_left_in_the_ir_the_reference_or_show() -> None:
              and not r[0].endswith("/vyre/ir/facts.py")]
     assert found == []
     assert len(script.ladders(src, 6)) <= 15
+
+
+@pytest.mark.parametrize("k", [k for k in KINDS if k.built], ids=lambda k: k.name)
+def test_every_kind_has_readable_text(k: kinds.Kind) -> None:
+    """`vyre inspect` prints each kind in its display form, never as a dataclass repr."""
+    x = _sample(k, [0])
+    lines = [show.expr_text(x)] if k.is_expr else show.body_text([x])
+    text = "\n".join(lines)
+    assert lines and f"{k.name}(" not in text and "=<" not in text, text
+    for name in k.roles(kinds.EXPR, kinds.OPT, kinds.ARGS, *kinds.NAMES):
+        v = getattr(x, name)
+        for part in (v if isinstance(v, tuple) else (v,)):
+            assert (part if isinstance(part, str) else show.expr_text(part)) in text, (name, text)
+
+
+def test_subgroup_text() -> None:
+    e = E.Expr.subgroup_shuffle(E.Expr.load("a", E.Expr.gid_x()), E.Expr.u32(3))
+    assert show.expr_text(e) == "subgroup_shuffle(a[gid.x], 3u32)"
+    assert show.expr_text(E.Expr.subgroup_size()) == "subgroup_size()"
