@@ -124,7 +124,7 @@ class Other(BackendError):
 # Bits of a dispatch's control-block error word (word 0), in the order they are reported when
 # several are set: every kernel sets them with an atomic OR, the reference records them, and
 # the engine raises the first set one, so every backend reports the same error.
-CTL_ERRORS = {"division": 1, "loop_limit": 2}
+CTL_ERRORS = {"division": 1, "loop_limit": 2, "device_loops": 4}
 _CTL_MESSAGES = {
     "division": ("signed integer division or remainder by zero (or of the most negative value by -1) "
                  "in the dispatch.", "guard the divisor (e.g. select(d.eq(0), 1, d)) or use an "
@@ -132,6 +132,12 @@ _CTL_MESSAGES = {
     "loop_limit": ("a while loop reached its max_iterations with its condition still true.",
                    "raise the while loop's max_iterations, or make its condition fail sooner "
                    "(every invocation must leave the loop within the cap)."),
+    # set only by generated code on devices that end loops on their own (vyre.lower.wgsl)
+    "device_loops": ("the device stopped a loop before the program left it: this driver ends every "
+                     "invocation's loops after a fixed number of trips in all (Mesa's llvmpipe/lavapipe: "
+                     "65,535), so the results would be short.",
+                     "run this program on the opencl, cuda or reference backend, or make each "
+                     "invocation do fewer loop trips (spread the work over more invocations)."),
 }
 
 
