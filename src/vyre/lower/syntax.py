@@ -30,7 +30,8 @@ BOOL_SYM = {BinOp.EQ: "==", BinOp.NE: "!=", BinOp.AND: "&&", BinOp.OR: "||"}
 
 
 class Syntax:
-    """A target's spelling. Subclasses fill every method; the walk calls nothing else."""
+    """A target's spelling. Records override every hook the walk calls (a test checks it);
+    ``p`` is the `Printer`, for spellings that need temporaries (``p.fresh``) or the plan."""
 
     name: str
     types: dict[DataType, str]   # value types
@@ -43,107 +44,43 @@ class Syntax:
     # (`ERR_DEVICE_LOOPS`) instead of giving short results
     checked_loops: bool = False
 
-    # ---- declarations and statements ------------------------------------------------------
-    def var(self, name: str, type_: str, init: str | None) -> str:
-        """A mutable local (``init`` None: zero)."""
-        raise NotImplementedError
+    # declarations and statements
+    def var(self, name: str, type_: str, init: str | None) -> str: raise NotImplementedError  # init None: zero
+    def temp(self, name: str, type_: str, value: str) -> str: raise NotImplementedError  # immutable
+    def inline(self, head: str, *stmts: str) -> str: raise NotImplementedError  # `if (..)` + statements, one line
+    def error(self, bit: int) -> str: raise NotImplementedError  # atomic OR into the error word
+    def while_open(self, p: Printer, decls: list[str]) -> None: raise NotImplementedError  # counter, loop head
+    def while_close(self, p: Printer) -> None: raise NotImplementedError
 
-    def temp(self, name: str, type_: str, value: str) -> str:
-        """An immutable temporary."""
-        raise NotImplementedError
+    # values; `load` gives a temporary holding the stored element (0 out of range)
+    def lit(self, t: DataType, bits: int) -> str: raise NotImplementedError
+    def builtin(self, kind: Builtin, axis: int) -> str: raise NotImplementedError
+    def count(self, p: Printer, buffer: str) -> str: raise NotImplementedError  # a bound buffer's length
+    def load(self, p: Printer, buffer: str, i: str, in_bounds: bool) -> str: raise NotImplementedError
+    def from_word(self, p: Printer, word: str, t: DataType) -> str: raise NotImplementedError
+    def to_word(self, v: str, t: DataType, stored: DataType | None = None) -> str: raise NotImplementedError
+    def store(self, p: Printer, buffer: str, i: str, word: str) -> str: raise NotImplementedError
+    def select(self, c: str, a: str, b: str) -> str: raise NotImplementedError
+    def bitcast(self, v: str, t: DataType, d: DataType) -> str: raise NotImplementedError
 
-    def inline(self, head: str, *stmts: str) -> str:
-        """``head`` (an ``if (...)`` or ``for (...)``) governing statements, on one line."""
-        raise NotImplementedError
-
-    def error(self, bit: int) -> str:
-        """Set a control-block error bit (an atomic OR)."""
-        raise NotImplementedError
-
-    def while_open(self, p: Printer, decls: list[str]) -> None:
-        """Declare a while loop's trip counter (``decls``) and open the loop."""
-        raise NotImplementedError
-
-    def while_close(self, p: Printer) -> None:
-        raise NotImplementedError
-
-    # ---- values -----------------------------------------------------------------------------
-    def lit(self, t: DataType, bits: int) -> str:
-        raise NotImplementedError
-
-    def builtin(self, kind: Builtin, axis: int) -> str:
-        raise NotImplementedError
-
-    def count(self, p: Printer, buffer: str) -> str:
-        """The element count of a bound buffer."""
-        raise NotImplementedError
-
-    def load(self, p: Printer, buffer: str, i: str, in_bounds: bool) -> str:
-        """A temporary holding element ``i`` of ``buffer`` as stored (0 when out of range)."""
-        raise NotImplementedError
-
-    def from_word(self, p: Printer, word: str, t: DataType) -> str:
-        raise NotImplementedError
-
-    def to_word(self, v: str, t: DataType, stored: DataType | None = None) -> str:
-        raise NotImplementedError
-
-    def store(self, p: Printer, buffer: str, i: str, word: str) -> str:
-        raise NotImplementedError
-
-    def select(self, c: str, a: str, b: str) -> str:
-        raise NotImplementedError
-
-    def bitcast(self, v: str, t: DataType, d: DataType) -> str:
-        raise NotImplementedError
-
-    # ---- operations: the one place each op's spelling is chosen ----------------------------
-    def int_bin(self, op: BinOp, t: DataType, rt: DataType, a: str, b: str) -> str:
-        raise NotImplementedError
-
-    def int_un(self, op: UnOp, t: DataType, a: str) -> str:
-        raise NotImplementedError
-
-    def f32_cmp(self, op: BinOp, a: str, b: str) -> str:
-        raise NotImplementedError
-
-    def f32_bin(self, op: BinOp, a: str, b: str) -> str:
-        raise NotImplementedError
-
-    def f32_un(self, op: UnOp, a: str) -> str:
-        raise NotImplementedError
-
+    # operations: the one place each op's spelling is chosen
+    def int_bin(self, op: BinOp, t: DataType, rt: DataType, a: str, b: str) -> str: raise NotImplementedError
+    def int_un(self, op: UnOp, t: DataType, a: str) -> str: raise NotImplementedError
+    def f32_cmp(self, op: BinOp, a: str, b: str) -> str: raise NotImplementedError
+    def f32_bin(self, op: BinOp, a: str, b: str) -> str: raise NotImplementedError
+    def f32_un(self, op: UnOp, a: str) -> str: raise NotImplementedError
     def cast(self, p: Printer, v: str, t: DataType, f: Flags, d: DataType) -> tuple[str, DataType, Flags]:
         raise NotImplementedError
-
-    def fma(self, a: str, b: str, c: str) -> str:
-        raise NotImplementedError
-
-    def widen(self, p: Printer, v: str, t: DataType) -> tuple[str, DataType, Flags]:
-        """A 16-bit float's exact f32 value."""
-        raise NotImplementedError
-
-    def narrow(self, p: Printer, v: str, t: DataType) -> str:
-        """An f32 rounded once to the 16-bit float ``t``."""
-        raise NotImplementedError
-
+    def fma(self, a: str, b: str, c: str) -> str: raise NotImplementedError
+    def widen(self, p: Printer, v: str, t: DataType) -> tuple[str, DataType, Flags]: raise NotImplementedError
+    def narrow(self, p: Printer, v: str, t: DataType) -> str: raise NotImplementedError  # f32 to f16/bf16
     def atomic(self, p: Printer, e: E.Atomic, i: str, v: str, t: DataType, x: str | None) -> str:
         raise NotImplementedError
-
     def subgroup(self, op: Any, ctype: str, value: str | None, lane: str | None, lin: str) -> str:
         raise NotImplementedError
 
-    # ---- kernels ------------------------------------------------------------------------------
-    def prologue(self, p: Printer, index: int) -> None:
-        """What a kernel does before its body: memory it declares and zeroes."""
-        raise NotImplementedError
-
-    def vector_body(self, p: Printer, body: tuple) -> None:
-        raise NotImplementedError
-
-    def kernel_head(self, p: Printer, index: int) -> str:
-        raise NotImplementedError
-
-    def module(self, p: Printer, kernels: list[str]) -> str:
-        """The complete source: preludes and declarations around the kernels."""
-        raise NotImplementedError
+    # kernels: what runs before the body, the vector form, the signature, the whole source
+    def prologue(self, p: Printer, index: int) -> None: raise NotImplementedError
+    def vector_body(self, p: Printer, body: tuple) -> None: raise NotImplementedError
+    def kernel_head(self, p: Printer, index: int) -> str: raise NotImplementedError
+    def module(self, p: Printer, kernels: list[str]) -> str: raise NotImplementedError
