@@ -101,6 +101,10 @@ class CudaDevice(Device):
                         plan.vector, Kernel.indirect_of(plan))
         return kernel, kernel.meta(plan.entries), cubin
 
+    def precompile(self, programs: list[Program]) -> int:
+        sources = [generate(p)[1] for p in programs]
+        return self.rt.cubins.precompile(sources, self.rt.facts.arch)
+
     def load(self, meta: dict, artifact: bytes) -> Kernel:
         module = self.rt.load(artifact)
         return Kernel.from_meta(tuple(module.get_kernel(n) for n in meta["entries"]), meta)
