@@ -59,7 +59,7 @@ class Printer:
         self.flushed = numeric_only_buffers(self.program)   # f32 workgroup memory flushed at store
         self.vars = var_flags(self.program, self.hw, self.flushed)   # what each f32 local may hold
         self.ranges = Ranges(self.program)
-        self.atomic_buffers = {e.buffer for e in N.walk_exprs(self.program.body) if isinstance(e, E.Atomic)}
+        self.atomic_buffers = self.program.facts.atomic_buffers
         # the elementwise vector form: each lane's body sees its own gid.x and the words of
         # the vector-loaded and vector-stored buffers (`Syntax.vector_body`)
         self.gid_x: str | None = None

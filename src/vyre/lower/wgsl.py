@@ -520,7 +520,6 @@ def generate(program: Program) -> tuple[KernelPlan, str]:
     for what is found only while printing). A program with loops reports through the control
     block: the device may stop a loop (`ERR_DEVICE_LOOPS`)."""
     plan = lower(program, vector=False)
-    if not plan.needs_error_flag and any(isinstance(n, N.Loop | N.While)
-                                         for n in N.walk_nodes(plan.program.body)):
+    if any(plan.phase_loops) and not plan.needs_error_flag:
         plan = replace(plan, needs_error_flag=True)
     return plan, emit_wgsl(plan)
