@@ -374,18 +374,33 @@ class Printer:
         done = self.checked_open()
         if done is None:
             self.open(f"for ({head}; {name} < {hi}; {name}++)")
-        else:   # the condition inside, so that leaving through it is seen
+            self.poll()
+            self.loop_trip(n, guarded, t)
+        else:   # the condition inside, so that leaving through it is seen; innermost loops
+            # run `Syntax.unroll` trips per back edge (a device may limit back edges)
+            k = self.unrolled(n)
             self.open(f"for ({head}; ; {name}++)")
-            self.out(self.s.inline(f"if (!({name} < {hi}))", f"{done} = true;", "break;"))
-        self.poll()
+            for j in range(k):
+                if j:
+                    self.out(f"{name}++;")
+                self.out(self.s.inline(f"if (!({name} < {hi}))", f"{done} = true;", "break;"))
+                if not j:
+                    self.poll()
+                if k > 1:
+                    self.open("")
+                self.loop_trip(n, guarded, t)
+                if k > 1:
+                    self.close()
+        self.close()
+        self.checked_close()
+        self.scope.pop()
+
+    def loop_trip(self, n: N.Loop, guarded: bool, t: DataType) -> None:
         saved = dict(self.ranges.env)
         if t is U32:
             self.ranges.bind(n.var, self.ranges.loop(n.var, n.from_, n.to))
         self.loop_body(n, guarded)
         self.ranges.env = saved
-        self.close()
-        self.checked_close()
-        self.scope.pop()
 
     def while_(self, n: N.While, guarded: bool) -> None:
         count = self.name("vy_w")
@@ -396,23 +411,38 @@ class Printer:
         decls = [self.s.var(w, self.s.types[U32], "0u") for w in (count, count + "h")[:1 + wide]]
         self.s.while_open(self, decls)
         leave = ("break;",) if done is None else (f"{done} = true;", "break;")
-        if self.alive and _contains(n, N.Return) and not _contains(n, N.Barrier):
-            self.out(self.s.inline("if (!vy_alive)", *leave))   # a returned lane leaves, as in the reference
-        c, _, _ = self.expr(n.cond)
-        self.out(self.s.inline(f"if (!{c})", *leave))
-        flag = "" if done is None else f"{done} = true; "
         cap = n.max_iterations
         at_cap = f"{count} == {cap & 0xFFFFFFFF}u" + (f" && {count}h == {cap >> 32}u" if wide else "")
-        self.out(f"if ({at_cap}) {{ {self.s.error(ERR_LOOP_LIMIT)} {flag}break; }}")
-        self.out(f"{count}++;")
-        if wide:
-            self.out(self.s.inline(f"if ({count} == 0u)", f"{count}h++;"))
-        self.poll()
-        saved = dict(self.ranges.env)
-        self.loop_body(n, guarded)
-        self.ranges.env = saved
+        flag = "" if done is None else f"{done} = true; "
+        k = self.unrolled(n) if done is not None else 1
+        for j in range(k):   # every copy is one whole trip: a `continue` starts the next at the top
+            if self.alive and _contains(n, N.Return) and not _contains(n, N.Barrier):
+                self.out(self.s.inline("if (!vy_alive)", *leave))   # a returned lane leaves, as in the reference
+            c, _, _ = self.expr(n.cond)
+            self.out(self.s.inline(f"if (!{c})", *leave))
+            self.out(f"if ({at_cap}) {{ {self.s.error(ERR_LOOP_LIMIT)} {flag}break; }}")
+            self.out(f"{count}++;")
+            if wide:
+                self.out(self.s.inline(f"if ({count} == 0u)", f"{count}h++;"))
+            if not j:
+                self.poll()
+            if k > 1:
+                self.open("")
+            saved = dict(self.ranges.env)
+            self.loop_body(n, guarded)
+            self.ranges.env = saved
+            if k > 1:
+                self.close()
         self.s.while_close(self)
         self.checked_close()
+
+    def unrolled(self, n: N.Loop | N.While) -> int:
+        """Trips per back edge of a checked loop: for an innermost loop `Syntax.unroll`, or up
+        to 32 while the copies stay within about 256 IR nodes."""
+        if any(isinstance(s, N.Loop | N.While) for s in N.walk_nodes(n.body)):
+            return 1
+        size = sum(1 for _ in N.walk_nodes(n.body)) + sum(1 for _ in N.walk_exprs(n.body))
+        return max(self.s.unroll, min(32, 256 // max(size, 1)))
 
     def checked_open(self) -> str | None:
         """With `Syntax.checked_loops`: a flag set on every way the program leaves the loop

@@ -43,6 +43,7 @@ class Syntax:
     # every loop's exit is checked: a device that stops loops on its own is reported
     # (`ERR_DEVICE_LOOPS`) instead of giving short results
     checked_loops: bool = False
+    unroll: int = 1   # with checked_loops: least trips per back edge of an innermost loop
 
     # declarations and statements
     def var(self, name: str, type_: str, init: str | None) -> str: raise NotImplementedError  # init None: zero

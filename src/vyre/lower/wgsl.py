@@ -304,6 +304,7 @@ class WgslSyntax(Syntax):
     barrier = ("storageBarrier();", "workgroupBarrier();")
     cancel_poll = ("vy_trips++;", "if ((vy_trips & 1023u) == 0u && atomicLoad(&vy_ctl[1]) != 0u) { return; }")
     checked_loops = True
+    unroll = 4   # lavapipe: at least 4 x 65,534 trips of an innermost loop
 
     # ---- declarations and statements ------------------------------------------------------
     def var(self, name: str, type_: str, init: str | None) -> str:
