@@ -141,6 +141,14 @@ class Device(abc.ABC):
         (`Kernel.meta`, the target binary); (kernel, None, None) when nothing can be kept."""
         return self.build(program), None, None
 
+    def launcher(self, kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int],
+                 packed: Any) -> Any:
+        """A no-argument callable that enqueues exactly what `launch` (untimed, every phase)
+        would, with everything bound in advance, for a bound dispatch's hot path; valid until
+        the backend's epoch changes (a recovery may replace the queue). None (the default):
+        the hot path calls `launch`."""
+        return None
+
     def precompile(self, programs: list[Program]) -> int:
         """Build the target binaries of many validated, specialized programs at once (in
         parallel where the target can) into the device's own disk cache, so that their first
@@ -225,6 +233,12 @@ class Device(abc.ABC):
 
     def elapsed_ns(self, token: Any) -> int | None:
         """Device time of a completed timed launch, or None where the device cannot time."""
+        return None
+
+    def fence_of(self, token: Any) -> Any:
+        """A fence for everything enqueued up to the end of the timed launch ``token`` when
+        nothing was enqueued after it (the timing end marker itself, where it can be waited
+        on), or None (the default): the caller asks for a new `fence`."""
         return None
 
     # ---- completion --------------------------------------------------------------------
