@@ -149,6 +149,9 @@ class ReferenceBackend(EngineBackend):
     def supports_subgroup_ops(self) -> bool:
         return True  # simulated exactly, `SUBGROUP` lanes wide
 
+    def supports_speculation(self) -> bool:
+        return True  # fused prefilter/confirm programs run as written (tests/test_literal_search.py)
+
     def subgroup_size(self) -> int:
         return SUBGROUP
 
