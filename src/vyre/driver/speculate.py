@@ -3,7 +3,7 @@
 Owns the policy and the host side of the seeds' ``supports_speculation`` capability:
 
 * `SpeculationMode` (``DispatchConfig.speculation``): ``AUTO`` (the default: ask the
-  speculator), ``FORCE`` (always the fused program; `UnsupportedFeature` on a backend without
+  speculator, where the backend supports speculation), ``FORCE`` (always the fused program; `UnsupportedFeature` on a backend without
   speculation) and ``DISABLE`` (always the two-stage pair).
 * `SpeculationReport`: the two counters a fused program writes, ``committed_tiles`` (tiles
   whose prefilter passed, so the confirmer's output stands) and ``rolled_back_tiles`` (tiles
@@ -243,7 +243,8 @@ def dispatch_prefilter_confirm(backend: VyreBackend, speculator: AdaptiveSpecula
 
     ``FORCE`` runs the fused program (`UnsupportedFeature`, code 1002, on a backend whose
     ``supports_speculation()`` is False); ``DISABLE`` runs the two-stage pair; ``AUTO`` (the
-    default, also for ``config=None``) asks ``speculator.should_speculate()``.
+    default, also for ``config=None``) asks ``speculator.should_speculate()`` on a backend that
+    supports speculation and takes the two-stage pair on one that does not.
 
     The fused path dispatches ``plan.fused_program`` (``dispatch_borrowed``), reads the report
     from the counter tail of output ``plan.counter_output_index``, strips the tail if the plan
@@ -264,7 +265,7 @@ def dispatch_prefilter_confirm(backend: VyreBackend, speculator: AdaptiveSpecula
     elif mode is SpeculationMode.DISABLE:
         speculate = False
     else:
-        speculate = speculator.should_speculate()
+        speculate = backend.supports_speculation() and speculator.should_speculate()
     if not speculate:
         prefiltered = list(backend.dispatch_borrowed(plan.prefilter_program, inputs, config))
         return SpeculativeDispatchOutcome(list(confirm_two_stage(prefiltered)), None, False)
