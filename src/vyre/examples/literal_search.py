@@ -305,9 +305,12 @@ class Patterns:
 
     @staticmethod
     def of(patterns: Sequence[bytes]) -> Patterns:
-        items = tuple(patterns) if not isinstance(patterns, bytes | str) else None
+        if isinstance(patterns, bytes | bytearray | str):
+            raise InvalidInput("input_count", f"patterns is one {type(patterns).__name__} value, not a "
+                               "list of patterns.", "pass a list: [pattern] for a single pattern.")
+        items = tuple(patterns)
         if not items or len(items) > MAX_PATTERNS:
-            raise InvalidInput("input_count", f"{0 if items is None else len(items)} patterns given; "
+            raise InvalidInput("input_count", f"{len(items)} patterns given; "
                                f"literal search takes 1..{MAX_PATTERNS}.",
                                f"pass a list of 1 to {MAX_PATTERNS} bytes patterns (split larger sets "
                                "into several searches).")
