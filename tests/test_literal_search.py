@@ -202,3 +202,12 @@ def test_the_programs_compile_to_sm90_cubins_with_nvrtc():
         pytest.skip(f"NVRTC unavailable: {err}")
     for program in (L.fused_program(1 << 20), L.prefilter_program(1 << 20), L.confirm_program()):
         assert compiler.compile_cubin(generate(program)[1], "sm_90")[:4] == b"\x7fELF"
+
+
+@pytest.mark.parametrize("ntiles", [0, 1, 31, 32, 33, 1000, 4101])
+@pytest.mark.parametrize("share", [0.0, 0.01, 0.5, 1.0])
+def test_compaction_gives_the_set_bits_in_order(ntiles, share):
+    bits = np.random.default_rng(ntiles).random(ntiles) < share
+    packed = np.packbits(np.concatenate([bits, np.zeros(-ntiles % 32, bool)]), bitorder="little").tobytes()
+    got = L.passing_tiles(packed, ntiles)
+    assert got.dtype == np.uint32 and got.tolist() == np.flatnonzero(bits).tolist()

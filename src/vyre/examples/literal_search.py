@@ -379,6 +379,18 @@ def _haystack(haystack: Any, nbytes: int | None) -> tuple[Any, int]:
     return haystack, nbytes
 
 
+def passing_tiles(bitmask: bytes, ntiles: int) -> np.ndarray:
+    """The compaction between the two stages: indices of the set bits (ascending, u32) of the
+    prefilter's little-endian bitmask. Only the non-zero words are expanded, so the cost
+    follows the number of candidates rather than the haystack's length."""
+    words = np.frombuffer(bitmask, "<u4")
+    nonzero = np.flatnonzero(words).astype(np.uint32)
+    lanes = np.arange(32, dtype=np.uint32)
+    hit = ((words[nonzero][:, None] >> lanes) & 1).astype(bool)
+    tiles = (nonzero[:, None] * np.uint32(32) + lanes)[hit]
+    return tiles[tiles < ntiles]
+
+
 def decode(out: bytes, capacity: int) -> np.ndarray | None:
     """The (position, pattern) records of a tail-less output, in order; None when a workgroup
     found more matches than ``capacity`` slots (dispatch again with more)."""
@@ -436,8 +448,7 @@ class LiteralSearch:
             cap_now = cap
 
             def confirm(prefiltered: list[bytes], cap_now: int = cap_now, ntiles: int = ntiles) -> list[bytes]:
-                bits = np.unpackbits(np.frombuffer(prefiltered[0], np.uint8), bitorder="little")[:ntiles]
-                cand = np.flatnonzero(bits).astype(np.uint32)
+                cand = passing_tiles(prefiltered[0], ntiles)
                 if cand.size == 0:
                     return [b""]
                 return backend.dispatch_borrowed(confirm_program(cap_now), [*inputs, cand],
