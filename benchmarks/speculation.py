@@ -10,7 +10,9 @@ rate, in one run:
   prefilter, host compaction, confirmer), median wall time of a whole `search` call each, both
   checked against a Python `bytes.find` loop;
 * an `AdaptiveSpeculator` left on `AUTO` for 50 dispatches (default 15 % threshold): which path
-  it takes at each dispatch and which one it ends on, next to which path was faster.
+  it takes at each dispatch and which one it ends on, next to which path was faster;
+* then the crossover commit rate read off those timings, and the same 50 AUTO dispatches with
+  a speculator whose threshold puts its switch-off point there (when one <= 100 % does).
 
 On backends that read device arrays (cuda) the haystack stays on the device, as a GPU user
 would keep it; elsewhere it is uploaded by every dispatch, on both paths alike.
@@ -22,6 +24,8 @@ would keep it; elsewhere it is uploaded by every dispatch, on both paths alike.
 from __future__ import annotations
 
 import argparse
+import itertools
+import math
 import statistics
 import time
 from pathlib import Path
@@ -121,6 +125,36 @@ def timed(fn, reps: int) -> tuple[float, object]:
     return statistics.median(samples) * 1e3, out
 
 
+def run_auto(backend, source, nbytes: int, patterns: list[bytes], want: np.ndarray, dispatches: int,
+             speculator: AdaptiveSpeculator, key: str) -> dict:
+    """``dispatches`` searches on AUTO with ``speculator``: the path of each, where it ends."""
+    search = L.LiteralSearch(patterns, speculator=speculator)
+    paths, times = [], []
+    for _ in range(dispatches):
+        t = time.perf_counter()
+        out = search.search(backend, source, nbytes=nbytes)
+        times.append(time.perf_counter() - t)
+        paths.append("fused" if out.used_speculative_path else "two_stage")
+    assert out.matches.tobytes() == want.tobytes()
+    return {f"{key}_threshold_pct": speculator.threshold_ppm // 10_000,
+            f"{key}_paths": "".join("F" if p == "fused" else "T" for p in paths),
+            f"{key}_first_fallback": paths.index("two_stage") + 1 if "two_stage" in paths else None,
+            f"{key}_final_path": paths[-1], f"{key}_total_ms": sum(times) * 1e3,
+            f"{key}_final_ema_ppm": speculator.commit_rate_ppm}
+
+
+def crossover_rate(rows: list[dict]) -> float | None:
+    """The commit rate where the fused path starts to win (linear between measured rates): 0
+    when it wins everywhere, None when it never does."""
+    pts = sorted((r["measured_commit_rate"], r["fused_ms"] - r["two_stage_ms"]) for r in rows)
+    if pts[0][1] < 0:
+        return 0.0
+    for (r0, d0), (r1, d1) in itertools.pairwise(pts):
+        if d0 >= 0 > d1:
+            return r0 + (r1 - r0) * d0 / (d0 - d1)
+    return None
+
+
 def main() -> None:
     a = parse()
     backend = d.acquire(a.backend)
@@ -135,6 +169,7 @@ def main() -> None:
     res: dict = {"backend": backend.id(), "device": str(getattr(backend.device_profile(), "device_name", "")),
                  "haystack_bytes": nbytes, "haystack_on_device": bool(on_device), "patterns": PATTERNS,
                  "tile_positions": L.TILE, "workgroup": L.WG, "reps": a.reps, "rates": []}
+    runs_by_rate: list = []
     for target in TARGETS:
         patterns, predicted = pattern_mix(target, hits, rng)
         want = L.expected_matches(hay, patterns)
@@ -156,25 +191,27 @@ def main() -> None:
         row["committed_tiles"], row["rolled_back_tiles"] = report.committed_tiles, report.rolled_back_tiles
         row["fused_speedup_over_two_stage"] = row["two_stage_ms"] / row["fused_ms"]
         row["faster_path"] = "fused" if row["fused_ms"] < row["two_stage_ms"] else "two_stage"
-        auto = L.LiteralSearch(patterns, speculator=AdaptiveSpeculator())
-        paths, times = [], []
-        for _ in range(a.dispatches):
-            t = time.perf_counter()
-            out = auto.search(backend, source, nbytes=nbytes)
-            times.append(time.perf_counter() - t)
-            paths.append("fused" if out.used_speculative_path else "two_stage")
-        assert out.matches.tobytes() == want.tobytes()
-        row["auto_paths"] = "".join("F" if p == "fused" else "T" for p in paths)
-        row["auto_first_fallback"] = paths.index("two_stage") + 1 if "two_stage" in paths else None
-        row["auto_final_path"] = paths[-1]
-        row["auto_ends_on_faster_path"] = paths[-1] == row["faster_path"]
-        row["auto_total_ms"] = sum(times) * 1e3
-        row["auto_final_ema_ppm"] = auto.speculator.commit_rate_ppm
+        row.update(run_auto(backend, source, nbytes, patterns, want, a.dispatches, AdaptiveSpeculator(), "auto"))
+        row["auto_ends_on_faster_path"] = row["auto_final_path"] == row["faster_path"]
         res["rates"].append(row)
+        runs_by_rate.append((row, patterns, want))
         print(f"commit {row['measured_commit_rate']:7.2%}  fused {row['fused_ms']:9.2f} ms  two-stage "
               f"{row['two_stage_ms']:9.2f} ms  speedup {row['fused_speedup_over_two_stage']:5.2f}x  "
               f"auto ends {row['auto_final_path']:9s} (faster: {row['faster_path']}, first fallback "
               f"{row['auto_first_fallback']})", flush=True)
+    # The seed's 15 % default is "empirical" for one class of device. The measured crossover
+    # gives this device's threshold: an enabled speculator stays on while the EMA is at least
+    # 0.75x the threshold, so threshold = crossover / 0.75 (when that is a percentage at all).
+    crossover = crossover_rate(res["rates"])
+    res["measured_crossover_commit_rate"] = crossover
+    pct = None if crossover is None else max(1, math.ceil(crossover * 100 / 0.75))
+    res["calibrated_threshold_pct"] = pct if pct is not None and pct <= 100 else None
+    if res["calibrated_threshold_pct"] is not None:
+        for row, patterns, want in runs_by_rate:
+            got = run_auto(backend, source, nbytes, patterns, want, a.dispatches,
+                           AdaptiveSpeculator(res["calibrated_threshold_pct"]), "calibrated_auto")
+            row.update(got)
+            row["calibrated_auto_ends_on_faster_path"] = row["calibrated_auto_final_path"] == row["faster_path"]
     high, low = res["rates"][-1], res["rates"][0]
     res["target_high_rate_fused_1_5x"] = high["fused_speedup_over_two_stage"] >= 1.5
     res["target_low_rate_fallback_within_8"] = low["auto_first_fallback"] is not None and low["auto_first_fallback"] <= 8

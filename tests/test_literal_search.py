@@ -211,3 +211,18 @@ def test_compaction_gives_the_set_bits_in_order(ntiles, share):
     packed = np.packbits(np.concatenate([bits, np.zeros(-ntiles % 32, bool)]), bitorder="little").tobytes()
     got = L.passing_tiles(packed, ntiles)
     assert got.dtype == np.uint32 and got.tolist() == np.flatnonzero(bits).tolist()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", MODES)
+def test_cuda_searches_a_haystack_left_on_the_device(cuda, mode):
+    """The benchmark's GPU setting: the packed haystack is a device array, read in place."""
+    from vyre.ir import BufferDecl, DataType, Expr, Node, Program
+
+    gx = Expr.gid_x()
+    copy = Program.wrapped([BufferDecl.read("a", 0, DataType.U32), BufferDecl.output("o", 1, DataType.U32)], 64,
+                           [Node.store("o", gx, Expr.load("a", gx))])
+    on_device = cuda.dispatch_device(copy, [L.pack_bytes(HAY)])[0]
+    got = L.LiteralSearch(PATTERNS).search(cuda, on_device, DispatchConfig(speculation=mode), nbytes=len(HAY))
+    assert got.used_speculative_path is (mode is SpeculationMode.FORCE)
+    assert got.matches.tobytes() == EXPECTED.tobytes()

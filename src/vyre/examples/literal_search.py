@@ -117,14 +117,14 @@ def _positions(base: Expr, body: Any, sfx: str = "") -> list[Node]:
     ``sfx`` keeps the variable names of a second loop apart from the first's."""
     n, p, w = _n(), v("p" + sfx), v("w" + sfx)
     hay = functools.partial(_byte, "hay")
-    return [
+    return [Node.block([   # a scope of its own: nothing in it outlives the loop (or meets a barrier)
         Node.let_bind(w.name, (hay(base) << 8) | (hay(base + 1) << 16) | (hay(base + 2) << 24)),
         Node.loop("q" + sfx, Expr.u32(0), Expr.u32(TILE), [
             Node.let_bind(p.name, base + v("q" + sfx)),
             Node.assign(w.name, (w >> 8) | (hay(p + 3) << 24)),
             Node.if_(v("valid").ne(0).and_(p.lt(n)).and_((n - p).ge(MIN_PATTERN_LEN)), body(p, w)),
         ]),
-    ]
+    ])]
 
 
 def _confirm(p: Expr, w: Expr, on_match: Any, sfx: str = "") -> Node:
@@ -206,7 +206,7 @@ def _search(kind: str, capacity: int, tail_words: int) -> list[Node]:
     base = tile * TILE
 
     def count(p: Expr, w: Expr) -> list[Node]:
-        return [_prefilter_hit(w)] * prefilter + [_confirm(p, w, lambda p, j: [Node.assign("cnt", v("cnt") + 1)])]
+        return [_confirm(p, w, lambda p, j: [Node.assign("cnt", v("cnt") + 1)])]
 
     nwg = (Expr.buf_len("out") - tail_words) // (1 + 2 * capacity)
     slot_at = nwg + (wg * capacity + v("slot")) * 2
@@ -218,6 +218,7 @@ def _search(kind: str, capacity: int, tail_words: int) -> list[Node]:
     body = [
         *head,
         Node.let_bind("cnt", Expr.u32(0)),
+        *(_positions(base, lambda p, w: [_prefilter_hit(w)], "0") if prefilter else []),
         *_positions(base, count),
         # the commit gate: a tile whose prefilter failed keeps nothing (and, the prefilter
         # being necessary, never had anything to keep)
