@@ -21,6 +21,7 @@ from vyre.driver import (
     SpeculationMode,
     acquire,
 )
+from vyre.driver.registry import release
 from vyre.examples import literal_search as L
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -138,9 +139,12 @@ def test_a_shared_speculator_decides_across_searches(reference_backend):
 def dask_backend():
     pytest.importorskip("distributed")
     os.environ.setdefault("VYRE_DASK_WORKERS", "2")
+    # release, not acquire alone: a dask backend another module shut down is still the
+    # registry's instance (it has no public ``closed``), and acquire would hand it back
+    release("dask")
     b = acquire("dask")
     yield b
-    b.shutdown()
+    release("dask")
 
 
 @pytest.mark.parametrize("mode", MODES)
