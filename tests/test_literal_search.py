@@ -102,15 +102,22 @@ def test_every_size_matches_bytes_find(backend):
 
 @pytest.mark.parametrize("backend_id", ["reference", "opencl"])
 @pytest.mark.parametrize("mode", MODES)
-def test_a_full_workgroup_dispatches_again_with_room(backend_id, mode):
-    """Every position matches twice: the first dispatch overflows 4 slots per workgroup, the
-    second has room, and nothing is dropped or reordered."""
+def test_full_workgroups_spill_and_nothing_is_dropped(backend_id, mode):
+    """A run of A's in one workgroup (every position there matches twice) overflows its 4 slots
+    while the other workgroups fit: only the full one is dispatched again, and the records
+    come back complete and in order."""
     b = get_backend(backend_id)
-    hay = b"A" * 2500
-    pats = [b"AAAAAAAA", b"AAAAAAAAAAAA"]
+    hay = HAY[:2048] + b"A" * 2048 + HAY[2048:4100]
+    pats = [b"AAAAAAAA", b"AAAAAAAAAAAA", HAY[100:108], HAY[4000:4009]]
     got = L.LiteralSearch(pats, capacity=4).search(b, hay, DispatchConfig(speculation=mode))
     assert got.dispatches == 2
     assert got.matches.tobytes() == L.expected_matches(hay, pats).tobytes()
+
+
+def test_capacity_is_checked():
+    for bad in (0, -1, 1 << 17, 2.0, True):
+        with pytest.raises(InvalidInput, match="Fix:"):
+            L.LiteralSearch([b"abcd"], capacity=bad)
 
 
 def test_auto_falls_back_on_a_low_commit_rate_and_stays_on_a_high_one(opencl):
@@ -196,7 +203,7 @@ def test_every_python_block_of_the_speculation_doc_runs(i, monkeypatch):
 
 
 def test_the_programs_compile_to_sm90_cubins_with_nvrtc():
-    """CI has no GPU: NVRTC still compiles the three programs the cuda backend would run."""
+    """CI has no GPU: NVRTC still compiles the four programs the cuda backend would run."""
     try:
         from vyre.drivers.cuda import compiler
         from vyre.drivers.cuda.codegen import generate
@@ -204,7 +211,7 @@ def test_the_programs_compile_to_sm90_cubins_with_nvrtc():
         compiler.nvrtc_version()
     except Exception as err:  # BackendUnavailable, or the cuda package missing
         pytest.skip(f"NVRTC unavailable: {err}")
-    for program in (L.fused_program(1 << 20), L.prefilter_program(1 << 20), L.confirm_program()):
+    for program in (L.fused_program(1 << 20), L.prefilter_program(1 << 20), L.confirm_program(), L.spill_program()):
         assert compiler.compile_cubin(generate(program)[1], "sm_90")[:4] == b"\x7fELF"
 
 

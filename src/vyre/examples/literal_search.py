@@ -25,8 +25,9 @@ in workgroup memory and writes its records at the scanned offsets into its own r
 the order of (position, pattern index). Output layout, u32 words: ``counts[nwg]`` (records
 per workgroup), ``records[nwg][capacity][2]`` (position, pattern index), then, in the fused
 program only, the counter tail ``[committed, rolled_back]``. A workgroup with more matches
-than ``capacity`` still reports its exact count; `LiteralSearch.search` then rebuilds with a
-larger capacity and dispatches again, so nothing is ever dropped.
+than ``capacity`` still reports its exact count; `LiteralSearch.search` then dispatches
+`spill_program` on those workgroups' tiles alone, writing their records back to back at
+offsets from the counts, so nothing is ever dropped and the memory follows the matches.
 
 `LiteralSearch.search` routes each call through `vyre.driver.dispatch_prefilter_confirm`, and
 `expected_matches` is the independent answer: a Python ``bytes.find`` loop.
@@ -45,6 +46,7 @@ from vyre.driver import (
     AdaptiveSpeculator,
     DispatchConfig,
     InvalidInput,
+    LimitExceeded,
     SpeculationReport,
     SpeculativeDispatchPlan,
     dispatch_prefilter_confirm,
@@ -168,8 +170,10 @@ def _ntiles() -> Expr:
 def _buffers(kind: str, out_count: int) -> list[BufferDecl]:
     bufs = [BufferDecl.read("hay", 0, U), BufferDecl.read("pat", 1, U),
             BufferDecl.read("meta", 2, U, META_WORDS)]
-    if kind == "confirm":
+    if kind in ("confirm", "spill"):
         bufs.append(BufferDecl.read("cand", 3, U))
+    if kind == "spill":
+        bufs.append(BufferDecl.read("bases", 4, U))
     bufs.append(BufferDecl.output("out", len(bufs), U, out_count))
     bufs.append(BufferDecl.workgroup("s_table", TABLE_WORDS, U))
     if kind != "prefilter":
@@ -188,10 +192,12 @@ def _load_shared(kind: str) -> list[Node]:
 
 
 def _search(kind: str, capacity: int, tail_words: int) -> list[Node]:
-    """The fused (``kind == "fused"``) or the confirm-only body: count, scan, write."""
+    """The fused (``kind == "fused"``) or the confirm-only body (``"confirm"``; ``"spill"``
+    writes at the workgroup's ``bases`` entry instead of into ``capacity`` slots): count, scan,
+    write."""
     lid, wg = Expr.lid_x(), Expr.wgid_x()
     tile = v("tile")
-    if kind == "confirm":
+    if kind != "fused":
         g = Expr.gid_x()
         head = [Node.let_bind("tile", Expr.load("cand", g)),
                 Node.let_bind("valid", Expr.select(g.lt(Expr.buf_len("cand")).and_(tile.lt(_ntiles())),
@@ -208,11 +214,15 @@ def _search(kind: str, capacity: int, tail_words: int) -> list[Node]:
     def count(p: Expr, w: Expr) -> list[Node]:
         return [_confirm(p, w, lambda p, j: [Node.assign("cnt", v("cnt") + 1)])]
 
-    nwg = (Expr.buf_len("out") - tail_words) // (1 + 2 * capacity)
-    slot_at = nwg + (wg * capacity + v("slot")) * 2
+    if kind == "spill":
+        record = Expr.load("bases", wg) + v("slot")
+        room, slot_at = record.lt(Expr.buf_len("out") >> 1), record * 2
+    else:
+        nwg = (Expr.buf_len("out") - tail_words) // (1 + 2 * capacity)
+        room, slot_at = v("slot").lt(capacity), nwg + (wg * capacity + v("slot")) * 2
 
     def write(p: Expr, j: Expr) -> list[Node]:
-        return [Node.if_(v("slot").lt(capacity), [Node.store("out", slot_at, p), Node.store("out", slot_at + 1, j)]),
+        return [Node.if_(room, [Node.store("out", slot_at, p), Node.store("out", slot_at + 1, j)]),
                 Node.assign("slot", v("slot") + 1)]
 
     body = [
@@ -230,8 +240,9 @@ def _search(kind: str, capacity: int, tail_words: int) -> list[Node]:
             Node.let_bind("slot", (Expr.load("s_scan", lid) - v("mine")) & ((1 << _FIELD) - 1)),
             *_positions(base, lambda p, w: [_confirm(p, w, write, "2")], "2"),
         ]),
-        Node.if_(lid.eq(0), [Node.store("out", wg, v("total") & ((1 << _FIELD) - 1))]),
     ]
+    if kind != "spill":
+        body.append(Node.if_(lid.eq(0), [Node.store("out", wg, v("total") & ((1 << _FIELD) - 1))]))
     if kind == "fused":
         ntiles = _ntiles()
         first_tile = wg * WG
@@ -280,6 +291,15 @@ def confirm_program(capacity: int = DEFAULT_CAPACITY) -> Program:
     invocation; ``out`` sized by ``dispatch_elements`` (`confirm_config`)."""
     body = _load_shared("confirm") + _search("confirm", capacity, 0)
     return Program.wrapped(_buffers("confirm", 0), WG, body, _functions())
+
+
+@functools.lru_cache(maxsize=1)
+def spill_program() -> Program:
+    """The confirmer for workgroups that overflowed their slots: invocation k of workgroup w
+    confirms tile ``cand[w*WG + k]`` and the workgroup writes its records, in order, from
+    record ``bases[w]`` on; ``out`` holds exactly the records (``dispatch_elements``)."""
+    body = _load_shared("spill") + _search("spill", 1, 0)
+    return Program.wrapped(_buffers("spill", 0), WG, body, _functions())
 
 
 def search_config(nbytes: int, config: DispatchConfig | None = None) -> DispatchConfig:
@@ -392,26 +412,40 @@ def passing_tiles(bitmask: bytes, ntiles: int) -> np.ndarray:
     return tiles[tiles < ntiles]
 
 
-def decode(out: bytes, capacity: int) -> np.ndarray | None:
-    """The (position, pattern) records of a tail-less output, in order; None when a workgroup
-    found more matches than ``capacity`` slots (dispatch again with more)."""
+def _regions(out: bytes, capacity: int) -> tuple[np.ndarray, np.ndarray]:
+    """The per-workgroup counts and the ``[nwg, capacity, 2]`` record slots of a tail-less
+    output."""
     words = np.frombuffer(out, "<u4")
     nwg = words.size // (1 + 2 * capacity)
     if words.size != nwg * (1 + 2 * capacity):
         raise InvalidInput("input_size", f"a literal-search output of {words.size} words does not "
                            f"fit capacity {capacity}.", "decode with the capacity the program was "
                            "built with.")
-    counts = words[:nwg]
-    if nwg and int(counts.max()) > capacity:
-        return None
-    recs = words[nwg:].reshape(nwg, capacity, 2)
-    return recs[np.arange(capacity) < counts[:, None]].astype(np.uint32).reshape(-1, 2)
+    return words[:nwg], words[nwg:].reshape(nwg, capacity, 2)
+
+
+def decode(out: bytes, capacity: int, spilled: np.ndarray | None = None) -> np.ndarray:
+    """The (position, pattern) records of a tail-less output, in order. The records of the
+    workgroups that found more than ``capacity`` come from ``spilled`` (theirs back to back,
+    in workgroup order: `spill_program`'s output)."""
+    counts, slots = _regions(out, capacity)
+    kept = slots[np.arange(capacity) < np.minimum(counts, capacity)[:, None]]
+    over = counts > capacity
+    if not over.any():
+        return kept.astype(np.uint32).reshape(-1, 2)
+    owner = np.repeat(np.arange(counts.size), counts.astype(np.int64))
+    spilled_rows = over[owner]
+    records = np.empty((owner.size, 2), np.uint32)
+    records[~spilled_rows] = kept[~over[np.repeat(np.arange(counts.size), np.minimum(counts, capacity))]]
+    records[spilled_rows] = np.asarray(spilled, np.uint32).reshape(-1, 2)
+    return records
 
 
 @dataclass(frozen=True)
 class SearchResult:
     """``matches``: (position, pattern index) rows, u32, ordered by position then pattern;
-    ``report``: the fused dispatch's counters (None on the two-stage path)."""
+    ``report``: the fused dispatch's counters (None on the two-stage path); ``dispatches``: 1,
+    or 2 when workgroups that overflowed their slots were dispatched again (`spill_program`)."""
 
     matches: np.ndarray
     report: SpeculationReport | None
@@ -425,14 +459,16 @@ class LiteralSearch:
 
     def __init__(self, patterns: Sequence[bytes], speculator: AdaptiveSpeculator | None = None,
                  capacity: int = DEFAULT_CAPACITY) -> None:
+        if isinstance(capacity, bool) or not isinstance(capacity, int) or not 1 <= capacity <= 1 << 16:
+            raise InvalidInput("input_size", f"capacity={capacity!r} record slots per workgroup.",
+                               f"pass capacity as an int in 1..{1 << 16} (default {DEFAULT_CAPACITY}).")
         self.patterns = Patterns.of(patterns)
         self.speculator = speculator or AdaptiveSpeculator()
         self.capacity = capacity
 
-    def plan(self, nbytes: int, capacity: int | None = None) -> SpeculativeDispatchPlan:
+    def plan(self, nbytes: int) -> SpeculativeDispatchPlan:
         """The fused/prefilter pair for a haystack of ``nbytes`` bytes."""
-        cap = capacity or self.capacity
-        return SpeculativeDispatchPlan(fused_program(nbytes, cap), prefilter_program(nbytes), 0, True)
+        return SpeculativeDispatchPlan(fused_program(nbytes, self.capacity), prefilter_program(nbytes), 0, True)
 
     def search(self, backend: Any, haystack: Any, config: DispatchConfig | None = None,
                nbytes: int | None = None) -> SearchResult:
@@ -442,28 +478,44 @@ class LiteralSearch:
         if nbytes < MIN_PATTERN_LEN:
             return SearchResult(np.zeros((0, 2), np.uint32), None, False, 0)
         inputs = self.patterns.inputs(hay, nbytes)
-        cap, dispatches = self.capacity, 0
-        while True:
-            plan = self.plan(nbytes, cap)
-            ntiles = -(-nbytes // TILE)
-            cap_now = cap
+        cap, ntiles = self.capacity, -(-nbytes // TILE)
+        confirmed: list[np.ndarray] = []
 
-            def confirm(prefiltered: list[bytes], cap_now: int = cap_now, ntiles: int = ntiles) -> list[bytes]:
-                cand = passing_tiles(prefiltered[0], ntiles)
-                if cand.size == 0:
-                    return [b""]
-                return backend.dispatch_borrowed(confirm_program(cap_now), [*inputs, cand],
-                                                 confirm_config(cand.size, cap_now, config))
+        def confirm(prefiltered: list[bytes]) -> list[bytes]:
+            cand = passing_tiles(prefiltered[0], ntiles)
+            confirmed.append(cand)
+            if cand.size == 0:
+                return [b""]
+            return backend.dispatch_borrowed(confirm_program(cap), [*inputs, cand],
+                                             confirm_config(cand.size, cap, config))
 
-            outcome = dispatch_prefilter_confirm(backend, self.speculator, plan, inputs,
-                                                 search_config(nbytes, config), confirm)
-            dispatches += 1
-            matches = decode(outcome.outputs[0], cap)
-            if matches is not None:
-                return SearchResult(matches, outcome.report, outcome.used_speculative_path, dispatches)
-            words = np.frombuffer(outcome.outputs[0], "<u4")
-            most = int(words[: words.size // (1 + 2 * cap)].max())
-            cap = 1 << (most - 1).bit_length()
+        outcome = dispatch_prefilter_confirm(backend, self.speculator, self.plan(nbytes), inputs,
+                                             search_config(nbytes, config), confirm)
+        out = outcome.outputs[0]
+        counts, _ = _regions(out, cap)
+        over = np.flatnonzero(counts > cap)
+        spilled = None
+        if over.size:   # those workgroups again, each with exactly the room it needs
+            if outcome.used_speculative_path:
+                tiles = over[:, None].astype(np.uint32) * WG + np.arange(WG, dtype=np.uint32)
+            else:
+                cand = confirmed[0]
+                padded = np.full(-(-cand.size // WG) * WG, 0xFFFFFFFF, np.uint32)
+                padded[:cand.size] = cand
+                tiles = padded.reshape(-1, WG)[over]
+            sizes = counts[over].astype(np.int64)
+            total = int(sizes.sum())
+            if total >= 1 << 31:
+                raise LimitExceeded("output_bytes", f"the search found {total} matches: more than one "
+                                    "dispatch returns.", "search fewer or longer patterns, or the "
+                                    "haystack in parts.")
+            bases = (np.cumsum(sizes) - sizes).astype(np.uint32)
+            cfg = (config or DispatchConfig()).with_(grid_override=(over.size, 1, 1), dispatch_grid=None,
+                                                     dispatch_elements=2 * total)
+            spilled = np.frombuffer(backend.dispatch_borrowed(
+                spill_program(), [*inputs, tiles.ravel(), bases], cfg)[0], "<u4")
+        return SearchResult(decode(out, cap, spilled), outcome.report, outcome.used_speculative_path,
+                            1 + bool(over.size))
 
 
 def expected_matches(haystack: bytes, patterns: Sequence[bytes]) -> np.ndarray:
