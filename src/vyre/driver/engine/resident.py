@@ -237,6 +237,10 @@ class EngineBatch:
         self.bounds = [Bound(backend, backend._pipeline(it.program, backend._config(it.config)),
                              it.resources, backend._config(it.config)) for it in self.items]
         self.with_ctl = [bd for bd in self.bounds if bd.uses_ctl]
+        # what a replay must re-check: the distinct resources and pipelines behind the items
+        self.used = tuple({id(r): r for bd in self.bounds for r in bd.resources}.values())
+        self.pipes = tuple({id(bd.pipe): bd.pipe for bd in self.bounds}.values())
+        self._clean_epoch = -1     # the backend epoch every item last checked clean in
         self.labels = tuple(bd.config.label for bd in self.bounds)
         timeouts = [bd.config.timeout for bd in self.bounds if bd.config.timeout is not None]
         self.timeout = min(timeouts) if timeouts else None
@@ -273,8 +277,11 @@ class EngineBatch:
         try:
             with b._lock:
                 b._usable()
-                for bd in self.bounds:
-                    bd._check()
+                if self._clean_epoch != b.epoch or b._runaway or any(r.freed for r in self.used) or \
+                        any(p.generation != b.generation for p in self.pipes):
+                    for bd in self.bounds:   # the item-by-item checks, which raise with the reason
+                        bd._check()
+                    self._clean_epoch = b.epoch
                 try:
                     if self.graph is not None:
                         for bd in self.with_ctl:
