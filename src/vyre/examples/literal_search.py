@@ -65,7 +65,8 @@ MIN_PATTERN_LEN = 4           # the prefilter window
 MAX_PATTERN_LEN = 256
 MAX_PATTERNS = 256
 DEFAULT_CAPACITY = 32         # record slots per workgroup before a re-dispatch
-_FIELD = 24                   # scan word: match count in bits 0..23, committed tiles above
+_FIELD = 24                   # scan word: match count in bits 0..23 (a workgroup finds at most
+                              # WG*TILE*MAX_PATTERNS = 2^19), committed tiles (<= WG) above
 
 # ``hay`` and ``pat`` hold bytes packed little-endian into u32 words (every backend binds u32
 # storage; wgpu has no 8-bit storage). ``meta`` (u32 words): the prefilter bitmap, then per
@@ -174,7 +175,7 @@ def _opaque(name: str) -> list[Node]:
 
 def _ntiles() -> Expr:
     n = _n()
-    return (n >> 4) + Expr.select((n & (TILE - 1)).ne(0), Expr.u32(1), Expr.u32(0))
+    return n // TILE + Expr.select((n % TILE).ne(0), Expr.u32(1), Expr.u32(0))
 
 
 def _buffers(kind: str, out_count: int) -> list[BufferDecl]:
