@@ -237,3 +237,25 @@ def test_cuda_searches_a_haystack_left_on_the_device(cuda, mode):
     got = L.LiteralSearch(PATTERNS).search(cuda, on_device, DispatchConfig(speculation=mode), nbytes=len(HAY))
     assert got.used_speculative_path is (mode is SpeculationMode.FORCE)
     assert got.matches.tobytes() == EXPECTED.tobytes()
+
+
+def test_each_program_gives_the_reference_bytes(backend):
+    """Not just the same matches: every output word (counts, slots, counter tail, bitmask,
+    spilled records) is the reference interpreter's (docs/semantics.md)."""
+    from helpers import run_checked
+
+    hay = HAY[:3000] + b"A" * 300
+    pats = L.Patterns.of([*PATTERNS[:6], b"AAAAAAAA"])
+    ins = pats.inputs(L.pack_bytes(hay), len(hay))
+    n = len(hay)
+    fused = run_checked(backend, L.fused_program(n, 4), ins, L.search_config(n))[0]
+    bits = run_checked(backend, L.prefilter_program(n), ins, L.search_config(n))[0]
+    cand = L.passing_tiles(bits, -(-n // L.TILE))
+    run_checked(backend, L.confirm_program(4), [*ins, cand], L.confirm_config(cand.size, 4))
+    counts = np.frombuffer(fused, "<u4")[: L._nwg(n)]
+    over = np.flatnonzero(counts > 4)
+    assert over.size and pats.patterns[-1] == b"AAAAAAAA"
+    tiles = (over[:, None] * L.WG + np.arange(L.WG)).astype(np.uint32).ravel()
+    bases = (np.cumsum(counts[over]) - counts[over]).astype(np.uint32)
+    cfg = DispatchConfig(grid_override=(over.size, 1, 1), dispatch_elements=2 * int(counts[over].sum()))
+    run_checked(backend, L.spill_program(), [*ins, tiles, bases], cfg)
