@@ -255,6 +255,9 @@ class WgpuBackend(EngineBackend):
     def supports_async_compute(self) -> bool:
         return True
 
+    def supports_speculation(self) -> bool:
+        return True  # fused prefilter/confirm programs run as written (tests/test_literal_search.py)
+
     def max_workgroup_size(self) -> tuple[int, int, int]:
         lim = self.dev.limits
         return (lim["max-compute-workgroup-size-x"], lim["max-compute-workgroup-size-y"],
