@@ -12,6 +12,7 @@ CUDA graphs.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import weakref
@@ -102,6 +103,10 @@ class CudaDevice(Device):
         kernel = Kernel(kernels, plan.uses_ctl, plan.fully_written, built_from, source, plan.stoppable,
                         plan.vector, Kernel.indirect_of(plan))
         return kernel, kernel.meta(plan.entries), cubin
+
+    def precompile(self, programs: list[Program]) -> int:
+        sources = [generate(p)[1] for p in programs]
+        return self.rt.cubins.precompile(sources, self.rt.facts.arch)
 
     def load(self, meta: dict, artifact: bytes) -> Kernel:
         self.rt.ensure_current()
@@ -198,6 +203,21 @@ class CudaDevice(Device):
         s.record(end)
         return start, end
 
+    def launcher(self, kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int],
+                 packed: tuple) -> Any:
+        if len(kernel.handle) != 1:
+            return None
+        # on the dispatch stream itself, never a capture in progress (captures are locked);
+        # it may run in any thread, so it makes the context current first
+        launch = functools.partial(cc.launch, self.stream, self._config(grid, block), kernel.handle[0], *packed)
+        current = self.rt.ensure_current
+
+        def run(*args: Any) -> Any:
+            current()
+            return launch(*args)
+
+        return run
+
     def timer(self) -> Any:
         self.rt.ensure_current()
         opts = self.rt.timing
@@ -206,6 +226,9 @@ class CudaDevice(Device):
     def elapsed_ns(self, token: Any) -> int | None:
         self.rt.ensure_current()
         return self.rt.elapsed_ns(*token)
+
+    def fence_of(self, token: Any) -> Any:
+        return token[1] if isinstance(token, tuple) else None   # the end event is a fence
 
     # ---- completion ----------------------------------------------------------------------------
     def fence(self) -> Any:
@@ -331,6 +354,9 @@ class CudaBackend(EngineBackend):
     # ---- capabilities (probed from device attributes) ------------------------------------------
     def supports_async_compute(self) -> bool:
         return True  # dispatch_async returns after enqueue; completion is a CUDA event
+
+    def supports_speculation(self) -> bool:
+        return True  # fused prefilter/confirm programs run as written (tests/test_literal_search.py)
 
     def supports_subgroup_ops(self) -> bool:
         # the lowering emits __reduce_*_sync / __shfl_sync / __ballot_sync (sm_80 and newer)

@@ -38,8 +38,7 @@ from vyre.driver.errors import (
 )
 from vyre.ir.ops import all_op_ids
 from vyre.ir.program import Program
-from vyre.lower.plan import lower
-from vyre.lower.wgsl import WgslRefusal, emit_wgsl, refusals
+from vyre.lower.wgsl import WgslRefusal, generate, refusals
 
 ID = "wgpu"
 # op ids WGSL cannot run with the reference's bytes (see vyre.lower.wgsl)
@@ -169,9 +168,8 @@ class WgpuDevice(Device):
         why = refusals(program)
         if why:
             raise UnsupportedFeature("; ".join(why), ID, "run this program on the cuda, opencl or reference backend.")
-        plan = lower(program, vector=False)
         try:
-            return plan, emit_wgsl(plan)
+            return generate(program)
         except WgslRefusal as exc:
             raise UnsupportedFeature(str(exc), ID, "run this program on the cuda, opencl or reference backend.") from None
 
@@ -436,10 +434,10 @@ class WgpuBackend(EngineBackend):
         return frozenset(op for op in super().supported_ops() if op not in REFUSED_OPS)
 
     def refuse(self, program: Program) -> None:
-        why = refusals(program)
-        if why:
-            raise UnsupportedFeature("; ".join(why), ID, "run this program on the cuda, opencl or reference backend.")
-        n = sum(1 for b in program.buffers if b.is_bound) + 2
+        # what WGSL cannot give the reference's bytes for, including what only printing finds
+        # (f32 division and remainder): routing must refuse exactly what the dispatch refuses
+        self.dev.source(program)
+        n = len(program.facts.bound) + 2
         limit = self.dev.limits.get("max-storage-buffers-per-shader-stage", 8)
         if n > limit:
             raise UnsupportedFeature(f"{n - 2} bound buffers (this adapter binds {limit - 2})", ID,
@@ -454,6 +452,9 @@ class WgpuBackend(EngineBackend):
         with self._lock:
             self.dev.renew()
             super().try_recover()
+
+    def supports_speculation(self) -> bool:
+        return True  # fused prefilter/confirm programs run as written (tests/test_literal_search.py)
 
     def max_workgroup_size(self) -> tuple[int, int, int]:
         lim = self.dev.limits
