@@ -1,0 +1,21 @@
+"""vyre.lib — primitives built from vyre Programs: the same bytes on every backend.
+
+    import numpy as np
+    import vyre.lib
+
+    x = np.random.default_rng(0).standard_normal(100_000).astype(np.float32)
+    total = vyre.lib.sum(x)          # exact, correctly rounded once (S34)
+
+Every primitive takes numpy, CuPy or torch arrays and returns the same kind; ``backend=``
+picks a backend (an id or a backend object; default: the preferred one, as ``@vyre.kernel``
+picks it). Results never depend on the backend, the device or the workgroup size
+(``workgroup_size=`` is there to prove it). Float sums, dots, scatter-adds and scans use the
+exact superaccumulator of `vyre.lib.superacc`. docs/primitives.md has the whole list.
+"""
+
+from __future__ import annotations
+
+from .errors import CODES, LibError
+from .reduce import dot, max, min, sum
+
+__all__ = ["CODES", "LibError", "dot", "max", "min", "sum"]
