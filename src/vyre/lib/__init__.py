@@ -17,5 +17,6 @@ from __future__ import annotations
 
 from .errors import CODES, LibError
 from .reduce import dot, max, min, sum
+from .scatter import gather, index_add
 
-__all__ = ["CODES", "LibError", "dot", "max", "min", "sum"]
+__all__ = ["CODES", "LibError", "dot", "gather", "index_add", "max", "min", "sum"]
