@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from .errors import CODES, LibError
 from .reduce import dot, max, min, sum
+from .scan import cumsum, exclusive_cumsum
 from .scatter import gather, index_add
 
-__all__ = ["CODES", "LibError", "dot", "gather", "index_add", "max", "min", "sum"]
+__all__ = ["CODES", "LibError", "cumsum", "dot", "exclusive_cumsum", "gather", "index_add", "max", "min", "sum"]
