@@ -16,8 +16,9 @@ exact superaccumulator of `vyre.lib.superacc`. docs/primitives.md has the whole 
 from __future__ import annotations
 
 from .errors import CODES, LibError
+from .histogram import bincount, histogram
 from .reduce import dot, max, min, sum
 from .scan import cumsum, exclusive_cumsum
 from .scatter import gather, index_add
 
-__all__ = ["CODES", "LibError", "cumsum", "dot", "exclusive_cumsum", "gather", "index_add", "max", "min", "sum"]
+__all__ = ["CODES", "LibError", "bincount", "cumsum", "dot", "exclusive_cumsum", "gather", "histogram", "index_add", "max", "min", "sum"]

@@ -60,9 +60,22 @@ def tree(shared: str, wg: int, combine: Callable[[Expr, Expr], Expr]) -> list[No
     return out
 
 
+def f16_to_f32_bits(h: Expr) -> Expr:
+    """The f32 bits of the f16 bits ``h`` (a u32), exactly, with integer operations only
+    (so backends without 16-bit types convert too)."""
+    e, f = (h >> 10) & 0x1F, h & 0x3FF
+    sign = (h & 0x8000) << 16
+    p = Expr.u32(31) - f.clz()                      # the leading bit of a subnormal's fraction
+    sub = ((p + 103) << 23) | ((f << (Expr.u32(23) - p)) & 0x7FFFFF)
+    normal = ((e + 112) << 23) | (f << 13)
+    special = Expr.u32(0x7F800000) | (f << 13)
+    return sign | Expr.select(e.eq(Expr.u32(31)), special,
+                              Expr.select(e.eq(Expr.u32(0)), Expr.select(f.eq(Expr.u32(0)), Expr.u32(0), sub), normal))
+
+
 def binop(op: BinOp) -> Callable[[Expr, Expr], Expr]:
     return lambda a, b: Expr.bin(op, a, b)
 
 
-__all__ = ["EXTRA", "GID", "LID", "N", "PER", "T", "WGID", "binop", "element", "grid_stride",
+__all__ = ["EXTRA", "GID", "LID", "N", "PER", "T", "WGID", "binop", "element", "f16_to_f32_bits", "grid_stride",
            "prm", "storage", "tree"]
