@@ -33,7 +33,7 @@ def canonical(bits: int, fmt: str) -> int:
 def round_exact(value: Fraction, fmt: str) -> int:
     """The bits of ``value`` rounded once to nearest even (gradual underflow, overflow to
     infinity), then S9's flush for f32/bf16; a zero is +0."""
-    p, emin, flush, _, nbits = FORMATS[fmt]
+    p, emin, flush, _, _ = FORMATS[fmt]
     if value == 0:
         return 0
     sign = value < 0

@@ -18,8 +18,8 @@ from __future__ import annotations
 from .errors import CODES, LibError
 from .histogram import bincount, histogram
 from .reduce import dot, max, min, sum
-from .sort import argsort, sort
 from .scan import cumsum, exclusive_cumsum
 from .scatter import gather, index_add
+from .sort import argsort, sort
 
 __all__ = ["CODES", "LibError", "argsort", "bincount", "cumsum", "dot", "exclusive_cumsum", "gather", "histogram", "index_add", "max", "min", "sort", "sum"]

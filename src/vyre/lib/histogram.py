@@ -50,7 +50,7 @@ def _decls(private: bool) -> list[BufferDecl]:
     return [BufferDecl.workgroup("local", PRIVATE_BINS, U)] if private else []
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def bincount_program(dtype: DataType, wg: int, private: bool) -> Program:
     """Counts of ``x`` in ``[0, prm[3])``."""
     def take(i: Expr) -> list[Node]:
@@ -67,7 +67,7 @@ def bincount_program(dtype: DataType, wg: int, private: bool) -> Program:
                             *_decls(private)], wg, grid_stride(take) + _flush(private, wg))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def edges_program(dtype: DataType, wg: int, private: bool) -> Program:
     """Counts of ``x`` in the bins between ``edges`` (f32, ``prm[3] + 1`` of them): a binary
     search per element."""

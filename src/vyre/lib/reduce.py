@@ -61,7 +61,7 @@ def _half_bits(key: Expr, dtype: DataType, op: BinOp) -> Expr:
     return Expr.select(key.eq(Expr.u32(_NAN_KEY[op])), Expr.u32(_HALF[dtype][2]), bits)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tree_program(dtype: DataType, op: BinOp, wg: int, first: bool, final: bool) -> Program:
     """One pass of an integer/f32 reduction (or of a 16-bit float min/max on keys): each
     workgroup reduces its grid-stride share of ``x`` into ``out[wgid]``. ``first``: ``x`` is
@@ -90,7 +90,7 @@ def tree_program(dtype: DataType, op: BinOp, wg: int, first: bool, final: bool) 
                             BufferDecl.workgroup("s", wg, acc_t)], wg, body)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def exact_program(source: DataType | str, layout: sa.Layout, fmt: sa.Format, wg: int,
                   final: bool) -> Program:
     """One pass of an exact sum. ``source``: F32/F16/BF16 values (16-bit ones packed),
@@ -231,19 +231,19 @@ def _reduce(x: Any, op: BinOp, name: str, backend: Any, workgroup_size: int | No
     return _two_pass(r, make, [_source(a)], a.n, a, a.dtype, 1)
 
 
-def sum(x: Any, *, backend: Any = None, workgroup_size: int | None = None) -> Any:  # noqa: A001
+def sum(x: Any, *, backend: Any = None, workgroup_size: int | None = None) -> Any:
     """The sum of a 1-D array. Integers wrap in their type (S1); floats (f32, f16, bf16) are
     the exact sum rounded once to the array's type (S34: order-, workgroup- and
     device-independent; NaN if any NaN or both infinities; an exact zero is +0)."""
     return _reduce(x, BinOp.ADD, "sum", backend, workgroup_size)
 
 
-def min(x: Any, *, backend: Any = None, workgroup_size: int | None = None) -> Any:  # noqa: A001
+def min(x: Any, *, backend: Any = None, workgroup_size: int | None = None) -> Any:
     """The smallest element (floats: S10, NaN if any NaN, -0 below +0)."""
     return _reduce(x, BinOp.MIN, "min", backend, workgroup_size)
 
 
-def max(x: Any, *, backend: Any = None, workgroup_size: int | None = None) -> Any:  # noqa: A001
+def max(x: Any, *, backend: Any = None, workgroup_size: int | None = None) -> Any:
     """The largest element (floats: S10, NaN if any NaN, +0 above -0)."""
     return _reduce(x, BinOp.MAX, "max", backend, workgroup_size)
 

@@ -20,8 +20,8 @@ import numpy as np
 from vyre.ir import AtomicOp, BinOp, BufferDecl, DataType, Expr, Node, Program
 
 from . import superacc as sa
-from .arrays import NUMERIC, Arr, as_arr, device_like, packed_words, require, to_kind
-from .kernels import LID, N, WGID, element, prm, storage, tree
+from .arrays import NUMERIC, as_arr, device_like, packed_words, require, to_kind
+from .kernels import LID, WGID, N, element, prm, storage, tree
 from .runner import Runner, params
 
 U, I = DataType.U32, DataType.I32
@@ -31,7 +31,7 @@ def _items(r: Runner) -> int:
     return 8 if r.id == "cuda" else 16
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def block_sums_program(dtype: DataType, wg: int, items: int) -> Program:
     """``sums[b]`` = the wrapping sum of block ``b`` (``wg * items`` elements)."""
     B = wg * items
@@ -58,7 +58,7 @@ def _hillis_steele(shared: str, wg: int, add: Any) -> list[Node]:
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def block_scan_program(dtype: DataType, wg: int, items: int, inclusive: bool) -> Program:
     """Each block scans its elements from ``offs[b]``: invocation ``lid`` owns ``items``
     consecutive elements."""
@@ -95,7 +95,7 @@ def _int_scan(r: Runner, x: Any, n: int, dtype: DataType, inclusive: bool, keep:
 
 
 # ---- floats: S35 ----------------------------------------------------------------------------
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def float_block_totals_program(dtype: DataType, wg: int, items: int) -> Program:
     """``out[b]`` = block ``b``'s exact total as a normalised digit vector (+ flags word)."""
     K = sa.SUM.digits
@@ -122,7 +122,7 @@ def float_block_totals_program(dtype: DataType, wg: int, items: int) -> Program:
                             BufferDecl.workgroup("wfl", 1, U)], wg, body)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def vector_prefix_program() -> Program:
     """One invocation: ``out[b]`` = the exact sum of digit vectors ``0..b-1`` (exclusive),
     normalised; ``N`` vectors."""
@@ -140,7 +140,7 @@ def vector_prefix_program() -> Program:
                             *sa.local_decls("acc", sa.SUM)], 1, body)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def float_block_scan_program(dtype: DataType, wg: int, items: int, inclusive: bool) -> Program:
     """Each invocation rounds the exact prefix of each of its ``items`` elements: its block's
     offset vector, plus the totals of the invocations before it (a Hillis-Steele scan of

@@ -42,7 +42,7 @@ def _slot(index_t: DataType, i: Expr) -> list[Node]:
             Node.let_bind("slot", Expr.cast(U, Expr.var("raw")))]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def scatter_program(dtype: DataType, index_t: DataType, wg: int) -> Program:
     """Pass 1: every contribution into its slot. Integers: ``acc[slot] += value`` (atomic,
     wrapping), ``acc`` as long as the target plus one error word. Floats: into the slot's
@@ -68,7 +68,7 @@ def scatter_program(dtype: DataType, index_t: DataType, wg: int) -> Program:
                            wg, grid_stride(take))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def finish_program(dtype: DataType, wg: int) -> Program:
     """Pass 2 (floats): slot ``gid`` = its initial value plus its accumulator, rounded once
     (f32: the f32 bits; 16-bit floats: their bits in a u32 word)."""
@@ -90,7 +90,7 @@ def finish_program(dtype: DataType, wg: int) -> Program:
                             BufferDecl.local("acc", span, DataType.I32)], wg, body)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def gather_program(dtype: DataType, index_t: DataType, wg: int) -> Program:
     """``out[i] = x[index[i]]`` (16-bit floats: their bits in a u32 word each)."""
     i = GID
@@ -204,7 +204,7 @@ def index_add(target: Any, index: Any, values: Any, *, backend: Any = None,
     return _result(out, t, t.dtype, t.n)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _int_program(dtype: DataType, index_t: DataType, wg: int) -> Program:
     def take(i: Expr) -> list[Node]:
         return [*_slot(index_t, i), Node.if_(Expr.var("ok"), [

@@ -21,7 +21,7 @@ from vyre.ir import AtomicOp, BufferDecl, DataType, Expr, Node, Program
 
 from .arrays import Arr, as_arr, device_like, require, to_kind
 from .errors import LibError
-from .kernels import EXTRA, LID, N, WGID, prm
+from .kernels import EXTRA, LID, WGID, N, prm
 from .runner import Runner, params
 from .scan import _int_scan
 
@@ -55,7 +55,7 @@ def _counts_per_lane(key_t: DataType, items: int, first: Expr) -> list[Node]:
                            Node.store("cnt", Expr.var("d"), Expr.load("cnt", Expr.var("d")) + 1)])])]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def count_program(key_t: DataType, wg: int, items: int) -> Program:
     """``counts[d * G + b]`` = elements of block ``b`` whose digit is ``d`` (G = prm[1])."""
     first = WGID * (wg * items) + LID * items
@@ -68,7 +68,7 @@ def count_program(key_t: DataType, wg: int, items: int) -> Program:
                             BufferDecl.local("cnt", BUCKETS, U), BufferDecl.workgroup("wc", BUCKETS, U)], wg, body)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def scatter_program(key_t: DataType, value_t: DataType | None, wg: int, items: int) -> Program:
     """Each element to ``offs[digit * G + block]`` + its stable rank within the block."""
     first = WGID * (wg * items) + LID * items
