@@ -16,10 +16,10 @@ exact superaccumulator of `vyre.lib.superacc`. docs/primitives.md has the whole 
 from __future__ import annotations
 
 from .errors import CODES, LibError
-from .histogram import bincount, histogram
+from .histograms import bincount, histogram
+from .radix import argsort, sort
 from .reduce import dot, max, min, sum
 from .scan import cumsum, exclusive_cumsum
 from .scatter import gather, index_add
-from .sort import argsort, sort
 
 __all__ = ["CODES", "LibError", "argsort", "bincount", "cumsum", "dot", "exclusive_cumsum", "gather", "histogram", "index_add", "max", "min", "sort", "sum"]

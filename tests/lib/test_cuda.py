@@ -1,0 +1,89 @@
+"""vyre.lib on CUDA. Without a GPU: every kind of Program the library builds (at the CUDA
+defaults) compiles through NVRTC to an sm_90 cubin. With one (`gpu`): CuPy and torch arrays in,
+the same kind out, the same bytes as numpy input; intermediates stay on the device."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import vyre.lib as L
+from vyre.driver.errors import BackendUnavailable
+from vyre.ir import BinOp, DataType
+from vyre.lib import histograms, radix, reduce, scan, scatter, superacc
+
+D = DataType
+
+
+def _programs():
+    wg = 256
+    yield "tree u32 add", reduce.tree_program(D.U32, BinOp.ADD, wg, True, False)
+    yield "tree i64 min final", reduce.tree_program(D.I64, BinOp.MIN, wg, False, True)
+    yield "tree f32 max", reduce.tree_program(D.F32, BinOp.MAX, wg, True, True)
+    yield "tree f16 min keys", reduce.tree_program(D.F16, BinOp.MIN, wg, True, True)
+    yield "exact f32", reduce.exact_program(D.F32, superacc.SUM, superacc.F32, wg, False)
+    yield "exact bf16 final", reduce.exact_program(D.BF16, superacc.SUM, superacc.BF16, wg, True)
+    yield "exact digits final f16", reduce.exact_program("digits", superacc.SUM, superacc.F16, wg, True)
+    yield "exact dot", reduce.exact_program("dot", superacc.DOT, superacc.F32, wg, False)
+    yield "scatter f32", scatter.scatter_program(D.F32, D.I64, wg)
+    yield "finish f32", scatter.finish_program(D.F32, wg)
+    yield "gather f16", scatter.gather_program(D.F16, D.U32, wg)
+    yield "block sums u32", scan.block_sums_program(D.U32, wg, 8)
+    yield "block scan u32", scan.block_scan_program(D.U32, wg, 8, True)
+    yield "float totals", scan.float_block_totals_program(D.F32, 128, 8)
+    yield "vector prefix", scan.vector_prefix_program()
+    yield "float block scan", scan.float_block_scan_program(D.F32, 128, 8, False)
+    yield "bincount", histograms.bincount_program(D.U32, wg, True)
+    yield "edges f16", histograms.edges_program(D.F16, wg, False)
+    yield "sort count f32", radix.count_program(D.F32, wg, 8)
+    yield "sort scatter i64 kv", radix.scatter_program(D.I64, D.U32, wg, 8)
+
+
+def test_every_kind_of_library_program_compiles_with_nvrtc():
+    try:
+        from vyre.drivers.cuda import compiler
+        from vyre.drivers.cuda.codegen import generate
+
+        compiler.nvrtc_version()
+    except BackendUnavailable as err:
+        if os.environ.get("VYRE_REQUIRE_NVRTC") == "1":
+            pytest.fail(f"NVRTC is required here but unavailable: {err}")
+        pytest.skip(f"NVRTC unavailable: {err}")
+    for name, program in _programs():
+        assert compiler.compile_cubin(generate(program)[1], "sm_90")[:4] == b"\x7fELF", name
+
+
+@pytest.mark.gpu
+def test_device_arrays_in_give_device_arrays_out(cuda):
+    cupy = pytest.importorskip("cupy")
+    rng = np.random.default_rng(50)
+    x = (rng.standard_normal(1 << 20) * np.exp2(rng.integers(-30, 30, 1 << 20))).astype(np.float32)
+    u = rng.integers(0, 2**32, 1 << 20, dtype=np.uint64).astype(np.uint32)
+    idx = rng.integers(0, 1000, 1 << 20).astype(np.uint32)
+    cx, cu, ci = cupy.asarray(x), cupy.asarray(u), cupy.asarray(idx)
+    got = L.sum(cx, backend=cuda)
+    assert isinstance(got, cupy.ndarray) and got.get().tobytes() == L.sum(x, backend="reference").tobytes()
+    assert L.cumsum(cu, backend=cuda).get().tobytes() == np.cumsum(u, dtype=np.uint32).tobytes()
+    assert L.sort(cu, backend=cuda).get().tobytes() == np.sort(u).tobytes()
+    added = L.index_add(cupy.zeros(1000, cupy.float32), ci, cx, backend=cuda)
+    assert isinstance(added, cupy.ndarray)
+    assert added.get().tobytes() == L.index_add(np.zeros(1000, np.float32), idx, x, backend="opencl").tobytes()
+    assert L.bincount(cu & 255, 256, backend=cuda).get().tobytes() == \
+        np.bincount(u & 255, minlength=256).astype(np.uint32).tobytes()
+
+
+@pytest.mark.gpu
+def test_torch_tensors_in_give_torch_tensors_out(cuda):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(51)
+    x = rng.standard_normal(100_003).astype(np.float32)
+    t = torch.from_numpy(x).cuda()
+    got = L.sum(t, backend=cuda)
+    assert isinstance(got, torch.Tensor) and got.is_cuda
+    assert got.cpu().numpy().tobytes() == L.sum(x, backend="reference").tobytes()
+    bf = torch.from_numpy(x).to(torch.bfloat16).cuda()
+    assert L.sum(bf, backend=cuda).cpu().view(torch.int16).numpy().tobytes() == \
+        L.sum(bf.cpu(), backend="reference").view(torch.int16).numpy().tobytes()
+    assert torch.equal(L.cumsum(t, backend=cuda).cpu(), torch.from_numpy(L.cumsum(x, backend="reference")))
