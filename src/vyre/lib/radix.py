@@ -32,8 +32,14 @@ RADIX_BITS = 4
 BUCKETS = 1 << RADIX_BITS
 
 
-def _digit(key_t: DataType, key: Expr, shift: Expr) -> Expr:
-    """Bits ``shift..shift+3`` of the order key of ``key`` (u32)."""
+def _digit(key_t: DataType, key: Expr, shift: Expr, descending: bool = False) -> Expr:
+    """Bits ``shift..shift+3`` of the order key of ``key`` (u32); inverted for a descending
+    sort (equal keys still keep their order)."""
+    d = _order_digit(key_t, key, shift)
+    return (Expr.u32(BUCKETS - 1) - d) if descending else d
+
+
+def _order_digit(key_t: DataType, key: Expr, shift: Expr) -> Expr:
     if key_t is DataType.U32:
         k = key
     elif key_t is DataType.I32:
@@ -47,19 +53,19 @@ def _digit(key_t: DataType, key: Expr, shift: Expr) -> Expr:
     return (k >> shift) & (BUCKETS - 1)
 
 
-def _counts_per_lane(key_t: DataType, items: int, first: Expr) -> list[Node]:
+def _counts_per_lane(key_t: DataType, items: int, first: Expr, descending: bool) -> list[Node]:
     e = Expr.var("e")
     return [Node.loop("j", Expr.u32(0), Expr.u32(items), [
         Node.let_bind("e", first + Expr.var("j")),
-        Node.if_(e.lt(N), [Node.let_bind("d", _digit(key_t, Expr.load("keys", e), EXTRA)),
+        Node.if_(e.lt(N), [Node.let_bind("d", _digit(key_t, Expr.load("keys", e), EXTRA, descending)),
                            Node.store("cnt", Expr.var("d"), Expr.load("cnt", Expr.var("d")) + 1)])])]
 
 
 @functools.cache
-def count_program(key_t: DataType, wg: int, items: int) -> Program:
+def count_program(key_t: DataType, wg: int, items: int, descending: bool = False) -> Program:
     """``counts[d * G + b]`` = elements of block ``b`` whose digit is ``d`` (G = prm[1])."""
     first = WGID * (wg * items) + LID * items
-    body = [*_counts_per_lane(key_t, items, first)]
+    body = [*_counts_per_lane(key_t, items, first, descending)]
     body += [Node.if_(Expr.load("cnt", Expr.u32(d)).ne(Expr.u32(0)), [Node.expr(Expr.atomic(
         AtomicOp.ADD, "wc", Expr.u32(d), Expr.load("cnt", Expr.u32(d))))]) for d in range(BUCKETS)]
     body += [Node.barrier(), Node.if_(LID.lt(BUCKETS), [
@@ -69,11 +75,12 @@ def count_program(key_t: DataType, wg: int, items: int) -> Program:
 
 
 @functools.cache
-def scatter_program(key_t: DataType, value_t: DataType | None, wg: int, items: int) -> Program:
+def scatter_program(key_t: DataType, value_t: DataType | None, wg: int, items: int,
+                    descending: bool = False) -> Program:
     """Each element to ``offs[digit * G + block]`` + its stable rank within the block."""
     first = WGID * (wg * items) + LID * items
     G = Expr.load("prm", 1)
-    body = [*_counts_per_lane(key_t, items, first)]
+    body = [*_counts_per_lane(key_t, items, first, descending)]
     body += [Node.store("sh", Expr.u32(d * wg) + LID, Expr.load("cnt", Expr.u32(d))) for d in range(BUCKETS)]
     body.append(Node.barrier())
     h = 1
@@ -93,7 +100,7 @@ def scatter_program(key_t: DataType, value_t: DataType | None, wg: int, items: i
         move.append(Node.store("out_values", Expr.var("pos"), Expr.load("values", e)))
     body.append(Node.loop("j2", Expr.u32(0), Expr.u32(items), [
         Node.let_bind("e", first + Expr.var("j2")),
-        Node.if_(e.lt(N), [Node.let_bind("d", _digit(key_t, Expr.load("keys", e), EXTRA)),
+        Node.if_(e.lt(N), [Node.let_bind("d", _digit(key_t, Expr.load("keys", e), EXTRA, descending)),
                            Node.let_bind("pos", Expr.load("base", Expr.var("d"))),
                            *move,
                            Node.store("base", Expr.var("d"), Expr.var("pos") + 1)])]))
@@ -110,7 +117,7 @@ def scatter_program(key_t: DataType, value_t: DataType | None, wg: int, items: i
 
 
 def _sort(r: Runner, keys: Any, values: Any, n: int, key_t: DataType, value_t: DataType | None,
-          keep_last: bool) -> tuple[Any, Any]:
+          keep_last: bool, descending: bool = False) -> tuple[Any, Any]:
     wg = r.wg
     while BUCKETS * wg * 4 > 16384:   # the digit counts of a workgroup fit 16 KiB (wgpu)
         wg //= 2
@@ -120,11 +127,11 @@ def _sort(r: Runner, keys: Any, values: Any, n: int, key_t: DataType, value_t: D
     for p in range(passes):
         shift = p * RADIX_BITS
         prm_ = params(n, g, 0, shift)
-        counts = r.run(count_program(key_t, wg, items), [keys, prm_], g, BUCKETS * g)[0]
+        counts = r.run(count_program(key_t, wg, items, descending), [keys, prm_], g, BUCKETS * g)[0]
         offs = _int_scan(r, counts, BUCKETS * g, U, False, True)
         ins = [keys] + ([values] if value_t is not None else []) + [offs, prm_]
         last = p == passes - 1
-        outs = r.run(scatter_program(key_t, value_t, wg, items), ins, g, n, keep=keep_last or not last)
+        outs = r.run(scatter_program(key_t, value_t, wg, items, descending), ins, g, n, keep=keep_last or not last)
         keys = outs[0]
         values = outs[1] if value_t is not None else None
     return keys, values

@@ -9,6 +9,7 @@ pass in place. Elsewhere passes exchange host arrays (PoCL and lavapipe share ho
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,6 +62,24 @@ class Runner:
             return list(self.backend.dispatch_device(program, list(inputs), cfg))
         raw = self.backend.dispatch(program, list(inputs), cfg)
         return [np.frombuffer(bytearray(r), dtype=_np(d.dtype)) for r, d in zip(raw, program.outputs)]
+
+
+    def read_u32(self, x: Any, index: int) -> int:
+        """One u32 word of a pass's output (a host array, or a device buffer read back through
+        a one-invocation copy)."""
+        if isinstance(x, np.ndarray):
+            return int(x.view(np.uint32)[index])
+        out = self.run(_copy_word(), [x, params(index)], 1, 1, keep=False)[0]
+        return int(out[0])
+
+
+@functools.cache
+def _copy_word() -> Program:
+    from vyre.ir import BufferDecl, Expr, Node
+
+    return Program.wrapped([BufferDecl.read("x", 0, DataType.U32), BufferDecl.read("prm", 1, DataType.U32, 4),
+                            BufferDecl.output("out", 2, DataType.U32, 1)], 1,
+                           [Node.store("out", Expr.u32(0), Expr.load("x", Expr.load("prm", 0)))])
 
 
 def _np(dt: DataType) -> np.dtype:
