@@ -12,7 +12,7 @@ import pytest
 import vyre.lib as L
 from vyre.driver.errors import BackendUnavailable
 from vyre.ir import BinOp, DataType
-from vyre.lib import histograms, radix, reduce, scan, scatter, segmented, select, superacc
+from vyre.lib import compaction, histograms, radix, reduce, scan, scatter, segmented, superacc
 
 D = DataType
 
@@ -40,9 +40,9 @@ def _programs():
     yield "sort count f32", radix.count_program(D.F32, wg, 8)
     yield "sort scatter i64 kv", radix.scatter_program(D.I64, D.U32, wg, 8)
     yield "sort scatter f32 descending", radix.scatter_program(D.F32, D.U32, wg, 8, True)
-    yield "compact partition", select.compact_program(D.F32, wg, True)
-    yield "run starts f32", select.run_starts_program(D.F32, wg)
-    yield "run lengths", select.lengths_program(wg)
+    yield "compact partition", compaction.compact_program(D.F32, wg, True)
+    yield "run starts f32", compaction.run_starts_program(D.F32, wg)
+    yield "run lengths", compaction.lengths_program(wg)
     yield "segment exact f32", segmented.segment_program(D.F32, BinOp.ADD, wg)
     yield "segment bf16 max", segmented.segment_program(D.BF16, BinOp.MAX, wg)
 

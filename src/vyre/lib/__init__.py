@@ -15,6 +15,7 @@ exact superaccumulator of `vyre.lib.superacc`. docs/primitives.md has the whole 
 
 from __future__ import annotations
 
+from .compaction import partition, run_length_encode, select, top_k, unique
 from .errors import CODES, LibError
 from .histograms import bincount, histogram
 from .radix import argsort, sort
@@ -22,6 +23,5 @@ from .reduce import dot, max, min, sum
 from .scan import cumsum, exclusive_cumsum
 from .scatter import gather, index_add
 from .segmented import reduce_by_key, segment_max, segment_min, segment_sum
-from .select import partition, run_length_encode, select, top_k, unique
 
 __all__ = ["CODES", "LibError", "argsort", "bincount", "cumsum", "dot", "exclusive_cumsum", "gather", "histogram", "index_add", "max", "min", "partition", "reduce_by_key", "run_length_encode", "segment_max", "segment_min", "segment_sum", "select", "sort", "sum", "top_k", "unique"]

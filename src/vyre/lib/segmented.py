@@ -141,7 +141,7 @@ def reduce_by_key(keys: Any, values: Any, op: str = "sum", *, backend: Any = Non
                   workgroup_size: int | None = None) -> tuple[Any, Any]:
     """``(run_keys, reduced)``: one entry per run of equal consecutive keys, its values
     reduced with ``op`` ("sum", "min" or "max"; float sums exact)."""
-    from .select import ELEMENT_TYPES, _runs
+    from .compaction import ELEMENT_TYPES, _runs
 
     if op not in _OPS:
         raise LibError("L005", f"vyre.lib.reduce_by_key: op={op!r}.", "pass op='sum', 'min' or 'max'.")
