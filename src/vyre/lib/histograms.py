@@ -32,26 +32,33 @@ INT_TYPES = (DataType.U32, DataType.I32, DataType.U64, DataType.I64)
 FLOAT_TYPES = (DataType.F32, DataType.F16, DataType.BF16)
 
 
-def _count(private: bool, b: Expr) -> Node:
+def _count(private: int, b: Expr) -> Node:
     return Node.expr(Expr.atomic(AtomicOp.ADD, "local" if private else "out", b, Expr.u32(1)))
 
 
-def _flush(private: bool, wg: int) -> list[Node]:
+def _flush(private: int, wg: int) -> list[Node]:
     """Workgroup counts into the global bins (one atomic per non-zero bin)."""
     if not private:
         return []
-    return [Node.barrier(), Node.loop("q", Expr.u32(0), Expr.u32(-(-PRIVATE_BINS // wg)), [
+    return [Node.barrier(), Node.loop("q", Expr.u32(0), Expr.u32(-(-private // wg)), [
         Node.let_bind("bin", Expr.var("q") * wg + LID),
         Node.if_(Expr.var("bin").lt(EXTRA), [Node.if_(Expr.load("local", Expr.var("bin")).ne(Expr.u32(0)), [
             Node.expr(Expr.atomic(AtomicOp.ADD, "out", Expr.var("bin"), Expr.load("local", Expr.var("bin"))))])])])]
 
 
-def _decls(private: bool) -> list[BufferDecl]:
-    return [BufferDecl.workgroup("local", PRIVATE_BINS, U)] if private else []
+def _decls(private: int) -> list[BufferDecl]:
+    return [BufferDecl.workgroup("local", private, U)] if private else []
+
+
+def _private(bins: int) -> int:
+    """Workgroup-memory bins for ``bins`` (a power of two, so few Programs), or 0: global."""
+    if bins > PRIVATE_BINS:
+        return 0
+    return 1 << (bins - 1).bit_length()
 
 
 @functools.cache
-def bincount_program(dtype: DataType, wg: int, private: bool) -> Program:
+def bincount_program(dtype: DataType, wg: int, private: int) -> Program:
     """Counts of ``x`` in ``[0, prm[3])``."""
     def take(i: Expr) -> list[Node]:
         v = Expr.load("x", i)
@@ -68,7 +75,7 @@ def bincount_program(dtype: DataType, wg: int, private: bool) -> Program:
 
 
 @functools.cache
-def edges_program(dtype: DataType, wg: int, private: bool) -> Program:
+def edges_program(dtype: DataType, wg: int, private: int) -> Program:
     """Counts of ``x`` in the bins between ``edges`` (f32, ``prm[3] + 1`` of them): a binary
     search per element."""
     def take(i: Expr) -> list[Node]:
@@ -123,7 +130,7 @@ def bincount(x: Any, bins: int, *, backend: Any = None, workgroup_size: int | No
     r = Runner(backend, workgroup_size)
     if a.n == 0:
         return to_kind(np.zeros(bins, np.uint32), a, U)
-    prog = bincount_program(a.dtype, r.wg, bins <= PRIVATE_BINS)
+    prog = bincount_program(a.dtype, r.wg, _private(bins))
     return _counts(r, prog, [_src(a)], a.n, bins, a)
 
 
@@ -144,7 +151,7 @@ def histogram(x: Any, edges: Any, *, backend: Any = None, workgroup_size: int | 
     r = Runner(backend, workgroup_size)
     if a.n == 0:
         return to_kind(np.zeros(bins, np.uint32), a, U)
-    prog = edges_program(a.dtype, r.wg, bins <= PRIVATE_BINS)
+    prog = edges_program(a.dtype, r.wg, _private(bins))
     return _counts(r, prog, [_src(a), e.data], a.n, bins, a)
 
 
