@@ -38,6 +38,15 @@ class Arr:
     on_device: bool
     original: Any
 
+    def source(self) -> Any:
+        """What a pass reads: the array itself, 16-bit floats as packed u32 words (on the
+        device too), an empty host array as one zero element (buffers are never empty)."""
+        if self.on_device:
+            return _device_packed(self) if self.dtype.is_half else self.data
+        if self.dtype.is_half:
+            return packed_words(self.data)
+        return self.data if self.n else np.zeros(1, self.data.dtype)
+
     def host(self) -> np.ndarray:
         """The elements as a host numpy array (16-bit floats: their uint16 bits)."""
         if not self.on_device:
@@ -49,6 +58,27 @@ class Arr:
             return _np_bits(x.get().reshape(-1))
         raise LibError("L001", f"cannot read a {type(x).__name__} back to the host.",
                        "pass a numpy, CuPy or torch array.")
+
+
+def _device_packed(a: Arr) -> Any:
+    """A device array of 16-bit floats as u32 words (padded with a zero to an even length)."""
+    x = a.data
+    if a.kind == "cupy":
+        import cupy
+
+        bits = x.reshape(-1).view(cupy.uint16)
+        if bits.size % 2:
+            bits = cupy.concatenate([bits, cupy.zeros(1, cupy.uint16)])
+        return bits.view(cupy.uint32)
+    import torch
+
+    if not hasattr(torch, "uint32"):
+        raise LibError("L001", "16-bit float torch tensors on the device need torch >= 2.3 (uint32 views).",
+                       "upgrade torch, or pass x.float() / a CuPy array.")
+    bits = x.reshape(-1).view(torch.int16)
+    if bits.numel() % 2:
+        bits = torch.cat([bits, torch.zeros(1, dtype=torch.int16, device=bits.device)])
+    return bits.view(torch.uint32)
 
 
 def _np_bits(a: np.ndarray) -> np.ndarray:

@@ -21,7 +21,7 @@ import numpy as np
 
 from vyre.ir import AtomicOp, BufferDecl, DataType, Expr, Node, Program
 
-from .arrays import Arr, as_arr, packed_words, require, to_kind
+from .arrays import Arr, as_arr, require, to_kind
 from .errors import LibError
 from .kernels import EXTRA, LID, element, f16_to_f32_bits, grid_stride, prm, storage
 from .runner import Runner, params
@@ -103,9 +103,7 @@ def edges_program(dtype: DataType, wg: int, private: int) -> Program:
 
 
 def _src(a: Arr) -> Any:
-    if a.on_device:
-        return a.data
-    return packed_words(a.data) if a.dtype.is_half else a.data
+    return a.source()
 
 
 def _counts(r: Runner, prog: Program, inputs: list, n: int, bins: int, like: Arr) -> Any:

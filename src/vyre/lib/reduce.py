@@ -18,7 +18,7 @@ import numpy as np
 from vyre.ir import AtomicOp, BinOp, BufferDecl, DataType, Expr, Node, Program
 
 from . import superacc as sa
-from .arrays import NUMERIC, Arr, as_arr, device_like, packed_words, require, scalar, to_kind
+from .arrays import NUMERIC, Arr, as_arr, device_like, require, scalar, to_kind
 from .errors import LibError
 from .kernels import LID, WGID, binop, element, grid_stride, prm, storage, tree
 from .runner import Runner, params
@@ -146,12 +146,8 @@ def exact_program(source: DataType | str, layout: sa.Layout, fmt: sa.Format, wg:
 
 # ---- passes ---------------------------------------------------------------------------------
 def _source(a: Arr) -> Any:
-    """The dispatch input of a caller's array (16-bit floats on the host: packed words)."""
-    if a.dtype.is_half and not a.on_device:
-        return packed_words(a.data)
-    if a.on_device:
-        return a.data
-    return a.data if a.n else np.zeros(1, a.data.dtype)
+    """The dispatch input of a caller's array (`Arr.source`)."""
+    return a.source()
 
 
 def _scalar_out(r: Runner, raw: Any, like: Arr, dtype: DataType) -> Any:
@@ -264,7 +260,7 @@ def dot(x: Any, y: Any, *, backend: Any = None, workgroup_size: int | None = Non
     def make(first: bool, final: bool) -> Program:
         return exact_program("dot" if first else "digits", sa.DOT, sa.F32, r.wg, final)
 
-    inputs = [_source(a), b.data if b.on_device or a.on_device else _source(b)]
+    inputs = [_source(a), _source(b)]
     return _two_pass(r, make, inputs, a.n, a, DataType.F32, sa.DOT.digits + 1)
 
 

@@ -20,7 +20,7 @@ import numpy as np
 from vyre.ir import AtomicOp, BinOp, BufferDecl, DataType, Expr, Node, Program
 
 from . import superacc as sa
-from .arrays import NUMERIC, as_arr, device_like, packed_words, require, to_kind
+from .arrays import NUMERIC, as_arr, device_like, require, to_kind
 from .kernels import LID, WGID, N, element, prm, storage, tree
 from .runner import Runner, params
 
@@ -235,7 +235,7 @@ def _scan(x: Any, inclusive: bool, name: str, backend: Any, workgroup_size: int 
     if a.n == 0:
         return to_kind(np.zeros(0, a.dtype.storage if a.dtype.is_half else a.dtype.host), a, a.dtype)
     r = Runner(backend, workgroup_size)
-    src = a.data if a.on_device else (packed_words(a.data) if a.dtype.is_half else a.data)
+    src = a.source()
     if a.dtype.is_float:
         out = _float_scan(r, src, a.n, a.dtype, inclusive, a.on_device)
     else:

@@ -20,7 +20,7 @@ import numpy as np
 from vyre.ir import AtomicOp, BufferDecl, DataType, Expr, Node, Program
 
 from . import superacc as sa
-from .arrays import NUMERIC, Arr, as_arr, device_like, packed_words, require, to_kind
+from .arrays import NUMERIC, Arr, as_arr, device_like, require, to_kind
 from .errors import LibError
 from .kernels import EXTRA, GID, element, grid_stride, prm, storage
 from .runner import Runner, params
@@ -110,11 +110,7 @@ def gather_program(dtype: DataType, index_t: DataType, wg: int) -> Program:
 
 
 def _data(a: Arr) -> Any:
-    if a.on_device:
-        return a.data
-    if a.dtype.is_half:
-        return packed_words(a.data)
-    return a.data if a.n else np.zeros(1, a.data.dtype)
+    return a.source()
 
 
 def _narrow(i: Arr, length: int) -> Arr:
@@ -126,18 +122,6 @@ def _narrow(i: Arr, length: int) -> Arr:
     bad = (x >= length) if i.dtype is DataType.U64 else ((x < 0) | (x >= length))
     words = np.where(bad, np.uint64(0xFFFFFFFF), x.astype(np.uint64)).astype(np.uint32)
     return Arr(i.kind, U, i.n, words, False, i.original)
-
-
-def _flagged(err: Any, like: Arr) -> bool:
-    if isinstance(err, np.ndarray):
-        return bool(err[0])
-    if like.kind == "cupy":
-        import cupy
-
-        return bool(cupy.asarray(err)[0].get())
-    import torch
-
-    return bool(torch.as_tensor(err, device=like.original.device)[0].item())
 
 
 def _check_index(i: Arr, length: int, what: str) -> None:
@@ -191,13 +175,13 @@ def index_add(target: Any, index: Any, values: Any, *, backend: Any = None,
         prog = _int_program(t.dtype, i.dtype, r.wg)
         outs = r.run(prog, [_data(v), _data(i), params(i.n, T, -(-i.n // T), t.n), _data(t)], g, t.n,
                      keep=t.on_device)
-        if _flagged(outs[1], t):
+        if r.read_u32(outs[1], 0):
             raise _bad_index("vyre.lib.index_add", t.n)
         return _result(outs[0], t, t.dtype, t.n)
     W = sa.slot_words(sa.SUM)
     slots, err = r.run(scatter_program(t.dtype, i.dtype, r.wg),
                        [_data(v), _data(i), params(i.n, T, -(-i.n // T), t.n)], g, t.n * W)
-    if _flagged(err, t):
+    if r.read_u32(err, 0):
         raise _bad_index("vyre.lib.index_add", t.n)
     out = r.run(finish_program(t.dtype, r.wg), [_data(t), slots, params(t.n, 0, 0, t.n)],
                 -(-t.n // r.wg), t.n, keep=t.on_device)[0]
@@ -229,7 +213,7 @@ def gather(x: Any, index: Any, *, backend: Any = None, workgroup_size: int | Non
     r = Runner(backend, workgroup_size)
     out, err = r.run(gather_program(a.dtype, i.dtype, r.wg), [_data(a), _data(i), params(i.n, 0, 0, a.n)],
                      -(-i.n // r.wg), i.n, keep=a.on_device)
-    if _flagged(err, a):
+    if r.read_u32(err, 0):
         raise _bad_index("vyre.lib.gather", a.n)
     return _result(out, a, a.dtype, i.n)
 

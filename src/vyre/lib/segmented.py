@@ -19,7 +19,7 @@ import numpy as np
 from vyre.ir import AtomicOp, BinOp, BufferDecl, DataType, Expr, Node, Program
 
 from . import superacc as sa
-from .arrays import NUMERIC, Arr, as_arr, device_like, packed_words, require, to_kind
+from .arrays import NUMERIC, Arr, as_arr, device_like, require, to_kind
 from .errors import LibError
 from .kernels import GID, N, element, prm, storage
 from .reduce import _half_bits, _half_key, _identity
@@ -100,8 +100,7 @@ def _segment(x: Any, offsets: Any, op: BinOp, name: str, backend: Any, workgroup
     if S == 0:
         return to_kind(np.zeros(0, a.dtype.storage if a.dtype.is_half else a.dtype.host), a, a.dtype)
     r = Runner(backend, workgroup_size)
-    src = a.data if a.on_device else (packed_words(a.data) if a.dtype.is_half else
-                                      (a.data if a.n else np.zeros(1, a.data.dtype)))
+    src = a.source()
     out, err = r.run(segment_program(a.dtype, op, r.wg), [src, o.data, params(S, a.n)], -(-S // r.wg), S,
                      keep=a.on_device)
     if r.read_u32(err, 0):
