@@ -19,9 +19,8 @@ pytest.importorskip("distributed")
 @pytest.fixture(scope="module")
 def dask_backend():
     os.environ.setdefault("VYRE_DASK_WORKERS", "2")
-    b = acquire("dask")
-    yield b
-    b.shutdown()
+    # the backend is shared with later tests (tests/test_dask.py shuts it down at its end)
+    return acquire("dask")
 
 
 def test_primitives_on_dask_match_the_models(dask_backend):
