@@ -73,7 +73,7 @@ def _with_specials(acc: Fraction, specials: list[float], fmt: str, nan: int) -> 
 @pytest.mark.parametrize("fmt", ["f32", "f16"])
 def test_float_prefixes_are_exact_sums_rounded_once(backend, fmt):
     rng = np.random.default_rng(21)
-    for n in [1, 61, 1009]:
+    for n in [1, 61, 509 if backend.id() == "reference" else 1009]:
         bits = adversarial_f32(rng, n, specials=False)
         if fmt == "f32":
             x = bits.view(np.float32)
