@@ -219,6 +219,31 @@ def device_like(out: Any, like: Arr, dtype: DataType) -> Any:
     return out
 
 
+def device_half(words: Any, like: Arr, dtype: DataType) -> Any:
+    """u32 words on the device, each holding 16-bit float bits, as the caller's 16-bit array."""
+    if like.kind == "cupy":
+        import cupy
+
+        return words.astype(cupy.uint16).view(cupy.float16 if dtype is DataType.F16 else cupy.uint16)
+    import torch
+
+    low = words.view(torch.int32).to(torch.int16)
+    return low.view(torch.float16 if dtype is DataType.F16 else torch.bfloat16)
+
+
+def result(out: Any, like: Arr, dtype: DataType, n: int) -> Any:
+    """The first ``n`` elements of a pass's output as ``like``'s kind: a host array (16-bit
+    floats held one per u32 word) or a device buffer, without a copy where possible."""
+    if isinstance(out, np.ndarray):
+        vals = out[:n]
+        if dtype.is_half:
+            vals = vals.astype(np.uint16)
+        return to_kind(vals.copy(), like, dtype)
+    if dtype.is_half:
+        return device_half(device_like(out, like, DataType.U32), like, dtype)[:n]
+    return device_like(out, like, dtype)[:n]
+
+
 def scalar(result: Any, like: Arr, dtype: DataType) -> Any:
     """A one-element result as the caller's scalar: a numpy scalar, or a 0-d CuPy/torch array."""
     if like.kind == "numpy" and isinstance(result, np.ndarray):
@@ -226,5 +251,5 @@ def scalar(result: Any, like: Arr, dtype: DataType) -> Any:
     return result.reshape(())
 
 
-__all__ = ["NUMERIC", "Arr", "as_arr", "device_like", "host_dtype", "packed_words", "require",
+__all__ = ["NUMERIC", "Arr", "as_arr", "device_half", "device_like", "host_dtype", "packed_words", "require", "result",
            "scalar", "to_kind"]

@@ -18,7 +18,7 @@ import numpy as np
 
 from vyre.ir import BufferDecl, DataType, Expr, Node, Program
 
-from .arrays import Arr, as_arr, device_like, require, to_kind
+from .arrays import Arr, as_arr, require, result
 from .errors import LibError
 from .kernels import GID, N, prm
 from .radix import KEY_TYPES, _sort
@@ -89,22 +89,16 @@ def _compact(r: Runner, x: Any, dtype: DataType | None, flags: Any, n: int, part
     return out, count
 
 
-def _as_kind(out: Any, like: Arr, dtype: DataType, n: int) -> Any:
-    if isinstance(out, np.ndarray):
-        return to_kind(out[:n].copy(), like, dtype)
-    return device_like(out, like, dtype)[:n]
-
-
 def select(x: Any, mask: Any, *, backend: Any = None, workgroup_size: int | None = None) -> Any:
     """``x[mask]``: the elements whose flag is set, in order (stable compaction)."""
     a = as_arr(x, "x")
     require(a, ELEMENT_TYPES, "vyre.lib.select")
     f = _flags_of(mask, a.n)
     if a.n == 0:
-        return _as_kind(np.zeros(0, a.dtype.host), a, a.dtype, 0)
+        return result(np.zeros(0, a.dtype.host), a, a.dtype, 0)
     r = Runner(backend, workgroup_size)
     out, count = _compact(r, a.data, a.dtype, f.data, a.n, False, a.on_device)
-    return _as_kind(out, a, a.dtype, count)
+    return result(out, a, a.dtype, count)
 
 
 def partition(x: Any, mask: Any, *, backend: Any = None, workgroup_size: int | None = None) -> tuple[Any, int]:
@@ -113,10 +107,10 @@ def partition(x: Any, mask: Any, *, backend: Any = None, workgroup_size: int | N
     require(a, ELEMENT_TYPES, "vyre.lib.partition")
     f = _flags_of(mask, a.n)
     if a.n == 0:
-        return _as_kind(np.zeros(0, a.dtype.host), a, a.dtype, 0), 0
+        return result(np.zeros(0, a.dtype.host), a, a.dtype, 0), 0
     r = Runner(backend, workgroup_size)
     out, count = _compact(r, a.data, a.dtype, f.data, a.n, True, a.on_device)
-    return _as_kind(out, a, a.dtype, a.n), count
+    return result(out, a, a.dtype, a.n), count
 
 
 def _runs(r: Runner, x: Any, dtype: DataType, n: int) -> tuple[Any, int]:
@@ -130,12 +124,12 @@ def unique(x: Any, *, backend: Any = None, workgroup_size: int | None = None) ->
     a = as_arr(x, "x")
     require(a, (DataType.U32, DataType.I32, DataType.U64, DataType.I64), "vyre.lib.unique")
     if a.n == 0:
-        return _as_kind(np.zeros(0, a.dtype.host), a, a.dtype, 0)
+        return result(np.zeros(0, a.dtype.host), a, a.dtype, 0)
     r = Runner(backend, workgroup_size)
     keys, _ = _sort(r, a.data, None, a.n, a.dtype, None, True)
     flags = r.run(run_starts_program(a.dtype, r.wg), [keys, params(a.n)], -(-a.n // r.wg), a.n)[0]
     out, count = _compact(r, keys, a.dtype, flags, a.n, False, a.on_device)
-    return _as_kind(out, a, a.dtype, count)
+    return result(out, a, a.dtype, count)
 
 
 def run_length_encode(x: Any, *, backend: Any = None, workgroup_size: int | None = None) -> tuple[Any, Any]:
@@ -143,14 +137,14 @@ def run_length_encode(x: Any, *, backend: Any = None, workgroup_size: int | None
     a = as_arr(x, "x")
     require(a, ELEMENT_TYPES, "vyre.lib.run_length_encode")
     if a.n == 0:
-        return _as_kind(np.zeros(0, a.dtype.host), a, a.dtype, 0), _as_kind(np.zeros(0, np.uint32), a, U, 0)
+        return result(np.zeros(0, a.dtype.host), a, a.dtype, 0), result(np.zeros(0, np.uint32), a, U, 0)
     r = Runner(backend, workgroup_size)
     starts, count = _runs(r, a.data, a.dtype, a.n)
     g = -(-count // r.wg)
     values = r.run(gather_program(a.dtype, U, r.wg), [a.data, starts, params(count, 0, 0, a.n)], g, count,
                    keep=a.on_device)[0]
     lengths = r.run(lengths_program(r.wg), [starts, params(count, a.n)], g, count, keep=a.on_device)[0]
-    return _as_kind(values, a, a.dtype, count), _as_kind(lengths, a, U, count)
+    return result(values, a, a.dtype, count), result(lengths, a, U, count)
 
 
 def top_k(x: Any, k: int, *, backend: Any = None, workgroup_size: int | None = None) -> tuple[Any, Any]:
@@ -162,10 +156,10 @@ def top_k(x: Any, k: int, *, backend: Any = None, workgroup_size: int | None = N
         raise LibError("L005", f"vyre.lib.top_k: k={k!r} is not in 0..{a.n}.", "pass 0 <= k <= len(x).")
     k = int(k)
     if k == 0:
-        return _as_kind(np.zeros(0, a.dtype.host), a, a.dtype, 0), _as_kind(np.zeros(0, np.uint32), a, U, 0)
+        return result(np.zeros(0, a.dtype.host), a, a.dtype, 0), result(np.zeros(0, np.uint32), a, U, 0)
     r = Runner(backend, workgroup_size)
     keys, idx = _sort(r, a.data, np.arange(a.n, dtype=np.uint32), a.n, a.dtype, U, a.on_device, descending=True)
-    return _as_kind(keys, a, a.dtype, k), _as_kind(idx, a, U, k)
+    return result(keys, a, a.dtype, k), result(idx, a, U, k)
 
 
 __all__ = ["compact_program", "lengths_program", "partition", "run_length_encode", "run_starts_program", "select",

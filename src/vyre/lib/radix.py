@@ -19,7 +19,7 @@ import numpy as np
 
 from vyre.ir import AtomicOp, BufferDecl, DataType, Expr, Node, Program
 
-from .arrays import Arr, as_arr, device_like, require, to_kind
+from .arrays import Arr, as_arr, require, result, to_kind
 from .errors import LibError
 from .kernels import EXTRA, LID, WGID, N, prm
 from .runner import Runner, params
@@ -121,7 +121,7 @@ def _sort(r: Runner, keys: Any, values: Any, n: int, key_t: DataType, value_t: D
     wg = r.wg
     while BUCKETS * wg * 4 > 16384:   # the digit counts of a workgroup fit 16 KiB (wgpu)
         wg //= 2
-    items = 8 if r.id == "cuda" else 16
+    items = r.items
     g = -(-n // (wg * items))
     passes = key_t.bits // RADIX_BITS
     for p in range(passes):
@@ -135,12 +135,6 @@ def _sort(r: Runner, keys: Any, values: Any, n: int, key_t: DataType, value_t: D
         keys = outs[0]
         values = outs[1] if value_t is not None else None
     return keys, values
-
-
-def _finish(out: Any, like: Arr, dtype: DataType, n: int) -> Any:
-    if isinstance(out, np.ndarray):
-        return to_kind(out[:n].copy(), like, dtype)
-    return device_like(out, like, dtype)[:n]
 
 
 def _data(a: Arr) -> Any:
@@ -164,8 +158,8 @@ def sort(keys: Any, values: Any = None, *, backend: Any = None, workgroup_size: 
     r = Runner(backend, workgroup_size)
     ks, vs = _sort(r, _data(k), _data(v) if v is not None else None, k.n, k.dtype,
                    v.dtype if v is not None else None, k.on_device)
-    sk = _finish(ks, k, k.dtype, k.n)
-    return sk if v is None else (sk, _finish(vs, v, v.dtype, k.n))
+    sk = result(ks, k, k.dtype, k.n)
+    return sk if v is None else (sk, result(vs, v, v.dtype, k.n))
 
 
 def argsort(keys: Any, *, backend: Any = None, workgroup_size: int | None = None) -> Any:
@@ -183,7 +177,7 @@ def argsort(keys: Any, *, backend: Any = None, workgroup_size: int | None = None
         idx = cupy.arange(k.n, dtype=cupy.uint32)
     r = Runner(backend, workgroup_size)
     _, vs = _sort(r, _data(k), idx, k.n, k.dtype, U, k.on_device)
-    return _finish(vs, k, U, k.n)
+    return result(vs, k, U, k.n)
 
 
 __all__ = ["argsort", "count_program", "scatter_program", "sort"]

@@ -18,7 +18,7 @@ import numpy as np
 from vyre.ir import AtomicOp, BinOp, BufferDecl, DataType, Expr, Node, Program
 
 from . import superacc as sa
-from .arrays import NUMERIC, Arr, as_arr, device_like, require, scalar, to_kind
+from .arrays import NUMERIC, Arr, as_arr, device_half, device_like, require, scalar, to_kind
 from .errors import LibError
 from .kernels import LID, WGID, binop, element, grid_stride, prm, storage, tree
 from .runner import Runner, params
@@ -160,7 +160,7 @@ def _scalar_out(r: Runner, raw: Any, like: Arr, dtype: DataType) -> Any:
             vals = vals.view(np.float32)
         return scalar(to_kind(vals.copy(), like, dtype), like, dtype)
     if dtype.is_half:
-        out = _device_half(device_like(raw, like, DataType.U32), like, dtype)
+        out = device_half(device_like(raw, like, DataType.U32), like, dtype)
     elif dtype is DataType.F32 and raw.dtype is DataType.U32:
         out = _device_view(device_like(raw, like, DataType.U32), like, np.float32)
     else:
@@ -174,17 +174,6 @@ def _device_view(words: Any, like: Arr, np_dtype: Any) -> Any:
     import torch
 
     return words.view(torch.int32).view(torch.float32)
-
-
-def _device_half(words: Any, like: Arr, dtype: DataType) -> Any:
-    if like.kind == "cupy":
-        import cupy
-
-        return words.astype(cupy.uint16).view(cupy.float16 if dtype is DataType.F16 else cupy.uint16)
-    import torch
-
-    low = words.view(torch.int32).to(torch.int16)
-    return low.view(torch.float16 if dtype is DataType.F16 else torch.bfloat16)
 
 
 def _two_pass(r: Runner, make: Any, inputs: list, n: int, like: Arr, dtype: DataType,

@@ -44,6 +44,8 @@ class Runner:
         else:
             self.wg = 256 if self.id == "cuda" else 64
         self.max_groups = _GRID.get(self.id, _GRID_DEFAULT)
+        # consecutive elements per invocation in blocked passes (scans, sorts)
+        self.items = 8 if self.id == "cuda" else 16
 
     def groups(self, n: int, per_min: int = 1, per_max: int = 1 << 14) -> int:
         """Workgroups for a grid-stride pass over ``n`` items: at most `max_groups` unless each

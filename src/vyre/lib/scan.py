@@ -20,15 +20,11 @@ import numpy as np
 from vyre.ir import AtomicOp, BinOp, BufferDecl, DataType, Expr, Node, Program
 
 from . import superacc as sa
-from .arrays import NUMERIC, as_arr, device_like, require, to_kind
+from .arrays import NUMERIC, as_arr, require, result, to_kind
 from .kernels import LID, WGID, N, element, prm, storage, tree
 from .runner import Runner, params
 
 U, I = DataType.U32, DataType.I32
-
-
-def _items(r: Runner) -> int:
-    return 8 if r.id == "cuda" else 16
 
 
 @functools.cache
@@ -83,7 +79,7 @@ def block_scan_program(dtype: DataType, wg: int, items: int, inclusive: bool) ->
 
 
 def _int_scan(r: Runner, x: Any, n: int, dtype: DataType, inclusive: bool, keep: bool) -> Any:
-    items = _items(r)
+    items = r.items
     B = r.wg * items
     g = -(-n // B)
     if g == 1:
@@ -221,7 +217,7 @@ def _float_scan(r: Runner, x: Any, n: int, dtype: DataType, inclusive: bool, kee
     wg = r.wg
     while wg * (sa.SUM.digits + 1) * 4 > 16384:
         wg //= 2
-    items = _items(r)
+    items = r.items
     B = wg * items
     g = -(-n // B)
     totals = r.run(float_block_totals_program(dtype, wg, items), [x, params(n)], g, g * (sa.SUM.digits + 1))[0]
@@ -240,16 +236,7 @@ def _scan(x: Any, inclusive: bool, name: str, backend: Any, workgroup_size: int 
         out = _float_scan(r, src, a.n, a.dtype, inclusive, a.on_device)
     else:
         out = _int_scan(r, src, a.n, a.dtype, inclusive, a.on_device)
-    if isinstance(out, np.ndarray):
-        vals = out[: a.n]
-        if a.dtype.is_half:
-            vals = vals.astype(np.uint16)
-        return to_kind(vals.copy(), a, a.dtype)
-    if a.dtype.is_half:
-        from .reduce import _device_half
-
-        return _device_half(device_like(out, a, U), a, a.dtype)[: a.n]
-    return device_like(out, a, a.dtype)[: a.n]
+    return result(out, a, a.dtype, a.n)
 
 
 def cumsum(x: Any, *, backend: Any = None, workgroup_size: int | None = None) -> Any:

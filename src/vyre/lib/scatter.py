@@ -20,7 +20,7 @@ import numpy as np
 from vyre.ir import AtomicOp, BufferDecl, DataType, Expr, Node, Program
 
 from . import superacc as sa
-from .arrays import NUMERIC, Arr, as_arr, device_like, require, to_kind
+from .arrays import NUMERIC, Arr, as_arr, require, result, to_kind
 from .errors import LibError
 from .kernels import EXTRA, GID, element, grid_stride, prm, storage
 from .runner import Runner, params
@@ -133,19 +133,6 @@ def _bad_index(what: str, length: int) -> LibError:
                     "pass indices in range (numpy: np.clip, or check index.min() and index.max()).")
 
 
-def _result(out: Any, like: Arr, dtype: DataType, n: int) -> Any:
-    if isinstance(out, np.ndarray):
-        vals = out[:n]
-        if dtype.is_half:
-            vals = vals.astype(np.uint16)
-        return to_kind(vals.copy(), like, dtype)
-    if dtype.is_half:
-        from .reduce import _device_half
-
-        return _device_half(device_like(out, like, U), like, dtype)[:n]
-    return device_like(out, like, dtype)[:n]
-
-
 def index_add(target: Any, index: Any, values: Any, *, backend: Any = None,
               workgroup_size: int | None = None) -> Any:
     """``target`` with ``values[i]`` added at ``index[i]`` (a new array; ``target`` is not
@@ -177,7 +164,7 @@ def index_add(target: Any, index: Any, values: Any, *, backend: Any = None,
                      keep=t.on_device)
         if r.read_u32(outs[1], 0):
             raise _bad_index("vyre.lib.index_add", t.n)
-        return _result(outs[0], t, t.dtype, t.n)
+        return result(outs[0], t, t.dtype, t.n)
     W = sa.slot_words(sa.SUM)
     slots, err = r.run(scatter_program(t.dtype, i.dtype, r.wg),
                        [_data(v), _data(i), params(i.n, T, -(-i.n // T), t.n)], g, t.n * W)
@@ -185,7 +172,7 @@ def index_add(target: Any, index: Any, values: Any, *, backend: Any = None,
         raise _bad_index("vyre.lib.index_add", t.n)
     out = r.run(finish_program(t.dtype, r.wg), [_data(t), slots, params(t.n, 0, 0, t.n)],
                 -(-t.n // r.wg), t.n, keep=t.on_device)[0]
-    return _result(out, t, t.dtype, t.n)
+    return result(out, t, t.dtype, t.n)
 
 
 @functools.cache
@@ -215,7 +202,7 @@ def gather(x: Any, index: Any, *, backend: Any = None, workgroup_size: int | Non
                      -(-i.n // r.wg), i.n, keep=a.on_device)
     if r.read_u32(err, 0):
         raise _bad_index("vyre.lib.gather", a.n)
-    return _result(out, a, a.dtype, i.n)
+    return result(out, a, a.dtype, i.n)
 
 
 __all__ = ["finish_program", "gather", "gather_program", "index_add", "scatter_program"]

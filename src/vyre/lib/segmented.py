@@ -19,7 +19,7 @@ import numpy as np
 from vyre.ir import AtomicOp, BinOp, BufferDecl, DataType, Expr, Node, Program
 
 from . import superacc as sa
-from .arrays import NUMERIC, Arr, as_arr, device_like, require, to_kind
+from .arrays import NUMERIC, Arr, as_arr, device_like, require, result, to_kind
 from .errors import LibError
 from .kernels import GID, N, element, prm, storage
 from .reduce import _half_bits, _half_key, _identity
@@ -106,16 +106,7 @@ def _segment(x: Any, offsets: Any, op: BinOp, name: str, backend: Any, workgroup
     if r.read_u32(err, 0):
         raise LibError("L004", f"vyre.lib.{name}: the offsets decrease or pass the end of x ({a.n}).",
                        "pass non-decreasing CSR offsets within the data.")
-    if isinstance(out, np.ndarray):
-        vals = out[:S]
-        if a.dtype.is_half:
-            vals = vals.astype(np.uint16)
-        return to_kind(vals.copy(), a, a.dtype)
-    if a.dtype.is_half:
-        from .reduce import _device_half
-
-        return _device_half(device_like(out, a, U), a, a.dtype)[:S]
-    return device_like(out, a, a.dtype)[:S]
+    return result(out, a, a.dtype, S)
 
 
 def segment_sum(x: Any, offsets: Any, *, backend: Any = None, workgroup_size: int | None = None) -> Any:
