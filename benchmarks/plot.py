@@ -80,9 +80,29 @@ def wgpu() -> None:
     fig.savefig(OUT / "wgpu_ratios.png", dpi=120)
 
 
+def primitives() -> None:
+    """vyre.lib speed over the fastest comparison per primitive (above 1: vyre is faster), for
+    each recorded run (primitives_*.json)."""
+    runs = {p.stem.split("_", 1)[1]: json.loads(p.read_text())["results"]["cases"]
+            for p in sorted(RESULTS.glob("primitives_*.json"))}
+    if not runs:
+        return
+    cases = sorted({c for r in runs.values() for c in r})
+    series = {}
+    for name, r in runs.items():
+        series[name] = [min((v for k, v in r[c].items() if k.startswith("vyre_over_")), default=0.0)
+                        if c in r else 0.0 for c in cases]
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    bars(ax, cases, series, "vyre / fastest other (speed)", log=True)
+    ax.axhline(1, color="k", lw=0.8)
+    ax.tick_params(axis="x", labelrotation=20)
+    fig.tight_layout()
+    fig.savefig(OUT / "primitives.png", dpi=120)
+
+
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
-    for fn in (cuda_kernels, dispatch, cluster, wgpu):
+    for fn in (cuda_kernels, dispatch, cluster, wgpu, primitives):
         fn()
         print("wrote", fn.__name__)
 
