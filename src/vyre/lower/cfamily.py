@@ -27,6 +27,7 @@ from vyre.ir.types import (
     UnOp,
 )
 
+from . import crmath
 from .floats import (
     CANON,
     FLUSHED,
@@ -617,8 +618,8 @@ class _Emitter(Printer):
                 UnOp.FLOOR: f"vy_floor({a})", UnOp.CEIL: f"vy_ceil({a})",
                 UnOp.TRUNC: f"vy_trunc({a})", UnOp.ROUND: f"vy_fround({a})",
                 UnOp.SIGN: f"vy_fsign({a})", UnOp.RECIPROCAL: f"VY_FDIV(1.0f, {a})"}.get(op)
-        if body is None:
-            body = f"{f[op.value]}({a})"
+        if body is None:   # correctly rounded transcendentals: one helper per op (S13)
+            body = f"{crmath.HELPER[op]}({a})"
         return self.fresh(DataType.F32, body), DataType.F32, self._flags(e, fa)
 
     def cast(self, e: E.Cast) -> tuple[str, DataType, Flags]:
@@ -919,4 +920,7 @@ def emit_source(plan: KernelPlan, dialect: Dialect) -> str:
         preludes.append(PRELUDE64)
     if plan.uses_half:
         preludes.append(PRELUDE16)
+    if plan.uses_transcendentals:
+        preludes.append(crmath.prelude({e.op for e in N.program_exprs(plan.program)
+                                        if isinstance(e, E.Un)}))
     return "\n".join([*preludes, *kernels])

@@ -28,7 +28,7 @@ from __future__ import annotations
 from vyre.ir import expr as E
 from vyre.ir import node as N
 from vyre.ir.typecheck import bin_result, infer, un_result
-from vyre.ir.types import AtomicOp, BinOp, Builtin, DataType, MemoryOrdering, UnOp
+from vyre.ir.types import TRANSCENDENTAL, AtomicOp, BinOp, Builtin, DataType, MemoryOrdering, UnOp
 
 from .floats import (
     CANON,
@@ -63,8 +63,9 @@ def refusals(program) -> list[str]:
             why.append(f"{e.dtype.value} values (not in core WGSL)")
         elif isinstance(e, E.Un) and e.op in _INEXACT_UN:
             why.append(_INEXACT_UN[e.op] + " (WGSL allows 2.5 ULP)")
-        elif isinstance(e, E.Un) and e.op.value in ("exp", "log", "exp2", "log2", "sin", "cos", "tan", "tanh"):
-            why.append(f"{e.op.value} (WGSL's accuracy is outside the ULP budget)")
+        elif isinstance(e, E.Un) and e.op in TRANSCENDENTAL:
+            why.append(f"{e.op.value} (vyre's correctly rounded math needs f64, which WGSL "
+                       "lacks: run it on cuda, opencl or reference)")
         elif isinstance(e, E.Fma):
             why.append("fma (WGSL does not promise a single rounding)")
         elif isinstance(e, E.Subgroup):

@@ -22,7 +22,7 @@ from vyre.driver.errors import BackendError, UnsupportedFeature
 from vyre.ir import expr as E
 from vyre.ir import node as N
 from vyre.ir.program import Program
-from vyre.ir.types import BinOp, UnOp
+from vyre.ir.types import TRANSCENDENTAL, BinOp, UnOp
 
 from .codegen import INT64_ATOMICS, generate
 from .runtime import ID, Runtime
@@ -188,6 +188,13 @@ class OpenCLBackend(EngineBackend):
         return frozenset(op for op in super().supported_ops() if not op.startswith("vyre.subgroup."))
 
     def refuse(self, program: Program) -> None:
+        if "cl_khr_fp64" not in self.rt.info.extensions and any(
+                isinstance(e, E.Un) and e.op in TRANSCENDENTAL for e in N.program_exprs(program)):
+            raise UnsupportedFeature(
+                "correctly rounded transcendentals", ID,
+                "this OpenCL device has no double precision (cl_khr_fp64), which vyre's "
+                "correctly rounded exp/log/sin/... need; run this program on cuda, on an "
+                "OpenCL device with fp64 (PoCL has it) or on the reference backend.")
         if not self.rt.info.correct_div_sqrt and _needs_correct_division(program):
             raise UnsupportedFeature(
                 "correctly rounded f32 division/sqrt", ID,

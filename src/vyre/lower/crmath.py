@@ -1,0 +1,363 @@
+"""Correctly rounded f32 transcendentals for C-family targets (CUDA C, OpenCL C with fp64).
+
+One algorithm per function, written once here as C source and used by every C-family
+printer through two hooks: `HELPER` (the device function an `UnOp` is printed as) and
+`prelude` (the helpers and tables a program needs). Method (after CORE-MATH's binary32
+functions): argument reduction and a polynomial evaluated in float64 with IEEE basic
+operations only (+ - * /, exact conversions, rint), so both targets compute identical
+doubles (the printers forbid contraction: CUDA ``--fmad=false``, OpenCL ``FP_CONTRACT OFF``);
+every double result is within `DEVICE_EPS` relative error of the exact value. Rounding it to
+f32 is then correct unless the double lies within that error of a rounding boundary; the
+helper tests exactly that (`vym_finish`) and, only then, looks the input up in the function's
+table of hard cases: every f32 input whose reference rounding test flags it
+(`crmath_hard_cases.json`, written by scripts/crmath_hard_cases.py, which runs over all
+2^32 inputs). The reference flags at 2^-46 relative (its float64 values are within 2^-50),
+so the table holds every input whose exact value lies within 2^-47 = 2 * DEVICE_EPS of a
+boundary: the only inputs the device test can flag.
+
+Range reduction of sin/cos/tan is exact for every f32 (Payne-Hanek with 64-bit integers:
+`VY_UMULHI64`, no 128-bit type), using 192 bits of 2/pi from the exponent's position.
+
+A port to targets without float64 (WGSL) would keep the same reductions and tables and
+evaluate the polynomials in fixed point on u32 limbs (or double-f32), with its own error
+bound and the same hard-case lookup.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import pathlib
+import struct
+
+import mpmath
+
+from vyre.ir.types import UnOp
+
+DEVICE_EPS = 2.0 ** -48   # relative error bound of every helper's double result
+HARD_CASES = pathlib.Path(__file__).with_name("crmath_hard_cases.json")
+
+# the device function each correctly rounded op is printed as
+HELPER: dict[UnOp, str] = {
+    UnOp.EXP: "vym_exp", UnOp.EXP2: "vym_exp2", UnOp.LOG: "vym_log", UnOp.LOG2: "vym_log2",
+    UnOp.SIN: "vym_sin", UnOp.COS: "vym_cos", UnOp.TAN: "vym_tan", UnOp.TANH: "vym_tanh",
+}
+# helper blocks each function's code calls (emitted once, in this order)
+_NEEDS: dict[UnOp, tuple[str, ...]] = {
+    UnOp.EXP: ("exp_d",), UnOp.EXP2: ("exp_d",), UnOp.LOG: ("log_d",), UnOp.LOG2: ("log_d",),
+    UnOp.SIN: ("trig",), UnOp.COS: ("trig",), UnOp.TAN: ("trig",), UnOp.TANH: ("exp_d",),
+}
+
+
+def _h(v: mpmath.mpf | float) -> str:
+    """A double constant as an exact C hex literal."""
+    return float(v).hex()
+
+
+def _split(v: mpmath.mpf, bits: int) -> tuple[float, float]:
+    """v as hi (``bits`` significant bits) + lo (the rest rounded to double)."""
+    with mpmath.workprec(bits):
+        hi = mpmath.mpf(v)
+    with mpmath.workprec(200):
+        return float(hi), float(v - hi)
+
+
+@functools.cache
+def hard_cases() -> dict[str, list[tuple[int, int]]]:
+    """Per function name: sorted (input bits, correctly rounded output bits)."""
+    raw = json.loads(HARD_CASES.read_text())
+    return {k: [(int(a, 16), int(b, 16)) for a, b in (p.split(":") for p in v)] for k, v in raw.items()}
+
+
+_COMMON = r"""
+#ifdef __OPENCL_VERSION__
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#define VYM_TABLE __constant
+#define VYM_L2D(x) as_double((vy_u64)(x))
+#else
+#define VYM_TABLE static __device__ const
+#define VYM_L2D(x) __longlong_as_double((long long)(x))
+#endif
+// Correctly rounded f32 transcendentals (vyre.lower.crmath). Doubles are computed with
+// basic IEEE operations only, so every target gets the same ones.
+VY_FN double vym_pow2i(int m) { return VYM_L2D(((vy_u64)(1023 + m)) << 52); }  // 2^m, |m| < 1023
+// y rounded once to f32 (nearest even, overflow to infinity), then flushed (S9): results
+// below 2^-126 never go through a hardware conversion (ftz conversions may differ)
+VY_FN float vym_round(double y) {
+    double a = y < 0.0 ? -y : y;
+    if (y == 0.0) return (float)y;                // keeps the zero's sign
+    if (a < 0x1p-126) {
+        float r = a >= 0x1.fffffep-127 ? 0x1p-126f : 0.0f;
+        return y < 0.0 ? -r : r;
+    }
+    return (float)y;
+}
+VY_FN float vym_nan(void) { return VY_U2F(VY_NAN_BITS); }
+"""
+
+
+def _lookup(name: str) -> str:
+    """The finishing function of one op: round, unless the double is within DEVICE_EPS of a
+    boundary; then the hard-case table (binary search) decides."""
+    cases = hard_cases().get(name, [])
+    eps = f"0x1p-{int(-mpmath.log(DEVICE_EPS, 2))}"
+    if not cases:
+        return (f"VY_FN float vym_finish_{name}(double y, uint xb) {{ return vym_round(y); }}\n")
+    keys = ",".join(f"0x{a:08x}u" for a, _ in cases)
+    vals = ",".join(f"0x{b:08x}u" for _, b in cases)
+    n = len(cases)
+    return f"""VYM_TABLE uint vym_hk_{name}[{n}] = {{{keys}}};
+VYM_TABLE uint vym_hv_{name}[{n}] = {{{vals}}};
+VY_FN float vym_finish_{name}(double y, uint xb) {{
+    double d = (y < 0.0 ? -y : y) * {eps};
+    float lo = vym_round(y - d), hi = vym_round(y + d);
+    if (VY_F2U(lo) == VY_F2U(hi)) return lo;
+    int a = 0, b = {n};
+    while (a < b) {{
+        int m = (a + b) >> 1;
+        uint k = vym_hk_{name}[m];
+        if (k == xb) return VY_U2F(vym_hv_{name}[m]);
+        if (k < xb) a = m + 1; else b = m;
+    }}
+    return vym_round(y);
+}}
+"""
+
+
+def _poly(var: str, coeffs: list[mpmath.mpf]) -> str:
+    """Horner form of sum(c_i var^i) with double hex literals."""
+    out = _h(coeffs[-1])
+    for c in reversed(coeffs[:-1]):
+        out = f"{_h(c)} + {var} * ({out})"
+    return out
+
+
+@functools.cache
+def _exp_d() -> str:
+    """e^x and 2^x cores: x = (k/64) ln 2 + r, |r| <= ln2/128, 2^(j/64) from a table,
+    degree-6 Taylor polynomial (truncation < 2^-60); about 2^-51 relative error."""
+    with mpmath.workprec(200):
+        ln2 = mpmath.log(2)
+        hi, lo = _split(ln2 / 64, 38)            # k * hi exact for |k| < 2^15
+        exp_c = [1 / mpmath.factorial(i) for i in range(7)]
+        exp2_c = [ln2 ** i / mpmath.factorial(i) for i in range(7)]
+        em1_c = [1 / mpmath.factorial(i) for i in range(1, 17)]
+        tbl = ",".join(_h(mpmath.power(2, mpmath.mpf(j) / 64)) for j in range(64))
+        inv = _h(64 / ln2)
+    return f"""VYM_TABLE double vym_exp_t[64] = {{{tbl}}};
+// 2^(k/64) * p: k an integer in double, |k| < 2^15
+VY_FN double vym_scale(double k, double p) {{
+    int ki = (int)k;
+    int j = ki & 63;
+    return vym_pow2i((ki - j) / 64) * (vym_exp_t[j] * p);
+}}
+// e^x for -160 < x < 100
+VY_FN double vym_exp_d(double x) {{
+    double k = rint(x * {inv});
+    double r = (x - k * {_h(hi)}) - k * {_h(lo)};
+    return vym_scale(k, {_poly("r", exp_c)});
+}}
+// 2^x for an f32 x, -160 < x < 160 (x * 64 and its fraction are exact)
+VY_FN double vym_exp2_d(double x) {{
+    double t = x * 64.0;
+    double k = rint(t);
+    double r = (t - k) * 0x1p-6;
+    return vym_scale(k, {_poly("r", exp2_c)});
+}}
+// e^y - 1 for 0 <= y < 100 (Taylor below 1/2, where exp would cancel)
+VY_FN double vym_expm1_d(double y) {{
+    if (y < 0.5) return y * ({_poly("y", em1_c)});
+    return vym_exp_d(y) - 1.0;
+}}
+"""
+
+
+@functools.cache
+def _log_d() -> str:
+    """ln x = e ln2 - ln c_i + ln(1 + z), z = m c_i - 1 exact (c_i an f32 near 1/m on the
+    mantissa's top 7 bits), |z| < 2^-7, degree-8 series; c_0 = 1 and c_127 = 1/2 make x
+    next to 1 exact-relative. Returns ln(x) as hi + lo parts, about 2^-51 relative."""
+    c, lc_hi, lc_lo = [], [], []
+    with mpmath.workprec(200):
+        ln2 = mpmath.log(2)
+        for i in range(128):
+            ci = 1.0 if i == 0 else 0.5 if i == 127 else _f32(1 / (1 + (mpmath.mpf(i) + 0.5) / 128))
+            v = -mpmath.log(ci) - (ln2 if i >= 53 else 0)
+            h, lo_ = _split(v, 53)
+            c.append(_h(ci))
+            lc_hi.append(_h(h))
+            lc_lo.append(_h(lo_))
+        l2hi, l2lo = _split(ln2, 44)
+        series = [mpmath.mpf((-1) ** (i + 1)) / i for i in range(2, 9)]
+        inv_ln2 = _h(1 / ln2)
+    return f"""VYM_TABLE double vym_log_c[128] = {{{",".join(c)}}};
+VYM_TABLE double vym_log_h[128] = {{{",".join(lc_hi)}}};
+VYM_TABLE double vym_log_l[128] = {{{",".join(lc_lo)}}};
+// ln(x) = e + t for a positive normal f32 x: *e = e' ln2 (split), t the rest; also e'
+VY_FN double vym_log_parts(float x, int* ee, double* lo) {{
+    uint b = VY_F2U(x);
+    uint i = (b >> 16) & 127u;
+    int e = (int)(b >> 23) - 127 + (i >= 53u ? 1 : 0);
+    double m = (double)VY_U2F((b & 0x007FFFFFu) | 0x3F800000u);
+    double z = m * vym_log_c[i] - 1.0;
+    double p = z + z * z * ({_poly("z", series)});
+    *ee = e;
+    *lo = p + vym_log_l[i];
+    return vym_log_h[i];
+}}
+VY_FN double vym_log_d(float x) {{
+    int e; double lo;
+    double h = vym_log_parts(x, &e, &lo);
+    return ((double)e * {_h(l2hi)} + h) + ((double)e * {_h(l2lo)} + lo);
+}}
+VY_FN double vym_log2_d(float x) {{
+    int e; double lo;
+    double h = vym_log_parts(x, &e, &lo);
+    return (double)e + (h + lo) * {inv_ln2};
+}}
+"""
+
+
+def _f32(v: mpmath.mpf) -> float:
+    """v rounded to the nearest f32 (as a Python float)."""
+    return struct.unpack("f", struct.pack("f", float(v)))[0]
+
+
+@functools.cache
+def _trig() -> str:
+    """sin/cos/tan: r = x - q pi/2 exactly reduced (|x| < pi/4: r = x; else Payne-Hanek on
+    192 bits of 2/pi), Taylor polynomials on |r| <= pi/4 (truncation < 2^-54)."""
+    with mpmath.workprec(600):
+        two_over_pi = 2 / mpmath.pi
+        words = ["0x00000000u"]                 # one zero word: windows may start before bit 1
+        f = two_over_pi
+        for _ in range(12):
+            f *= 2 ** 32
+            w = int(mpmath.floor(f))
+            words.append(f"0x{w:08x}u")
+            f -= w
+        pio2 = _h(mpmath.pi / 2)
+        sin_c = [mpmath.mpf((-1) ** k) / mpmath.factorial(2 * k + 1) for k in range(1, 8)]
+        cos_c = [mpmath.mpf((-1) ** k) / mpmath.factorial(2 * k) for k in range(1, 9)]
+    return f"""VYM_TABLE uint vym_2opi[{len(words)}] = {{{",".join(words)}}};
+VY_FN vy_u64 vym_2opi_w(int g) {{   // bits g .. g+63 of the padded 2/pi stream
+    int k = g >> 5, sh = g & 31;
+    vy_u64 a = ((vy_u64)vym_2opi[k] << 32) | (vy_u64)vym_2opi[k + 1];
+    return (a << sh) | ((vy_u64)vym_2opi[k + 2] >> (32 - sh));
+}}
+// |x| = q pi/2 + r, |r| <= pi/4 (+ a rounding), for a finite |x| (an f32 as double)
+VY_FN double vym_reduce(float ax, int* q) {{
+    if (ax < 0.785398f) {{ *q = 0; return (double)ax; }}
+    uint b = VY_F2U(ax);
+    int e = (int)(b >> 23) - 150;                 // ax = m 2^e, m a 24-bit integer
+    vy_u64 m = (vy_u64)((b & 0x007FFFFFu) | 0x00800000u);
+    int g = e - 2 + 32;                           // bit b_(e-1) of 2/pi, after the pad word
+    vy_u64 w0 = vym_2opi_w(g), w1 = vym_2opi_w(g + 64), w2 = vym_2opi_w(g + 128);
+    // P = m (w0 w1 w2); x 2/pi mod 4 = P 2^-190: bits 191..64 of P
+    vy_u64 h2 = VY_UMULHI64(m, w2);
+    vy_u64 l1 = m * w1, h1 = VY_UMULHI64(m, w1);
+    vy_u64 l0 = m * w0;
+    vy_u64 p1 = h2 + l1;
+    vy_u64 p2 = h1 + l0 + (p1 < h2 ? (vy_u64)1 : (vy_u64)0);
+    int quad = (int)(p2 >> 62);
+    vy_u64 fh = (p2 << 2) | (p1 >> 62), fl = p1 << 2;   // fraction, 128 bits
+    double sgn = 1.0;
+    if (fh >> 63) {{                               // fraction >= 1/2: next quadrant, negative r
+        quad += 1; sgn = -1.0;
+        fh = ~fh; fl = ~fl + (vy_u64)1; if (fl == (vy_u64)0) fh += (vy_u64)1;
+    }}
+    int n = 0;
+    if (fh == (vy_u64)0) {{ fh = fl; fl = (vy_u64)0; n = 64; }}
+    int s = (int)VY_CLZ64(fh);
+    if (s > 0) fh = (fh << s) | (fl >> (64 - s));
+    *q = quad & 3;
+    return sgn * ((double)fh * vym_pow2i(-64 - n - s)) * {pio2};
+}}
+VY_FN double vym_sin_p(double r) {{ double z = r * r; return r + r * z * ({_poly("z", sin_c)}); }}
+VY_FN double vym_cos_p(double r) {{ double z = r * r; return 1.0 + z * ({_poly("z", cos_c)}); }}
+"""
+
+
+_FUNCS: dict[UnOp, str] = {
+    UnOp.EXP: """VY_FN float vym_exp(float x) {
+    if (vy_isnan(x)) return vym_nan();
+    if (x > 100.0f) return VY_U2F(0x7F800000u);
+    if (x < -110.0f) return 0.0f;
+    return vym_finish_exp(vym_exp_d((double)x), VY_F2U(x));
+}
+""",
+    UnOp.EXP2: """VY_FN float vym_exp2(float x) {
+    if (vy_isnan(x)) return vym_nan();
+    if (x >= 128.0f) return VY_U2F(0x7F800000u);
+    if (x < -152.0f) return 0.0f;
+    return vym_finish_exp2(vym_exp2_d((double)x), VY_F2U(x));
+}
+""",
+    UnOp.LOG: """VY_FN float vym_log(float x) {
+    if (vy_isnan(x) || x < 0.0f) return vym_nan();
+    if (x == 0.0f) return VY_U2F(0xFF800000u);
+    if (vy_isinf(x)) return x;
+    return vym_finish_log(vym_log_d(x), VY_F2U(x));
+}
+""",
+    UnOp.LOG2: """VY_FN float vym_log2(float x) {
+    if (vy_isnan(x) || x < 0.0f) return vym_nan();
+    if (x == 0.0f) return VY_U2F(0xFF800000u);
+    if (vy_isinf(x)) return x;
+    return vym_finish_log2(vym_log2_d(x), VY_F2U(x));
+}
+""",
+    UnOp.SIN: """VY_FN float vym_sin(float x) {
+    if (vy_isnan(x) || vy_isinf(x)) return vym_nan();
+    int q; double r = vym_reduce(VY_U2F(VY_F2U(x) & 0x7FFFFFFFu), &q);
+    double y = (q & 1) ? vym_cos_p(r) : vym_sin_p(r);
+    if (q & 2) y = -y;
+    if (VY_F2U(x) >> 31) y = -y;
+    return vym_finish_sin(y, VY_F2U(x));
+}
+""",
+    UnOp.COS: """VY_FN float vym_cos(float x) {
+    if (vy_isnan(x) || vy_isinf(x)) return vym_nan();
+    int q; double r = vym_reduce(VY_U2F(VY_F2U(x) & 0x7FFFFFFFu), &q);
+    q = (q + 1) & 3;
+    double y = (q & 1) ? vym_cos_p(r) : vym_sin_p(r);
+    if (q & 2) y = -y;
+    return vym_finish_cos(y, VY_F2U(x));
+}
+""",
+    UnOp.TAN: """VY_FN float vym_tan(float x) {
+    if (vy_isnan(x) || vy_isinf(x)) return vym_nan();
+    int q; double r = vym_reduce(VY_U2F(VY_F2U(x) & 0x7FFFFFFFu), &q);
+    double s = vym_sin_p(r), c = vym_cos_p(r);
+    double y = (q & 1) ? -c / s : s / c;
+    if (VY_F2U(x) >> 31) y = -y;
+    return vym_finish_tan(y, VY_F2U(x));
+}
+""",
+    UnOp.TANH: """VY_FN float vym_tanh(float x) {
+    if (vy_isnan(x)) return vym_nan();
+    float ax = VY_U2F(VY_F2U(x) & 0x7FFFFFFFu);
+    double y;
+    if (ax >= 10.0f) y = 1.0;
+    else { double e = vym_expm1_d(2.0 * (double)ax); y = e / (e + 2.0); }
+    if (VY_F2U(x) >> 31) y = -y;
+    return vym_finish_tanh(y, VY_F2U(x));
+}
+""",
+}
+_BLOCKS = {"exp_d": _exp_d, "log_d": _log_d, "trig": _trig}
+
+
+def prelude(ops: frozenset[UnOp] | set[UnOp]) -> str:
+    """C source of the helpers (and their tables) for the given ops; '' when none.
+    Needs the shared prelude's ``vy_isnan``/``vy_isinf`` and ``VY_NAN_BITS``."""
+    used = [op for op in HELPER if op in ops]
+    if not used:
+        return ""
+    parts = [_COMMON]
+    for block in dict.fromkeys(b for op in used for b in _NEEDS[op]):
+        parts.append(_BLOCKS[block]())
+    for op in used:
+        parts.append(_lookup(op.value))
+        parts.append(_FUNCS[op])
+    return "\n".join(parts)
