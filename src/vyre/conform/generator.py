@@ -7,8 +7,7 @@ grid_sync phases (some starting with an `indirect_dispatch` an earlier phase wro
 arrays, functions, and every value type: u32, i32, f32, bool, u64, i64, f16, bf16, with
 u8/i16 storage. Every invocation writes outputs only at its own index, reads inputs anywhere
 (out-of-bounds included) and reads workgroup memory only between barriers, so the result is
-the same on every conforming backend. Transcendentals are left out (their results may differ
-by the ULP budget).
+the same on every conforming backend.
 """
 
 from __future__ import annotations
@@ -37,6 +36,7 @@ from vyre.ir.types import (
     INT_ONLY_BIN,
     INT_ONLY_UN,
     LOGICAL,
+    TRANSCENDENTAL,
 )
 
 from .witness import typed_inputs, witness_words
@@ -55,7 +55,8 @@ ARITH = [BinOp.ADD, BinOp.SUB, BinOp.MUL, BinOp.DIV, BinOp.MOD, BinOp.MIN, BinOp
 INT_BIN = sorted(INT_ONLY_BIN, key=lambda o: o.value)
 CMP = sorted(COMPARISONS, key=lambda o: o.value)
 UN_INT = sorted(INT_ONLY_UN, key=lambda o: o.value) + [UnOp.NEGATE, UnOp.ABS, UnOp.SIGN]
-UN_F = sorted(FLOAT_ONLY_UN - FLOAT_PREDICATES, key=lambda o: o.value) + [UnOp.NEGATE, UnOp.ABS, UnOp.SIGN]
+UN_F = sorted(FLOAT_ONLY_UN - FLOAT_PREDICATES, key=lambda o: o.value) + [UnOp.NEGATE, UnOp.ABS, UnOp.SIGN] \
+    + sorted(TRANSCENDENTAL, key=lambda o: o.value)   # correctly rounded: compared byte for byte
 
 
 @dataclass
@@ -74,7 +75,7 @@ class GenOptions:
     locals: bool = True
     indirect: bool = True
     # features a backend refuses by design (see `options_for`): "f32_div", "f32_mod", "fma",
-    # "sqrt", "reciprocal"
+    # "sqrt", "reciprocal", and the transcendentals by name ("exp", "sin", ...)
     excluded: frozenset[str] = frozenset()
 
 
@@ -381,7 +382,7 @@ def options_for(backend, base: GenOptions | None = None) -> GenOptions:
     excluded = set(opts.excluded)
     if "vyre.expr.fma" in missing:
         excluded.add("fma")
-    for op in ("sqrt", "reciprocal"):
+    for op in ("sqrt", "reciprocal", *(o.value for o in TRANSCENDENTAL)):
         if f"vyre.un_op.{op}" in missing:
             excluded.add(op)
     if any(f"vyre.dtype.{t.value}" in missing for t in WIDE + [DataType.U8, DataType.I16]):
