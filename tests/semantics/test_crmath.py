@@ -211,3 +211,44 @@ def test_wgpu_refuses_in_plain_words():
 
     why = refusals(lower(_program(UnOp.EXP)).program)
     assert any("cuda, opencl or reference" in w for w in why), why
+
+
+@pytest.mark.parametrize("op", OPS, ids=lambda o: o.value)
+def test_device_double_is_within_its_error_bound(opencl, op):
+    """The hard-case tables are complete only if every helper's double lies within
+    DEVICE_EPS of the exact value: measured on PoCL (same doubles as CUDA: basic IEEE
+    operations only) against numpy's float64 functions on 2^16 inputs, with a margin of 2."""
+    cl = pytest.importorskip("pyopencl")
+    from vyre.drivers.opencl.codegen import HEADER
+    from vyre.lower.cfamily import PRELUDE
+    from vyre.reference import crmath as ref_crmath
+
+    rng = np.random.default_rng(int(op.value.encode().hex(), 16) % 2**32)
+    n = 1 << 16
+    dom = {UnOp.EXP: (-104, 89), UnOp.EXP2: (-150, 128), UnOp.TANH: (-10, 10)}
+    if op in dom:
+        x = rng.uniform(*dom[op], n).astype(np.float32)
+        x[: n // 4] = (np.exp2(rng.uniform(-30, 3, n // 4)) * rng.choice([-1, 1], n // 4)).astype(np.float32)
+    else:
+        b = _random(n, 5)
+        b = b[((b & 0x7F800000) != 0) & ((b & 0x7F800000) != 0x7F800000)]
+        if op in (UnOp.LOG, UnOp.LOG2):
+            b = b & np.uint32(0x7FFFFFFF)
+        x = np.concatenate([b.view(np.float32), (1 + rng.uniform(-2**-6, 2**-6, 4096)).astype(np.float32)])
+    src = HEADER + PRELUDE + lower_crmath.prelude({op}) + (
+        "__kernel void k(__global const float* xs, __global double* ys) {"
+        f" float x = xs[get_global_id(0)]; ys[get_global_id(0)] = {lower_crmath.DOUBLE[op]}; }}")
+    ctx = cl.Context([opencl.rt.device])    # the device the opencl backend runs on
+    queue = cl.CommandQueue(ctx)
+    prg = cl.Program(ctx, src).build(options=["-cl-std=CL1.2"])
+    mf = cl.mem_flags
+    xb = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=x)
+    yb = cl.Buffer(ctx, mf.WRITE_ONLY, x.size * 8)
+    prg.k(queue, (x.size,), None, xb, yb)
+    y = np.empty(x.size)
+    cl.enqueue_copy(queue, y, yb)
+    with np.errstate(all="ignore"):
+        want = ref_crmath.F64[op](x.astype(np.float64))
+    ok = np.isfinite(want) & (np.abs(want) > 2.0 ** -1000)
+    rel = np.abs(y[ok] - want[ok]) / np.abs(want[ok])
+    assert rel.max() <= lower_crmath.DEVICE_EPS / 2, (op, np.log2(rel.max()), x[ok][np.argmax(rel)])
