@@ -74,9 +74,11 @@ _COMMON = r"""
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #define VYM_TABLE __constant
 #define VYM_L2D(x) as_double((vy_u64)(x))
+#define VYM_D2L(x) as_ulong(x)
 #else
 #define VYM_TABLE static __device__ const
 #define VYM_L2D(x) __longlong_as_double((long long)(x))
+#define VYM_D2L(x) ((vy_u64)__double_as_longlong(x))
 #endif
 // Correctly rounded f32 transcendentals (vyre.lower.crmath). Doubles are computed with
 // basic IEEE operations only, so every target gets the same ones.
@@ -106,20 +108,22 @@ def _lookup(name: str) -> str:
     keys = ",".join(f"0x{a:08x}u" for a, _ in cases)
     vals = ",".join(f"0x{b:08x}u" for _, b in cases)
     n = len(cases)
+    steps = "".join(f"    t = min(a + {1 << k}, {n - 1}); a = vym_hk_{name}[t] <= xb ? t : a;\n"
+                    for k in reversed(range(n.bit_length())))
     return f"""VYM_TABLE uint vym_hk_{name}[{n}] = {{{keys}}};
 VYM_TABLE uint vym_hv_{name}[{n}] = {{{vals}}};
 VY_FN float vym_finish_{name}(double y, uint xb) {{
-    double d = (y < 0.0 ? -y : y) * {eps};
+    // fast exit: a normal result whose low 29 bits (of the 52 an f32 drops) are more than
+    // DEVICE_EPS |y| (< 32 of their units) from the half-way pattern rounds as the exact value
+    double ay = y < 0.0 ? -y : y;
+    vy_i64 h = (vy_i64)(VYM_D2L(y) & (vy_u64)0x1FFFFFFF) - (vy_i64)0x10000000;
+    if (ay >= 0x1p-126 && (h > (vy_i64)40 || h < (vy_i64)-40)) return (float)y;
+    double d = ay * {eps};
     float lo = vym_round(y - d), hi = vym_round(y + d);
     if (VY_F2U(lo) == VY_F2U(hi)) return lo;
-    int a = 0, b = {n};
-    while (a < b) {{
-        int m = (a + b) >> 1;
-        uint k = vym_hk_{name}[m];
-        if (k == xb) return VY_U2F(vym_hv_{name}[m]);
-        if (k < xb) a = m + 1; else b = m;
-    }}
-    return vym_round(y);
+    // near a boundary (about 1 input in 2^20): a loop-free binary search of the table
+    int a = 0, t;
+{steps}    return vym_hk_{name}[a] == xb ? VY_U2F(vym_hv_{name}[a]) : vym_round(y);
 }}
 """
 
