@@ -228,7 +228,7 @@ def run_backend(backend: VyreBackend, *, random: int = 0, seed: int = 0,
     opts = options_for(backend) if seeds else None
     for s in seeds:
         program, inputs = random_program(s, opts)
-        report.results.append(_check(backend, f"random/{s}", program, inputs, None, False, repro_dir,
+        report.results.append(_check(backend, f"random/{s}", program, inputs, None, repro_dir,
                                      minimise_budget))
         if progress:
             progress(f"random/{s}")

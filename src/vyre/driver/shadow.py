@@ -18,10 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from vyre.ir import expr as E
-from vyre.ir import node as N
 from vyre.ir.program import Program
-from vyre.ir.types import TRANSCENDENTAL, DataType
 
 from .config import DispatchConfig
 from .errors import Other
