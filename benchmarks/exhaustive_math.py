@@ -26,11 +26,15 @@ from pathlib import Path
 import mpmath
 import numpy as np
 
-FUNCS = ("exp", "exp2", "log", "log2", "sin", "cos", "tan", "tanh")
+FUNCS = ("exp", "exp2", "log", "log2", "sin", "cos", "tan", "tanh", "sinh", "cosh", "expm1", "log1p",
+         "atan", "asin", "acos", "cbrt")
+_XP_NAME = {"atan": "arctan", "asin": "arcsin", "acos": "arccos"}
 EPS = 2.0 ** -46
 _MP = {"exp": mpmath.exp, "exp2": lambda v: mpmath.power(2, v), "log": mpmath.log,
        "log2": lambda v: mpmath.log(v, 2), "sin": mpmath.sin, "cos": mpmath.cos,
-       "tan": mpmath.tan, "tanh": mpmath.tanh}
+       "tan": mpmath.tan, "tanh": mpmath.tanh, "sinh": mpmath.sinh, "cosh": mpmath.cosh,
+       "expm1": mpmath.expm1, "log1p": mpmath.log1p, "atan": mpmath.atan, "asin": mpmath.asin,
+       "acos": mpmath.acos, "cbrt": lambda v: mpmath.cbrt(v) if v >= 0 else -mpmath.cbrt(-v)}
 
 
 def _f64(xp, name: str, x):
@@ -38,7 +42,7 @@ def _f64(xp, name: str, x):
         x = xp.clip(x, -300.0, 300.0)
         n = xp.rint(x)
         return xp.ldexp(xp.exp2(x - n), n.astype(xp.int32))
-    return getattr(xp, name)(x)
+    return getattr(xp, _XP_NAME.get(name, name))(x)
 
 
 def _canon_bits(xp, b):

@@ -9,7 +9,10 @@ in that table (vyre.lower.crmath); tests check every entry on every backend.
 Skipped ranges, by analysis: NaN and infinities (special values); exp/exp2 with
 |x| < 2^-27 (result 1 +- less than a quarter ULP) or |x| >= 256 (overflow, or below
 2^-150); sin/cos/tan/tanh with |x| < 2^-14 (x or 1 within 2^-28 relative, far from a
-midpoint); tanh with |x| >= 16 (+-1); log/log2 of non-positive x.
+midpoint); tanh with |x| >= 16 (+-1); log/log2 of non-positive x; sinh/cosh with |x| < 2^-14
+or >= 128; expm1 with |x| < 2^-26 (x within 2^-27 relative) or >= 128; log1p with
+|x| < 2^-26 or x < -1; atan with |x| < 2^-14 or >= 2^32 (pi/2 - 1/x stays 2^-26 from a
+midpoint); asin/acos outside [-1, 1] (NaN), asin with |x| < 2^-14, acos with |x| < 2^-30.
 
     python scripts/crmath_hard_cases.py [--functions exp,log] [--jobs 2]
 """
@@ -42,6 +45,13 @@ DOMAINS: dict[UnOp, list[tuple[int, int]]] = {
     UnOp.LOG: [(0x00800000, 0x7F800000)], UnOp.LOG2: [(0x00800000, 0x7F800000)],
     UnOp.SIN: _exps(127 - 14, 255), UnOp.COS: _exps(127 - 14, 255),
     UnOp.TAN: _exps(127 - 14, 255), UnOp.TANH: _exps(127 - 14, 127 + 4),
+    UnOp.SINH: _exps(127 - 14, 127 + 7), UnOp.COSH: _exps(127 - 14, 127 + 7),
+    UnOp.EXPM1: _exps(127 - 26, 127 + 7),
+    UnOp.LOG1P: [((127 - 26) << 23, 0x7F800000), (0x80000000 | ((127 - 26) << 23), 0xBF800001)],
+    UnOp.ATAN: _exps(127 - 14, 127 + 32), UnOp.ASIN: [(s, e) for s, e in _exps(127 - 14, 127)]
+    + [(0x3F800000, 0x3F800001), (0xBF800000, 0xBF800001)],
+    UnOp.ACOS: [(s, e) for s, e in _exps(127 - 30, 127)] + [(0x3F800000, 0x3F800001), (0xBF800000, 0xBF800001)],
+    UnOp.CBRT: _exps(1, 255),
 }
 
 

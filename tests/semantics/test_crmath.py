@@ -23,7 +23,10 @@ OPS = sorted(TRANSCENDENTAL, key=lambda o: o.value)
 INF, NAN = math.inf, math.nan
 _MP = {UnOp.EXP: mpmath.exp, UnOp.EXP2: lambda v: mpmath.power(2, v), UnOp.LOG: mpmath.log,
        UnOp.LOG2: lambda v: mpmath.log(v, 2), UnOp.SIN: mpmath.sin, UnOp.COS: mpmath.cos,
-       UnOp.TAN: mpmath.tan, UnOp.TANH: mpmath.tanh}
+       UnOp.TAN: mpmath.tan, UnOp.TANH: mpmath.tanh, UnOp.SINH: mpmath.sinh, UnOp.COSH: mpmath.cosh,
+       UnOp.EXPM1: mpmath.expm1, UnOp.LOG1P: mpmath.log1p, UnOp.ATAN: mpmath.atan,
+       UnOp.ASIN: mpmath.asin, UnOp.ACOS: mpmath.acos,
+       UnOp.CBRT: lambda v: mpmath.cbrt(v) if v >= 0 else -mpmath.cbrt(-v)}
 
 
 def _f32_bits(v: float) -> int:
@@ -64,6 +67,21 @@ _SPECIAL: dict[UnOp, list[tuple[float | int, float]]] = {
     UnOp.TAN: [(0.0, 0.0), (-0.0, -0.0), (NSUB, -0.0), (INF, NAN), (-INF, NAN), (NAN, NAN)],
     UnOp.TANH: [(0.0, 0.0), (-0.0, -0.0), (NSUB, -0.0), (INF, 1.0), (-INF, -1.0), (NAN, NAN),
                 (20.0, 1.0), (-20.0, -1.0)],
+    UnOp.SINH: [(0.0, 0.0), (-0.0, -0.0), (NSUB, -0.0), (INF, INF), (-INF, -INF), (NAN, NAN),
+                (90.0, INF), (-90.0, -INF)],
+    UnOp.COSH: [(0.0, 1.0), (-0.0, 1.0), (NSUB, 1.0), (INF, INF), (-INF, INF), (NAN, NAN), (-90.0, INF)],
+    UnOp.EXPM1: [(0.0, 0.0), (-0.0, -0.0), (NSUB, -0.0), (INF, INF), (-INF, -1.0), (NAN, NAN),
+                 (89.0, INF), (-120.0, -1.0)],
+    UnOp.LOG1P: [(0.0, 0.0), (-0.0, -0.0), (NSUB, -0.0), (-1.0, -INF), (-2.0, NAN), (INF, INF),
+                 (-INF, NAN), (NAN, NAN)],
+    UnOp.ATAN: [(0.0, 0.0), (-0.0, -0.0), (NSUB, -0.0), (INF, 1.5707963705062866),
+                (-INF, -1.5707963705062866), (NAN, NAN), (1.0, 0.7853981852531433)],
+    UnOp.ASIN: [(0.0, 0.0), (-0.0, -0.0), (NSUB, -0.0), (1.0, 1.5707963705062866),
+                (-1.0, -1.5707963705062866), (1.0000001192092896, NAN), (INF, NAN), (NAN, NAN)],
+    UnOp.ACOS: [(1.0, 0.0), (-1.0, 3.1415927410125732), (0.0, 1.5707963705062866),
+                (-0.0, 1.5707963705062866), (-1.0000001192092896, NAN), (-INF, NAN), (NAN, NAN)],
+    UnOp.CBRT: [(0.0, 0.0), (-0.0, -0.0), (NSUB, -0.0), (INF, INF), (-INF, -INF), (NAN, NAN),
+                (27.0, 3.0), (-8.0, -2.0), (2.0 ** -126, 2.0 ** -42)],
 }
 
 
@@ -127,6 +145,10 @@ def test_reference_is_correctly_rounded(op):
     r = r[np.isfinite(r.view(np.float32)) & ((r & 0x7F800000) != 0)]
     if op in (UnOp.LOG, UnOp.LOG2):
         r = r & np.uint32(0x7FFFFFFF)
+    if op in (UnOp.ASIN, UnOp.ACOS):
+        r = np.random.default_rng(8).uniform(-1, 1, r.size).astype(np.float32).view(np.uint32)
+    if op is UnOp.LOG1P:
+        r = r[r.view(np.float32) >= -1]
     want = np.array([_oracle(op, int(x)) for x in r], np.uint32)
     got = _run(None, op, r)
     assert np.array_equal(got, want), _first_bad(r, got, want)
@@ -160,7 +182,7 @@ def test_cuda_is_byte_identical(cuda, op):
 
 
 def test_cuda_source_of_every_function_compiles_with_nvrtc():
-    """Without a GPU, NVRTC still compiles one kernel using all eight helpers (sm_90)."""
+    """Without a GPU, NVRTC still compiles one kernel using every helper (sm_90)."""
     try:
         from vyre.drivers.cuda import compiler
         compiler.nvrtc_version()
@@ -226,10 +248,15 @@ def test_device_double_is_within_its_error_bound(opencl, op):
 
     rng = np.random.default_rng(int(op.value.encode().hex(), 16) % 2**32)
     n = 1 << 16
-    dom = {UnOp.EXP: (-104, 89), UnOp.EXP2: (-150, 128), UnOp.TANH: (-10, 10)}
+    dom = {UnOp.EXP: (-104, 89), UnOp.EXP2: (-150, 128), UnOp.TANH: (-10, 10), UnOp.SINH: (-89, 89),
+           UnOp.COSH: (-89, 89), UnOp.EXPM1: (-100, 88), UnOp.ASIN: (-1, 1), UnOp.ACOS: (-1, 1),
+           UnOp.LOG1P: (-1, 100)}
     if op in dom:
-        x = rng.uniform(*dom[op], n).astype(np.float32)
-        x[: n // 4] = (np.exp2(rng.uniform(-30, 3, n // 4)) * rng.choice([-1, 1], n // 4)).astype(np.float32)
+        lo, hi = dom[op]
+        x = rng.uniform(lo, hi, n).astype(np.float32)
+        top = 3 if hi > 1 else -0.01
+        x[: n // 4] = (np.exp2(rng.uniform(-30, top, n // 4)) * rng.choice([-1, 1], n // 4)).astype(np.float32)
+        x = x[x >= lo]
     else:
         b = _random(n, 5)
         b = b[((b & 0x7F800000) != 0) & ((b & 0x7F800000) != 0x7F800000)]

@@ -205,6 +205,15 @@ class UnOp(_Closed):
     TAN = "tan"
     TANH = "tanh"
     BYTE_SWAP = "byte_swap"
+    # correctly rounded f32 functions added later (appended: wire op ids of the others stay)
+    SINH = "sinh"
+    COSH = "cosh"
+    EXPM1 = "expm1"
+    LOG1P = "log1p"
+    ATAN = "atan"
+    ASIN = "asin"
+    ACOS = "acos"
+    CBRT = "cbrt"
 
 
 class AtomicOp(_Closed):
@@ -239,8 +248,10 @@ INT_ONLY_UN = frozenset({UnOp.BITNOT, UnOp.POPCOUNT, UnOp.CLZ, UnOp.CTZ, UnOp.RE
                          UnOp.BYTE_SWAP})
 FLOAT_ONLY_UN = frozenset({UnOp.SQRT, UnOp.FLOOR, UnOp.CEIL, UnOp.ROUND, UnOp.TRUNC, UnOp.IS_NAN,
                            UnOp.IS_INF, UnOp.IS_FINITE, UnOp.RECIPROCAL})
+# the correctly rounded f32 functions (docs/semantics.md S13): the one list every layer reads
 TRANSCENDENTAL = frozenset({UnOp.EXP, UnOp.LOG, UnOp.EXP2, UnOp.LOG2, UnOp.SIN, UnOp.COS,
-                            UnOp.TAN, UnOp.TANH})
+                            UnOp.TAN, UnOp.TANH, UnOp.SINH, UnOp.COSH, UnOp.EXPM1, UnOp.LOG1P,
+                            UnOp.ATAN, UnOp.ASIN, UnOp.ACOS, UnOp.CBRT})
 FLOAT_PREDICATES = frozenset({UnOp.IS_NAN, UnOp.IS_INF, UnOp.IS_FINITE})
 
 

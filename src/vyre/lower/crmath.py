@@ -41,11 +41,15 @@ HARD_CASES = pathlib.Path(__file__).with_name("crmath_hard_cases.json")
 HELPER: dict[UnOp, str] = {
     UnOp.EXP: "vym_exp", UnOp.EXP2: "vym_exp2", UnOp.LOG: "vym_log", UnOp.LOG2: "vym_log2",
     UnOp.SIN: "vym_sin", UnOp.COS: "vym_cos", UnOp.TAN: "vym_tan", UnOp.TANH: "vym_tanh",
+    UnOp.SINH: "vym_sinh", UnOp.COSH: "vym_cosh", UnOp.EXPM1: "vym_expm1", UnOp.LOG1P: "vym_log1p",
+    UnOp.ATAN: "vym_atan", UnOp.ASIN: "vym_asin", UnOp.ACOS: "vym_acos", UnOp.CBRT: "vym_cbrt",
 }
 # helper blocks each function's code calls (emitted once, in this order)
 _NEEDS: dict[UnOp, tuple[str, ...]] = {
     UnOp.EXP: ("exp_d",), UnOp.EXP2: ("exp_d",), UnOp.LOG: ("log_d",), UnOp.LOG2: ("log_d",),
     UnOp.SIN: ("trig",), UnOp.COS: ("trig",), UnOp.TAN: ("trig",), UnOp.TANH: ("exp_d",),
+    UnOp.SINH: ("exp_d",), UnOp.COSH: ("exp_d",), UnOp.EXPM1: ("exp_d",), UnOp.LOG1P: ("log_d",),
+    UnOp.ATAN: ("atan",), UnOp.ASIN: ("atan",), UnOp.ACOS: ("atan",), UnOp.CBRT: (),
 }
 
 
@@ -168,9 +172,9 @@ VY_FN double vym_exp2_d(double x) {{
     double r = (t - k) * 0x1p-6;
     return vym_scale(k, {_poly("r", exp2_c)});
 }}
-// e^y - 1 for 0 <= y < 100 (Taylor below 1/2, where exp would cancel)
+// e^y - 1 for -160 < y < 100 (Taylor on |y| < 1/2, where exp would cancel)
 VY_FN double vym_expm1_d(double y) {{
-    if (y < 0.5) return y * ({_poly("y", em1_c)});
+    if (y > -0.5 && y < 0.5) return y * ({_poly("y", em1_c)});
     return vym_exp_d(y) - 1.0;
 }}
 """
@@ -197,6 +201,7 @@ def _log_d() -> str:
     return f"""VYM_TABLE double vym_log_c[128] = {{{",".join(c)}}};
 VYM_TABLE double vym_log_h[128] = {{{",".join(lc_hi)}}};
 VYM_TABLE double vym_log_l[128] = {{{",".join(lc_lo)}}};
+VY_FN double vym_log1p_s(double z) {{ return z + z * z * ({_poly("z", series)}); }}   // |z| < 2^-7
 // ln(x) = e + t for a positive normal f32 x: *e = e' ln2 (split), t the rest; also e'
 VY_FN double vym_log_parts(float x, int* ee, double* lo) {{
     uint b = VY_F2U(x);
@@ -204,7 +209,7 @@ VY_FN double vym_log_parts(float x, int* ee, double* lo) {{
     int e = (int)(b >> 23) - 127 + (i >= 53u ? 1 : 0);
     double m = (double)VY_U2F((b & 0x007FFFFFu) | 0x3F800000u);
     double z = m * vym_log_c[i] - 1.0;
-    double p = z + z * z * ({_poly("z", series)});
+    double p = vym_log1p_s(z);
     *ee = e;
     *lo = p + vym_log_l[i];
     return vym_log_h[i];
@@ -213,6 +218,17 @@ VY_FN double vym_log_d(float x) {{
     int e; double lo;
     double h = vym_log_parts(x, &e, &lo);
     return ((double)e * {_h(l2hi)} + h) + ((double)e * {_h(l2lo)} + lo);
+}}
+// ln(u) for a positive normal double u: m split in 24 + 29 bits so m c_i - 1 stays exact
+VY_FN double vym_log_dd(double u) {{
+    vy_u64 b = VYM_D2L(u);
+    uint i = (uint)(b >> 45) & 127u;
+    int e = (int)(b >> 52) - 1023 + (i >= 53u ? 1 : 0);
+    double m = VYM_L2D((b & (vy_u64)0x000FFFFFFFFFFFFF) | (vy_u64)0x3FF0000000000000);
+    double mh = VYM_L2D(VYM_D2L(m) & ~(vy_u64)0x1FFFFFFF);
+    double c = vym_log_c[i];
+    double z = (mh * c - 1.0) + (m - mh) * c;
+    return ((double)e * {_h(l2hi)} + vym_log_h[i]) + ((double)e * {_h(l2lo)} + (vym_log1p_s(z) + vym_log_l[i]));
 }}
 VY_FN double vym_log2_d(float x) {{
     int e; double lo;
@@ -279,6 +295,35 @@ VY_FN double vym_reduce(float ax, int* q) {{
 }}
 VY_FN double vym_sin_p(double r) {{ double z = r * r; return r + r * z * ({_poly("z", sin_c)}); }}
 VY_FN double vym_cos_p(double r) {{ double z = r * r; return 1.0 + z * ({_poly("z", cos_c)}); }}
+"""
+
+
+@functools.cache
+def _atan() -> str:
+    """atan(v) = atan(k/64) + atan(t), t = (v - k/64) / (1 + v k/64), |t| <= 1/128, for
+    0 <= v <= 1 (v - k/64 exact); |x| > 1 through pi/2 - atan(1/|x|). Series through t^9
+    (truncation < 2^-66); about 2^-51 relative."""
+    with mpmath.workprec(200):
+        parts = [_split(mpmath.atan(mpmath.mpf(k) / 64), 53) for k in range(65)]
+        hi = ",".join(_h(h) for h, _ in parts)
+        lo = ",".join(_h(lo_) for _, lo_ in parts)
+        series = [mpmath.mpf((-1) ** k) / (2 * k + 1) for k in range(1, 5)]
+        p_hi, p_lo = _split(mpmath.pi / 2, 53)
+    return f"""VYM_TABLE double vym_atan_h[65] = {{{hi}}};
+VYM_TABLE double vym_atan_l[65] = {{{lo}}};
+VY_FN double vym_atan_d(double x) {{          // any double, infinities included
+    double a = x < 0.0 ? -x : x;
+    bool inv = a > 1.0;
+    double v = inv ? 1.0 / a : a;
+    double k = rint(v * 64.0);
+    double c = k * 0x1p-6;
+    double t = (v - c) / (1.0 + v * c);
+    double z = t * t;
+    int ki = min(max((int)k, 0), 64);             // 0..64 (a NaN never reaches here)
+    double r = vym_atan_h[ki] + ((t + t * z * ({_poly("z", series)})) + vym_atan_l[ki]);
+    if (inv) r = ({_h(p_hi)} - r) + {_h(p_lo)};
+    return x < 0.0 ? -r : r;
+}}
 """
 
 
@@ -356,14 +401,109 @@ VY_FN float vym_tanh(float x) {
     return vym_finish_tanh(vym_tanh_y(x), VY_F2U(x));
 }
 """,
+    UnOp.SINH: """VY_FN double vym_sinh_y(float x) {
+    double a = (double)VY_U2F(VY_F2U(x) & 0x7FFFFFFFu);
+    double e = vym_expm1_d(a);
+    double y = 0.5 * (e + e / (e + 1.0));
+    return (VY_F2U(x) >> 31) ? -y : y;
+}
+VY_FN float vym_sinh(float x) {
+    if (x == 0.0f) return x;                     // keeps the zero's sign
+    if (vy_isnan(x)) return vym_nan();
+    if (VY_U2F(VY_F2U(x) & 0x7FFFFFFFu) >= 90.0f) return VY_U2F((VY_F2U(x) & 0x80000000u) | 0x7F800000u);
+    return vym_finish_sinh(vym_sinh_y(x), VY_F2U(x));
+}
+""",
+    UnOp.COSH: """VY_FN double vym_cosh_y(float x) {
+    double e = vym_exp_d((double)VY_U2F(VY_F2U(x) & 0x7FFFFFFFu));
+    return 0.5 * (e + 1.0 / e);
+}
+VY_FN float vym_cosh(float x) {
+    if (vy_isnan(x)) return vym_nan();
+    if (VY_U2F(VY_F2U(x) & 0x7FFFFFFFu) >= 90.0f) return VY_U2F(0x7F800000u);
+    return vym_finish_cosh(vym_cosh_y(x), VY_F2U(x));
+}
+""",
+    UnOp.EXPM1: """VY_FN double vym_expm1_y(float x) {
+    return x < -110.0f ? -1.0 : vym_expm1_d((double)x);
+}
+VY_FN float vym_expm1(float x) {
+    if (x == 0.0f) return x;                     // keeps the zero's sign
+    if (vy_isnan(x)) return vym_nan();
+    if (x > 100.0f) return VY_U2F(0x7F800000u);
+    return vym_finish_expm1(vym_expm1_y(x), VY_F2U(x));
+}
+""",
+    UnOp.LOG1P: """VY_FN double vym_log1p_y(float x) {
+    double d = (double)x;
+    if (d > -0x1p-7 && d < 0x1p-7) return vym_log1p_s(d);
+    return vym_log_dd(1.0 + d);                  // 1 + d exact below 2^52 (above: harmless)
+}
+VY_FN float vym_log1p(float x) {
+    if (x == 0.0f) return x;                     // keeps the zero's sign
+    if (vy_isnan(x) || x < -1.0f) return vym_nan();
+    if (x == -1.0f) return VY_U2F(0xFF800000u);
+    if (vy_isinf(x)) return x;
+    return vym_finish_log1p(vym_log1p_y(x), VY_F2U(x));
+}
+""",
+    UnOp.ATAN: """VY_FN double vym_atan_y(float x) { return vym_atan_d((double)x); }
+VY_FN float vym_atan(float x) {
+    if (x == 0.0f) return x;                     // keeps the zero's sign
+    if (vy_isnan(x)) return vym_nan();
+    return vym_finish_atan(vym_atan_y(x), VY_F2U(x));
+}
+""",
+    UnOp.ASIN: """VY_FN double vym_asin_y(float x) {   // atan(x / sqrt((1 - x)(1 + x))); +-1: +-pi/2
+    double d = (double)x;
+    return vym_atan_d(d / sqrt((1.0 - d) * (1.0 + d)));
+}
+VY_FN float vym_asin(float x) {
+    if (x == 0.0f) return x;                     // keeps the zero's sign
+    if (vy_isnan(x) || x > 1.0f || x < -1.0f) return vym_nan();
+    return vym_finish_asin(vym_asin_y(x), VY_F2U(x));
+}
+""",
+    UnOp.ACOS: """VY_FN double vym_acos_y(float x) {   // 2 atan(sqrt((1 - x) / (1 + x))); -1: pi
+    double d = (double)x;
+    return 2.0 * vym_atan_d(sqrt((1.0 - d) / (1.0 + d)));
+}
+VY_FN float vym_acos(float x) {
+    if (vy_isnan(x) || x > 1.0f || x < -1.0f) return vym_nan();
+    return vym_finish_acos(vym_acos_y(x), VY_F2U(x));
+}
+""",
+    UnOp.CBRT: """VY_FN double vym_cbrt_y(float x) {   // x normal, nonzero: m 2^(3q + r), Newton on [1, 8)
+    uint b = VY_F2U(x) & 0x7FFFFFFFu;
+    int e = (int)(b >> 23) - 127;
+    int q = (e >= 0 ? e : e - 2) / 3;
+    int r = e - 3 * q;
+    float vf = VY_U2F((b & 0x007FFFFFu) | 0x3F800000u) * (float)(1 << r);
+    double v = (double)vf;
+    double y = (double)VY_U2F(VY_F2U(vf) / 3u + 0x2A5137A0u);   // within about 6%
+    y = y - (y * y * y - v) / (3.0 * y * y);
+    y = y - (y * y * y - v) / (3.0 * y * y);
+    y = y - (y * y * y - v) / (3.0 * y * y);
+    y = y - (y * y * y - v) / (3.0 * y * y);
+    y = y * vym_pow2i(q);
+    return (VY_F2U(x) >> 31) ? -y : y;
+}
+VY_FN float vym_cbrt(float x) {
+    if (vy_isnan(x)) return vym_nan();
+    if (x == 0.0f || vy_isinf(x)) return x;
+    return vym_finish_cbrt(vym_cbrt_y(x), VY_F2U(x));
+}
+""",
 }
 # the double each helper rounds (tests measure its error against DEVICE_EPS)
 DOUBLE: dict[UnOp, str] = {
     UnOp.EXP: "vym_exp_d((double)x)", UnOp.EXP2: "vym_exp2_d((double)x)", UnOp.LOG: "vym_log_d(x)",
     UnOp.LOG2: "vym_log2_d(x)", UnOp.SIN: "vym_sin_y(x)", UnOp.COS: "vym_cos_y(x)",
     UnOp.TAN: "vym_tan_y(x)", UnOp.TANH: "vym_tanh_y(x)",
+    **{op: f"{name}_y(x)" for op, name in HELPER.items()
+       if op not in (UnOp.EXP, UnOp.EXP2, UnOp.LOG, UnOp.LOG2, UnOp.SIN, UnOp.COS, UnOp.TAN, UnOp.TANH)},
 }
-_BLOCKS = {"exp_d": _exp_d, "log_d": _log_d, "trig": _trig}
+_BLOCKS = {"exp_d": _exp_d, "log_d": _log_d, "trig": _trig, "atan": _atan}
 
 
 def prelude(ops: frozenset[UnOp] | set[UnOp]) -> str:

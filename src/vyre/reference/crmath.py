@@ -43,13 +43,18 @@ def _exp2(x: np.ndarray) -> np.ndarray:
 F64: dict[UnOp, Callable[[np.ndarray], np.ndarray]] = {
     UnOp.EXP: np.exp, UnOp.EXP2: _exp2, UnOp.LOG: np.log, UnOp.LOG2: np.log2,
     UnOp.SIN: np.sin, UnOp.COS: np.cos, UnOp.TAN: np.tan, UnOp.TANH: np.tanh,
+    UnOp.SINH: np.sinh, UnOp.COSH: np.cosh, UnOp.EXPM1: np.expm1, UnOp.LOG1P: np.log1p,
+    UnOp.ATAN: np.arctan, UnOp.ASIN: np.arcsin, UnOp.ACOS: np.arccos, UnOp.CBRT: np.cbrt,
 }
 EXACT: dict[UnOp, Callable[[mpmath.mpf], mpmath.mpf]] = {
     UnOp.EXP: mpmath.exp, UnOp.EXP2: lambda v: mpmath.power(2, v), UnOp.LOG: mpmath.log,
     UnOp.LOG2: lambda v: mpmath.log(v, 2), UnOp.SIN: mpmath.sin, UnOp.COS: mpmath.cos,
-    UnOp.TAN: mpmath.tan, UnOp.TANH: mpmath.tanh,
+    UnOp.TAN: mpmath.tan, UnOp.TANH: mpmath.tanh, UnOp.SINH: mpmath.sinh, UnOp.COSH: mpmath.cosh,
+    UnOp.EXPM1: mpmath.expm1, UnOp.LOG1P: mpmath.log1p, UnOp.ATAN: mpmath.atan,
+    UnOp.ASIN: mpmath.asin, UnOp.ACOS: mpmath.acos, UnOp.CBRT: mpmath.cbrt,
 }
-ODD = frozenset({UnOp.SIN, UnOp.TAN, UnOp.TANH})
+ODD = frozenset({UnOp.SIN, UnOp.TAN, UnOp.TANH, UnOp.SINH, UnOp.EXPM1, UnOp.LOG1P, UnOp.ATAN,
+                 UnOp.ASIN, UnOp.CBRT})
 
 
 def round_flush(y: np.ndarray) -> np.ndarray:
@@ -115,12 +120,21 @@ def _exact(op: UnOp, x: float) -> mpmath.mpf:
                 UnOp.EXP2: mpmath.inf if pos else mpmath.mpf(0),
                 UnOp.LOG: mpmath.inf if pos else mpmath.nan,
                 UnOp.LOG2: mpmath.inf if pos else mpmath.nan,
-                UnOp.TANH: mpmath.mpf(1 if pos else -1)}.get(op, mpmath.nan)
+                UnOp.TANH: mpmath.mpf(1 if pos else -1),
+                UnOp.SINH: mpmath.inf if pos else -mpmath.inf, UnOp.COSH: mpmath.inf,
+                UnOp.EXPM1: mpmath.inf if pos else mpmath.mpf(-1),
+                UnOp.LOG1P: mpmath.inf if pos else mpmath.nan,
+                UnOp.ATAN: mpmath.pi / 2 if pos else -mpmath.pi / 2,
+                UnOp.CBRT: mpmath.inf if pos else -mpmath.inf}.get(op, mpmath.nan)
     if op in (UnOp.LOG, UnOp.LOG2):
         if x == 0:
             return -mpmath.inf
         if x < 0:
             return mpmath.nan
+    if (op is UnOp.LOG1P and x < -1) or (op in (UnOp.ASIN, UnOp.ACOS) and abs(x) > 1):
+        return mpmath.nan
+    if op is UnOp.CBRT and x < 0:
+        return -mpmath.cbrt(mpmath.mpf(-x))
     return EXACT[op](mpmath.mpf(x))
 
 
