@@ -27,14 +27,15 @@ import mpmath
 import numpy as np
 
 FUNCS = ("exp", "exp2", "log", "log2", "sin", "cos", "tan", "tanh", "sinh", "cosh", "expm1", "log1p",
-         "atan", "asin", "acos", "cbrt")
+         "atan", "asin", "acos", "cbrt", "erf")
 _XP_NAME = {"atan": "arctan", "asin": "arcsin", "acos": "arccos"}
 EPS = 2.0 ** -46
 _MP = {"exp": mpmath.exp, "exp2": lambda v: mpmath.power(2, v), "log": mpmath.log,
        "log2": lambda v: mpmath.log(v, 2), "sin": mpmath.sin, "cos": mpmath.cos,
        "tan": mpmath.tan, "tanh": mpmath.tanh, "sinh": mpmath.sinh, "cosh": mpmath.cosh,
        "expm1": mpmath.expm1, "log1p": mpmath.log1p, "atan": mpmath.atan, "asin": mpmath.asin,
-       "acos": mpmath.acos, "cbrt": lambda v: mpmath.cbrt(v) if v >= 0 else -mpmath.cbrt(-v)}
+       "acos": mpmath.acos, "cbrt": lambda v: mpmath.cbrt(v) if v >= 0 else -mpmath.cbrt(-v),
+       "erf": mpmath.erf}
 
 
 def _f64(xp, name: str, x):
@@ -42,6 +43,11 @@ def _f64(xp, name: str, x):
         x = xp.clip(x, -300.0, 300.0)
         n = xp.rint(x)
         return xp.ldexp(xp.exp2(x - n), n.astype(xp.int32))
+    if name == "erf":    # CuPy: libdevice's erf; numpy has none: libm's, element by element
+        if xp is np:
+            return np.frompyfunc(math.erf, 1, 1)(x).astype(np.float64)
+        from cupyx.scipy.special import erf
+        return erf(x)
     return getattr(xp, _XP_NAME.get(name, name))(x)
 
 

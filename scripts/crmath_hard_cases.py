@@ -12,7 +12,8 @@ Skipped ranges, by analysis: NaN and infinities (special values); exp/exp2 with
 midpoint); tanh with |x| >= 16 (+-1); log/log2 of non-positive x; sinh/cosh with |x| < 2^-14
 or >= 128; expm1 with |x| < 2^-26 (x within 2^-27 relative) or >= 128; log1p with
 |x| < 2^-26 or x < -1; atan with |x| < 2^-14 or >= 2^32 (pi/2 - 1/x stays 2^-26 from a
-midpoint); asin/acos outside [-1, 1] (NaN), asin with |x| < 2^-14, acos with |x| < 2^-30.
+midpoint); asin/acos outside [-1, 1] (NaN), asin with |x| < 2^-14, acos with |x| < 2^-30; erf with |x| >= 4 (+-1; 2/sqrt(pi) x
+is anywhere on the grid, so every smaller x is searched).
 
     python scripts/crmath_hard_cases.py [--functions exp,log] [--jobs 2]
 """
@@ -51,7 +52,7 @@ DOMAINS: dict[UnOp, list[tuple[int, int]]] = {
     UnOp.ATAN: _exps(127 - 14, 127 + 32), UnOp.ASIN: [(s, e) for s, e in _exps(127 - 14, 127)]
     + [(0x3F800000, 0x3F800001), (0xBF800000, 0xBF800001)],
     UnOp.ACOS: [(s, e) for s, e in _exps(127 - 30, 127)] + [(0x3F800000, 0x3F800001), (0xBF800000, 0xBF800001)],
-    UnOp.CBRT: _exps(1, 255),
+    UnOp.CBRT: _exps(1, 255), UnOp.ERF: _exps(1, 127 + 2),
 }
 
 

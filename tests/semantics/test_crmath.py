@@ -26,7 +26,7 @@ _MP = {UnOp.EXP: mpmath.exp, UnOp.EXP2: lambda v: mpmath.power(2, v), UnOp.LOG: 
        UnOp.TAN: mpmath.tan, UnOp.TANH: mpmath.tanh, UnOp.SINH: mpmath.sinh, UnOp.COSH: mpmath.cosh,
        UnOp.EXPM1: mpmath.expm1, UnOp.LOG1P: mpmath.log1p, UnOp.ATAN: mpmath.atan,
        UnOp.ASIN: mpmath.asin, UnOp.ACOS: mpmath.acos,
-       UnOp.CBRT: lambda v: mpmath.cbrt(v) if v >= 0 else -mpmath.cbrt(-v)}
+       UnOp.CBRT: lambda v: mpmath.cbrt(v) if v >= 0 else -mpmath.cbrt(-v), UnOp.ERF: mpmath.erf}
 
 
 def _f32_bits(v: float) -> int:
@@ -82,6 +82,8 @@ _SPECIAL: dict[UnOp, list[tuple[float | int, float]]] = {
                 (-0.0, 1.5707963705062866), (-1.0000001192092896, NAN), (-INF, NAN), (NAN, NAN)],
     UnOp.CBRT: [(0.0, 0.0), (-0.0, -0.0), (NSUB, -0.0), (INF, INF), (-INF, -INF), (NAN, NAN),
                 (27.0, 3.0), (-8.0, -2.0), (2.0 ** -126, 2.0 ** -42)],
+    UnOp.ERF: [(0.0, 0.0), (-0.0, -0.0), (NSUB, -0.0), (INF, 1.0), (-INF, -1.0), (NAN, NAN),
+               (4.0, 1.0), (-10.0, -1.0)],
 }
 
 
@@ -250,7 +252,7 @@ def test_device_double_is_within_its_error_bound(opencl, op):
     n = 1 << 16
     dom = {UnOp.EXP: (-104, 89), UnOp.EXP2: (-150, 128), UnOp.TANH: (-10, 10), UnOp.SINH: (-89, 89),
            UnOp.COSH: (-89, 89), UnOp.EXPM1: (-100, 88), UnOp.ASIN: (-1, 1), UnOp.ACOS: (-1, 1),
-           UnOp.LOG1P: (-1, 100)}
+           UnOp.LOG1P: (-1, 100), UnOp.ERF: (-6, 6)}
     if op in dom:
         lo, hi = dom[op]
         x = rng.uniform(lo, hi, n).astype(np.float32)

@@ -214,6 +214,7 @@ class UnOp(_Closed):
     ASIN = "asin"
     ACOS = "acos"
     CBRT = "cbrt"
+    ERF = "erf"
 
 
 class AtomicOp(_Closed):
@@ -251,7 +252,7 @@ FLOAT_ONLY_UN = frozenset({UnOp.SQRT, UnOp.FLOOR, UnOp.CEIL, UnOp.ROUND, UnOp.TR
 # the correctly rounded f32 functions (docs/semantics.md S13): the one list every layer reads
 TRANSCENDENTAL = frozenset({UnOp.EXP, UnOp.LOG, UnOp.EXP2, UnOp.LOG2, UnOp.SIN, UnOp.COS,
                             UnOp.TAN, UnOp.TANH, UnOp.SINH, UnOp.COSH, UnOp.EXPM1, UnOp.LOG1P,
-                            UnOp.ATAN, UnOp.ASIN, UnOp.ACOS, UnOp.CBRT})
+                            UnOp.ATAN, UnOp.ASIN, UnOp.ACOS, UnOp.CBRT, UnOp.ERF})
 FLOAT_PREDICATES = frozenset({UnOp.IS_NAN, UnOp.IS_INF, UnOp.IS_FINITE})
 
 

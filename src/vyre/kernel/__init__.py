@@ -49,6 +49,7 @@ from .intrinsics import (
     cos,
     cosh,
     ctz,
+    erf,
     exp,
     exp2,
     expm1,
@@ -183,7 +184,7 @@ __all__ = ["DeviceFunction", "In", "InOut", "Kernel", "KernelError", "Out", "Sca
            "i64", "intrinsics", "isinf", "isnan", "kernel", "lid", "local", "log", "log2", "mul_high",
            "popcount", "reverse_bits", "rotl", "rotr", "sat_add", "sat_sub", "select", "shared", "sin",
            "sqrt", "tan", "tanh", "trunc", "u8", "u16", "u32", "u64", "wgid",
-           "sinh", "cosh", "expm1", "log1p", "atan", "asin", "acos", "cbrt"]
+           "sinh", "cosh", "expm1", "log1p", "atan", "asin", "acos", "cbrt", "erf"]
 
 
 class _CallableModule(type(functools)):  # type: ignore[misc]

@@ -53,6 +53,7 @@ _UNARY_INTRINSICS = {"sqrt": UnOp.SQRT, "floor": UnOp.FLOOR, "ceil": UnOp.CEIL, 
                      "sin": UnOp.SIN, "cos": UnOp.COS, "tan": UnOp.TAN, "tanh": UnOp.TANH,
                      "sinh": UnOp.SINH, "cosh": UnOp.COSH, "expm1": UnOp.EXPM1, "log1p": UnOp.LOG1P,
                      "atan": UnOp.ATAN, "asin": UnOp.ASIN, "acos": UnOp.ACOS, "cbrt": UnOp.CBRT,
+                     "erf": UnOp.ERF,
                      "isnan": UnOp.IS_NAN, "isinf": UnOp.IS_INF, "popcount": UnOp.POPCOUNT,
                      "clz": UnOp.CLZ, "ctz": UnOp.CTZ, "reverse_bits": UnOp.REVERSE_BITS,
                      "byte_swap": UnOp.BYTE_SWAP}

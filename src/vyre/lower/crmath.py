@@ -43,6 +43,7 @@ HELPER: dict[UnOp, str] = {
     UnOp.SIN: "vym_sin", UnOp.COS: "vym_cos", UnOp.TAN: "vym_tan", UnOp.TANH: "vym_tanh",
     UnOp.SINH: "vym_sinh", UnOp.COSH: "vym_cosh", UnOp.EXPM1: "vym_expm1", UnOp.LOG1P: "vym_log1p",
     UnOp.ATAN: "vym_atan", UnOp.ASIN: "vym_asin", UnOp.ACOS: "vym_acos", UnOp.CBRT: "vym_cbrt",
+    UnOp.ERF: "vym_erf",
 }
 # helper blocks each function's code calls (emitted once, in this order)
 _NEEDS: dict[UnOp, tuple[str, ...]] = {
@@ -50,6 +51,7 @@ _NEEDS: dict[UnOp, tuple[str, ...]] = {
     UnOp.SIN: ("trig",), UnOp.COS: ("trig",), UnOp.TAN: ("trig",), UnOp.TANH: ("exp_d",),
     UnOp.SINH: ("exp_d",), UnOp.COSH: ("exp_d",), UnOp.EXPM1: ("exp_d",), UnOp.LOG1P: ("log_d",),
     UnOp.ATAN: ("atan",), UnOp.ASIN: ("atan",), UnOp.ACOS: ("atan",), UnOp.CBRT: (),
+    UnOp.ERF: ("erf",),
 }
 
 
@@ -103,12 +105,13 @@ VY_FN float vym_nan(void) { return VY_U2F(VY_NAN_BITS); }
 
 
 def _lookup(name: str) -> str:
-    """The finishing function of one op: round, unless the double is within DEVICE_EPS of a
-    boundary; then the hard-case table (binary search) decides."""
+    """The finishing function of one op: round the double, unless it lies within DEVICE_EPS
+    of a rounding boundary (tested on its bits); then the hard-case table decides: an input
+    in it gets the table's result, any other rounds its double (its exact value is farther
+    than 2^-47 from every boundary, so the double rounds the same way)."""
     cases = hard_cases().get(name, [])
-    eps = f"0x1p-{int(-mpmath.log(DEVICE_EPS, 2))}"
     if not cases:
-        return (f"VY_FN float vym_finish_{name}(double y, uint xb) {{ return vym_round(y); }}\n")
+        return f"VY_FN float vym_finish_{name}(double y, uint xb) {{ return vym_round(y); }}\n"
     keys = ",".join(f"0x{a:08x}u" for a, _ in cases)
     vals = ",".join(f"0x{b:08x}u" for _, b in cases)
     n = len(cases)
@@ -117,16 +120,12 @@ def _lookup(name: str) -> str:
     return f"""VYM_TABLE uint vym_hk_{name}[{n}] = {{{keys}}};
 VYM_TABLE uint vym_hv_{name}[{n}] = {{{vals}}};
 VY_FN float vym_finish_{name}(double y, uint xb) {{
-    // fast exit: a normal result whose low 29 bits (of the 52 an f32 drops) are more than
-    // DEVICE_EPS |y| (< 32 of their units) from the half-way pattern rounds as the exact value
+    // a normal result whose low 29 bits (of the 52 an f32 drops) are more than DEVICE_EPS |y|
+    // (under 32 of their units) from the half-way pattern rounds as the exact value does
     double ay = y < 0.0 ? -y : y;
     vy_i64 h = (vy_i64)(VYM_D2L(y) & (vy_u64)0x1FFFFFFF) - (vy_i64)0x10000000;
     if (ay >= 0x1p-126 && (h > (vy_i64)40 || h < (vy_i64)-40)) return (float)y;
-    double d = ay * {eps};
-    float lo = vym_round(y - d), hi = vym_round(y + d);
-    if (VY_F2U(lo) == VY_F2U(hi)) return lo;
-    // near a boundary (about 1 input in 2^20): a loop-free binary search of the table
-    int a = 0, t;
+    int a = 0, t;                                // loop-free binary search of the sorted inputs
 {steps}    return vym_hk_{name}[a] == xb ? VY_U2F(vym_hv_{name}[a]) : vym_round(y);
 }}
 """
@@ -153,24 +152,24 @@ def _exp_d() -> str:
         tbl = ",".join(_h(mpmath.power(2, mpmath.mpf(j) / 64)) for j in range(64))
         inv = _h(64 / ln2)
     return f"""VYM_TABLE double vym_exp_t[64] = {{{tbl}}};
-// 2^(k/64) * p: k an integer in double, |k| < 2^15
-VY_FN double vym_scale(double k, double p) {{
-    int ki = (int)k;
+// 2^(k/64) * p for an integer |k| < 2^15
+VY_FN double vym_scale(int ki, double p) {{
     int j = ki & 63;
     return vym_pow2i((ki - j) / 64) * (vym_exp_t[j] * p);
 }}
 // e^x for -160 < x < 100
 VY_FN double vym_exp_d(double x) {{
-    double k = rint(x * {inv});
+    double s = x * {inv} + 0x1.8p52;              // k = nearest integer (even on ties), in s's low bits
+    double k = s - 0x1.8p52;
     double r = (x - k * {_h(hi)}) - k * {_h(lo)};
-    return vym_scale(k, {_poly("r", exp_c)});
+    return vym_scale((int)(uint)VYM_D2L(s), {_poly("r", exp_c)});
 }}
 // 2^x for an f32 x, -160 < x < 160 (x * 64 and its fraction are exact)
 VY_FN double vym_exp2_d(double x) {{
     double t = x * 64.0;
-    double k = rint(t);
-    double r = (t - k) * 0x1p-6;
-    return vym_scale(k, {_poly("r", exp2_c)});
+    double s = t + 0x1.8p52;
+    double r = (t - (s - 0x1.8p52)) * 0x1p-6;
+    return vym_scale((int)(uint)VYM_D2L(s), {_poly("r", exp2_c)});
 }}
 // e^y - 1 for -160 < y < 100 (Taylor on |y| < 1/2, where exp would cancel)
 VY_FN double vym_expm1_d(double y) {{
@@ -315,14 +314,46 @@ VY_FN double vym_atan_d(double x) {{          // any double, infinities included
     double a = x < 0.0 ? -x : x;
     bool inv = a > 1.0;
     double v = inv ? 1.0 / a : a;
-    double k = rint(v * 64.0);
-    double c = k * 0x1p-6;
+    double s = v * 64.0 + 0x1.8p52;               // nearest integer k, in s's low bits
+    double c = (s - 0x1.8p52) * 0x1p-6;
     double t = (v - c) / (1.0 + v * c);
     double z = t * t;
-    int ki = min(max((int)k, 0), 64);             // 0..64 (a NaN never reaches here)
+    int ki = min(max((int)(uint)VYM_D2L(s), 0), 64);   // 0..64 (a NaN never reaches here)
     double r = vym_atan_h[ki] + ((t + t * z * ({_poly("z", series)})) + vym_atan_l[ki]);
     if (inv) r = ({_h(p_hi)} - r) + {_h(p_lo)};
     return x < 0.0 ? -r : r;
+}}
+"""
+
+
+@functools.cache
+def _erf() -> str:
+    """erf(a), 0 <= a < 6: odd series below 1/16; else the degree-12 Taylor polynomial of erf
+    at the centre c of a's 1/16-wide interval (mpmath's coefficients), d = a - c exact,
+    |d| <= 1/32 (truncation < 2^-58 relative)."""
+    deg = 12
+    with mpmath.workprec(80):
+        rows = []
+        for k in range(96):
+            c = (mpmath.mpf(k) + 0.5) / 16
+            g = 2 / mpmath.sqrt(mpmath.pi) * mpmath.exp(-c * c)   # erf^(n) = g (-1)^(n-1) H_(n-1)
+            h = [mpmath.mpf(1), 2 * c]                             # Hermite: H_(n+1) = 2c H_n - 2n H_(n-1)
+            while len(h) < deg:
+                h.append(2 * c * h[-1] - 2 * (len(h) - 1) * h[-2])
+            rows.append(_h(mpmath.erf(c)))
+            rows.extend(_h(g * (-1) ** (n - 1) * h[n - 1] / mpmath.factorial(n)) for n in range(1, deg + 1))
+        s0 = [2 / mpmath.sqrt(mpmath.pi) * mpmath.mpf(-1) ** n / (mpmath.factorial(n) * (2 * n + 1))
+              for n in range(7)]
+    horner = f"vym_erf_t[o + {deg}]"
+    for i in reversed(range(deg)):
+        horner = f"vym_erf_t[o + {i}] + d * ({horner})"
+    return f"""VYM_TABLE double vym_erf_t[{len(rows)}] = {{{",".join(rows)}}};
+VY_FN double vym_erf_d(double a) {{
+    if (a < 0.0625) {{ double z = a * a; return a * ({_poly("z", s0)}); }}
+    int k = min((int)(a * 16.0), 95);
+    double d = a - ((double)k + 0.5) * 0.0625;
+    int o = k * {deg + 1};
+    return {horner};
 }}
 """
 
@@ -494,6 +525,17 @@ VY_FN float vym_cbrt(float x) {
     return vym_finish_cbrt(vym_cbrt_y(x), VY_F2U(x));
 }
 """,
+    UnOp.ERF: """VY_FN double vym_erf_y(float x) {
+    float ax = VY_U2F(VY_F2U(x) & 0x7FFFFFFFu);
+    double y = ax >= 6.0f ? 1.0 : vym_erf_d((double)ax);   // 1 - erf(6) < 2^-55
+    return (VY_F2U(x) >> 31) ? -y : y;
+}
+VY_FN float vym_erf(float x) {
+    if (x == 0.0f) return x;                     // keeps the zero's sign
+    if (vy_isnan(x)) return vym_nan();
+    return vym_finish_erf(vym_erf_y(x), VY_F2U(x));
+}
+""",
 }
 # the double each helper rounds (tests measure its error against DEVICE_EPS)
 DOUBLE: dict[UnOp, str] = {
@@ -503,7 +545,7 @@ DOUBLE: dict[UnOp, str] = {
     **{op: f"{name}_y(x)" for op, name in HELPER.items()
        if op not in (UnOp.EXP, UnOp.EXP2, UnOp.LOG, UnOp.LOG2, UnOp.SIN, UnOp.COS, UnOp.TAN, UnOp.TANH)},
 }
-_BLOCKS = {"exp_d": _exp_d, "log_d": _log_d, "trig": _trig, "atan": _atan}
+_BLOCKS = {"exp_d": _exp_d, "log_d": _log_d, "trig": _trig, "atan": _atan, "erf": _erf}
 
 
 def prelude(ops: frozenset[UnOp] | set[UnOp]) -> str:
