@@ -4,7 +4,7 @@ One algorithm per function, written once here as C source and used by every C-fa
 printer through two hooks: `HELPER` (the device function an `UnOp` is printed as) and
 `prelude` (the helpers and tables a program needs). Method (after CORE-MATH's binary32
 functions): argument reduction and a polynomial evaluated in float64 with IEEE basic
-operations only (+ - * /, exact conversions, rint), so both targets compute identical
+operations only (+ - * / sqrt, exact conversions, bit operations), so both targets compute identical
 doubles (the printers forbid contraction: CUDA ``--fmad=false``, OpenCL ``FP_CONTRACT OFF``);
 every double result is within `DEVICE_EPS` relative error of the exact value. Rounding it to
 f32 is then correct unless the double lies within that error of a rounding boundary; the
