@@ -5,8 +5,8 @@ every backend).
 `ShadowedPipeline(main, reference)` compares every sampled dispatch; a difference raises a
 `DivergenceError` (mode "raise") or is recorded as a `DivergenceEvent` (mode "record").
 Sampling is deterministic (every 1/rate-th dispatch) so production runs are reproducible.
-Outputs of programs that use transcendentals may differ by the ULP budget on f32 buffers;
-everything else must match byte for byte. The reference is injected — any pipeline or
+Every output must match byte for byte (transcendentals included: they are correctly
+rounded, docs/semantics.md S13). The reference is injected — any pipeline or
 callable ``(inputs, config) -> outputs`` — the driver never imports it.
 """
 

@@ -69,33 +69,8 @@ def all_op_ids() -> frozenset[OpId]:
 
 
 def program_ops(program) -> Iterator[OpId]:  # program: Program
-    """Yield each OpId the program uses, once, in first-use order."""
-    seen: set[OpId] = set()
+    """Yield each OpId the program uses, once, in first-use order (a fact of the program:
+    `vyre.ir.facts`)."""
+    from .facts import facts_of
 
-    def emit(op: OpId):
-        if op not in seen:
-            seen.add(op)
-            yield op
-
-    for b in program.buffers:
-        yield from emit(f"vyre.dtype.{b.dtype.value}")
-        if b.is_workgroup:
-            yield from emit("vyre.buffer.workgroup")
-        if b.is_local:
-            yield from emit("vyre.buffer.local")
-    roots: list[E.Expr] = []
-    for body in N.program_bodies(program):
-        for node in N.walk_nodes(body):
-            yield from emit(node_op(node))
-            roots.extend(N.node_exprs(node))
-    for f in program.functions:
-        for _, t in f.params:
-            yield from emit(f"vyre.dtype.{t.value}")
-        if f.result is not None:
-            roots.append(f.result)
-    for root in roots:
-        for e in E.walk(root):
-            for op in expr_ops(e):
-                yield from emit(op)
-            if isinstance(e, E.Lit | E.Cast | E.Bitcast):
-                yield from emit(f"vyre.dtype.{e.dtype.value}")
+    return iter(facts_of(program).ops)

@@ -19,10 +19,7 @@ import vyre
 from vyre.driver.capability import DeviceProfile
 from vyre.driver.engine import Ctl, Device, EngineBackend, HostBuffer, Kernel
 from vyre.driver.errors import BackendError, UnsupportedFeature
-from vyre.ir import expr as E
-from vyre.ir import node as N
 from vyre.ir.program import Program
-from vyre.ir.types import TRANSCENDENTAL, BinOp, UnOp
 
 from .codegen import INT64_ATOMICS, generate
 from .runtime import ID, Runtime
@@ -159,17 +156,14 @@ class OpenCLDevice(Device):
 
 
 def _wide_atomics(program: Program) -> bool:
-    from vyre.ir import expr as E
-    from vyre.ir import node as N
+    return program.facts.wide_atomics
 
-    return any(isinstance(e, E.Atomic) and program.buffer(e.buffer).dtype.is_wide
-               for e in N.program_exprs(program))
+
+_CORRECT_DIVISION_OPS = frozenset({"vyre.bin_op.div", "vyre.un_op.sqrt", "vyre.un_op.reciprocal"})
 
 
 def _needs_correct_division(program: Program) -> bool:
-    return any((isinstance(e, E.Bin) and e.op is BinOp.DIV) or
-               (isinstance(e, E.Un) and e.op in (UnOp.SQRT, UnOp.RECIPROCAL))
-               for e in N.program_exprs(program))
+    return not _CORRECT_DIVISION_OPS.isdisjoint(program.facts.op_set)
 
 
 class OpenCLBackend(EngineBackend):
@@ -188,8 +182,8 @@ class OpenCLBackend(EngineBackend):
         return frozenset(op for op in super().supported_ops() if not op.startswith("vyre.subgroup."))
 
     def refuse(self, program: Program) -> None:
-        if "cl_khr_fp64" not in self.rt.info.extensions and any(
-                isinstance(e, E.Un) and e.op in TRANSCENDENTAL for e in N.program_exprs(program)):
+        # correctly rounded transcendentals are computed in double (vyre.lower.crmath)
+        if "cl_khr_fp64" not in self.rt.info.extensions and program.facts.transcendental:
             raise UnsupportedFeature(
                 "correctly rounded transcendentals", ID,
                 "this OpenCL device has no double precision (cl_khr_fp64), which vyre's "

@@ -245,10 +245,10 @@ class WgpuBackend(EngineBackend):
         return frozenset(op for op in super().supported_ops() if op not in REFUSED_OPS)
 
     def refuse(self, program: Program) -> None:
-        why = refusals(program)
-        if why:
-            raise UnsupportedFeature("; ".join(why), ID, "run this program on the cuda, opencl or reference backend.")
-        n = sum(1 for b in program.buffers if b.is_bound) + 2
+        # what WGSL cannot give the reference's bytes for, including what only printing finds
+        # (f32 division and remainder): routing must refuse exactly what the dispatch refuses
+        self.dev.source(program)
+        n = len(program.facts.bound) + 2
         limit = self.dev.limits.get("max-storage-buffers-per-shader-stage", 8)
         if n > limit:
             raise UnsupportedFeature(f"{n - 2} bound buffers (this adapter binds {limit - 2})", ID,
