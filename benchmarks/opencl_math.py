@@ -1,6 +1,7 @@
 """OpenCL on PoCL: a 16M-element correctly rounded f32 `exp` (and `sin`, `log`, `tanh`) against
 numpy on float32 (numpy's own, not correctly rounded, SIMD functions), wall time of a host
-dispatch including transfers, median; also the kernel's device time."""
+dispatch including transfers, median; also the kernel's device time, and the floor: a
+negation through the same path (`negate_*`)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,13 @@ def main() -> None:
     b = d.acquire("opencl")
     rng = np.random.default_rng(0)
     res: dict[str, float] = {"elements": n, "device": b.device_profile().device_name}
+    # the floor: the same dispatch with out[i] = -x[i] (transfers, launch, one pass)
+    x = rng.uniform(-1, 1, n).astype(np.float32)
+    copy = P.compile(b, Program.wrapped([BufferDecl.read("x", 0, DataType.F32), BufferDecl.output("o", 1, DataType.F32)],
+                                        256, [Node.store("o", GX, -Expr.load("x", GX))]))
+    copy.dispatch([x])
+    res["negate_vyre_ms"] = median_ns(lambda: copy.dispatch([x]), 5, 1) / 1e6
+    res["negate_numpy_ms"] = median_ns(lambda: -x, 5, 1) / 1e6
     for name, (fn, (lo, hi)) in FUNCS.items():
         x = rng.uniform(lo, hi, n).astype(np.float32)
         prog = Program.wrapped([BufferDecl.read("x", 0, DataType.F32), BufferDecl.output("o", 1, DataType.F32)],
