@@ -14,12 +14,12 @@ import pytest
 
 from vyre import reference
 from vyre.ir import DataType, Expr
-from vyre.ir.types import TRANSCENDENTAL, UnOp
+from vyre.ir.types import TRANSCENDENTAL, BinOp, UnOp
 from vyre.lower import crmath as lower_crmath
 
 from helpers import map_program
 
-OPS = sorted(TRANSCENDENTAL, key=lambda o: o.value)
+OPS = sorted((o for o in TRANSCENDENTAL if isinstance(o, UnOp)), key=lambda o: o.value)
 INF, NAN = math.inf, math.nan
 _MP = {UnOp.EXP: mpmath.exp, UnOp.EXP2: lambda v: mpmath.power(2, v), UnOp.LOG: mpmath.log,
        UnOp.LOG2: lambda v: mpmath.log(v, 2), UnOp.SIN: mpmath.sin, UnOp.COS: mpmath.cos,
@@ -38,7 +38,12 @@ def _oracle(op: UnOp, xb: int) -> int:
     with mpmath only: 24-bit rounding, then the f32 range (overflow, S9 flush)."""
     x = float(np.uint32(xb).view(np.float32))
     with mpmath.workprec(300):
-        v = _MP[op](mpmath.mpf(x))
+        return _round24(_MP[op](mpmath.mpf(x)))
+
+
+def _round24(v: mpmath.mpf) -> int:
+    """f32 bits of v: rounded to 24 bits (nearest even), then the f32 range and S9's flush."""
+    with mpmath.workprec(300):
         with mpmath.workprec(24):
             r = +v                                    # rounded to 24 bits, nearest even
         a = abs(r)
@@ -196,10 +201,10 @@ def test_cuda_source_of_every_function_compiles_with_nvrtc():
         acc = v
         for op in OPS:
             acc = acc + Expr.un(op, v)
-        return acc
+        return acc + Expr.bin(BinOp.HYPOT, v, acc)
 
     _, source = generate(map_program([DataType.F32], DataType.F32, all_ops, wg=64))
-    for op in OPS:
+    for op in [*OPS, BinOp.HYPOT]:
         assert f"{lower_crmath.HELPER[op]}(" in source
     assert compiler.compile_cubin(source, "sm_90")
 
@@ -282,3 +287,70 @@ def test_device_double_is_within_its_error_bound(opencl, op):
     ok = np.isfinite(want) & (np.abs(want) > 2.0 ** -1000)
     rel = np.abs(y[ok] - want[ok]) / np.abs(want[ok])
     assert rel.max() <= lower_crmath.DEVICE_EPS / 2, (op, np.log2(rel.max()), x[ok][np.argmax(rel)])
+
+
+def _hypot_cases() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(x, y, want) f32 bits: special values, exact and exact-midpoint results (Pythagorean
+    triples with a 25-bit odd hypotenuse: ties to even), overflow and range edges, and 2^16
+    random pairs; want from mpmath (this file's oracle) on all but the random pairs' bulk,
+    which the reference answers (checked against mpmath on a sample below)."""
+    inf, nan = np.float32(np.inf), np.float32(np.nan)
+    pairs = [(inf, nan, inf), (nan, -inf, inf), (nan, 1.0, nan), (0.0, -0.0, 0.0), (-0.0, -0.0, 0.0),
+             (3.0, 4.0, 5.0), (-3.0, 4.0, 5.0), (3e38, 3e38, inf), (2.0 ** -126, 0.0, 2.0 ** -126),
+             (np.uint32(0x00000005).view(np.float32), 1.0, 1.0)]
+    rng = np.random.default_rng(4)
+    xs, ys = [], []
+    while len(xs) < 200:
+        u, v = (int(t) for t in rng.integers(2000, 4096, 2))
+        if (u + v) % 2 == 0 or u <= v:
+            continue
+        a, b, m = u * u - v * v, 2 * u * v, u * u + v * v
+        if not (1 << 24) < m < (1 << 25) or float(np.float32(a)) != a or float(np.float32(b)) != b:
+            continue
+        k = int(rng.integers(-60, 60))
+        xs.append(np.float32(a * 2.0 ** k))
+        ys.append(np.float32(b * 2.0 ** k))
+    sx = np.array([_f32_bits(float(p[0])) for p in pairs] + [_f32_bits(float(v)) for v in xs], np.uint32)
+    sy = np.array([_f32_bits(float(p[1])) for p in pairs] + [_f32_bits(float(v)) for v in ys], np.uint32)
+    want = [_f32_bits(float(p[2])) for p in pairs]
+    with mpmath.workprec(300):
+        for a, b in zip(xs, ys):
+            want.append(_round24(mpmath.sqrt(mpmath.mpf(float(a)) ** 2 + mpmath.mpf(float(b)) ** 2)))
+    rx, ry = _random(1 << 16, 21), _random(1 << 16, 22)
+    rw = _run_bin(None, rx, ry)
+    return np.concatenate([sx, rx]), np.concatenate([sy, ry]), np.concatenate([np.array(want, np.uint32), rw])
+
+
+def _run_bin(backend, xb: np.ndarray, yb: np.ndarray) -> np.ndarray:
+    prog = map_program([DataType.F32, DataType.F32], DataType.F32, lambda a, b: Expr.bin(BinOp.HYPOT, a, b), wg=64)
+    ins = [xb.view(np.float32), yb.view(np.float32)]
+    out = reference.run(prog, ins) if backend is None else backend.dispatch(prog, ins)
+    return np.frombuffer(out[0], np.uint32)
+
+
+def test_hypot_reference_against_mpmath():
+    """Random pairs (a sample) and the exact / tie cases, with mpmath directly."""
+    xs, ys, want = _hypot_cases()
+    got = _run_bin(None, xs, ys)
+    n = xs.size - (1 << 16)
+    assert np.array_equal(got[:n], want[:n]), _first_bad(xs[:n], got[:n], want[:n])
+    idx = np.random.default_rng(2).choice(np.arange(n, xs.size), 300, replace=False)
+    idx = idx[np.isfinite(xs[idx].view(np.float32)) & np.isfinite(ys[idx].view(np.float32))]
+    with mpmath.workprec(300):
+        oracle = np.array([_round24(mpmath.sqrt(mpmath.mpf(float(xs[i].view(np.float32))) ** 2
+                                                + mpmath.mpf(float(ys[i].view(np.float32))) ** 2))
+                           if (xs[i] & 0x7F800000) and (ys[i] & 0x7F800000) else got[i] for i in idx], np.uint32)
+    assert np.array_equal(got[idx], oracle), _first_bad(xs[idx], got[idx], oracle)
+
+
+def test_hypot_opencl_is_byte_identical(opencl):
+    xs, ys, want = _hypot_cases()
+    got = _run_bin(opencl, xs, ys)
+    assert np.array_equal(got, want), _first_bad(xs, got, want)
+
+
+@pytest.mark.gpu
+def test_hypot_cuda_is_byte_identical(cuda):
+    xs, ys, want = _hypot_cases()
+    got = _run_bin(cuda, xs, ys)
+    assert np.array_equal(got, want), _first_bad(xs, got, want)

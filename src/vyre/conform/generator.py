@@ -52,6 +52,7 @@ SIGNED = (I, I64)
 SAME_SIZE = {U: (U, I, F), I: (U, I, F), F: (U, I, F), U64: (U64, I64), I64: (U64, I64), H: (H, BH, U),
              BH: (H, BH, U)}
 ARITH = [BinOp.ADD, BinOp.SUB, BinOp.MUL, BinOp.DIV, BinOp.MOD, BinOp.MIN, BinOp.MAX, BinOp.ABS_DIFF]
+ARITH_F = [BinOp.HYPOT]      # float only, correctly rounded (S13)
 INT_BIN = sorted(INT_ONLY_BIN, key=lambda o: o.value)
 CMP = sorted(COMPARISONS, key=lambda o: o.value)
 UN_INT = sorted(INT_ONLY_UN, key=lambda o: o.value) + [UnOp.NEGATE, UnOp.ABS, UnOp.SIGN]
@@ -187,7 +188,7 @@ def _expr(ctx: _Ctx, t: DataType, depth: int) -> Expr:
         return Expr.cast(B, _expr(ctx, r.choice(ctx.types), d))
     k = r.random()
     if k < 0.45:
-        ops = ARITH + (INT_BIN if t not in FLOATS else [])
+        ops = ARITH + (INT_BIN if t not in FLOATS else [o for o in ARITH_F if o.value not in ctx.opts.excluded])
         if t in FLOATS:
             ops = [o for o in ops if not (o is BinOp.DIV and "f32_div" in ctx.opts.excluded)
                    and not (o is BinOp.MOD and "f32_mod" in ctx.opts.excluded)]
@@ -383,7 +384,7 @@ def options_for(backend, base: GenOptions | None = None) -> GenOptions:
     if "vyre.expr.fma" in missing:
         excluded.add("fma")
     for op in ("sqrt", "reciprocal", *(o.value for o in TRANSCENDENTAL)):
-        if f"vyre.un_op.{op}" in missing:
+        if f"vyre.un_op.{op}" in missing or f"vyre.bin_op.{op}" in missing:
             excluded.add(op)
     if any(f"vyre.dtype.{t.value}" in missing for t in WIDE + [DataType.U8, DataType.I16]):
         opts.types = False

@@ -136,6 +136,7 @@ def _compute(program: Program) -> ProgramFacts:
             t = type(e)
             if t is E.Bin:
                 division = division or e.op in (BinOp.DIV, BinOp.MOD)
+                transcendental = transcendental or e.op in TRANSCENDENTAL
             elif t is E.Un:
                 transcendental = transcendental or e.op in TRANSCENDENTAL
             elif t is E.Load:

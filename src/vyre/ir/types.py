@@ -175,6 +175,7 @@ class BinOp(_Closed):
     ROTATE_LEFT = "rotate_left"
     ROTATE_RIGHT = "rotate_right"
     MUL_HIGH = "mul_high"
+    HYPOT = "hypot"              # appended: wire op ids of the others stay
 
 
 class UnOp(_Closed):
@@ -252,7 +253,8 @@ FLOAT_ONLY_UN = frozenset({UnOp.SQRT, UnOp.FLOOR, UnOp.CEIL, UnOp.ROUND, UnOp.TR
 # the correctly rounded f32 functions (docs/semantics.md S13): the one list every layer reads
 TRANSCENDENTAL = frozenset({UnOp.EXP, UnOp.LOG, UnOp.EXP2, UnOp.LOG2, UnOp.SIN, UnOp.COS,
                             UnOp.TAN, UnOp.TANH, UnOp.SINH, UnOp.COSH, UnOp.EXPM1, UnOp.LOG1P,
-                            UnOp.ATAN, UnOp.ASIN, UnOp.ACOS, UnOp.CBRT, UnOp.ERF})
+                            UnOp.ATAN, UnOp.ASIN, UnOp.ACOS, UnOp.CBRT, UnOp.ERF, BinOp.HYPOT})
+FLOAT_ONLY_BIN = frozenset({BinOp.HYPOT})
 FLOAT_PREDICATES = frozenset({UnOp.IS_NAN, UnOp.IS_INF, UnOp.IS_FINITE})
 
 

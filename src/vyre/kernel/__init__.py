@@ -57,6 +57,7 @@ from .intrinsics import (
     fma,
     gid,
     grid_sync,
+    hypot,
     isinf,
     isnan,
     lid,
@@ -184,7 +185,7 @@ __all__ = ["DeviceFunction", "In", "InOut", "Kernel", "KernelError", "Out", "Sca
            "i64", "intrinsics", "isinf", "isnan", "kernel", "lid", "local", "log", "log2", "mul_high",
            "popcount", "reverse_bits", "rotl", "rotr", "sat_add", "sat_sub", "select", "shared", "sin",
            "sqrt", "tan", "tanh", "trunc", "u8", "u16", "u32", "u64", "wgid",
-           "sinh", "cosh", "expm1", "log1p", "atan", "asin", "acos", "cbrt", "erf"]
+           "sinh", "cosh", "expm1", "log1p", "atan", "asin", "acos", "cbrt", "erf", "hypot"]
 
 
 class _CallableModule(type(functools)):  # type: ignore[misc]

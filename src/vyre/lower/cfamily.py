@@ -556,7 +556,9 @@ class _Emitter(Printer):
                 BinOp.MUL: f"VY_FMUL({a}, {b})", BinOp.DIV: f"VY_FDIV({a}, {b})",
                 BinOp.MOD: f"{f['fmod']}({a}, {b})",
                 BinOp.MIN: f"vy_fmin({a}, {b})", BinOp.MAX: f"vy_fmax({a}, {b})",
-                BinOp.ABS_DIFF: f"{f['fabs']}(VY_FSUB({a}, {b}))"}[op]
+                BinOp.ABS_DIFF: f"{f['fabs']}(VY_FSUB({a}, {b}))"}.get(op)
+        if body is None:   # correctly rounded functions of two operands (S13)
+            body = f"{crmath.HELPER[op]}({a}, {b})"
         return self.fresh(DataType.F32, body), DataType.F32, flags
 
     def _flags(self, e: E.Expr, *operands: Flags) -> Flags:
@@ -924,5 +926,5 @@ def emit_source(plan: KernelPlan, dialect: Dialect) -> str:
         preludes.append(PRELUDE16)
     if plan.uses_transcendentals:
         preludes.append(crmath.prelude({e.op for e in N.program_exprs(plan.program)
-                                        if isinstance(e, E.Un)}))
+                                        if isinstance(e, E.Un | E.Bin)}))
     return "\n".join([*preludes, *kernels])

@@ -32,26 +32,26 @@ import struct
 
 import mpmath
 
-from vyre.ir.types import UnOp
+from vyre.ir.types import BinOp, UnOp
 
 DEVICE_EPS = 2.0 ** -48   # relative error bound of every helper's double result
 HARD_CASES = pathlib.Path(__file__).with_name("crmath_hard_cases.json")
 
 # the device function each correctly rounded op is printed as
-HELPER: dict[UnOp, str] = {
+HELPER: dict[UnOp | BinOp, str] = {
     UnOp.EXP: "vym_exp", UnOp.EXP2: "vym_exp2", UnOp.LOG: "vym_log", UnOp.LOG2: "vym_log2",
     UnOp.SIN: "vym_sin", UnOp.COS: "vym_cos", UnOp.TAN: "vym_tan", UnOp.TANH: "vym_tanh",
     UnOp.SINH: "vym_sinh", UnOp.COSH: "vym_cosh", UnOp.EXPM1: "vym_expm1", UnOp.LOG1P: "vym_log1p",
     UnOp.ATAN: "vym_atan", UnOp.ASIN: "vym_asin", UnOp.ACOS: "vym_acos", UnOp.CBRT: "vym_cbrt",
-    UnOp.ERF: "vym_erf",
+    UnOp.ERF: "vym_erf", BinOp.HYPOT: "vym_hypot",
 }
 # helper blocks each function's code calls (emitted once, in this order)
-_NEEDS: dict[UnOp, tuple[str, ...]] = {
+_NEEDS: dict[UnOp | BinOp, tuple[str, ...]] = {
     UnOp.EXP: ("exp_d",), UnOp.EXP2: ("exp_d",), UnOp.LOG: ("log_d",), UnOp.LOG2: ("log_d",),
     UnOp.SIN: ("trig",), UnOp.COS: ("trig",), UnOp.TAN: ("trig",), UnOp.TANH: ("exp_d",),
     UnOp.SINH: ("exp_d",), UnOp.COSH: ("exp_d",), UnOp.EXPM1: ("exp_d",), UnOp.LOG1P: ("log_d",),
     UnOp.ATAN: ("atan",), UnOp.ASIN: ("atan",), UnOp.ACOS: ("atan",), UnOp.CBRT: (),
-    UnOp.ERF: ("erf",),
+    UnOp.ERF: ("erf",), BinOp.HYPOT: (),
 }
 
 
@@ -358,7 +358,7 @@ VY_FN double vym_erf_d(double a) {{
 """
 
 
-_FUNCS: dict[UnOp, str] = {
+_FUNCS: dict[UnOp | BinOp, str] = {
     UnOp.EXP: """VY_FN float vym_exp(float x) {
     if (vy_isnan(x)) return vym_nan();
     if (x > 100.0f) return VY_U2F(0x7F800000u);
@@ -536,6 +536,32 @@ VY_FN float vym_erf(float x) {
     return vym_finish_erf(vym_erf_y(x), VY_F2U(x));
 }
 """,
+    BinOp.HYPOT: """// sqrt(x^2 + y^2): squares exact, their sum s + e exact (two-sum), sqrt within 2^-52;
+// near a rounding boundary the exact sum decides against the boundary's square (exact too)
+VY_FN float vym_hypot(float x, float y) {
+    if (vy_isinf(x) || vy_isinf(y)) return VY_U2F(0x7F800000u);
+    if (vy_isnan(x) || vy_isnan(y)) return vym_nan();
+    double a = (double)x, b = (double)y;
+    double p = a * a, q = b * b;
+    double s = p + q;
+    double bb = s - p;
+    double e = (p - (s - bb)) + (q - bb);
+    double r = sqrt(s);
+    if (r == 0.0) return 0.0f;
+    if (r >= 0x1p128) return VY_U2F(0x7F800000u);
+    vy_i64 h = (vy_i64)(VYM_D2L(r) & (vy_u64)0x1FFFFFFF) - (vy_i64)0x10000000;
+    if (h > (vy_i64)40 || h < (vy_i64)-40) return (float)r;    // r >= max(|x|, |y|) >= 2^-126
+    float f = (float)r;
+    uint fb = VY_F2U(f);
+    double fv = fb == 0x7F800000u ? 0x1p128 : (double)f;
+    uint ob = r >= fv ? fb + 1u : fb - 1u;
+    double ov = ob == 0x7F800000u ? 0x1p128 : (double)VY_U2F(ob);
+    double m = 0.5 * (fv + ov);                  // the boundary: 25 bits, m * m exact
+    double d = (s - m * m) + e;                  // sign of (x^2 + y^2 - m^2), exactly
+    uint lo = fb < ob ? fb : ob, hi = fb < ob ? ob : fb;
+    return VY_U2F(d > 0.0 ? hi : (d < 0.0 ? lo : ((lo & 1u) ? hi : lo)));
+}
+""",
 }
 # the double each helper rounds (tests measure its error against DEVICE_EPS)
 DOUBLE: dict[UnOp, str] = {
@@ -543,7 +569,8 @@ DOUBLE: dict[UnOp, str] = {
     UnOp.LOG2: "vym_log2_d(x)", UnOp.SIN: "vym_sin_y(x)", UnOp.COS: "vym_cos_y(x)",
     UnOp.TAN: "vym_tan_y(x)", UnOp.TANH: "vym_tanh_y(x)",
     **{op: f"{name}_y(x)" for op, name in HELPER.items()
-       if op not in (UnOp.EXP, UnOp.EXP2, UnOp.LOG, UnOp.LOG2, UnOp.SIN, UnOp.COS, UnOp.TAN, UnOp.TANH)},
+       if isinstance(op, UnOp) and op not in (UnOp.EXP, UnOp.EXP2, UnOp.LOG, UnOp.LOG2, UnOp.SIN,
+                                              UnOp.COS, UnOp.TAN, UnOp.TANH)},
 }
 _BLOCKS = {"exp_d": _exp_d, "log_d": _log_d, "trig": _trig, "atan": _atan, "erf": _erf}
 
@@ -558,6 +585,7 @@ def prelude(ops: frozenset[UnOp] | set[UnOp]) -> str:
     for block in dict.fromkeys(b for op in used for b in _NEEDS[op]):
         parts.append(_BLOCKS[block]())
     for op in used:
-        parts.append(_lookup(op.value))
+        if isinstance(op, UnOp):   # hypot decides its hard cases exactly, without a table
+            parts.append(_lookup(op.value))
         parts.append(_FUNCS[op])
     return "\n".join(parts)

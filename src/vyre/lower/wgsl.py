@@ -63,7 +63,7 @@ def refusals(program) -> list[str]:
             why.append(f"{e.dtype.value} values (not in core WGSL)")
         elif isinstance(e, E.Un) and e.op in _INEXACT_UN:
             why.append(_INEXACT_UN[e.op] + " (WGSL allows 2.5 ULP)")
-        elif isinstance(e, E.Un) and e.op in TRANSCENDENTAL:
+        elif isinstance(e, E.Un | E.Bin) and e.op in TRANSCENDENTAL:
             why.append(f"{e.op.value} (vyre's correctly rounded math needs f64, which WGSL "
                        "lacks: run it on cuda, opencl or reference)")
         elif isinstance(e, E.Fma):

@@ -180,6 +180,23 @@ def _exact(op: UnOp, x: float) -> mpmath.mpf:
     return EXACT[op](mpmath.mpf(x))
 
 
+def hypot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Correctly rounded hypot of canonical f32 values (IEEE 754-2019 9.2: an infinite
+    operand gives +inf even with a NaN; else a NaN gives NaN)."""
+    x, y = np.asarray(a, F32).astype(np.float64), np.asarray(b, F32).astype(np.float64)
+    x, y = np.broadcast_arrays(x, y)
+    with np.errstate(all="ignore"):
+        z = np.sqrt(x * x + y * y)            # squares exact; sum and sqrt: under 2^-52
+    r = round_flush(z)
+    r = np.where(np.isinf(x) | np.isinf(y), np.float32(np.inf), r).astype(F32)
+    hard = np.flatnonzero(flagged(z) & np.isfinite(x) & np.isfinite(y))
+    for i in hard:
+        xi, yi = mpmath.mpf(float(x.flat[i])), mpmath.mpf(float(y.flat[i]))
+        with mpmath.workprec(MP_PREC):
+            r.flat[i] = mp_round(mpmath.sqrt(xi * xi + yi * yi))
+    return r
+
+
 def evaluate(op: UnOp, a: np.ndarray) -> np.ndarray:
     """``op`` on canonical f32 values: correctly rounded, flushed f32 results."""
     x = np.asarray(a, dtype=F32).astype(np.float64)

@@ -257,6 +257,7 @@ def _fbin(op: BinOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         case BinOp.MIN: return canon(fmin(a, b))
         case BinOp.MAX: return canon(fmax(a, b))
         case BinOp.ABS_DIFF: return canon(np.abs(canon(a - b)))
+        case BinOp.HYPOT: return canon(crmath.hypot(a, b))   # correctly rounded (S13)
         case BinOp.EQ: return a == b
         case BinOp.NE: return a != b
         case BinOp.LT: return a < b

@@ -28,7 +28,7 @@ from vyre.driver.errors import (
 )
 from vyre.ir.ops import all_op_ids
 from vyre.ir.program import Program
-from vyre.ir.types import TRANSCENDENTAL
+from vyre.ir.types import TRANSCENDENTAL, UnOp
 from vyre.lower.plan import lower
 from vyre.lower.wgsl import WgslRefusal, emit_wgsl, refusals
 
@@ -38,7 +38,8 @@ REFUSED_OPS = frozenset({
     "vyre.expr.fma", "vyre.un_op.sqrt", "vyre.un_op.reciprocal", "vyre.dtype.u64", "vyre.dtype.i64", "vyre.dtype.u8", "vyre.dtype.i8",
     "vyre.dtype.u16", "vyre.dtype.i16", "vyre.dtype.f16", "vyre.dtype.bf16",
 }) | frozenset(op for op in all_op_ids() if op.startswith("vyre.subgroup.")) \
-    | frozenset(f"vyre.un_op.{op.value}" for op in TRANSCENDENTAL)   # need f64 (vyre.lower.crmath)
+    | frozenset(f"vyre.{'un' if isinstance(op, UnOp) else 'bin'}_op.{op.value}"   # need f64 (vyre.lower.crmath)
+                for op in TRANSCENDENTAL)
 
 
 def _wgpu():
