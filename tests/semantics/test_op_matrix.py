@@ -107,7 +107,8 @@ def test_fma_rounds_once_and_matches_reference(backend):
     assert np.frombuffer(split[0], np.float32)[0] == np.float32(2**-11)
 
 
-@pytest.mark.parametrize("op", sorted(TRANSCENDENTAL, key=lambda o: o.value), ids=lambda o: o.value)
+@pytest.mark.parametrize("op", sorted((o for o in TRANSCENDENTAL if isinstance(o, UnOp)), key=lambda o: o.value),
+                         ids=lambda o: o.value)
 def test_transcendentals_byte_identical(backend, op):
     """S13: correctly rounded, so byte-identical to the reference (wgpu refuses them)."""
     rng = np.random.default_rng(3)

@@ -84,7 +84,8 @@ def _elementwise() -> list[CorpusEntry]:
             guard = t is I and op in (BinOp.DIV, BinOp.MOD)
             out.append(CorpusEntry(f"bin.{op.value}.{t.value}",
                                    _map([t, t], rt, lambda x, y, op=op: Expr.bin(op, x, y), wg=1 if guard else 64),
-                                   _pair_inputs(t, guard), ("S1", "S2", "S3", "S4", "S7", "S9", "S10", "S11")))
+                                   _pair_inputs(t, guard), ("S13",) if op in TRANSCENDENTAL else
+                                   ("S1", "S2", "S3", "S4", "S7", "S9", "S10", "S11")))
     for op in UnOp:
         for t in TYPES:
             try:
