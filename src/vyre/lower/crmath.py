@@ -1,26 +1,32 @@
 """Correctly rounded f32 transcendentals for C-family targets (CUDA C, OpenCL C with fp64).
 
 One algorithm per function, written once here as C source and used by every C-family
-printer through two hooks: `HELPER` (the device function an `UnOp` is printed as) and
-`prelude` (the helpers and tables a program needs). Method (after CORE-MATH's binary32
-functions): argument reduction and a polynomial evaluated in float64 with IEEE basic
-operations only (+ - * / sqrt, exact conversions, bit operations), so both targets compute identical
-doubles (the printers forbid contraction: CUDA ``--fmad=false``, OpenCL ``FP_CONTRACT OFF``);
-every double result is within `DEVICE_EPS` relative error of the exact value. Rounding it to
-f32 is then correct unless the double lies within that error of a rounding boundary; the
-helper tests exactly that (`vym_finish`) and, only then, looks the input up in the function's
-table of hard cases: every f32 input whose reference rounding test flags it
-(`crmath_hard_cases.json`, written by scripts/crmath_hard_cases.py, which runs over all
-2^32 inputs). The reference flags at 2^-46 relative (its float64 values are within 2^-50),
-so the table holds every input whose exact value lies within 2^-47 = 2 * DEVICE_EPS of a
-boundary: the only inputs the device test can flag.
+printer through two hooks: `HELPER` (the device function an op is printed as) and `prelude`
+(the helpers and tables a program needs). Method (after CORE-MATH's binary32 functions):
+argument reduction and a polynomial evaluated in float64 with IEEE basic operations only
+(+ - * / sqrt, exact conversions, bit operations), so both targets compute the same doubles
+(the printers forbid contraction: CUDA ``--fmad=false``, OpenCL ``FP_CONTRACT OFF``), and
+every double is within `DEVICE_EPS` relative error of the exact value (measured on 2^16+
+inputs per function by tests/semantics/test_crmath.py, all under 2^-50).
+
+Rounding that double to f32 is correct unless it lies within DEVICE_EPS of a rounding
+boundary (a midpoint between neighbouring f32 values, the overflow threshold or the flush
+threshold). `vym_finish_<f>` tests that on the double's bits (one in about 2^20 inputs
+fails the test) and then searches the function's table of hard cases
+(`crmath_hard_cases.json`, from scripts/crmath_hard_cases.py, which runs the reference's
+rounding test over every f32 input): an input found there gets the table's result; any
+other input's exact value is farther than 2^-47 = 2 DEVICE_EPS from every boundary (the
+reference flags at 2^-46 with float64 values within 2^-50), so its double rounds correctly.
+hypot needs no table: near a boundary it compares x^2 + y^2 with the boundary's square
+exactly.
 
 Range reduction of sin/cos/tan is exact for every f32 (Payne-Hanek with 64-bit integers:
 `VY_UMULHI64`, no 128-bit type), using 192 bits of 2/pi from the exponent's position.
 
-A port to targets without float64 (WGSL) would keep the same reductions and tables and
-evaluate the polynomials in fixed point on u32 limbs (or double-f32), with its own error
-bound and the same hard-case lookup.
+A port to targets without float64 (WGSL) would keep the same reductions, tables and
+hard-case lookups and evaluate the polynomials in double-f32 or in fixed point on u32 limbs
+(u64 products emulated), with its own error bound in place of DEVICE_EPS and the bit test
+done on the limbs.
 """
 
 from __future__ import annotations
