@@ -29,8 +29,7 @@ from vyre.driver.errors import (
 from vyre.ir.ops import all_op_ids
 from vyre.ir.program import Program
 from vyre.ir.types import TRANSCENDENTAL, UnOp
-from vyre.lower.plan import lower
-from vyre.lower.wgsl import WgslRefusal, emit_wgsl, refusals
+from vyre.lower.wgsl import WgslRefusal, generate, refusals
 
 ID = "wgpu"
 # op ids WGSL cannot run with the reference's bytes (see vyre.lower.wgsl)
@@ -93,9 +92,8 @@ class WgpuDevice(Device):
         why = refusals(program)
         if why:
             raise UnsupportedFeature("; ".join(why), ID, "run this program on the cuda, opencl or reference backend.")
-        plan = lower(program, vector=False)
         try:
-            return plan, emit_wgsl(plan)
+            return generate(program)
         except WgslRefusal as exc:
             raise UnsupportedFeature(str(exc), ID, "run this program on the cuda, opencl or reference backend.") from None
 
@@ -257,6 +255,9 @@ class WgpuBackend(EngineBackend):
 
     def supports_async_compute(self) -> bool:
         return True
+
+    def supports_speculation(self) -> bool:
+        return True  # fused prefilter/confirm programs run as written (tests/test_literal_search.py)
 
     def max_workgroup_size(self) -> tuple[int, int, int]:
         lim = self.dev.limits
