@@ -82,15 +82,21 @@ def hard_cases() -> dict[str, list[tuple[int, int]]]:
 
 
 _COMMON = r"""
-#ifdef __OPENCL_VERSION__
+#if defined(__OPENCL_VERSION__)
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #define VYM_TABLE __constant
 #define VYM_L2D(x) as_double((vy_u64)(x))
 #define VYM_D2L(x) as_ulong(x)
-#else
+#elif defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define VYM_TABLE static __device__ const
 #define VYM_L2D(x) __longlong_as_double((long long)(x))
 #define VYM_D2L(x) ((vy_u64)__double_as_longlong(x))
+#else   /* a host C target */
+#define VYM_TABLE static const
+VY_FN double vym_l2d(vy_u64 u) { double d; __builtin_memcpy(&d, &u, 8); return d; }
+VY_FN vy_u64 vym_d2l(double d) { vy_u64 u; __builtin_memcpy(&u, &d, 8); return u; }
+#define VYM_L2D(x) vym_l2d((vy_u64)(x))
+#define VYM_D2L(x) vym_d2l(x)
 #endif
 // Correctly rounded f32 transcendentals (vyre.lower.crmath). Doubles are computed with
 // basic IEEE operations only, so every target gets the same ones.
@@ -121,7 +127,7 @@ def _lookup(name: str) -> str:
     keys = ",".join(f"0x{a:08x}u" for a, _ in cases)
     vals = ",".join(f"0x{b:08x}u" for _, b in cases)
     n = len(cases)
-    steps = "".join(f"    t = min(a + {1 << k}, {n - 1}); a = vym_hk_{name}[t] <= xb ? t : a;\n"
+    steps = "".join(f"    t = a + {1 << k} < {n - 1} ? a + {1 << k} : {n - 1}; a = vym_hk_{name}[t] <= xb ? t : a;\n"
                     for k in reversed(range(n.bit_length())))
     return f"""VYM_TABLE uint vym_hk_{name}[{n}] = {{{keys}}};
 VYM_TABLE uint vym_hv_{name}[{n}] = {{{vals}}};
@@ -324,7 +330,8 @@ VY_FN double vym_atan_d(double x) {{          // any double, infinities included
     double c = (s - 0x1.8p52) * 0x1p-6;
     double t = (v - c) / (1.0 + v * c);
     double z = t * t;
-    int ki = min(max((int)(uint)VYM_D2L(s), 0), 64);   // 0..64 (a NaN never reaches here)
+    int ki = (int)(uint)VYM_D2L(s);
+    ki = ki < 0 ? 0 : (ki > 64 ? 64 : ki);        // 0..64 (a NaN never reaches here)
     double r = vym_atan_h[ki] + ((t + t * z * ({_poly("z", series)})) + vym_atan_l[ki]);
     if (inv) r = ({_h(p_hi)} - r) + {_h(p_lo)};
     return x < 0.0 ? -r : r;
@@ -356,7 +363,8 @@ def _erf() -> str:
     return f"""VYM_TABLE double vym_erf_t[{len(rows)}] = {{{",".join(rows)}}};
 VY_FN double vym_erf_d(double a) {{
     if (a < 0.0625) {{ double z = a * a; return a * ({_poly("z", s0)}); }}
-    int k = min((int)(a * 16.0), 95);
+    int k = (int)(a * 16.0);
+    k = k > 95 ? 95 : k;
     double d = a - ((double)k + 0.5) * 0.0625;
     int o = k * {deg + 1};
     return {horner};
