@@ -100,9 +100,25 @@ def primitives() -> None:
     fig.savefig(OUT / "primitives.png", dpi=120)
 
 
+def cuda_math() -> None:
+    """Correctly rounded math vs CUDA's own functions (benchmarks/cuda_math.py), when recorded."""
+    if not (RESULTS / "cuda_math.json").exists():
+        return
+    r = load("cuda_math")
+    names = ["exp", "log", "sin", "tanh"]
+    fig, ax = plt.subplots(figsize=(6, 3))
+    bars(ax, names, {"memory-bound (2^28 f32)": [r[f"{n}_memory_ratio"] for n in names],
+                     "compute-bound (64 per thread)": [r[f"{n}_compute_ratio"] for n in names]},
+         "vyre / CUDA expf, logf, ...")
+    ax.axhline(1.25, color="tab:blue", lw=0.8, ls="--")
+    ax.axhline(3.0, color="tab:orange", lw=0.8, ls="--")
+    fig.tight_layout()
+    fig.savefig(OUT / "cuda_math.png", dpi=120)
+
+
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
-    for fn in (cuda_kernels, dispatch, cluster, wgpu, primitives):
+    for fn in (cuda_kernels, dispatch, cluster, wgpu, primitives, cuda_math):
         fn()
         print("wrote", fn.__name__)
 
