@@ -87,11 +87,11 @@ _LIVE: weakref.WeakSet = weakref.WeakSet()
 EXIT_WAIT_S = 10.0   # how long the interpreter's exit waits for work still on a wgpu queue
 
 
-@atexit.register
 def _shutdown_all() -> None:
-    """At interpreter exit (before wgpu-py's own exit hook, registered earlier): wait a
-    bounded time for work still queued, then stop each device's poll thread, so no wgpu
-    callback runs into Python while the interpreter is torn down."""
+    """At interpreter exit (registered after wgpu-py is imported, so it runs before
+    wgpu-py's own exit hook): wait a bounded time for work still queued, then stop each
+    device's poll thread, so no wgpu callback runs into Python while the interpreter is
+    torn down."""
     limit = time.monotonic() + EXIT_WAIT_S
     try:   # maps and work-done callbacks of fences nobody waits for any more
         from wgpu._async import GPUPromise
@@ -130,6 +130,9 @@ class WgpuDevice(Device):
         self.usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
         self.read_usage = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
         self._open()
+        if not _LIVE and not getattr(_shutdown_all, "registered", False):
+            atexit.register(_shutdown_all)   # after wgpu-py's hooks: atexit runs it first
+            _shutdown_all.registered = True  # type: ignore[attr-defined]
         _LIVE.add(self)
 
     def _open(self) -> None:
