@@ -15,6 +15,7 @@ from typing import Any
 from . import expr as E
 from .types import (
     COMPARISONS,
+    FLOAT_ONLY_BIN,
     FLOAT_ONLY_UN,
     FLOAT_PREDICATES,
     INT_ONLY_BIN,
@@ -61,6 +62,9 @@ def bin_result(op: BinOp, lt: DataType, rt: DataType) -> DataType:
     if lt is B:
         raise TypeFault("V003", f"{op.name} is not defined on bool.",
                         "use AND/OR for bools, or cast to u32.")
+    if op in FLOAT_ONLY_BIN and not lt.is_float:
+        raise TypeFault("V003", f"{op.name} needs float operands, got {lt.value}.",
+                        "cast the operands to f32 (Expr.cast).")
     if op in INT_ONLY_BIN and not lt.is_integer:
         raise TypeFault("V003", f"{op.name} needs integer operands, got {lt.value}.",
                         "cast the operands to an integer type (or Expr.bitcast for the bits).")

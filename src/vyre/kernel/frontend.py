@@ -52,10 +52,13 @@ _CMPS = {ast.Eq: BinOp.EQ, ast.NotEq: BinOp.NE, ast.Lt: BinOp.LT, ast.Gt: BinOp.
 _UNARY_INTRINSICS = {"sqrt": UnOp.SQRT, "floor": UnOp.FLOOR, "ceil": UnOp.CEIL, "trunc": UnOp.TRUNC,
                      "exp": UnOp.EXP, "log": UnOp.LOG, "exp2": UnOp.EXP2, "log2": UnOp.LOG2,
                      "sin": UnOp.SIN, "cos": UnOp.COS, "tan": UnOp.TAN, "tanh": UnOp.TANH,
+                     "sinh": UnOp.SINH, "cosh": UnOp.COSH, "expm1": UnOp.EXPM1, "log1p": UnOp.LOG1P,
+                     "atan": UnOp.ATAN, "asin": UnOp.ASIN, "acos": UnOp.ACOS, "cbrt": UnOp.CBRT,
+                     "erf": UnOp.ERF,
                      "isnan": UnOp.IS_NAN, "isinf": UnOp.IS_INF, "popcount": UnOp.POPCOUNT,
                      "clz": UnOp.CLZ, "ctz": UnOp.CTZ, "reverse_bits": UnOp.REVERSE_BITS,
                      "byte_swap": UnOp.BYTE_SWAP}
-_BINARY_INTRINSICS = {"mul_high": BinOp.MUL_HIGH, "rotl": BinOp.ROTATE_LEFT, "rotr": BinOp.ROTATE_RIGHT,
+_BINARY_INTRINSICS = {"hypot": BinOp.HYPOT, "mul_high": BinOp.MUL_HIGH, "rotl": BinOp.ROTATE_LEFT, "rotr": BinOp.ROTATE_RIGHT,
                       "sat_add": BinOp.SATURATING_ADD, "sat_sub": BinOp.SATURATING_SUB}
 _ATOMICS = {"atomic_add": AtomicOp.ADD, "atomic_or": AtomicOp.OR, "atomic_and": AtomicOp.AND,
             "atomic_xor": AtomicOp.XOR, "atomic_min": AtomicOp.MIN, "atomic_max": AtomicOp.MAX,

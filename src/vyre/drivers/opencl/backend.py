@@ -187,6 +187,13 @@ class OpenCLBackend(EngineBackend):
         return frozenset(op for op in super().supported_ops() if not op.startswith("vyre.subgroup."))
 
     def refuse(self, program: Program) -> None:
+        # correctly rounded transcendentals are computed in double (vyre.lower.crmath)
+        if "cl_khr_fp64" not in self.rt.info.extensions and program.facts.transcendental:
+            raise UnsupportedFeature(
+                "correctly rounded transcendentals", ID,
+                "this OpenCL device has no double precision (cl_khr_fp64), which vyre's "
+                "correctly rounded exp/log/sin/... need; run this program on cuda, on an "
+                "OpenCL device with fp64 (PoCL has it) or on the reference backend.")
         if not self.rt.info.correct_div_sqrt and _needs_correct_division(program):
             raise UnsupportedFeature(
                 "correctly rounded f32 division/sqrt", ID,

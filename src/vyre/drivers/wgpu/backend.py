@@ -38,16 +38,17 @@ from vyre.driver.errors import (
 )
 from vyre.ir.ops import all_op_ids
 from vyre.ir.program import Program
+from vyre.ir.types import TRANSCENDENTAL, UnOp
 from vyre.lower.wgsl import WgslRefusal, generate, refusals
 
 ID = "wgpu"
 # op ids WGSL cannot run with the reference's bytes (see vyre.lower.wgsl)
 REFUSED_OPS = frozenset({
-    "vyre.expr.fma", "vyre.un_op.sqrt", "vyre.un_op.reciprocal", "vyre.un_op.exp", "vyre.un_op.log",
-    "vyre.un_op.exp2", "vyre.un_op.log2", "vyre.un_op.sin", "vyre.un_op.cos", "vyre.un_op.tan",
-    "vyre.un_op.tanh", "vyre.dtype.u64", "vyre.dtype.i64", "vyre.dtype.u8", "vyre.dtype.i8",
+    "vyre.expr.fma", "vyre.un_op.sqrt", "vyre.un_op.reciprocal", "vyre.dtype.u64", "vyre.dtype.i64", "vyre.dtype.u8", "vyre.dtype.i8",
     "vyre.dtype.u16", "vyre.dtype.i16", "vyre.dtype.f16", "vyre.dtype.bf16",
-}) | frozenset(op for op in all_op_ids() if op.startswith("vyre.subgroup."))
+}) | frozenset(op for op in all_op_ids() if op.startswith("vyre.subgroup.")) \
+    | frozenset(f"vyre.{'un' if isinstance(op, UnOp) else 'bin'}_op.{op.value}"   # need f64 (vyre.lower.crmath)
+                for op in TRANSCENDENTAL)
 
 
 def _wgpu():
