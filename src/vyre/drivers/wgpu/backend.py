@@ -77,22 +77,48 @@ class _Fence:
 
     __slots__ = ("__weakref__", "done", "error", "lock", "pool", "promises", "reads")
 
-    def __init__(self, reads: list, promises: list, pool: dict) -> None:
+    def __init__(self, reads: list, promises: list, pool: _StagingPool) -> None:
         self.reads, self.promises, self.pool = reads, promises, pool
         self.done = False
         self.error: BaseException | None = None
         self.lock = threading.Lock()
 
 
+class _StagingPool:
+    """Mapped-read buffers returned by completed fences, by size, up to `CAP_BYTES` in all
+    (``list.pop``/``append`` are atomic; the byte count is approximate under races)."""
+
+    CAP_BYTES = 64 << 20
+
+    def __init__(self) -> None:
+        self.free: dict[int, list] = {}
+        self.bytes = 0
+
+    def take(self, size: int) -> Any:
+        try:
+            buf = self.free[size].pop()
+        except (KeyError, IndexError):
+            return None
+        self.bytes -= size
+        return buf
+
+    def give(self, size: int, buf: Any) -> bool:
+        if self.bytes + size > self.CAP_BYTES:
+            return False
+        self.free.setdefault(size, []).append(buf)
+        self.bytes += size
+        return True
+
+
 _LIVE: weakref.WeakSet = weakref.WeakSet()
 EXIT_WAIT_S = 10.0   # how long the interpreter's exit waits for work still on a wgpu queue
 
 
-@atexit.register
 def _shutdown_all() -> None:
-    """At interpreter exit (before wgpu-py's own exit hook, registered earlier): wait a
-    bounded time for work still queued, then stop each device's poll thread, so no wgpu
-    callback runs into Python while the interpreter is torn down."""
+    """At interpreter exit (registered after wgpu-py is imported, so it runs before
+    wgpu-py's own exit hook): wait a bounded time for work still queued, then stop each
+    device's poll thread, so no wgpu callback runs into Python while the interpreter is
+    torn down."""
     limit = time.monotonic() + EXIT_WAIT_S
     try:   # maps and work-done callbacks of fences nobody waits for any more
         from wgpu._async import GPUPromise
@@ -131,6 +157,9 @@ class WgpuDevice(Device):
         self.usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
         self.read_usage = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
         self._open()
+        if not _LIVE and not getattr(_shutdown_all, "registered", False):
+            atexit.register(_shutdown_all)   # after wgpu-py's hooks: atexit runs it first
+            _shutdown_all.registered = True  # type: ignore[attr-defined]
         _LIVE.add(self)
 
     def _open(self) -> None:
@@ -151,7 +180,7 @@ class WgpuDevice(Device):
         # a dispatch's kernels and read-back copies go in one submit)
         self._enc: Any = None
         self._qlock = threading.Lock()
-        self._staging: dict[int, list] = {}   # free MAP_READ buffers by size
+        self._staging = _StagingPool()        # free MAP_READ buffers of this device
         self._fences: weakref.WeakSet = weakref.WeakSet()   # fences not yet complete
         # a fence with no reads maps a copy of these 4 bytes (wgpu-py 0.32's work-done
         # callback has the wrong C signature): it completes after everything before it
@@ -253,9 +282,8 @@ class WgpuDevice(Device):
         ``src`` can never change what this read returns; the fence maps it."""
         size = (nbytes + 3) & ~3
         try:
-            try:
-                staging = self._staging[size].pop()
-            except (KeyError, IndexError):
+            staging = self._staging.take(size)
+            if staging is None:
                 staging = self.device.create_buffer(size=max(4, size), usage=self.read_usage)
             with self._qlock:
                 self._encoder().copy_buffer_to_buffer(src, 0, staging, 0, size)
@@ -370,10 +398,7 @@ class WgpuDevice(Device):
                 for words, staging, size in fence.reads:
                     words.view(np.uint8)[:size] = np.frombuffer(staging.read_mapped(0, size), np.uint8)
                     staging.unmap()
-                    free = fence.pool.setdefault(size, [])   # the pool of the fence's device
-                    if len(free) < 16:
-                        free.append(staging)
-                    else:
+                    if not fence.pool.give(size, staging):   # the pool of the fence's device
                         staging.destroy()
             except Exception as exc:
                 fence.error = self.error(exc)
