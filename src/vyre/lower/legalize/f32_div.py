@@ -18,7 +18,7 @@ from __future__ import annotations
 from vyre.ir import expr as E
 from vyre.ir.program import Function
 
-from .build import ABS, FRAC, HIDDEN, INF, NAN, SIGN, U, Body, all_, any_, flush, is_nan, sel, u
+from .build import ABS, FRAC, HIDDEN, INF, NAN, SIGN, Body, U, all_, any_, flush, is_nan, sel, u
 
 DIV = "vyl_f32_div"
 

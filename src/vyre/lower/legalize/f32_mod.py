@@ -16,7 +16,7 @@ from vyre.ir import node as N
 from vyre.ir.program import Function
 from vyre.ir.types import DataType, UnOp
 
-from .build import ABS, FRAC, HIDDEN, INF, NAN, SIGN, U, Body, any_, flush, is_nan, not_, sel, u
+from .build import ABS, FRAC, HIDDEN, INF, NAN, SIGN, Body, U, any_, flush, is_nan, not_, sel, u
 
 MOD = "vyl_f32_mod"
 

@@ -18,7 +18,7 @@ from vyre.ir import expr as E
 from vyre.ir.program import Function
 from vyre.ir.types import DataType
 
-from .build import ABS, FRAC, HIDDEN, INF, NAN, SIGN, U, Body, all_, any_, flush, is_nan, sel, u
+from .build import ABS, FRAC, HIDDEN, INF, NAN, SIGN, Body, U, all_, any_, flush, is_nan, sel, u
 
 SQRT = "vyl_f32_sqrt"
 

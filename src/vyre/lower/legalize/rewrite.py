@@ -47,9 +47,9 @@ def _feature(e: E.Expr, scope: dict[str, DataType], program: Program) -> Feature
     if isinstance(e, E.Bin) and e.op in (BinOp.DIV, BinOp.MOD):
         if infer(e.left, scope, program) is F:
             return Feature.F32_DIV if e.op is BinOp.DIV else Feature.F32_MOD
-    elif isinstance(e, E.Un) and e.op in (UnOp.SQRT, UnOp.RECIPROCAL):
-        if infer(e.operand, scope, program) is F:
-            return Feature.F32_SQRT if e.op is UnOp.SQRT else Feature.F32_RECIPROCAL
+    elif (isinstance(e, E.Un) and e.op in (UnOp.SQRT, UnOp.RECIPROCAL)
+          and infer(e.operand, scope, program) is F):
+        return Feature.F32_SQRT if e.op is UnOp.SQRT else Feature.F32_RECIPROCAL
     return None
 
 
