@@ -17,10 +17,11 @@ code produces the reference's bits anyway:
   finite non-zero operands (NaNs, infinities and zero signs are decided on the bits), since
   implementations may assume there are no NaNs or infinities.
 
-What WGSL cannot give exactly is refused before printing (`refusals`): f32 division, sqrt,
-reciprocal and fmod (WGSL allows 2.5 ULP), ``fma`` (WGSL does not promise one rounding),
-the transcendentals, 64-bit integers and 16-bit/8-bit element types (no such WGSL types in
-core), and subgroup operations.
+f32 division, fmod, sqrt, reciprocal (WGSL allows 2.5 ULP) and ``fma`` (WGSL does not
+promise one rounding) are rewritten before planning into exact integer algorithms
+(`vyre.lower.legalize`, the features in `LACKS`). What WGSL still cannot give exactly is
+refused before printing (`refusals`): the transcendentals, 64-bit integers and 16-bit/8-bit
+element types (no such WGSL types in core), and subgroup operations.
 """
 
 from __future__ import annotations
@@ -39,13 +40,16 @@ from .floats import (
     numeric_only_buffers,
     var_flags,
 )
+from .legalize import Feature
 from .plan import KernelPlan
 from .printer import Printer
 from .ranges import Ranges
 
 WT = {DataType.U32: "u32", DataType.I32: "i32", DataType.F32: "f32", DataType.BOOL: "bool"}
 _INEXACT_BIN = {BinOp.DIV: "f32 division", BinOp.MOD: "f32 remainder (fmod)"}
-_INEXACT_UN = {UnOp.SQRT: "f32 sqrt", UnOp.RECIPROCAL: "f32 reciprocal"}
+# what WGSL lacks and `vyre.lower.legalize` rewrites (drivers legalize before planning)
+LACKS = frozenset({Feature.F32_DIV, Feature.F32_MOD, Feature.F32_SQRT, Feature.F32_RECIPROCAL,
+                   Feature.FMA})
 
 
 class WgslRefusal(Exception):
@@ -54,19 +58,15 @@ class WgslRefusal(Exception):
 
 def refusals(program) -> list[str]:
     """Why WGSL cannot give this program the reference's bytes, as far as the program's
-    text says (f32 division and fmod are found while printing: `WgslRefusal`)."""
+    text says (f32 division, fmod, sqrt, reciprocal and fma are legalized first, `LACKS`)."""
     why: list[str] = []
     for t in sorted({b.dtype for b in program.buffers} - set(WT), key=lambda d: d.value):
         why.append(f"{t.value} buffers (no {t.value} storage type in core WGSL)")
     for e in N.program_exprs(program):
         if isinstance(e, E.Lit | E.Cast | E.Bitcast | E.Spec) and e.dtype not in WT:
             why.append(f"{e.dtype.value} values (not in core WGSL)")
-        elif isinstance(e, E.Un) and e.op in _INEXACT_UN:
-            why.append(_INEXACT_UN[e.op] + " (WGSL allows 2.5 ULP)")
         elif isinstance(e, E.Un) and e.op.value in ("exp", "log", "exp2", "log2", "sin", "cos", "tan", "tanh"):
             why.append(f"{e.op.value} (WGSL's accuracy is outside the ULP budget)")
-        elif isinstance(e, E.Fma):
-            why.append("fma (WGSL does not promise a single rounding)")
         elif isinstance(e, E.Subgroup):
             why.append("subgroup operations (not in core WGSL)")
     return sorted(set(why))

@@ -28,13 +28,14 @@ from vyre.driver.errors import (
 )
 from vyre.ir.ops import all_op_ids
 from vyre.ir.program import Program
+from vyre.lower.legalize import legalize
 from vyre.lower.plan import lower
-from vyre.lower.wgsl import WgslRefusal, emit_wgsl, refusals
+from vyre.lower.wgsl import LACKS, WgslRefusal, emit_wgsl, refusals
 
 ID = "wgpu"
 # op ids WGSL cannot run with the reference's bytes (see vyre.lower.wgsl)
 REFUSED_OPS = frozenset({
-    "vyre.expr.fma", "vyre.un_op.sqrt", "vyre.un_op.reciprocal", "vyre.un_op.exp", "vyre.un_op.log",
+    "vyre.un_op.exp", "vyre.un_op.log",
     "vyre.un_op.exp2", "vyre.un_op.log2", "vyre.un_op.sin", "vyre.un_op.cos", "vyre.un_op.tan",
     "vyre.un_op.tanh", "vyre.dtype.u64", "vyre.dtype.i64", "vyre.dtype.u8", "vyre.dtype.i8",
     "vyre.dtype.u16", "vyre.dtype.i16", "vyre.dtype.f16", "vyre.dtype.bf16",
@@ -92,7 +93,7 @@ class WgpuDevice(Device):
         why = refusals(program)
         if why:
             raise UnsupportedFeature("; ".join(why), ID, "run this program on the cuda, opencl or reference backend.")
-        plan = lower(program, vector=False)
+        plan = lower(legalize(program, LACKS), vector=False)
         try:
             return plan, emit_wgsl(plan)
         except WgslRefusal as exc:
