@@ -2,7 +2,9 @@
 adapter wgpu picks (lavapipe on a CPU machine, the GPU through Vulkan elsewhere):
 
 * dispatch overhead: a tiny u32 program (upload 4 KiB, launch, read back);
-* elementwise throughput: 2^24 (--quick) or 2^26 u32 ``a*3 + b`` and f32 ``a*b + a``;
+* elementwise throughput: 2^24 (--quick) or 2^26 u32 ``a*3 + b``, f32 ``a*b + a`` and f32
+  ``a / b`` (vyre's exact integer division, `vyre.lower.legalize.f32_div`, against WGSL's
+  native ``/``, which may be 2.5 ULP off);
 * the shared-memory tiled f32 matmul (`vyre.examples.matmul_tiled`) against its WGSL twin.
 
 The hand-written kernels are what a WGSL programmer writes (hardware float ops, no bounds or
@@ -27,6 +29,7 @@ EW_U32 = """@group(0) @binding(0) var<storage, read> a: array<u32>;
     if (i < arrayLength(&o)) { o[i] = a[i] * 3u + b[i]; }
 }"""
 EW_F32 = EW_U32.replace("array<u32>", "array<f32>").replace("a[i] * 3u + b[i]", "a[i] * b[i] + a[i]")
+EW_FDIV = EW_U32.replace("array<u32>", "array<f32>").replace("a[i] * 3u + b[i]", "a[i] / b[i]")
 MATMUL = """@group(0) @binding(0) var<storage, read> a: array<f32>;
 @group(0) @binding(1) var<storage, read> b: array<f32>;
 @group(0) @binding(2) var<storage, read_write> c: array<f32>;
@@ -112,9 +115,13 @@ def main() -> None:
                             BufferDecl.output("o", 2, DataType.F32)], 256,
                            [Node.let_bind("i", gx + Expr.gid_y() * (65535 * 256)),
                             Node.store("o", Expr.var("i"), fa * Expr.load("b", Expr.var("i")) + fa)])
+    ew_div = Program.wrapped(ew_f.buffers, 256, [Node.let_bind("i", gx + Expr.gid_y() * (65535 * 256)),
+                                                 Node.store("o", Expr.var("i"), fa / Expr.load("b", Expr.var("i")))])
     cfg = DispatchConfig(grid_override=grid_for(n))
     hand_f = Hand(dev, EW_F32, 3)
-    for name, prog, data, hand in (("u32", ew_u, big_u, hand_u), ("f32", ew_f, big_f, hand_f)):
+    hand_div = Hand(dev, EW_FDIV, 3)
+    for name, prog, data, hand in (("u32", ew_u, big_u, hand_u), ("f32", ew_f, big_f, hand_f),
+                                   ("fdiv", ew_div, big_f, hand_div)):
         pp = P.compile(b, prog)
         got = pp.dispatch(data, cfg)[0]
         want = hand.run(data, 4 * n, grid_for(n))
@@ -123,6 +130,10 @@ def main() -> None:
             exact = (data[0] * data[1] + data[0]).tobytes()
             res["ew_f32_vyre_equals_numpy"] = str(got == exact)
             res["ew_f32_hand_equals_numpy"] = str(want == exact)
+        if name == "fdiv":  # numpy's float32 division is correctly rounded (normal data here)
+            exact = (data[0] / data[1]).tobytes()
+            res["ew_fdiv_vyre_equals_numpy"] = str(got == exact)
+            res["ew_fdiv_hand_equals_numpy"] = str(want == exact)
         res[f"ew_{name}_vyre_ms"] = seconds_median(lambda pp=pp, data=data: pp.dispatch(data, cfg), 3 if a.quick else 7) * 1e3
         res[f"ew_{name}_hand_ms"] = seconds_median(lambda hand=hand, data=data: hand.run(data, 4 * n, grid_for(n)),
                                            3 if a.quick else 7) * 1e3
