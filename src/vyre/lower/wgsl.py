@@ -19,9 +19,11 @@ code produces the reference's bits anyway:
 
 f32 division, fmod, sqrt, reciprocal (WGSL allows 2.5 ULP) and ``fma`` (WGSL does not
 promise one rounding) are rewritten before planning into exact integer algorithms
-(`vyre.lower.legalize`, the features in `LACKS`). What WGSL still cannot give exactly is
-refused before printing (`refusals`): the transcendentals, 64-bit integers and 16-bit/8-bit
-element types (no such WGSL types in core), and subgroup operations.
+(`vyre.lower.legalize`, the features in `LACKS`), and u64/i64 values become pairs of u32
+words (`vyre.lower.legalize.int64`; drivers scale those buffers' count words by
+`word_scale`): `legalized`. What WGSL still cannot give exactly is refused before printing
+(`refusals`): the transcendentals, 64-bit atomics, 16-bit/8-bit element types (no such WGSL
+types in core), and subgroup operations.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ from .floats import (
     numeric_only_buffers,
     var_flags,
 )
-from .legalize import Feature
+from .legalize import Feature, legalize
+from .legalize.int64 import Int64Refusal, lower_int64
 from .plan import KernelPlan
 from .printer import Printer
 from .ranges import Ranges
@@ -56,15 +59,32 @@ class WgslRefusal(Exception):
     """The program needs something WGSL cannot give exactly (the reason is the message)."""
 
 
+def legalized(program):
+    """The Program WGSL prints for ``program``: 64-bit integers as u32 pairs
+    (`vyre.lower.legalize.int64`) and the float operations in `LACKS` as exact integer
+    helpers. Raises `WgslRefusal` for what the pair lowering refuses."""
+    try:
+        program = lower_int64(program)
+    except Int64Refusal as exc:
+        raise WgslRefusal(str(exc)) from None
+    return legalize(program, LACKS)
+
+
+_PAIRED = set(WT) | {DataType.U64, DataType.I64}   # 64-bit integers run as u32 pairs
+
+
 def refusals(program) -> list[str]:
     """Why WGSL cannot give this program the reference's bytes, as far as the program's
     text says (f32 division, fmod, sqrt, reciprocal and fma are legalized first, `LACKS`)."""
     why: list[str] = []
-    for t in sorted({b.dtype for b in program.buffers} - set(WT), key=lambda d: d.value):
+    for t in sorted({b.dtype for b in program.buffers} - _PAIRED, key=lambda d: d.value):
         why.append(f"{t.value} buffers (no {t.value} storage type in core WGSL)")
+    wide = {b.name for b in program.buffers if b.dtype in (DataType.U64, DataType.I64)}
     for e in N.program_exprs(program):
-        if isinstance(e, E.Lit | E.Cast | E.Bitcast | E.Spec) and e.dtype not in WT:
+        if isinstance(e, E.Lit | E.Cast | E.Bitcast | E.Spec) and e.dtype not in _PAIRED:
             why.append(f"{e.dtype.value} values (not in core WGSL)")
+        elif isinstance(e, E.Atomic) and e.buffer in wide:
+            why.append("64-bit atomics (core WGSL has no 64-bit atomics)")
         elif isinstance(e, E.Un) and e.op.value in ("exp", "log", "exp2", "log2", "sin", "cos", "tan", "tanh"):
             why.append(f"{e.op.value} (WGSL's accuracy is outside the ULP budget)")
         elif isinstance(e, E.Subgroup):

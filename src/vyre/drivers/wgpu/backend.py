@@ -28,16 +28,16 @@ from vyre.driver.errors import (
 )
 from vyre.ir.ops import all_op_ids
 from vyre.ir.program import Program
-from vyre.lower.legalize import legalize
+from vyre.lower.legalize.int64 import word_scale
 from vyre.lower.plan import lower
-from vyre.lower.wgsl import LACKS, WgslRefusal, emit_wgsl, refusals
+from vyre.lower.wgsl import WgslRefusal, emit_wgsl, legalized, refusals
 
 ID = "wgpu"
 # op ids WGSL cannot run with the reference's bytes (see vyre.lower.wgsl)
 REFUSED_OPS = frozenset({
     "vyre.un_op.exp", "vyre.un_op.log",
     "vyre.un_op.exp2", "vyre.un_op.log2", "vyre.un_op.sin", "vyre.un_op.cos", "vyre.un_op.tan",
-    "vyre.un_op.tanh", "vyre.dtype.u64", "vyre.dtype.i64", "vyre.dtype.u8", "vyre.dtype.i8",
+    "vyre.un_op.tanh", "vyre.dtype.u8", "vyre.dtype.i8",
     "vyre.dtype.u16", "vyre.dtype.i16", "vyre.dtype.f16", "vyre.dtype.bf16",
 }) | frozenset(op for op in all_op_ids() if op.startswith("vyre.subgroup."))
 
@@ -93,8 +93,8 @@ class WgpuDevice(Device):
         why = refusals(program)
         if why:
             raise UnsupportedFeature("; ".join(why), ID, "run this program on the cuda, opencl or reference backend.")
-        plan = lower(legalize(program, LACKS), vector=False)
         try:
+            plan = lower(legalized(program), vector=False)
             return plan, emit_wgsl(plan)
         except WgslRefusal as exc:
             raise UnsupportedFeature(str(exc), ID, "run this program on the cuda, opencl or reference backend.") from None
@@ -104,17 +104,21 @@ class WgpuDevice(Device):
 
     def compile(self, program: Program) -> tuple[Kernel, dict, bytes]:
         plan, src = self.source(program)
+        scale = word_scale(program)         # u64/i64 buffers are u32 words in WGSL
+        words = [scale.get(b.name, 1) for b in plan.bound]
         kernel = self._kernel(src, plan.entries, len(plan.bound), [b.writable for b in plan.bound],
-                              plan.uses_ctl, plan.fully_written, plan.stoppable, Kernel.indirect_of(plan))
-        return kernel, kernel.meta(plan.entries) | {"writable": [b.writable for b in plan.bound]}, src.encode()
+                              plan.uses_ctl, plan.fully_written, plan.stoppable, Kernel.indirect_of(plan),
+                              words=words)
+        return kernel, kernel.meta(plan.entries) | {"writable": [b.writable for b in plan.bound],
+                                                     "words": words}, src.encode()
 
     def load(self, meta: dict, artifact: bytes) -> Kernel:
         k = Kernel.from_meta(None, meta)
         return self._kernel(artifact.decode(), tuple(meta["entries"]), len(meta["writable"]), meta["writable"],
-                            k.uses_ctl, k.fully_written, k.stoppable, k.indirect, "disk")
+                            k.uses_ctl, k.fully_written, k.stoppable, k.indirect, "disk", meta.get("words"))
 
     def _kernel(self, src: str, entries, n_bound: int, writable, uses_ctl, fully, stoppable, indirect,
-                built_from: str = "compiled") -> Kernel:
+                built_from: str = "compiled", words: list[int] | None = None) -> Kernel:
         wgpu = self.wgpu
         try:
             module = self.device.create_shader_module(code=src)
@@ -135,7 +139,7 @@ class WgpuDevice(Device):
         except Exception as exc:
             raise KernelCompileFailed(f"WGSL pipeline creation failed: {exc}", "this is a vyre code-generation "
                                       "bug: report it with `vyre inspect --backend wgpu`.", backend=ID) from None
-        return Kernel((pipes, layout, n_bound), uses_ctl, frozenset(fully), built_from, src, stoppable, 1, indirect)
+        return Kernel((pipes, layout, n_bound, tuple(words or [1] * n_bound)), uses_ctl, frozenset(fully), built_from, src, stoppable, 1, indirect)
 
     # ---- memory --------------------------------------------------------------------------------
     def alloc(self, nbytes: int) -> Any:
@@ -175,7 +179,8 @@ class WgpuDevice(Device):
 
     # ---- launch --------------------------------------------------------------------------------
     def pack(self, kernel: Kernel, buffers: list[Any], counts: tuple[int, ...], ctl: Ctl) -> Any:
-        _, layout, n_bound = kernel.handle
+        _, layout, n_bound, scale = kernel.handle
+        counts = tuple(c * w for c, w in zip(counts, scale)) + tuple(counts[len(scale):])
         words = np.array(list(counts) + [0], dtype=np.uint32)   # + the kernels' opaque zero (vy_z)
         cbuf = self.device.create_buffer(size=max(4, words.nbytes), usage=self.usage)
         self.queue.write_buffer(cbuf, 0, words)
