@@ -21,9 +21,10 @@ f32 division, fmod, sqrt, reciprocal (WGSL allows 2.5 ULP) and ``fma`` (WGSL doe
 promise one rounding) are rewritten before planning into exact integer algorithms
 (`vyre.lower.legalize`, the features in `LACKS`), and u64/i64 values become pairs of u32
 words (`vyre.lower.legalize.int64`; drivers scale those buffers' count words by
-`word_scale`): `legalized`. What WGSL still cannot give exactly is refused before printing
-(`refusals`): the transcendentals, 64-bit atomics, 16-bit/8-bit element types (no such WGSL
-types in core), and subgroup operations.
+`word_scale`), and u8/i8/u16/i16 storage is packed into u32 words
+(`vyre.lower.legalize.narrow`): `legalized`. What WGSL still cannot give exactly is refused
+before printing (`refusals`): the transcendentals, 64-bit atomics, f16/bf16 (no such WGSL
+type in core), and subgroup operations.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from .floats import (
 )
 from .legalize import Feature, legalize
 from .legalize.int64 import Int64Refusal, lower_int64
+from .legalize.narrow import NARROW, lower_narrow
 from .plan import KernelPlan
 from .printer import Printer
 from .ranges import Ranges
@@ -64,13 +66,14 @@ def legalized(program):
     (`vyre.lower.legalize.int64`) and the float operations in `LACKS` as exact integer
     helpers. Raises `WgslRefusal` for what the pair lowering refuses."""
     try:
-        program = lower_int64(program)
+        program = lower_int64(lower_narrow(program))
     except Int64Refusal as exc:
         raise WgslRefusal(str(exc)) from None
     return legalize(program, LACKS)
 
 
-_PAIRED = set(WT) | {DataType.U64, DataType.I64}   # 64-bit integers run as u32 pairs
+# 64-bit integers run as u32 pairs, u8/i8/u16/i16 storage packed in u32 words
+_PAIRED = set(WT) | {DataType.U64, DataType.I64} | set(NARROW)
 
 
 def refusals(program) -> list[str]:
