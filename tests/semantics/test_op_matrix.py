@@ -20,7 +20,13 @@ from vyre.ir.types import TRANSCENDENTAL
 
 from helpers import as_u32, map_program, run_checked
 
-TYPES = [DataType.U32, DataType.I32, DataType.F32, DataType.BOOL, DataType.U64, DataType.I64]
+TYPES = [DataType.U32, DataType.I32, DataType.F32, DataType.BOOL, DataType.U64, DataType.I64, DataType.F16,
+         DataType.BF16]
+
+
+def _word(t: DataType):
+    """The unsigned dtype test values of type ``t`` are written in (bool: u32 words)."""
+    return np.uint32 if t is DataType.BOOL else t.storage
 
 
 def _valid_bin():
@@ -46,8 +52,7 @@ def _valid_un():
 def _pairs(t: DataType):
     e = edges(t)
     a, b = zip(*itertools.product(e, e))
-    word = np.uint64 if t.is_wide else np.uint32   # bool inputs are u32 words (non-zero: true)
-    return np.array(a, dtype=word), np.array(b, dtype=word)
+    return np.array(a, dtype=_word(t)), np.array(b, dtype=_word(t))
 
 
 @pytest.mark.parametrize(("op", "t", "rt"), list(_valid_bin()), ids=lambda v: getattr(v, "value", v))
@@ -64,7 +69,7 @@ def test_binary_operator_matches_reference_on_boundary_pairs(backend, op, t, rt)
 
 @pytest.mark.parametrize(("op", "t", "rt"), list(_valid_un()), ids=lambda v: getattr(v, "value", v))
 def test_unary_operator_matches_reference_on_boundary_values(backend, op, t, rt):
-    x = np.array(edges(t) * 2, dtype=np.uint64 if t.is_wide else np.uint32)
+    x = np.array(edges(t) * 2, dtype=_word(t))
     program = map_program([t], rt, lambda v: Expr.un(op, v))
     run_checked(backend, program, [x])
 
@@ -77,7 +82,9 @@ def test_casts_match_reference(backend, src, dst):
              0x5F000000, 0x5F800000, 0xDF000000, 0xDF000001]
     if src.is_wide:
         extra = [0x0000000100000001, 0x0020000020000001, 0xFFFFFF7FFFFFFFFF, 0x8000008000000001]
-    x = np.array(edges(src) + extra, dtype=np.uint64 if src.is_wide else np.uint32)
+    elif src.is_half:
+        extra = [0x3555, 0x7BFF, 0x0001, 0x8001, 0x5A00, 0xDA01]
+    x = np.array(edges(src) + extra, dtype=_word(src))
     program = map_program([src], dst, lambda v: Expr.cast(dst, v))
     run_checked(backend, program, [x])
 

@@ -22,9 +22,10 @@ promise one rounding) are rewritten before planning into exact integer algorithm
 (`vyre.lower.legalize`, the features in `LACKS`), and u64/i64 values become pairs of u32
 words (`vyre.lower.legalize.int64`; drivers scale those buffers' count words by
 `word_scale`), and u8/i8/u16/i16 storage is packed into u32 words
-(`vyre.lower.legalize.narrow`): `legalized`. What WGSL still cannot give exactly is refused
-before printing (`refusals`): the transcendentals, 64-bit atomics, f16/bf16 (no such WGSL
-type in core), and subgroup operations.
+(`vyre.lower.legalize.narrow`), and f16/bf16 values are their bits in u32 through integer
+helpers (`vyre.lower.legalize.half`): `legalized`. What WGSL still cannot give exactly is
+refused before printing (`refusals`): the transcendentals, 64-bit atomics and subgroup
+operations.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from .floats import (
     var_flags,
 )
 from .legalize import Feature, legalize
+from .legalize.half import HALF, HalfRefusal, lower_half
 from .legalize.int64 import Int64Refusal, lower_int64
 from .legalize.narrow import NARROW, lower_narrow
 from .plan import KernelPlan
@@ -66,14 +68,15 @@ def legalized(program):
     (`vyre.lower.legalize.int64`) and the float operations in `LACKS` as exact integer
     helpers. Raises `WgslRefusal` for what the pair lowering refuses."""
     try:
-        program = lower_int64(lower_narrow(program))
-    except Int64Refusal as exc:
+        program = lower_int64(lower_narrow(lower_half(program)))
+    except (Int64Refusal, HalfRefusal) as exc:
         raise WgslRefusal(str(exc)) from None
     return legalize(program, LACKS)
 
 
 # 64-bit integers run as u32 pairs, u8/i8/u16/i16 storage packed in u32 words
-_PAIRED = set(WT) | {DataType.U64, DataType.I64} | set(NARROW)
+# and f16/bf16 as u32 bits through integer helpers
+_PAIRED = set(WT) | {DataType.U64, DataType.I64} | set(NARROW) | set(HALF)
 
 
 def refusals(program) -> list[str]:

@@ -37,7 +37,7 @@ ID = "wgpu"
 REFUSED_OPS = frozenset({
     "vyre.un_op.exp", "vyre.un_op.log",
     "vyre.un_op.exp2", "vyre.un_op.log2", "vyre.un_op.sin", "vyre.un_op.cos", "vyre.un_op.tan",
-    "vyre.un_op.tanh", "vyre.dtype.f16", "vyre.dtype.bf16",
+    "vyre.un_op.tanh",
 }) | frozenset(op for op in all_op_ids() if op.startswith("vyre.subgroup."))
 
 
