@@ -692,15 +692,29 @@ class WgslEmitter(Printer):
         # a zero the compiler cannot see: f32 literals are xored with it, so no float
         # operation on constants is folded at compile time (where signed zeros and NaNs have
         # been seen to come out differently)
-        self.lines.insert(0, "    " + f"let vy_z: u32 = vy_n[{len(self.plan.bound)}];")
+        nb = len(self.plan.bound)
+        self.lines[0:0] = ["    " + x for x in (
+            f"let vy_z: u32 = vy_n[{nb}];",
+            # a grid over the adapter's per-axis limit is launched folded (the driver writes
+            # the logical grid to vy_n[nb + 1..3], 0 when unfolded): the workgroup's linear
+            # index over the launched grid gives its logical id, and gid stays the flat id
+            "var vy_wgid: vec3<u32> = vy_wgp;",
+            f"let vy_fold: u32 = vy_n[{nb + 1}];",
+            "if (vy_fold != 0u) {",
+            "    let vy_l: u32 = vy_wgp.x + vy_nwg.x * (vy_wgp.y + vy_nwg.y * vy_wgp.z);",
+            f"    let vy_gy: u32 = vy_n[{nb + 2}];",
+            "    vy_wgid = vec3<u32>(vy_l % vy_fold, (vy_l / vy_fold) % vy_gy, vy_l / (vy_fold * vy_gy));",
+            f"    if (vy_wgid.z >= vy_n[{nb + 3}]) {{ return; }}",
+            "}",
+            f"let vy_gid: vec3<u32> = vy_wgid * vec3<u32>({wx}u, {wy}u, {wz}u) + vy_lid;")]
         if self.alive:
             self.out("var vy_alive: bool = true;")
         if self.cancel:
             self.out("var vy_trips: u32 = 0u;")
         self.block(body)
         head = (f"@compute @workgroup_size({wx}, {wy}, {wz})\nfn {self.plan.entries[index]}("
-                "@builtin(global_invocation_id) vy_gid: vec3<u32>, @builtin(local_invocation_id) vy_lid: vec3<u32>, "
-                "@builtin(workgroup_id) vy_wgid: vec3<u32>)")
+                "@builtin(local_invocation_id) vy_lid: vec3<u32>, @builtin(workgroup_id) vy_wgp: vec3<u32>, "
+                "@builtin(num_workgroups) vy_nwg: vec3<u32>)")
         return head + " {\n" + "\n".join(self.lines) + "\n}\n"
 
     def module(self) -> str:

@@ -180,18 +180,20 @@ class WgpuDevice(Device):
     def pack(self, kernel: Kernel, buffers: list[Any], counts: tuple[int, ...], ctl: Ctl) -> Any:
         _, layout, n_bound, scale = kernel.handle
         counts = tuple(c * w for c, w in zip(counts, scale)) + tuple(counts[len(scale):])
-        words = np.array(list(counts) + [0], dtype=np.uint32)   # + the kernels' opaque zero (vy_z)
+        # + the kernels' opaque zero (vy_z) and the folded grid (vy_n[n+1..3], see `launch`)
+        words = np.array(list(counts) + [0, 0, 0, 0], dtype=np.uint32)
         cbuf = self.device.create_buffer(size=max(4, words.nbytes), usage=self.usage)
         self.queue.write_buffer(cbuf, 0, words)
         entries = [{"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
                    for i, b in enumerate(buffers[:n_bound])]
         entries.append({"binding": n_bound, "resource": {"buffer": cbuf, "offset": 0, "size": cbuf.size}})
         entries.append({"binding": n_bound + 1, "resource": {"buffer": ctl.arg, "offset": 0, "size": 8}})
-        return self.device.create_bind_group(layout=layout, entries=entries), cbuf
+        return [self.device.create_bind_group(layout=layout, entries=entries), cbuf, False]
 
     def launch(self, kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int],
                packed: Any, timed: Any = False, phases: slice | None = None) -> Any:
         pipes = kernel.handle[0] if phases is None else kernel.handle[0][phases]
+        grid = self._fold(kernel, grid, packed)
         enc = self.device.create_command_encoder()
         for p in pipes:          # one pass per phase: passes end in order (grid_sync)
             cp = enc.begin_compute_pass()
@@ -203,6 +205,30 @@ class WgpuDevice(Device):
         return None
 
     # ---- completion ----------------------------------------------------------------------------
+    def _fold(self, kernel: Kernel, grid: tuple[int, int, int], packed: list) -> tuple[int, int, int]:
+        """The grid to launch: ``grid`` itself when every axis is within the adapter's limit;
+        otherwise its workgroups laid out over more axes, with the logical grid written to
+        the kernel's count words (the kernel recovers each workgroup's logical id)."""
+        lim = self.limits["max-compute-workgroups-per-dimension"]
+        gx, gy, gz = grid
+        n_bound = kernel.handle[2]
+        if max(grid) <= lim:
+            if packed[2]:
+                self.queue.write_buffer(packed[1], 4 * (n_bound + 1), np.zeros(3, np.uint32))
+                packed[2] = False
+            return grid
+        total = gx * gy * gz
+        px = min(total, lim)
+        py = min(-(-total // px), lim)
+        pz = -(-total // (px * py))
+        if total >= 2**32 or pz > lim:
+            raise DispatchFailed(f"a grid of {gx}x{gy}x{gz} workgroups is more than this adapter launches "
+                                 f"({lim} per axis, 2^32 in all).", "use larger workgroups or split the "
+                                 "dispatch.", backend=ID)
+        self.queue.write_buffer(packed[1], 4 * (n_bound + 1), np.array([gx, gy, gz], np.uint32))
+        packed[2] = True
+        return (px, py, pz)
+
     def fence(self) -> _Fence:
         reads, self._reads = self._reads, []
         return _Fence(reads)
@@ -272,6 +298,10 @@ class WgpuBackend(EngineBackend):
 
     def max_compute_workgroups_per_dimension(self) -> int:
         return self.dev.limits["max-compute-workgroups-per-dimension"]
+
+    def max_grid_size(self) -> tuple[int, int, int]:
+        # larger grids are launched folded onto more axes (WgpuDevice._fold)
+        return (2**31 - 1, 2**31 - 1, 2**31 - 1)
 
     def max_invocations_per_dispatch(self) -> int:
         return 2**32 - 1
