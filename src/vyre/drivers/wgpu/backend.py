@@ -41,6 +41,13 @@ REFUSED_OPS = frozenset({
 }) | frozenset(op for op in all_op_ids() if op.startswith("vyre.subgroup."))
 
 
+def _fix(why: list[str]) -> str:
+    """Where a refused program runs (OpenCL has no subgroup operations either)."""
+    if any("subgroup" in w for w in why):
+        return "run this program on the cuda or reference backend."
+    return "run this program on the cuda, opencl or reference backend."
+
+
 def _wgpu():
     try:
         import wgpu
@@ -91,7 +98,7 @@ class WgpuDevice(Device):
     def source(self, program: Program) -> tuple[Any, str]:
         why = refusals(program)
         if why:
-            raise UnsupportedFeature("; ".join(why), ID, "run this program on the cuda, opencl or reference backend.")
+            raise UnsupportedFeature("; ".join(why), ID, _fix(why))
         try:
             plan = lower(legalized(program), vector=False)
             return plan, emit_wgsl(plan)
@@ -278,7 +285,7 @@ class WgpuBackend(EngineBackend):
     def refuse(self, program: Program) -> None:
         why = refusals(program)
         if why:
-            raise UnsupportedFeature("; ".join(why), ID, "run this program on the cuda, opencl or reference backend.")
+            raise UnsupportedFeature("; ".join(why), ID, _fix(why))
         n = len(program.facts.bound) + 2
         limit = self.dev.limits.get("max-storage-buffers-per-shader-stage", 8)
         if n > limit:
