@@ -117,3 +117,20 @@ def test_binding_plan_orders_by_binding_and_validates_inputs():
     for bad in ([b"\0" * 16], [b"\0" * 12, b""], [b"\0" * 16, b"\0" * 3]):
         with pytest.raises(InvalidProgram, match="Fix:"):
             plan.validate_inputs(p, bad)
+
+
+def test_a_batch_is_counted_as_its_dispatches():
+    from vyre.driver import observability as obs
+
+    events = []
+    obs.set_trace_hook(events.append)
+    try:
+        before = obs.snapshot().get("batch-test", {}).get("dispatches", 0)
+        obs.record_dispatches("batch-test", 3, 2_000, True, ("a", "b", "c"))
+        obs.record_dispatches("batch-test", 2, 7_000, False, ("z",))
+    finally:
+        obs.set_trace_hook(None)
+    snap = obs.snapshot()["batch-test"]
+    assert snap["dispatches"] - before == 5 and snap["errors"] >= 2
+    assert [(e.wall_ns, e.ok, e.label) for e in events] == [
+        (2_000, True, "a"), (2_000, True, "b"), (2_000, True, "c"), (7_000, False, "z"), (7_000, False, "z")]

@@ -120,7 +120,7 @@ def inspect(file: Path, backend: str | None = typer.Option(None, help="print thi
 
         try:
             b = acquire(backend)
-            src = b.generated_source(p) if hasattr(b, "generated_source") else None
+            src = b.generated_source(p)
         except BackendError as exc:
             _fail(exc)
         if src is None:

@@ -215,7 +215,17 @@ def run_backend(backend: VyreBackend, *, random: int = 0, seed: int = 0,
     Random programs are seeds ``seed * 1_000_003 + i`` for ``i < random``, or exactly
     ``random_seeds`` (a shard of a distributed run)."""
     report = BackendReport(backend.id(), backend.version(), backend.device_fingerprint().hex())
-    for e in entries if entries is not None else corpus():
+    from .generator import options_for
+
+    picked = [e for e in (entries if entries is not None else corpus())]
+    seeds = random_seeds if random_seeds is not None else [seed * 1_000_003 + i for i in range(random)]
+    opts = options_for(backend) if seeds else None
+    randoms = [(s, *random_program(s, opts)) for s in seeds]
+    # build every program at once first (in parallel where the backend can), then run them
+    backend.precompile([(e.program, _config(e.grid_override)) for e in picked
+                        if not e.requires or CAPABILITY_CHECKS[e.requires](backend)]
+                       + [p for _, p, _ in randoms])
+    for e in picked:
         if e.requires and not CAPABILITY_CHECKS[e.requires](backend):
             report.results.append(CaseResult(e.name, "skip", f"backend lacks {e.requires}"))
         else:
@@ -223,12 +233,7 @@ def run_backend(backend: VyreBackend, *, random: int = 0, seed: int = 0,
                                          e.ulp, repro_dir, minimise_budget))
         if progress:
             progress(e.name)
-    from .generator import options_for
-
-    seeds = random_seeds if random_seeds is not None else [seed * 1_000_003 + i for i in range(random)]
-    opts = options_for(backend) if seeds else None
-    for s in seeds:
-        program, inputs = random_program(s, opts)
+    for s, program, inputs in randoms:
         report.results.append(_check(backend, f"random/{s}", program, inputs, None, False, repro_dir,
                                      minimise_budget))
         if progress:

@@ -207,23 +207,9 @@ def core_supported_ops() -> frozenset[str]:
 
 def why_not(program: Program, backend: VyreBackend) -> list[str]:
     """Reasons ``backend`` cannot run ``program`` (empty: it can)."""
-    reasons = []
-    missing = sorted(set(program.facts.ops) - set(backend.supported_ops()))
-    if missing:
-        reasons.append(f"unsupported ops: {', '.join(missing)}")
-    wg, mx = program.workgroup_size, backend.max_workgroup_size()
-    if any(a > b for a, b in zip(wg, mx)):
-        reasons.append(f"workgroup size {wg} exceeds {tuple(mx)}")
-    if program.invocations_per_workgroup > backend.max_compute_invocations_per_workgroup():
-        reasons.append(f"{program.invocations_per_workgroup} invocations per workgroup exceed "
-                       f"{backend.max_compute_invocations_per_workgroup()}")
-    if program.facts.subgroup_ops and not backend.supports_subgroup_ops():
-        reasons.append("needs subgroup operations")
-    shared = program.facts.workgroup_bytes
-    limit = backend.device_profile().max_shared_memory_bytes
-    if shared and shared > limit:
-        reasons.append(f"{shared} bytes of workgroup memory exceed {limit}")
-    return reasons
+    from .runnable import refusals
+
+    return [r.reason for r in refusals(program, backend)]
 
 
 def can_run(program: Program, backend: VyreBackend) -> bool:

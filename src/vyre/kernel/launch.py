@@ -104,10 +104,6 @@ def _like(example: Any, out: Any) -> Any:
     return out
 
 
-def _writable(raw: bytes, dtype: DataType) -> np.ndarray:
-    return np.frombuffer(bytearray(raw), dtype=np.dtype(dtype.host))
-
-
 def call(program: Program, params: list[tuple[str, Any]], name: str, args: Sequence[Any], *,
          out: Any = None, grid: tuple[int, ...] | int | None = None, elements: int | None = None,
          backend: Any = None, config: Any = None) -> Any:
@@ -135,14 +131,12 @@ def call(program: Program, params: list[tuple[str, Any]], name: str, args: Seque
     else:
         cfg = DispatchConfig(**fields) if fields else None
     device = next((x for x in inputs if _on_device(x)), None)
-    if device is not None and out is None and hasattr(b, "dispatch_device") and \
-            getattr(getattr(b, "device", None), "reads_device_arrays", False):
+    if device is not None and out is None and b.reads_device_arrays():
         # device inputs: the outputs stay on the device, as the caller's array type
         outs = b.dispatch_device(program, inputs, cfg)
         arrays = [_like(device, o) for o in outs]
         return arrays[0] if len(arrays) == 1 else tuple(arrays)
-    raw = b.dispatch(program, inputs, cfg)
-    arrays = [_writable(r, d.dtype) for r, d in zip(raw, program.outputs)]
+    arrays = b.dispatch_arrays(program, inputs, cfg)   # one copy out of the staging
     if out is not None:
         targets = list(out) if isinstance(out, list | tuple) else [out]
         if len(targets) != len(arrays):

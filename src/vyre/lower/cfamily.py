@@ -635,7 +635,9 @@ class _Emitter(Printer):
                 return v, d, f
         if d is DataType.BOOL:
             if t is DataType.F32:
-                return self.fresh(d, f"{self.operand(v, f, True)} != 0.0f"), d, CANON
+                # flushed in code: `x != 0.0f` may be compiled as a test of the bits, which
+                # sees a subnormal as non-zero (the H100 did: conform random/11000220)
+                return self.fresh(d, f"{self.operand(v, f, False)} != 0.0f"), d, CANON
             return self.fresh(d, f"{v} != 0"), d, CANON
         if t is DataType.BOOL:
             if d.is_half:

@@ -12,6 +12,7 @@ CUDA graphs.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import weakref
@@ -101,6 +102,10 @@ class CudaDevice(Device):
                         plan.vector, Kernel.indirect_of(plan))
         return kernel, kernel.meta(plan.entries), cubin
 
+    def precompile(self, programs: list[Program]) -> int:
+        sources = [generate(p)[1] for p in programs]
+        return self.rt.cubins.precompile(sources, self.rt.facts.arch)
+
     def load(self, meta: dict, artifact: bytes) -> Kernel:
         module = self.rt.load(artifact)
         return Kernel.from_meta(tuple(module.get_kernel(n) for n in meta["entries"]), meta)
@@ -181,12 +186,22 @@ class CudaDevice(Device):
         s.record(end)
         return start, end
 
+    def launcher(self, kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int],
+                 packed: tuple) -> Any:
+        if len(kernel.handle) != 1:
+            return None
+        # on the dispatch stream itself, never a capture in progress (captures are locked)
+        return functools.partial(cc.launch, self.stream, self._config(grid, block), kernel.handle[0], *packed)
+
     def timer(self) -> Any:
         opts = self.rt.timing
         return (self.stream.record(options=opts), self.stream.record(options=opts))
 
     def elapsed_ns(self, token: Any) -> int | None:
         return self.rt.elapsed_ns(*token)
+
+    def fence_of(self, token: Any) -> Any:
+        return token[1] if isinstance(token, tuple) else None   # the end event is a fence
 
     # ---- completion ----------------------------------------------------------------------------
     def fence(self) -> Any:

@@ -1,4 +1,5 @@
-"""`ReferenceBackend`: the CPU reference interpreter behind the engine.
+"""The reference driver: the CPU reference interpreter behind the engine, as one `Device`
+with its `Capabilities` record (`backend()` builds the engine over it).
 
 Its device is host memory: buffers are numpy word arrays, copies are numpy copies, and
 `launch` runs the interpreter (`vyre.reference.execute`) at once — a *synchronous* device.
@@ -11,14 +12,13 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 import vyre
 from vyre import reference
-from vyre.driver.capability import DeviceProfile
+from vyre.driver.capability import Capabilities, DeviceProfile
 from vyre.driver.engine import Cancelled, Ctl, Device, EngineBackend, HostBuffer, Kernel
 from vyre.driver.errors import CTL_ERRORS, BackendError, DispatchFailed, indirect_failed
 from vyre.ir.errors import ExecutionError
@@ -48,6 +48,20 @@ class ReferenceDevice(Device):
     synchronous = True
     cancellable = True
     indirect_in_launch = True   # the interpreter reads each phase's indirect grid itself
+
+    def capabilities(self) -> Capabilities:
+        # The interpreter executes grid_sync natively (phases), subgroups exactly (`SUBGROUP`
+        # lanes wide), any workgroup shape up to the limits below, and workgroup memory in
+        # host RAM.
+        profile = DeviceProfile(
+            backend=ID, supports_subgroup_ops=True, has_subgroup_shuffle=True,
+            max_workgroup_size=(MAX_AXIS, MAX_AXIS, MAX_AXIS),
+            max_invocations_per_workgroup=MAX_BATCH_LANES,
+            max_storage_buffer_binding_size=min(4 * (2**32 - 1), _host_memory_bytes() // 4),
+            subgroup_size=SUBGROUP, has_shared_memory=True, has_mul_high=True,
+            max_shared_memory_bytes=4 * MAX_WORKGROUP_WORDS, device_name="numpy (host CPU)")
+        return Capabilities(ID, vyre.__version__, profile, grid_sync=True,
+                            max_workgroups_per_dimension=2**31 - 1)
 
     def build(self, program: Program) -> Kernel:
         bound = tuple(b.name for b in program.facts.bound)
@@ -129,40 +143,11 @@ class ReferenceDevice(Device):
                               backend=ID)
 
 
-class ReferenceBackend(EngineBackend):
-    def __init__(self) -> None:
-        super().__init__(ReferenceDevice())
-        self._max_buffer = min(4 * (2**32 - 1), _host_memory_bytes() // 4)
+def backend() -> EngineBackend:
+    """The reference backend: the engine over a `ReferenceDevice` (its factory)."""
+    return EngineBackend(ReferenceDevice())
 
-    def id(self) -> str:
-        return ID
 
-    def version(self) -> str:
-        return vyre.__version__
+#: kept for callers that construct the backend by its old class name
+ReferenceBackend = backend
 
-    # The interpreter executes grid_sync natively (phases), any workgroup shape up to the
-    # limits below, and workgroup memory in host RAM.
-    def supports_grid_sync(self) -> bool:
-        return True
-
-    def supports_subgroup_ops(self) -> bool:
-        return True  # simulated exactly, `SUBGROUP` lanes wide
-
-    def subgroup_size(self) -> int:
-        return SUBGROUP
-
-    def max_workgroup_size(self) -> tuple[int, int, int]:
-        return (MAX_AXIS, MAX_AXIS, MAX_AXIS)
-
-    def max_compute_invocations_per_workgroup(self) -> int:
-        return MAX_BATCH_LANES
-
-    def max_compute_workgroups_per_dimension(self) -> int:
-        return 2**31 - 1
-
-    def max_storage_buffer_bytes(self) -> int:
-        return self._max_buffer
-
-    def device_profile(self) -> DeviceProfile:
-        return replace(super().device_profile(), has_shared_memory=True, has_mul_high=True,
-                       max_shared_memory_bytes=4 * MAX_WORKGROUP_WORDS, device_name="numpy (host CPU)")

@@ -96,12 +96,16 @@ class WgpuDevice(Device):
 
     # ---- compile ---------------------------------------------------------------------------
     def source(self, program: Program) -> tuple[Any, str]:
+        cached = program.__dict__.get("_vyre_wgsl")    # refuse() and compile() both ask
+        if cached is not None:
+            return cached
         why = refusals(program)
         if why:
             raise UnsupportedFeature("; ".join(why), ID, _fix(why))
         try:
             plan = lower(legalized(program), vector=False)
-            return plan, emit_wgsl(plan)
+            program.__dict__["_vyre_wgsl"] = (plan, emit_wgsl(plan))
+            return program.__dict__["_vyre_wgsl"]
         except WgslRefusal as exc:
             raise UnsupportedFeature(str(exc), ID, "run this program on the cuda, opencl or reference backend.") from None
 
@@ -283,9 +287,9 @@ class WgpuBackend(EngineBackend):
         return frozenset(op for op in super().supported_ops() if op not in REFUSED_OPS)
 
     def refuse(self, program: Program) -> None:
-        why = refusals(program)
-        if why:
-            raise UnsupportedFeature("; ".join(why), ID, _fix(why))
+        # what WGSL cannot give the reference's bytes for, including what only legalizing or
+        # printing finds: routing must refuse exactly what the dispatch refuses
+        self.dev.source(program)
         n = len(program.facts.bound) + 2
         limit = self.dev.limits.get("max-storage-buffers-per-shader-stage", 8)
         if n > limit:
