@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 
 from vyre.ir import expr as E
 from vyre.ir import node as N
+from vyre.ir.errors import VyreError
 from vyre.ir.program import Function, Program
 from vyre.ir.rewrite import with_children
 from vyre.ir.typecheck import TypeFault, infer
@@ -159,8 +160,8 @@ def legalize(program: Program, lacks: Iterable[Feature]) -> Program:
                 if fn.name in taken:
                     if any(h.name == fn.name for h in helpers):
                         continue
-                    raise TypeFault("V032", f"the program declares a function named {fn.name!r}, "
-                                    "which vyre's legalization needs.", "rename that function.")
+                    raise VyreError(f"the program declares a function named {fn.name!r}, which "
+                                    "vyre's legalization needs.", "rename that function.")
                 taken.add(fn.name)
                 helpers.append(fn)
     return Program(program.buffers, program.workgroup_size, body, tuple(helpers) + functions)
