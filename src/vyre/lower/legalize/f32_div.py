@@ -4,8 +4,12 @@ For targets whose native division is not correctly rounded (WGSL allows 2.5 ULP)
 are flushed (S9); NaNs, infinities and zeros are decided on the bits. For two normal operands
 the significand quotient ``n / mb`` (``n`` the dividend's 24-bit significand, doubled when it
 is below the divisor's, so the quotient lies in [1, 2)) is found exactly by long division in
-three 8-bit steps of u32 division (every partial remainder is below ``mb < 2^24``, so
-``r << 8`` fits a word): 24 fraction bits, the last of them the guard bit, and the remainder
+three 8-bit steps (every partial remainder ``r`` is below ``mb < 2^24``, so ``r << 8`` fits a
+word). Each step's digit ``floor(256 r / mb)`` is first estimated without a division as
+``(r * inv) >> 23`` with ``inv = floor((2^31 - 1) / mb)`` (one u32 division per quotient;
+``r * inv < 2^32``): the estimate is low by less than ``256 r (mb + 1) / (mb 2^31) < 2``, so
+two conditional subtractions of ``mb`` make the digit and the remainder exact. That gives 24
+fraction bits, the last of them the guard bit, and the remainder
 as the sticky bit. Rounding to nearest even adds 1 to the packed result, so a carry into the
 exponent is exact; an exponent past 254 gives infinity. A quotient below 2^-126 is flushed
 (S9) unless it rounds to 2^-126 itself, which happens exactly when the biased exponent would be
@@ -37,10 +41,15 @@ def div_function() -> Function:
     n = b.let(sel(lt, ma << 1, ma), "n")
     r = b.let(n - mb, "r")
     q = b.let(u(1), "q")
+    inv = b.let(u(0x7FFFFFFF) // mb, "inv")        # floor((2^31 - 1) / mb), in [128, 255]
     for _ in range(3):
         t = b.let(r << 8, "n")
-        d = b.let(t // mb, "d")
+        d = b.let((r * inv) >> 23, "d")            # floor(t / mb) - 2 <= d <= floor(t / mb)
         r = b.let(t - d * mb, "r")
+        for _ in range(2):
+            up = b.let(r.ge(mb), "c")
+            d = b.let(d + E.Cast(U, up), "d")
+            r = b.let(sel(up, r - mb, r), "r")
         q = b.let((q << 8) | d, "q")
     # biased exponent of the quotient, plus 128 so it stays positive: ea - eb + 127 - lt + 128
     eo = b.let((ax >> 23) + 255 - (ay >> 23) - E.Cast(U, lt), "e")
