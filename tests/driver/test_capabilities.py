@@ -19,7 +19,7 @@ NOT_QUERIES = {
     "allocate_resident", "upload_resident", "free_resident", "dispatch_resident_timed",
     "bind_resident", "compile_native", "compile_native_shared", "pipeline_cache_snapshot",
     "compile_batch", "prepare", "flush", "shutdown", "device_lost", "try_recover", "refuse",
-    "generated_source", "reads_device_arrays", "device_fingerprint",
+    "generated_source", "reads_device_arrays", "device_fingerprint", "precompile",
     "own",
 }
 

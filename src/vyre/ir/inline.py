@@ -15,11 +15,26 @@ from __future__ import annotations
 
 from . import expr as E
 from . import node as N
+from .kinds import (
+    ARGS,
+    BINDS,
+    BODY,
+    DECLARES,
+    EXPR,
+    EXPR_KINDS,
+    LOCAL,
+    NODE_KINDS,
+    NODE_MAP,
+    OPT,
+    Role,
+    kind_of,
+)
 from .program import Function, Program
 from .types import BinOp, UnOp
 
 PREFIX = "__vy"
-_STABLE = (E.Lit, E.Spec, E.Var, E.Id, E.BufLen, E.Bin, E.Un, E.Select, E.Cast, E.Bitcast, E.Fma)
+# kinds whose value a call cannot change (the pure ones of `vyre.ir.kinds`)
+_STABLE = tuple(k.cls for k in EXPR_KINDS if k.pure and k.built)
 
 
 def _has_call(e: E.Expr) -> bool:
@@ -97,34 +112,28 @@ class _Inliner:
         return out
 
     def stmt(self, n: N.Node) -> list[N.Node]:
-        if isinstance(n, N.Let | N.Assign):
-            pre, v = self.expr(n.value)
-            return pre + [type(n)(n.name, v)]
-        if isinstance(n, N.Store):
-            pre, (i, v) = self.seq([n.index, n.value])
-            return pre + [N.Store(n.buffer, i, v)]
-        if isinstance(n, N.Eval):
-            if isinstance(n.value, E.Call):
-                pre, args = self.seq(list(n.value.args))
-                return pre + self.call(n.value.function, args)[0]
-            pre, v = self.expr(n.value)
-            return pre + [N.Eval(v)]
-        if isinstance(n, N.If):
-            pre, c = self.expr(n.cond)
-            return pre + [N.If(c, tuple(self.body(n.then)), tuple(self.body(n.otherwise)))]
-        if isinstance(n, N.Loop):
-            pre, (lo, hi) = self.seq([n.from_, n.to])
-            return pre + [N.Loop(n.var, lo, hi, tuple(self.body(n.body)))]
-        if isinstance(n, N.While):
+        t = type(n)
+        if t is N.Eval and isinstance(n.value, E.Call):   # a call for its effects
+            pre, args = self.seq(list(n.value.args))
+            return pre + self.call(n.value.function, args)[0]
+        if t is N.While:   # the body first, then the condition (calls in it: `while_call`)
             body = tuple(self.body(n.body))
             if not _has_call(n.cond):
                 return [N.While(n.cond, body, n.max_iterations)]
             return self.while_call(n, body)
-        if isinstance(n, N.Block):
-            return [N.Block(tuple(self.body(n.body)))]
-        if isinstance(n, N.Region):
-            return [N.Region(n.name, tuple(self.body(n.body)))]
-        return [n]
+        mapper = NODE_MAP.get(t)
+        if mapper is None:
+            kind_of(n)            # no expressions, no bodies: kept (anything else raises)
+            return [n]
+        # its expressions evaluated in order (calls hoisted before it), then its bodies
+        exprs = N.node_exprs(n)
+        if len(exprs) == 1:
+            pre, x = self.expr(exprs[0])
+            xs = [x]
+        else:
+            pre, xs = self.seq(list(exprs))
+        it = iter(xs)
+        return pre + [mapper(n, lambda e: next(it), lambda b: tuple(self.body(b)))]
 
     def while_call(self, n: N.While, body: tuple[N.Node, ...]) -> list[N.Node]:
         """``while c`` where ``c`` calls: evaluate it at the top of each iteration. The
@@ -145,41 +154,70 @@ class _Inliner:
 def _rename_expr(e: E.Expr, names: dict[str, str]) -> E.Expr:
     from .rewrite import map_expr
 
-    return map_expr(e, lambda x: E.Var(names[x.name]) if isinstance(x, E.Var) and x.name in names else x)
+    def rename(x: E.Expr) -> E.Expr:
+        plan = _READS_LOCAL.get(type(x))
+        if plan is None:
+            return x
+        if len(plan) == 1:    # a variable
+            new = names.get(getattr(x, plan[0][0]))
+            return x if new is None else type(x)(new)
+        vals = [getattr(x, f) for f, _ in plan]
+        if not any(v in names for v, (_, local) in zip(vals, plan) if local):
+            return x
+        return type(x)(*(names.get(v, v) if local else v for v, (_, local) in zip(vals, plan)))
+
+    return map_expr(e, rename)
 
 
 def _rename(body, names: dict[str, str], inl: _Inliner) -> tuple[tuple[N.Node, ...], dict[str, str]]:
     """``body`` with every local it declares renamed (fresh names, per call), and the
-    names visible at its end (what a function's result reads)."""
+    names visible at its end (what a function's result reads). Which fields declare, bind
+    or use a local comes from the one list of kinds (`vyre.ir.kinds`)."""
     names = dict(names)
     out: list[N.Node] = []
     for n in body:
-        if isinstance(n, N.Let):
-            v = _rename_expr(n.value, names)
-            names[n.name] = inl.fresh(n.name)
-            out.append(N.Let(names[n.name], v))
-        elif isinstance(n, N.Assign):
-            out.append(N.Assign(names.get(n.name, n.name), _rename_expr(n.value, names)))
-        elif isinstance(n, N.Store):
-            out.append(N.Store(n.buffer, _rename_expr(n.index, names), _rename_expr(n.value, names)))
-        elif isinstance(n, N.Eval):
-            out.append(N.Eval(_rename_expr(n.value, names)))
-        elif isinstance(n, N.If):
-            out.append(N.If(_rename_expr(n.cond, names), _rename(n.then, names, inl)[0],
-                            _rename(n.otherwise, names, inl)[0]))
-        elif isinstance(n, N.Loop):
-            lo, hi = _rename_expr(n.from_, names), _rename_expr(n.to, names)
-            inner = dict(names)
-            inner[n.var] = inl.fresh(n.var)
-            out.append(N.Loop(inner[n.var], lo, hi, _rename(n.body, inner, inl)[0]))
-        elif isinstance(n, N.While):
-            out.append(N.While(_rename_expr(n.cond, names), _rename(n.body, names, inl)[0],
-                               n.max_iterations))
-        elif isinstance(n, N.Block | N.Region):
-            out.append(N.Block(_rename(n.body, names, inl)[0]))
-        else:
+        plan = _PLAN.get(type(n))
+        if plan is None:
+            kind_of(n)      # raises: not an IR kind
+        if not plan:        # no fields: nothing to rename
             out.append(n)
+            continue
+        inner = names
+        args = []
+        declared = -1
+        for i, (name, role) in enumerate(plan):
+            v = getattr(n, name)
+            if role is EXPR or role is OPT or role is ARGS:
+                v = _rename_role(v, role, names)
+            elif role == LOCAL:
+                v = names.get(v, v)
+            elif role == BINDS:            # visible in the statement's bodies only
+                inner = dict(names)
+                inner[v] = v = inl.fresh(v)
+            elif role == DECLARES:         # visible after the statement
+                declared = i
+            args.append(v)
+        for i, (_, role) in enumerate(plan):
+            if role == BODY:
+                args[i] = _rename(args[i], inner, inl)[0]
+            elif i == declared:
+                names[args[i]] = args[i] = inl.fresh(args[i])
+        # an inlined copy keeps no labels: a region becomes a block
+        out.append(N.Block(args[-1]) if type(n) is N.Region else type(n)(*args))
     return tuple(out), names
+
+
+def _rename_role(v, role: Role, names: dict[str, str]):
+    if role == EXPR:
+        return _rename_expr(v, names)
+    if role == OPT:
+        return None if v is None else _rename_expr(v, names)
+    return tuple(_rename_expr(a, names) for a in v)
+
+
+# expression kinds that read a local: (field, whether it names the local) for each field
+_READS_LOCAL = {k.cls: tuple((f.name, f.role == LOCAL) for f in k.fields) for k in EXPR_KINDS if k.roles(LOCAL)}
+_PLAN = {k.cls: tuple((f.name, f.role) for f in k.fields) for k in NODE_KINDS}
 
 
 def inline(program: Program) -> Program:

@@ -414,6 +414,7 @@ class EngineBackend(VyreBackend):
                 eff, kernel, meta, binary = self._compile(program, config)
                 if art is not None and meta is not None and binary is not None:
                     meta["atomics"] = uses_atomics(eff)
+                    meta["fingerprint"] = fingerprint(program).hex()
                     art.put(akey, meta, binary)
             pipe = EnginePipeline(self, program, eff, config, kernel)
             self._pipes[key] = pipe
@@ -456,6 +457,11 @@ class EngineBackend(VyreBackend):
         wg = config.workgroup_override or program.workgroup_size
         eff = program if wg == program.workgroup_size else Program(program.buffers, wg, program.body, program.functions)
         eff.__dict__["_vyre_atomics"] = bool(meta.get("atomics", True))
+        fp = meta.get("fingerprint")
+        if isinstance(fp, str) and len(fp) == 64 and "_vyre_fingerprint" not in program.__dict__:
+            # recorded with the kernel of this exact program: its canonical form need not be
+            # built again (the entry's key is the exact identity, its payload checksummed)
+            program.__dict__["_vyre_fingerprint"] = bytes.fromhex(fp)
         return eff, kernel
 
     def _compile(self, program: Program, config: DispatchConfig) -> tuple[Program, Any, Any, Any]:
