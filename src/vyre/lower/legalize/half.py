@@ -17,10 +17,12 @@ from __future__ import annotations
 from vyre.ir import expr as E
 from vyre.ir import node as N
 from vyre.ir.program import BufferDecl, Function, Program
-from vyre.ir.typecheck import TypeFault, body_scope, infer
+from vyre.ir.rewrite import with_children
+from vyre.ir.typecheck import infer
 from vyre.ir.types import FLOAT_PREDICATES, DataType, UnOp
 
 from .build import ABS, FRAC, HIDDEN, INF, NAN, SIGN, Body, U, all_, any_, sel, u
+from .walk import walk_body, walk_function
 
 H, BH, F = DataType.F16, DataType.BF16, DataType.F32
 HALF = (H, BH)
@@ -144,94 +146,82 @@ class _Half:
         return self.widen(self.type(e, scope), self.expr(e, scope))
 
     def expr(self, e: E.Expr, scope) -> E.Expr:
-        t = self.type(e, scope)
-        x = lambda v: self.expr(v, scope)  # noqa: E731
-        if isinstance(e, E.Lit) and t in HALF:
-            return u(e.bits)
-        if isinstance(e, E.Spec) and t in HALF:
-            raise HalfRefusal("16-bit float specialization constants")
-        if isinstance(e, E.Bin):
-            lt = self.type(e.left, scope)
-            if lt in HALF:
-                r = E.Bin(e.op, self.wide(e.left, scope), self.wide(e.right, scope))
-                return self.narrow(t, r) if t in HALF else r
-        if isinstance(e, E.Un) and self.type(e.operand, scope) in HALF:
-            r = E.Un(e.op, self.wide(e.operand, scope))
-            return r if e.op in FLOAT_PREDICATES else self.narrow(t, r)
-        if isinstance(e, E.Fma) and t in HALF:
-            return self.narrow(t, E.Fma(*(self.wide(k, scope) for k in (e.a, e.b, e.c))))
-        if isinstance(e, E.Cast):
-            src = self.type(e.value, scope)
-            if src is t:
-                return x(e.value)
-            if src in HALF:
-                w = self.wide(e.value, scope)
-                if t in HALF:
-                    return self.narrow(t, w)
-                return w if t is F else E.Cast(t, w)
-            if t in HALF:
-                if src is F:
-                    return self.narrow(t, x(e.value))
-                if src is DataType.BOOL:
-                    return sel(x(e.value), ONE[t], 0)
-                if t is H:
-                    return self.narrow(t, E.Cast(F, x(e.value)))
-                return E.Call(self.helper(int_to_bf16, src), (x(e.value),))
-        if isinstance(e, E.Bitcast):
-            src = self.type(e.value, scope)
-            if t in HALF and src in HALF:
-                return x(e.value)
-            if t in HALF:                       # u32 -> half: the low 16 bits
-                return x(e.value) & 0xFFFF
-            if src in HALF:                     # half -> u32: zero-extended (already)
-                return x(e.value)
-        if isinstance(e, E.Atomic | E.Subgroup) and t in HALF:
-            raise HalfRefusal("16-bit float atomics or subgroup operations")
+        rule = _EXPR.get(type(e))
+        if rule is not None:
+            done = getattr(self, rule)(e, scope, self.type(e, scope))
+            if done is not None:
+                return done
         kids = E.children(e)
         if not kids:
             return e
-        from vyre.ir.rewrite import with_children
+        return with_children(e, [self.expr(k, scope) for k in kids])
 
-        return with_children(e, [x(k) for k in kids])
+    def _lit(self, e: E.Lit, scope, t) -> E.Expr | None:
+        return u(e.bits) if t in HALF else None
 
-    def body(self, nodes, scope) -> tuple[N.Node, ...]:
-        scope = dict(scope)
-        out: list[N.Node] = []
-        for n in nodes:
-            out.append(self.node(n, scope))
-            if isinstance(n, N.Let):
-                try:
-                    scope[n.name] = infer(n.value, scope, self.p)
-                except TypeFault:
-                    pass
-        return tuple(out)
+    def _spec(self, e: E.Spec, scope, t) -> E.Expr | None:
+        if t in HALF:
+            raise HalfRefusal("16-bit float specialization constants")
+        return None
 
-    def node(self, n: N.Node, scope) -> N.Node:
-        x = lambda e: self.expr(e, scope)  # noqa: E731
-        if isinstance(n, N.Let | N.Assign):
-            return type(n)(n.name, x(n.value))
-        if isinstance(n, N.Store):
-            return N.Store(n.buffer, x(n.index), x(n.value))
-        if isinstance(n, N.If):
-            return N.If(x(n.cond), self.body(n.then, scope), self.body(n.otherwise, scope))
-        if isinstance(n, N.Loop):
-            t = self.type(n.from_, scope)
-            return N.Loop(n.var, x(n.from_), x(n.to), self.body(n.body, {**scope, n.var: t}))
-        if isinstance(n, N.While):
-            return N.While(x(n.cond), self.body(n.body, scope), n.max_iterations)
-        if isinstance(n, N.Block):
-            return N.Block(self.body(n.body, scope))
-        if isinstance(n, N.Region):
-            return N.Region(n.name, self.body(n.body, scope))
-        if isinstance(n, N.Eval):
-            return N.Eval(x(n.value))
-        return n
+    def _bin(self, e: E.Bin, scope, t) -> E.Expr | None:
+        if self.type(e.left, scope) not in HALF:
+            return None
+        r = E.Bin(e.op, self.wide(e.left, scope), self.wide(e.right, scope))
+        return self.narrow(t, r) if t in HALF else r
+
+    def _un(self, e: E.Un, scope, t) -> E.Expr | None:
+        if self.type(e.operand, scope) not in HALF:
+            return None
+        r = E.Un(e.op, self.wide(e.operand, scope))
+        return r if e.op in FLOAT_PREDICATES else self.narrow(t, r)
+
+    def _fma(self, e: E.Fma, scope, t) -> E.Expr | None:
+        if t not in HALF:
+            return None
+        return self.narrow(t, E.Fma(*(self.wide(k, scope) for k in (e.a, e.b, e.c))))
+
+    def _cast(self, e: E.Cast, scope, t) -> E.Expr | None:
+        src = self.type(e.value, scope)
+        x = self.expr(e.value, scope)
+        if src is t:
+            return x
+        if src in HALF:
+            w = self.widen(src, x)
+            return self.narrow(t, w) if t in HALF else w if t is F else E.Cast(t, w)
+        if t not in HALF:
+            return None
+        if src is F:
+            return self.narrow(t, x)
+        if src is DataType.BOOL:
+            return sel(x, ONE[t], 0)
+        if t is H:
+            return self.narrow(t, E.Cast(F, x))
+        return E.Call(self.helper(int_to_bf16, src), (x,))
+
+    def _bitcast(self, e: E.Bitcast, scope, t) -> E.Expr | None:
+        src = self.type(e.value, scope)
+        if t in HALF and src not in HALF:       # u32 -> half: the low 16 bits
+            return self.expr(e.value, scope) & 0xFFFF
+        if t in HALF or src in HALF:            # half <-> half, half -> u32 (zero-extended)
+            return self.expr(e.value, scope)
+        return None
+
+    def _effect(self, e: E.Expr, scope, t) -> E.Expr | None:
+        if t in HALF:
+            raise HalfRefusal("16-bit float atomics or subgroup operations")
+        return None
+
+    def stmt(self, n: N.Node, scope) -> list[N.Node] | None:
+        return None     # statements are walked generically (`walk`)
 
     def function(self, f: Function) -> Function:
-        scope = dict(f.params)
-        params = tuple((name, U if t in HALF else t) for name, t in f.params)
-        result = None if f.result is None else self.expr(f.result, body_scope(f.body, scope, self.p))
-        return Function(f.name, params, self.body(f.body, scope), result)
+        return walk_function(f, self, tuple((name, U if t in HALF else t) for name, t in f.params))
+
+
+# how each kind is lowered (names of `_Half` methods; other kinds are rebuilt as they are)
+_EXPR = {E.Lit: "_lit", E.Spec: "_spec", E.Bin: "_bin", E.Un: "_un", E.Fma: "_fma", E.Cast: "_cast",
+         E.Bitcast: "_bitcast", E.Atomic: "_effect", E.Subgroup: "_effect"}
 
 
 def lower_half(program: Program) -> Program:
@@ -240,7 +230,7 @@ def lower_half(program: Program) -> Program:
         return program
     lw = _Half(program)
     functions = tuple(lw.function(f) for f in program.functions)
-    body = lw.body(program.body, {})
+    body = walk_body(program.body, {}, lw)
     buffers = tuple(BufferDecl(b.name, b.binding, b.access, DataType.U16, b.count) if b.dtype in HALF else b
                     for b in program.buffers)
     return Program(buffers, program.workgroup_size, body, tuple(lw.helpers.values()) + functions)

@@ -24,11 +24,13 @@ from collections.abc import Callable
 from vyre.ir import expr as E
 from vyre.ir import node as N
 from vyre.ir.program import BufferDecl, Function, Program
+from vyre.ir.rewrite import with_children
 from vyre.ir.typecheck import TypeFault, body_scope, infer
 from vyre.ir.types import BinOp, DataType, UnOp
 
 from . import int64_ops as K
 from .build import Body, U, u
+from .walk import walk_body, walk_function
 
 SCRATCH = "vyl_hi"
 HI = "_vylhi"
@@ -133,77 +135,84 @@ class _Lowering:
     def pair(self, e: E.Expr, scope: dict[str, DataType]) -> Pair:
         """The (lo, hi) words of a 64-bit expression."""
         t = self.type(e, scope)
+        rule = _PAIR.get(type(e))
+        if rule is None:
+            raise Int64Refusal(f"{type(e).__name__} of type {t.value}")
+        return getattr(self, rule)(e, scope, t)
+
+    def _p_lit(self, e: E.Lit, scope, t) -> Pair:
+        return u(e.bits & 0xFFFFFFFF), u(e.bits >> 32)
+
+    def _p_var(self, e: E.Var, scope, t) -> Pair:
+        return E.Var(e.name), E.Var(e.name + HI)
+
+    def _p_load(self, e: E.Load, scope, t) -> Pair:
+        buf = e.buffer
+
+        def load(b: Body, i: E.Expr) -> Pair:
+            ok = b.let(i.lt(E.BufLen(buf) >> 1), "ok")
+            w = b.let(i << 1, "w")
+            return E.Select(ok, E.Load(buf, w), u(0)), E.Select(ok, E.Load(buf, w + 1), u(0))
+
+        return self.call_pair(f"vyl64_load_{buf}", 1, load, [self.expr(e.index, scope)])
+
+    def _p_bin(self, e: E.Bin, scope, t) -> Pair:
         sg = t is DataType.I64
         tag = "s" if sg else "u"
-        if isinstance(e, E.Lit):
-            return u(e.bits & 0xFFFFFFFF), u(e.bits >> 32)
-        if isinstance(e, E.Var):
-            return E.Var(e.name), E.Var(e.name + HI)
-        if isinstance(e, E.Load):
-            i = self.expr(e.index, scope)
-            buf = e.buffer
+        if e.op in _SHIFT:
+            al, ah = self.pair(e.left, scope)
+            amt = self.word(e.right, scope)
+            return self.call_pair(f"vyl64_{e.op.value}_{tag}", 3, _SHIFT[e.op][sg], [al, ah, amt])
+        build = _BIN2.get(e.op)
+        if build is None:
+            raise Int64Refusal(f"{e.op.value} on {t.value}")
+        return self.call_pair(f"vyl64_{e.op.value}_{tag}", 4, build[sg],
+                              [*self.pair(e.left, scope), *self.pair(e.right, scope)])
 
-            def load(b: Body, i: E.Expr, buf: str = buf) -> Pair:
-                ok = b.let(i.lt(E.BufLen(buf) >> 1), "ok")
-                w = b.let(i << 1, "w")
-                return (E.Select(ok, E.Load(buf, w), u(0)), E.Select(ok, E.Load(buf, w + 1), u(0)))
+    def _p_un(self, e: E.Un, scope, t) -> Pair:
+        sg = t is DataType.I64
+        build = _UN.get(e.op)
+        if build is None:
+            raise Int64Refusal(f"{e.op.value} on {t.value}")
+        return self.call_pair(f"vyl64_{e.op.value}_{'s' if sg else 'u'}", 2, build[sg],
+                              [*self.pair(e.operand, scope)])
 
-            return self.call_pair(f"vyl64_load_{buf}", 1, load, [i])
-        if isinstance(e, E.Bin):
-            if e.op in _SHIFT:
-                al, ah = self.pair(e.left, scope)
-                amt = self.word(e.right, scope)
-                return self.call_pair(f"vyl64_{e.op.value}_{tag}", 3, _SHIFT[e.op][sg], [al, ah, amt])
-            build = _BIN2.get(e.op)
-            if build is None:
-                raise Int64Refusal(f"{e.op.value} on {t.value}")
-            return self.call_pair(f"vyl64_{e.op.value}_{tag}", 4, build[sg],
-                                  [*self.pair(e.left, scope), *self.pair(e.right, scope)])
-        if isinstance(e, E.Un):
-            build = _UN.get(e.op)
-            if build is None:
-                raise Int64Refusal(f"{e.op.value} on {t.value}")
-            return self.call_pair(f"vyl64_{e.op.value}_{tag}", 2, build[sg], [*self.pair(e.operand, scope)])
-        if isinstance(e, E.Select):
-            c = self.expr(e.cond, scope)
-            args = [*self.pair(e.if_true, scope), *self.pair(e.if_false, scope)]
+    def _p_select(self, e: E.Select, scope, t) -> Pair:
+        c = self.expr(e.cond, scope)
+        args = [*self.pair(e.if_true, scope), *self.pair(e.if_false, scope)]
+        name = "vyl64_select"
+        if name not in self.helpers:
+            b = Body((("k", U), ("c", DataType.BOOL), *((f"arg{i}", U) for i in range(4))))
+            lo = b.let(E.Select(E.Var("c"), E.Var("arg0"), E.Var("arg2")), "lo")
+            b.add(N.Store(SCRATCH, E.Var("k"), E.Select(E.Var("c"), E.Var("arg1"), E.Var("arg3"))))
+            self.helpers[name] = b.function(name, lo)
+        k = self.slot()
+        return E.Call(name, (u(k), c, *args)), E.Load(SCRATCH, u(k))
 
-            def pick(b: Body, al, ah, bl, bh) -> Pair:
-                return E.Select(E.Var("c"), al, bl), E.Select(E.Var("c"), ah, bh)
+    def _p_cast(self, e: E.Cast | E.Bitcast, scope, t) -> Pair:
+        src = self.type(e.value, scope)
+        if src in WIDE:
+            return self.pair(e.value, scope)
+        v = self.expr(e.value, scope)
+        if e.dtype is not t or isinstance(e, E.Bitcast):
+            raise Int64Refusal(f"bitcast from {src.value} to {t.value}")
+        tag = "s" if t is DataType.I64 else "u"
+        if src is DataType.U32:
+            return v, u(0)
+        if src is DataType.BOOL:
+            return E.Cast(U, v), u(0)
+        if src is DataType.I32:
+            return self.call_pair("vyl64_from_i32", 1, K.from_i32, [E.Bitcast(U, v)])
+        if src is DataType.F32:
+            sg = t is DataType.I64
+            return self.call_pair(f"vyl64_from_f32_{tag}", 1, lambda b, x: K.from_f32(b, x, sg), [E.Bitcast(U, v)])
+        raise Int64Refusal(f"casts from {src.value} to {t.value}")
 
-            name = "vyl64_select"
-            if name not in self.helpers:
-                b = Body((("k", U), ("c", DataType.BOOL), *((f"arg{i}", U) for i in range(4))))
-                lo, hi = pick(b, *(E.Var(f"arg{i}") for i in range(4)))
-                lo = b.let(lo, "lo")
-                b.add(N.Store(SCRATCH, E.Var("k"), hi))
-                self.helpers[name] = b.function(name, lo)
-            k = self.slot()
-            return E.Call(name, (u(k), c, *args)), E.Load(SCRATCH, u(k))
-        if isinstance(e, E.Cast | E.Bitcast):
-            src = self.type(e.value, scope)
-            if src in WIDE:
-                return self.pair(e.value, scope)
-            v = self.expr(e.value, scope)
-            if isinstance(e, E.Bitcast):
-                raise Int64Refusal(f"bitcast from {src.value} to {t.value}")
-            if src is DataType.U32:
-                return v, u(0)
-            if src is DataType.BOOL:
-                return E.Cast(U, v), u(0)
-            if src is DataType.I32:
-                return self.call_pair("vyl64_from_i32", 1, K.from_i32, [E.Bitcast(U, v)])
-            if src is DataType.F32:
-                return self.call_pair(f"vyl64_from_f32_{tag}", 1,
-                                      lambda b, x: K.from_f32(b, x, sg), [E.Bitcast(U, v)])
-            raise Int64Refusal(f"casts from {src.value} to {t.value}")
-        if isinstance(e, E.Call):
-            args = self.args(e, scope)
-            fn = self.p.function(e.function)
-            return E.Call(e.function, tuple(args)), E.Load(SCRATCH, u(self.fn_slot[fn.name]))
-        if isinstance(e, E.Atomic):
-            raise Int64Refusal("64-bit atomics (this adapter has no 64-bit atomics)")
-        raise Int64Refusal(f"{type(e).__name__} of type {t.value}")
+    def _p_call(self, e: E.Call, scope, t) -> Pair:
+        return E.Call(e.function, tuple(self.args(e, scope))), E.Load(SCRATCH, u(self.fn_slot[e.function]))
+
+    def _p_atomic(self, e: E.Atomic, scope, t) -> Pair:
+        raise Int64Refusal("64-bit atomics (this adapter has no 64-bit atomics)")
 
     def word(self, e: E.Expr, scope) -> E.Expr:
         """A shift amount: the low word of a 64-bit one."""
@@ -223,122 +232,128 @@ class _Lowering:
 
     def expr(self, e: E.Expr, scope: dict[str, DataType]) -> E.Expr:
         """A non-64-bit expression, its 64-bit parts lowered."""
-        if isinstance(e, E.Bin):
-            lt = self.type(e.left, scope)
-            if lt in WIDE and e.op in _CMP:
-                sg = lt is DataType.I64
-                args = [*self.pair(e.left, scope), *self.pair(e.right, scope)]
-                if e.op in (BinOp.EQ, BinOp.NE):
-                    r = self.call("vyl64_eq", 4, K.eq, args)
-                    return r if e.op is BinOp.EQ else E.Un(UnOp.LOGICAL_NOT, r)
-                less = K.lt_s if sg else K.lt_u
-                name = f"vyl64_lt_{'s' if sg else 'u'}"
-                if e.op in (BinOp.GT, BinOp.LE):        # b < a
-                    args = args[2:] + args[:2]
-                r = self.call(name, 4, less, args)
-                return r if e.op in (BinOp.LT, BinOp.GT) else E.Un(UnOp.LOGICAL_NOT, r)
-            if lt not in WIDE and e.op in _SHIFT and self.type(e.right, scope) in WIDE:
-                return E.Bin(e.op, self.expr(e.left, scope), self.pair(e.right, scope)[0])
-        if isinstance(e, E.Cast | E.Bitcast) and self.type(e.value, scope) in WIDE:
-            al, ah = self.pair(e.value, scope)
-            src = self.type(e.value, scope)
-            if e.dtype is DataType.U32:
-                return al
-            if e.dtype is DataType.I32:
-                return E.Bitcast(DataType.I32, al)
-            if e.dtype is DataType.BOOL:
-                return self.call("vyl64_nonzero", 2, lambda b, lo, hi: (lo | hi).ne(u(0)), [al, ah])
-            if e.dtype is DataType.F32:
-                sg = src is DataType.I64
-                bits = self.call(f"vyl64_to_f32_{'s' if sg else 'u'}", 2,
-                                 lambda b, lo, hi: K.to_f32(b, lo, hi, sg), [al, ah])
-                return E.Bitcast(DataType.F32, bits)
-            raise Int64Refusal(f"casts from {src.value} to {e.dtype.value}")
-        if isinstance(e, E.BufLen) and e.buffer in self.wide_bufs:
-            return E.BufLen(e.buffer) >> 1
-        if isinstance(e, E.Call):
-            return E.Call(e.function, tuple(self.args(e, scope)))
-        if isinstance(e, E.Spec) and e.dtype in WIDE:
-            raise Int64Refusal("64-bit specialization constants")
-        if isinstance(e, E.Subgroup) and e.value is not None and self.type(e.value, scope) in WIDE:
-            raise Int64Refusal("subgroup operations on 64-bit values")
-        if isinstance(e, E.Atomic) and e.buffer in self.wide_bufs:
-            raise Int64Refusal("64-bit atomics (this adapter has no 64-bit atomics)")
+        rule = _EXPR.get(type(e))
+        if rule is not None:
+            done = getattr(self, rule)(e, scope)
+            if done is not None:
+                return done
         kids = E.children(e)
         if not kids:
             return e
-        from vyre.ir.rewrite import with_children
-
         return with_children(e, [self.expr(k, scope) for k in kids])
 
-    # ---- statements ----------------------------------------------------------------------
-    def body(self, nodes, scope: dict[str, DataType]) -> tuple[N.Node, ...]:
-        scope = dict(scope)
-        out: list[N.Node] = []
-        for n in nodes:
-            out.extend(self.node(n, scope))
-            if isinstance(n, N.Let):
-                try:
-                    scope[n.name] = infer(n.value, scope, self.p)
-                except TypeFault:
-                    pass
-        return tuple(out)
+    def _e_bin(self, e: E.Bin, scope) -> E.Expr | None:
+        lt = self.type(e.left, scope)
+        if lt in WIDE and e.op in _CMP:
+            sg = lt is DataType.I64
+            args = [*self.pair(e.left, scope), *self.pair(e.right, scope)]
+            if e.op in (BinOp.EQ, BinOp.NE):
+                r = self.call("vyl64_eq", 4, K.eq, args)
+                return r if e.op is BinOp.EQ else E.Un(UnOp.LOGICAL_NOT, r)
+            if e.op in (BinOp.GT, BinOp.LE):        # b < a
+                args = args[2:] + args[:2]
+            r = self.call(f"vyl64_lt_{'s' if sg else 'u'}", 4, K.lt_s if sg else K.lt_u, args)
+            return r if e.op in (BinOp.LT, BinOp.GT) else E.Un(UnOp.LOGICAL_NOT, r)
+        if lt not in WIDE and e.op in _SHIFT and self.type(e.right, scope) in WIDE:
+            return E.Bin(e.op, self.expr(e.left, scope), self.pair(e.right, scope)[0])
+        return None
 
-    def node(self, n: N.Node, scope: dict[str, DataType]) -> list[N.Node]:
-        x = lambda e: self.expr(e, scope)  # noqa: E731
-        if isinstance(n, N.Let | N.Assign):
-            if self.type(n.value, scope) in WIDE:
-                lo, hi = self.pair(n.value, scope)
-                return [type(n)(n.name, lo), type(n)(n.name + HI, hi)]
-            return [type(n)(n.name, x(n.value))]
-        if isinstance(n, N.Store):
-            if n.buffer in self.wide_bufs:
-                i = self.fresh()
-                out: list[N.Node] = [N.Let(i, x(n.index))]
-                lo, hi = self.pair(n.value, scope)
-                vl, vh = self.fresh(), self.fresh()
-                out += [N.Let(vl, lo), N.Let(vh, hi)]
-                w = E.Var(i) << 1
-                out.append(N.If(E.Var(i).lt(E.BufLen(n.buffer) >> 1),
-                                (N.Store(n.buffer, w, E.Var(vl)), N.Store(n.buffer, w + 1, E.Var(vh)))))
-                return out
-            return [N.Store(n.buffer, x(n.index), x(n.value))]
-        if isinstance(n, N.If):
-            return [N.If(x(n.cond), self.body(n.then, scope), self.body(n.otherwise, scope))]
-        if isinstance(n, N.Loop):
-            t = self.type(n.from_, scope)
-            if t in WIDE:
-                raise Int64Refusal("64-bit loop variables")
-            return [N.Loop(n.var, x(n.from_), x(n.to), self.body(n.body, {**scope, n.var: t}))]
-        if isinstance(n, N.While):
-            return [N.While(x(n.cond), self.body(n.body, scope), n.max_iterations)]
-        if isinstance(n, N.Block):
-            return [N.Block(self.body(n.body, scope))]
-        if isinstance(n, N.Region):
-            return [N.Region(n.name, self.body(n.body, scope))]
-        if isinstance(n, N.Eval):
-            if self.type(n.value, scope) in WIDE:
-                return [N.Eval(self.pair(n.value, scope)[0])]
-            return [N.Eval(x(n.value))]
-        return [n]
+    def _e_cast(self, e: E.Cast | E.Bitcast, scope) -> E.Expr | None:
+        src = self.type(e.value, scope)
+        if src not in WIDE:
+            return None
+        al, ah = self.pair(e.value, scope)
+        if e.dtype is DataType.U32:
+            return al
+        if e.dtype is DataType.I32:
+            return E.Bitcast(DataType.I32, al)
+        if e.dtype is DataType.BOOL:
+            return self.call("vyl64_nonzero", 2, lambda b, lo, hi: (lo | hi).ne(u(0)), [al, ah])
+        if e.dtype is DataType.F32:
+            sg = src is DataType.I64
+            bits = self.call(f"vyl64_to_f32_{'s' if sg else 'u'}", 2, lambda b, lo, hi: K.to_f32(b, lo, hi, sg),
+                             [al, ah])
+            return E.Bitcast(DataType.F32, bits)
+        raise Int64Refusal(f"casts from {src.value} to {e.dtype.value}")
+
+    def _e_buflen(self, e: E.BufLen, scope) -> E.Expr | None:
+        return E.BufLen(e.buffer) >> 1 if e.buffer in self.wide_bufs else None
+
+    def _e_call(self, e: E.Call, scope) -> E.Expr | None:
+        return E.Call(e.function, tuple(self.args(e, scope)))
+
+    def _e_spec(self, e: E.Spec, scope) -> E.Expr | None:
+        if e.dtype in WIDE:
+            raise Int64Refusal("64-bit specialization constants")
+        return None
+
+    def _e_subgroup(self, e: E.Subgroup, scope) -> E.Expr | None:
+        if e.value is not None and self.type(e.value, scope) in WIDE:
+            raise Int64Refusal("subgroup operations on 64-bit values")
+        return None
+
+    def _e_atomic(self, e: E.Atomic, scope) -> E.Expr | None:
+        if e.buffer in self.wide_bufs:
+            raise Int64Refusal("64-bit atomics (this adapter has no 64-bit atomics)")
+        return None
+
+    # ---- statements (the walk, `walk`, asks `stmt` first) ------------------------------------
+    def stmt(self, n: N.Node, scope: dict[str, DataType]) -> list[N.Node] | None:
+        rule = _STMT.get(type(n))
+        return None if rule is None else getattr(self, rule)(n, scope)
+
+    def _s_local(self, n: N.Let | N.Assign, scope) -> list[N.Node] | None:
+        if self.type(n.value, scope) not in WIDE:
+            return None
+        lo, hi = self.pair(n.value, scope)
+        return [type(n)(n.name, lo), type(n)(n.name + HI, hi)]
+
+    def _s_store(self, n: N.Store, scope) -> list[N.Node] | None:
+        if n.buffer not in self.wide_bufs:
+            return None
+        i = self.fresh()
+        out: list[N.Node] = [N.Let(i, self.expr(n.index, scope))]
+        lo, hi = self.pair(n.value, scope)
+        vl, vh = self.fresh(), self.fresh()
+        out += [N.Let(vl, lo), N.Let(vh, hi)]
+        w = E.Var(i) << 1
+        out.append(N.If(E.Var(i).lt(E.BufLen(n.buffer) >> 1),
+                        (N.Store(n.buffer, w, E.Var(vl)), N.Store(n.buffer, w + 1, E.Var(vh)))))
+        return out
+
+    def _s_loop(self, n: N.Loop, scope) -> list[N.Node] | None:
+        if self.type(n.from_, scope) in WIDE:
+            raise Int64Refusal("64-bit loop variables")
+        return None
+
+    def _s_eval(self, n: N.Eval, scope) -> list[N.Node] | None:
+        if self.type(n.value, scope) not in WIDE:
+            return None
+        return [N.Eval(self.pair(n.value, scope)[0])]
 
     def function(self, f: Function) -> Function:
-        scope = dict(f.params)
         params: list[tuple[str, DataType]] = []
         for name, t in f.params:
             params += [(name, U), (name + HI, U)] if t in WIDE else [(name, t)]
-        body = list(self.body(f.body, scope))
-        result = None
-        if f.result is not None:
-            inner = body_scope(f.body, scope, self.p)
-            if infer(f.result, inner, self.p) in WIDE:
-                lo, hi = self.pair(f.result, inner)
-                r = self.fresh()
-                body += [N.Let(r, lo), N.Store(SCRATCH, u(self.fn_slot[f.name]), hi)]
-                result = E.Var(r)
-            else:
-                result = self.expr(f.result, inner)
-        return Function(f.name, tuple(params), tuple(body), result)
+        if f.result is None:
+            return walk_function(f, self, params)
+        inner = body_scope(f.body, dict(f.params), self.p)
+        if infer(f.result, inner, self.p) not in WIDE:
+            return walk_function(f, self, params)
+        lo, hi = self.pair(f.result, inner)
+        r = self.fresh()
+        done = walk_function(f, self, params, result=E.Var(r))
+        tail = (N.Let(r, lo), N.Store(SCRATCH, u(self.fn_slot[f.name]), hi))
+        return Function(done.name, done.params, done.body + tail, done.result)
+
+
+# how each kind is lowered (names of `_Lowering` methods)
+_PAIR = {E.Lit: "_p_lit", E.Var: "_p_var", E.Load: "_p_load", E.Bin: "_p_bin", E.Un: "_p_un",
+         E.Select: "_p_select", E.Cast: "_p_cast", E.Bitcast: "_p_cast", E.Call: "_p_call",
+         E.Atomic: "_p_atomic"}
+_EXPR = {E.Bin: "_e_bin", E.Cast: "_e_cast", E.Bitcast: "_e_cast", E.BufLen: "_e_buflen", E.Call: "_e_call",
+         E.Spec: "_e_spec", E.Subgroup: "_e_subgroup", E.Atomic: "_e_atomic"}
+_STMT = {N.Let: "_s_local", N.Assign: "_s_local", N.Store: "_s_store", N.Loop: "_s_loop", N.Eval: "_s_eval"}
 
 
 def lower_int64(program: Program) -> Program:
@@ -355,7 +370,7 @@ def lower_int64(program: Program) -> Program:
             if t in WIDE:
                 lw.fn_slot[f.name] = lw.slot()
     functions = [lw.function(f) for f in program.functions]
-    body = lw.body(program.body, {})
+    body = walk_body(program.body, {}, lw)
     buffers = [BufferDecl(b.name, b.binding, b.access, U, 2 * b.count) if b.dtype in WIDE else b
                for b in program.buffers]
     if lw.slots:

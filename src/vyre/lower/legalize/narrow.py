@@ -21,6 +21,7 @@ from vyre.ir.rewrite import map_expr
 from vyre.ir.types import AtomicOp, BufferAccess, DataType
 
 from .build import Body, I, U, u
+from .walk import walk_body, walk_function
 
 NARROW = (DataType.U8, DataType.I8, DataType.U16, DataType.I16)
 
@@ -64,7 +65,7 @@ class _Narrow:
             self.helpers[fn] = b.function(fn, result)
         return fn
 
-    def expr(self, e: E.Expr) -> E.Expr:
+    def expr(self, e: E.Expr, scope=None) -> E.Expr:
         def fix(x: E.Expr) -> E.Expr:
             if isinstance(x, E.Load) and x.buffer in self.decls:
                 return E.Call(self.load(x.buffer), (x.index,))
@@ -91,30 +92,9 @@ class _Narrow:
         out.append(N.If(E.Var(i).lt(self.count(n.buffer)), write))
         return out
 
-    def body(self, nodes) -> tuple[N.Node, ...]:
-        out: list[N.Node] = []
-        for n in nodes:
-            if isinstance(n, N.Store) and n.buffer in self.decls:
-                out += self.store(n)
-            elif isinstance(n, N.Let | N.Assign):
-                out.append(type(n)(n.name, self.expr(n.value)))
-            elif isinstance(n, N.Store):
-                out.append(N.Store(n.buffer, self.expr(n.index), self.expr(n.value)))
-            elif isinstance(n, N.If):
-                out.append(N.If(self.expr(n.cond), self.body(n.then), self.body(n.otherwise)))
-            elif isinstance(n, N.Loop):
-                out.append(N.Loop(n.var, self.expr(n.from_), self.expr(n.to), self.body(n.body)))
-            elif isinstance(n, N.While):
-                out.append(N.While(self.expr(n.cond), self.body(n.body), n.max_iterations))
-            elif isinstance(n, N.Block):
-                out.append(N.Block(self.body(n.body)))
-            elif isinstance(n, N.Region):
-                out.append(N.Region(n.name, self.body(n.body)))
-            elif isinstance(n, N.Eval):
-                out.append(N.Eval(self.expr(n.value)))
-            else:
-                out.append(n)
-        return tuple(out)
+    # the walk (`walk`) asks these
+    def stmt(self, n: N.Node, scope) -> list[N.Node] | None:
+        return self.store(n) if isinstance(n, N.Store) and n.buffer in self.decls else None
 
 
 def lower_narrow(program: Program) -> Program:
@@ -122,9 +102,8 @@ def lower_narrow(program: Program) -> Program:
     if not uses_narrow(program):
         return program
     lw = _Narrow(program)
-    functions = tuple(Function(f.name, f.params, lw.body(f.body), None if f.result is None else lw.expr(f.result))
-                      for f in program.functions)
-    body = lw.body(program.body)
+    functions = tuple(walk_function(f, lw) for f in program.functions)
+    body = walk_body(program.body, {}, lw)
     buffers = tuple(BufferDecl(b.name, b.binding, b.access, U, -(-b.count * b.dtype.size // 4))
                     if b.dtype in NARROW else b for b in program.buffers)
     return Program(buffers, program.workgroup_size, body, tuple(lw.helpers.values()) + functions)

@@ -17,6 +17,7 @@ from vyre.ir.typecheck import TypeFault, infer
 from vyre.ir.types import BinOp, DataType, UnOp
 
 from . import f32_div, f32_fma, f32_mod, f32_sqrt
+from .walk import walk_body, walk_function
 
 F = DataType.F32
 
@@ -85,42 +86,8 @@ class _Walker:
         self.used.add(feature)
         return _replace(feature, new)
 
-    def body(self, nodes: Iterable[N.Node], scope: dict[str, DataType]) -> tuple[N.Node, ...]:
-        scope = dict(scope)
-        out = []
-        for n in nodes:
-            out.append(self.node(n, scope))
-            if isinstance(n, N.Let):
-                try:
-                    scope[n.name] = infer(n.value, scope, self.p)
-                except TypeFault:
-                    pass
-        return tuple(out)
-
-    def node(self, n: N.Node, scope: dict[str, DataType]) -> N.Node:
-        x = lambda e: self.expr(e, scope)  # noqa: E731
-        if isinstance(n, N.Let | N.Assign):
-            return type(n)(n.name, x(n.value))
-        if isinstance(n, N.Store):
-            return N.Store(n.buffer, x(n.index), x(n.value))
-        if isinstance(n, N.If):
-            return N.If(x(n.cond), self.body(n.then, scope), self.body(n.otherwise, scope))
-        if isinstance(n, N.Loop):
-            inner = dict(scope)
-            try:
-                inner[n.var] = infer(n.from_, scope, self.p)
-            except TypeFault:
-                pass
-            return N.Loop(n.var, x(n.from_), x(n.to), self.body(n.body, inner))
-        if isinstance(n, N.While):
-            return N.While(x(n.cond), self.body(n.body, scope), n.max_iterations)
-        if isinstance(n, N.Block):
-            return N.Block(self.body(n.body, scope))
-        if isinstance(n, N.Region):
-            return N.Region(n.name, self.body(n.body, scope))
-        if isinstance(n, N.Eval):
-            return N.Eval(x(n.value))
-        return n
+    def stmt(self, n: N.Node, scope: dict[str, DataType]) -> list[N.Node] | None:
+        return None     # statements are walked generically (`walk`)
 
 
 def needs(program: Program) -> set[Feature]:
@@ -131,17 +98,8 @@ def needs(program: Program) -> set[Feature]:
 
 
 def _walk_all(w: _Walker, program: Program) -> tuple[tuple[N.Node, ...], tuple[Function, ...]]:
-    functions = []
-    for f in program.functions:
-        scope = dict(f.params)
-        body = w.body(f.body, scope)
-        result = None
-        if f.result is not None:
-            from vyre.ir.typecheck import body_scope
-
-            result = w.expr(f.result, body_scope(f.body, scope, program))
-        functions.append(Function(f.name, f.params, body, result))
-    return w.body(program.body, {}), tuple(functions)
+    functions = tuple(walk_function(f, w) for f in program.functions)
+    return walk_body(program.body, {}, w), functions
 
 
 def legalize(program: Program, lacks: Iterable[Feature]) -> Program:
