@@ -16,8 +16,9 @@ immutable, so the cached facts never go stale.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import expr as E
 from . import node as N
@@ -81,14 +82,70 @@ def facts_of(program: Program) -> ProgramFacts:
     return cached
 
 
+class _Acc:
+    """What one walk accumulates (the per-kind rules below write into it)."""
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self.ops: dict[OpId, None] = {}   # insertion-ordered set
+        self.types: set[DataType] = set()
+        self.atomic: set[str] = set()
+        self.read: set[str] = set()
+        self.subgroups: set[SubgroupOp] = set()
+        self.specs: dict[str, E.Spec] = {}
+        self.flags: set[str] = set()      # the boolean facts that hold
+
+
+def _barrier(a: _Acc, n: N.Barrier) -> None:
+    a.flags.add("grid_sync" if n.ordering is MemoryOrdering.GRID_SYNC else "barrier")
+
+
+def _atomic(a: _Acc, e: E.Atomic) -> None:
+    a.read.add(e.buffer)
+    a.atomic.add(e.buffer)
+    decl = a.program.buffer(e.buffer)
+    if decl is not None and decl.dtype.is_wide:
+        a.flags.add("wide_atomics")
+
+
+def _typed(a: _Acc, e: E.Lit | E.Cast | E.Bitcast) -> None:
+    a.types.add(e.dtype)
+    a.ops[f"vyre.dtype.{e.dtype.value}"] = None
+
+
+def _spec(a: _Acc, e: E.Spec) -> None:
+    a.types.add(e.dtype)
+    a.specs.setdefault(e.name, e)
+
+
+#: the statement kinds that set a fact (every other kind adds only its op id)
+NODE_FACTS: dict[type, Callable[[_Acc, Any], None]] = {
+    N.Barrier: _barrier,
+    N.Loop: lambda a, n: a.flags.add("loops"),
+    N.While: lambda a, n: a.flags.update(("loops", "while_loop")),
+    N.IndirectDispatch: lambda a, n: a.flags.add("indirect"),
+    N.Return: lambda a, n: a.flags.add("returns"),
+}
+#: the expression kinds that set a fact
+EXPR_FACTS: dict[type, Callable[[_Acc, Any], None]] = {
+    E.Bin: lambda a, e: a.flags.add("division") if e.op in (BinOp.DIV, BinOp.MOD) else None,
+    E.Un: lambda a, e: a.flags.add("transcendental") if e.op in TRANSCENDENTAL else None,
+    E.Load: lambda a, e: a.read.add(e.buffer),
+    E.Atomic: _atomic,
+    E.Subgroup: lambda a, e: a.subgroups.add(e.op),
+    E.Spec: _spec,
+    E.Lit: _typed, E.Cast: _typed, E.Bitcast: _typed,
+}
+
+
 def _compute(program: Program) -> ProgramFacts:
-    ops: dict[OpId, None] = {}   # insertion-ordered set
-    types: set[DataType] = set()
+    a = _Acc(program)
+    ops = a.ops
     wg_bytes = local_bytes = 0
     bound = []
     for b in program.buffers:
         ops[f"vyre.dtype.{b.dtype.value}"] = None
-        types.add(b.dtype)
+        a.types.add(b.dtype)
         if b.is_workgroup:
             ops["vyre.buffer.workgroup"] = None
             wg_bytes += b.count * b.dtype.size
@@ -98,64 +155,33 @@ def _compute(program: Program) -> ProgramFacts:
         else:
             bound.append(b)
     bound.sort(key=lambda b: b.binding)
-    barrier = grid_sync = loops = while_loop = indirect = returns = False
     roots: list[E.Expr] = []
+    node_rule = NODE_FACTS.get
     for body in N.program_bodies(program):
         for node in N.walk_nodes(body):
             ops[node_op(node)] = None
-            t = type(node)
-            if t is N.Barrier:
-                if node.ordering is MemoryOrdering.GRID_SYNC:
-                    grid_sync = True
-                else:
-                    barrier = True
-            elif t is N.Loop:
-                loops = True
-            elif t is N.While:
-                loops = while_loop = True
-            elif t is N.IndirectDispatch:
-                indirect = True
-            elif t is N.Return:
-                returns = True
+            rule = node_rule(type(node))
+            if rule is not None:
+                rule(a, node)
             roots.extend(N.node_exprs(node))
     for f in program.functions:
         for _, ptype in f.params:
             ops[f"vyre.dtype.{ptype.value}"] = None
         if f.result is not None:
             roots.append(f.result)
-    division = transcendental = wide_atomics = False
-    atomic: set[str] = set()
-    read: set[str] = set()
-    subgroups: set[SubgroupOp] = set()
-    specs: dict[str, E.Spec] = {}
-    by_name = program.buffer
+    expr_rule = EXPR_FACTS.get
     for root in roots:
         for e in E.walk(root):
             for op in expr_ops(e):
                 ops[op] = None
-            t = type(e)
-            if t is E.Bin:
-                division = division or e.op in (BinOp.DIV, BinOp.MOD)
-            elif t is E.Un:
-                transcendental = transcendental or e.op in TRANSCENDENTAL
-            elif t is E.Load:
-                read.add(e.buffer)
-            elif t is E.Atomic:
-                read.add(e.buffer)
-                atomic.add(e.buffer)
-                decl = by_name(e.buffer)
-                wide_atomics = wide_atomics or (decl is not None and decl.dtype.is_wide)
-            elif t is E.Subgroup:
-                subgroups.add(e.op)
-            elif t is E.Spec:
-                types.add(e.dtype)
-                specs.setdefault(e.name, e)
-            elif t is E.Lit or t is E.Cast or t is E.Bitcast:
-                types.add(e.dtype)
-                ops[f"vyre.dtype.{e.dtype.value}"] = None
+            rule = expr_rule(type(e))
+            if rule is not None:
+                rule(a, e)
+    has = a.flags.__contains__
     return ProgramFacts(
         bound=tuple(bound), workgroup_bytes=wg_bytes, local_bytes=local_bytes, ops=tuple(ops),
-        atomic_buffers=frozenset(atomic), wide_atomics=wide_atomics, read=frozenset(read),
-        types=frozenset(types), division=division, transcendental=transcendental,
-        subgroup_ops=frozenset(subgroups), barrier=barrier, grid_sync=grid_sync, loops=loops,
-        while_loop=while_loop, indirect=indirect, returns=returns, specs=tuple(specs.items()))
+        atomic_buffers=frozenset(a.atomic), wide_atomics=has("wide_atomics"), read=frozenset(a.read),
+        types=frozenset(a.types), division=has("division"), transcendental=has("transcendental"),
+        subgroup_ops=frozenset(a.subgroups), barrier=has("barrier"), grid_sync=has("grid_sync"),
+        loops=has("loops"), while_loop=has("while_loop"), indirect=has("indirect"),
+        returns=has("returns"), specs=tuple(a.specs.items()))

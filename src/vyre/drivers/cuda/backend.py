@@ -317,6 +317,9 @@ class CudaBackend(EngineBackend):
     def supports_async_compute(self) -> bool:
         return True  # dispatch_async returns after enqueue; completion is a CUDA event
 
+    def supports_speculation(self) -> bool:
+        return True  # fused prefilter/confirm programs run as written (tests/test_literal_search.py)
+
     def supports_subgroup_ops(self) -> bool:
         # the lowering emits __reduce_*_sync / __shfl_sync / __ballot_sync (sm_80 and newer)
         return self.rt.facts.compute_capability >= (8, 0) and self.rt.facts.warp_size == 32

@@ -92,6 +92,9 @@ class DaskBackend(VyreBackend):
     def is_distributed(self) -> bool:
         return True
 
+    def supports_speculation(self) -> bool:
+        return True  # fused prefilter/confirm programs run as written (tests/test_literal_search.py)
+
     def max_workgroup_size(self) -> tuple[int, int, int]:
         return tuple(min(w["max_wg"][i] for w in self.workers()) for i in range(3))  # type: ignore[return-value]
 

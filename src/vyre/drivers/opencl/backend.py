@@ -197,6 +197,9 @@ class OpenCLBackend(EngineBackend):
     def supports_async_compute(self) -> bool:
         return True  # dispatch_async returns on enqueue; completion is an OpenCL event
 
+    def supports_speculation(self) -> bool:
+        return True  # fused prefilter/confirm programs run as written (tests/test_literal_search.py)
+
     def max_workgroup_size(self) -> tuple[int, int, int]:
         m = self.rt.info.max_workgroup_size
         return tuple(min(s, m) for s in self.rt.info.max_item_sizes)  # type: ignore[return-value]

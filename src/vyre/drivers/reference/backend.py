@@ -60,7 +60,8 @@ class ReferenceDevice(Device):
             max_storage_buffer_binding_size=min(4 * (2**32 - 1), _host_memory_bytes() // 4),
             subgroup_size=SUBGROUP, has_shared_memory=True, has_mul_high=True,
             max_shared_memory_bytes=4 * MAX_WORKGROUP_WORDS, device_name="numpy (host CPU)")
-        return Capabilities(ID, vyre.__version__, profile, grid_sync=True,
+        # speculation: fused prefilter/confirm programs run as written (tests/test_literal_search.py)
+        return Capabilities(ID, vyre.__version__, profile, grid_sync=True, speculation=True,
                             max_workgroups_per_dimension=2**31 - 1)
 
     def build(self, program: Program) -> Kernel:

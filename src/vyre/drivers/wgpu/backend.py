@@ -29,8 +29,7 @@ from vyre.driver.errors import (
 from vyre.ir.ops import all_op_ids
 from vyre.ir.program import Program
 from vyre.lower.legalize.int64 import word_scale
-from vyre.lower.plan import lower
-from vyre.lower.wgsl import WgslRefusal, emit_wgsl, legalized, refusals
+from vyre.lower.wgsl import WgslRefusal, generate, refusals
 
 ID = "wgpu"
 # op ids WGSL cannot run with the reference's bytes (see vyre.lower.wgsl)
@@ -103,8 +102,7 @@ class WgpuDevice(Device):
         if why:
             raise UnsupportedFeature("; ".join(why), ID, _fix(why))
         try:
-            plan = lower(legalized(program), vector=False)
-            program.__dict__["_vyre_wgsl"] = (plan, emit_wgsl(plan))
+            program.__dict__["_vyre_wgsl"] = generate(program)
             return program.__dict__["_vyre_wgsl"]
         except WgslRefusal as exc:
             raise UnsupportedFeature(str(exc), ID, "run this program on the cuda, opencl or reference backend.") from None
@@ -298,6 +296,9 @@ class WgpuBackend(EngineBackend):
 
     def supports_async_compute(self) -> bool:
         return True
+
+    def supports_speculation(self) -> bool:
+        return True  # fused prefilter/confirm programs run as written (tests/test_literal_search.py)
 
     def max_workgroup_size(self) -> tuple[int, int, int]:
         lim = self.dev.limits
