@@ -207,7 +207,7 @@ def main() -> None:
         row.update(run_auto(backend, source, nbytes, patterns, want, a.dispatches, AdaptiveSpeculator(), "auto"))
         row["auto_ends_on_faster_path"] = row["auto_final_path"] == row["faster_path"]
         res["rates"].append(row)
-        runs_by_rate.append((row, patterns, want))
+        runs_by_rate.append((row, patterns, want, source))
         print(f"commit {row['measured_commit_rate']:7.2%}  fused {row['fused_ms']:9.2f} ms  two-stage "
               f"{row['two_stage_ms']:9.2f} ms  speedup {row['fused_speedup_over_two_stage']:5.2f}x  "
               f"auto ends {row['auto_final_path']:9s} (faster: {row['faster_path']}, first fallback "
@@ -220,7 +220,7 @@ def main() -> None:
     pct = None if crossover is None else max(1, math.ceil(crossover * 100 / 0.75))
     res["calibrated_threshold_pct"] = pct if pct is not None and pct <= 100 else None
     if res["calibrated_threshold_pct"] is not None:
-        for row, patterns, want in runs_by_rate:
+        for row, patterns, want, source in runs_by_rate:   # each rate's own haystack
             got = run_auto(backend, source, nbytes, patterns, want, a.dispatches,
                            AdaptiveSpeculator(res["calibrated_threshold_pct"]), "calibrated_auto")
             row.update(got)

@@ -56,7 +56,7 @@ def test_facts_equal_a_plain_recomputation(p):
     assert f.atomic_buffers == {e.buffer for e in exprs if isinstance(e, E.Atomic)}
     assert f.read == {e.buffer for e in exprs if isinstance(e, E.Atomic | E.Load)}
     assert f.division == any(isinstance(e, E.Bin) and e.op in (BinOp.DIV, BinOp.MOD) for e in exprs)
-    assert f.transcendental == any(isinstance(e, E.Un) and e.op in TRANSCENDENTAL for e in exprs)
+    assert f.transcendental == any(isinstance(e, E.Un | E.Bin) and e.op in TRANSCENDENTAL for e in exprs)
     assert f.subgroup_ops == {e.op for e in exprs if isinstance(e, E.Subgroup)}
     assert f.barrier == any(isinstance(n, N.Barrier) and n.ordering is MemoryOrdering.SEQ_CST for n in nodes)
     assert f.grid_sync == any(isinstance(n, N.Barrier) and n.ordering is MemoryOrdering.GRID_SYNC for n in nodes)

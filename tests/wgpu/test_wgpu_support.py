@@ -10,7 +10,7 @@ import pytest
 from conftest import get_backend
 from vyre.conform.generator import WIDE, options_for
 from vyre.driver import UnsupportedFeature
-from vyre.ir import AtomicOp, BufferDecl, DataType, Expr, Node, Program
+from vyre.ir import AtomicOp, BufferDecl, DataType, Expr, Node, Program, UnOp
 from vyre.ir.ops import all_op_ids
 from vyre.ir.types import TRANSCENDENTAL
 
@@ -22,7 +22,7 @@ def wgpu():
 
 def test_supported_ops_leave_out_only_transcendentals_and_subgroups(wgpu):
     missing = all_op_ids() - set(wgpu.supported_ops())
-    expected = {f"vyre.un_op.{op.value}" for op in TRANSCENDENTAL}
+    expected = {f"vyre.{'un' if isinstance(op, UnOp) else 'bin'}_op.{op.value}" for op in TRANSCENDENTAL}
     expected |= {op for op in all_op_ids() if op.startswith("vyre.subgroup.")}
     assert missing == expected
 

@@ -145,8 +145,3 @@ class DispatchConfig:
 
 DEFAULT = DispatchConfig()
 
-
-def default_ulp_budget(op_name: str) -> int:
-    """Documented default ULP budget of each transcendental (docs/semantics.md)."""
-    return {"exp": 4, "exp2": 4, "log": 4, "log2": 4, "sin": 4, "cos": 4, "tan": 8,
-            "tanh": 8}.get(op_name, 0)

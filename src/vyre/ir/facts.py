@@ -128,7 +128,8 @@ NODE_FACTS: dict[type, Callable[[_Acc, Any], None]] = {
 }
 #: the expression kinds that set a fact
 EXPR_FACTS: dict[type, Callable[[_Acc, Any], None]] = {
-    E.Bin: lambda a, e: a.flags.add("division") if e.op in (BinOp.DIV, BinOp.MOD) else None,
+    E.Bin: lambda a, e: a.flags.update(("division",) * (e.op in (BinOp.DIV, BinOp.MOD))
+                                       + ("transcendental",) * (e.op in TRANSCENDENTAL)),
     E.Un: lambda a, e: a.flags.add("transcendental") if e.op in TRANSCENDENTAL else None,
     E.Load: lambda a, e: a.read.add(e.buffer),
     E.Atomic: _atomic,

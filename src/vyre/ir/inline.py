@@ -8,13 +8,23 @@ memory or has an effect), it is first bound to a temporary, so the call's body s
 after it. A ``while_`` whose condition calls a function becomes a loop that evaluates the
 condition at the top of each iteration, with the same iteration cap and the same error.
 
+Functions are flattened once each, callees before callers (`vyre.ir.typecheck.callees_first`):
+a call then copies its function's already call-free body with fresh names, so a call chain
+of any length is never walked by recursion. Inlining multiplies code (a function calling
+the previous one twice doubles at each level), so `inlined_statements` counts what inlining
+would produce without doing it; past `MAX_NODES` the program is refused (V013 in
+`vyre.ir.validate`, and here as a last guard) instead of being expanded.
+
 The reference interpreter executes calls directly; the conformance suite checks both agree.
 """
 
 from __future__ import annotations
 
+import re
+
 from . import expr as E
 from . import node as N
+from .errors import VyreError
 from .kinds import (
     ARGS,
     BINDS,
@@ -29,10 +39,15 @@ from .kinds import (
     Role,
     kind_of,
 )
+from .limits import MAX_NODES
 from .program import Function, Program
+from .typecheck import callees_first
 from .types import BinOp, UnOp
 
 PREFIX = "__vy"
+_FRESH = re.compile(r"__vy\d+_")
+INLINE_FIX = ("call the large functions fewer times (bind a result to a local with "
+              "Node.let_bind and reuse it), or split the work into several programs.")
 # kinds whose value a call cannot change (the pure ones of `vyre.ir.kinds`)
 _STABLE = tuple(k.cls for k in EXPR_KINDS if k.pure and k.built)
 
@@ -47,14 +62,67 @@ def _stable(e: E.Expr) -> bool:
     return all(isinstance(x, _STABLE) for x in E.walk(e))
 
 
+def _calls(e: E.Expr) -> list[str]:
+    return [x.function for x in E.walk(e) if isinstance(x, E.Call)]
+
+
+def inlined_statements(program: Program) -> int:
+    """How many statements ``program`` has once every call is inlined (an upper bound,
+    counted per function, callees first, without expanding anything; capped just past
+    `MAX_NODES`, so a program that would expand exponentially costs no more to count)."""
+    cap = MAX_NODES + 1
+    size: dict[str, int] = {}
+
+    def count(body, result) -> int:
+        total = 0
+        exprs = [] if result is None else [result]
+        for n in N.walk_nodes(tuple(body)):
+            total += 1
+            exprs.extend(N.node_exprs(n))
+        for e in exprs:
+            for name in _calls(e):
+                fn = program.function(name)
+                total += size.get(name, 0) + (len(fn.params) if fn is not None else 0) + 3
+                if total >= cap:
+                    return cap
+        return min(total, cap)
+
+    for f in callees_first(program.functions, program):
+        size[f.name] = count(f.body, f.result)
+    return count(program.body, None)
+
+
+def call_depth(program: Program) -> int:
+    """How deeply the program's calls nest (0: no calls; a chain of n functions each
+    calling the previous one, called from the body, is n)."""
+    depth: dict[str, int] = {}
+    for f in callees_first(program.functions, program):
+        exprs = [*N.walk_exprs(tuple(f.body)), *([] if f.result is None else E.walk(f.result))]
+        depth[f.name] = 1 + max((depth.get(x.function, 0) for x in exprs if isinstance(x, E.Call)), default=0)
+    return max((depth.get(x.function, 0) for x in N.walk_exprs(tuple(program.body)) if isinstance(x, E.Call)),
+               default=0)
+
+
 class _Inliner:
     def __init__(self, program: Program) -> None:
         self.p = program
         self.k = 0
+        # every function's body and result with its own calls inlined (callees first)
+        self.flat: dict[str, tuple[tuple[N.Node, ...], E.Expr | None]] = {}
+        for f in callees_first(program.functions, program):
+            body = self.body(f.body)
+            result = f.result
+            if result is not None:
+                pre, result = self.expr(result)
+                body += pre
+            self.flat[f.name] = (tuple(body), result)
 
     def fresh(self, name: str) -> str:
+        """A fresh local for ``name`` (an inlined copy's name keeps only its original part,
+        so names do not grow with the depth of a call chain)."""
         self.k += 1
-        return f"{PREFIX}{self.k}_{name}"
+        m = _FRESH.match(name)
+        return f"{PREFIX}{self.k}_{name[m.end():] if m else name}"
 
     # ---- expressions: (statements to run first, the expression) --------------------------
     def expr(self, e: E.Expr) -> tuple[list[N.Node], E.Expr]:
@@ -91,18 +159,18 @@ class _Inliner:
         order) and the expression of its result. Every local is fresh, so the body needs no
         block of its own: its result local stays visible after it."""
         fn: Function = self.p.function(name)  # type: ignore[assignment]
+        flat_body, flat_result = self.flat[name]
         names: dict[str, str] = {}
         stmts: list[N.Node] = []
         for (pname, _), arg in zip(fn.params, args):
             names[pname] = self.fresh(pname)
             stmts.append(N.Let(names[pname], arg))
-        body, top = _rename(fn.body, names, self)
-        stmts += self.body(body)
-        if fn.result is None:
+        body, top = _rename(flat_body, names, self)
+        stmts += body
+        if flat_result is None:
             return stmts, None
-        pre, result = self.expr(_rename_expr(fn.result, top))
         out = self.fresh("ret")
-        return stmts + pre + [N.Let(out, result)], E.Var(out)
+        return stmts + [N.Let(out, _rename_expr(flat_result, top))], E.Var(out)
 
     # ---- statements ----------------------------------------------------------------------
     def body(self, nodes) -> list[N.Node]:
@@ -224,5 +292,8 @@ def inline(program: Program) -> Program:
     """``program`` with every call inlined and no functions (unchanged when it has none)."""
     if not program.functions:
         return program
+    if inlined_statements(program) > MAX_NODES:
+        raise VyreError(f"inlining the program's function calls would make more than {MAX_NODES} "
+                        "statements (V013).", INLINE_FIX)
     inl = _Inliner(program)
     return Program(program.buffers, program.workgroup_size, tuple(inl.body(program.body)))

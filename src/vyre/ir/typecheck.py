@@ -15,6 +15,7 @@ from typing import Any
 from . import expr as E
 from .types import (
     COMPARISONS,
+    FLOAT_ONLY_BIN,
     FLOAT_ONLY_UN,
     FLOAT_PREDICATES,
     INT_ONLY_BIN,
@@ -61,6 +62,9 @@ def bin_result(op: BinOp, lt: DataType, rt: DataType) -> DataType:
     if lt is B:
         raise TypeFault("V003", f"{op.name} is not defined on bool.",
                         "use AND/OR for bools, or cast to u32.")
+    if op in FLOAT_ONLY_BIN and not lt.is_float:
+        raise TypeFault("V003", f"{op.name} needs float operands, got {lt.value}.",
+                        "cast the operands to f32 (Expr.cast).")
     if op in INT_ONLY_BIN and not lt.is_integer:
         raise TypeFault("V003", f"{op.name} needs integer operands, got {lt.value}.",
                         "cast the operands to an integer type (or Expr.bitcast for the bits).")
@@ -285,19 +289,66 @@ def call_check(expr: E.Call, scope: Mapping[str, DataType], program) -> DataType
 
 
 def function_type(fn, program) -> DataType | None:
-    """The result type of a function (None: no result), cached on the program."""
+    """The result type of a function (None: no result), cached on the program. Every
+    function it calls is typed first, callees before callers (`callees_first`), so typing
+    a long call chain never recurses along it; a function in a call cycle (V033) sees "no
+    result" for the call that closes it. Nothing is left cached if typing is interrupted."""
     cache = program.__dict__.setdefault("_vyre_fn_types", {})
     if fn.name in cache:
         return cache[fn.name]
-    cache[fn.name] = None   # a recursive call sees "no result" while this one is inferred
-    t = None
-    if fn.result is not None:
-        try:
-            t = infer(fn.result, body_scope(fn.body, dict(fn.params), program), program)
-        except TypeFault:
-            t = None
-    cache[fn.name] = t
-    return t
+    try:
+        for f in callees_first([fn], program):
+            if f.name not in cache:
+                cache[f.name] = None   # a call closing a cycle sees "no result"
+                cache[f.name] = _result_type(f, program)
+    except BaseException:
+        program.__dict__.pop("_vyre_fn_types", None)   # no half-typed functions left behind
+        raise
+    return cache[fn.name]
+
+
+def _result_type(fn, program) -> DataType | None:
+    if fn.result is None:
+        return None
+    try:
+        return infer(fn.result, body_scope(fn.body, dict(fn.params), program), program)
+    except TypeFault:
+        return None
+
+
+def callees_first(roots, program) -> list:
+    """The functions ``roots`` and every function they reach through calls, each after the
+    functions it calls (an iterative depth-first walk: a call chain of any length is never
+    walked by recursion; cycles, V033, are cut where they close)."""
+    from . import node as N
+
+    lookup = getattr(program, "function", None)
+    order: list = []
+    state: dict[str, int] = {}   # 1: on the walk's path, 2: placed in ``order``
+    stack = [(f, None) for f in reversed(list(roots))]
+    while stack:
+        f, callees = stack[-1]
+        if callees is None:
+            if state.get(f.name):
+                stack.pop()
+                continue
+            state[f.name] = 1
+            try:
+                found = [e.function for e in N.walk_exprs(tuple(f.body)) if isinstance(e, E.Call)]
+                if f.result is not None:
+                    found += [e.function for e in E.walk(f.result) if isinstance(e, E.Call)]
+            except Exception:   # a malformed body: validation reports it
+                found = []
+            callees = [g for g in (lookup(n) if lookup else None for n in dict.fromkeys(found))
+                       if g is not None and not state.get(g.name)]
+            stack[-1] = (f, callees)
+        if callees:
+            stack.append((callees.pop(), None))
+        else:
+            stack.pop()
+            state[f.name] = 2
+            order.append(f)
+    return order
 
 
 def body_scope(body, scope: dict[str, DataType], program) -> dict[str, DataType]:

@@ -167,35 +167,44 @@ class _Validator:
             if f.result is not None:
                 self.expr(f.result, f"{loc}.result", inner, what="function result")
             self.in_function = False
-        self.recursion()
+        if not self.recursion():
+            self.inlined_size()
 
-    def recursion(self) -> None:
+    def inlined_size(self) -> None:
+        from .inline import INLINE_FIX, inlined_statements
+
+        if inlined_statements(self.p) > MAX_NODES:
+            self.add("V013", "functions", f"inlining every function call makes more than {MAX_NODES} "
+                     "statements.", INLINE_FIX)
+
+    def recursion(self) -> bool:
         calls: dict[str, set[str]] = {}
         for f in self.p.functions:
             found = {e.function for body in (f.body,) for e in N.walk_exprs(body) if isinstance(e, E.Call)}
             if f.result is not None:
                 found |= {e.function for e in E.walk(f.result) if isinstance(e, E.Call)}
             calls[f.name] = found
-        state: dict[str, int] = {}
-
-        def visit(name: str, path: list[str]) -> bool:
-            if state.get(name) == 1:
-                cycle = " -> ".join(path[path.index(name):] + [name])
-                self.add("V033", "functions", f"functions call each other in a cycle: {cycle}.",
-                         "rewrite the recursion as a loop (while_ with an iteration cap).")
-                return True
-            if state.get(name) == 2 or name not in calls:
-                return False
-            state[name] = 1
-            for callee in sorted(calls[name]):
-                if visit(callee, path + [name]):
+        state: dict[str, int] = {}   # 1: on the walk's path, 2: done
+        for root in calls:             # an iterative depth-first walk: chains of any length
+            if state.get(root):
+                continue
+            path, stack = [root], [iter(sorted(calls[root]))]
+            state[root] = 1
+            while stack:
+                callee = next(stack[-1], None)
+                if callee is None:
+                    state[path.pop()] = 2
+                    stack.pop()
+                elif state.get(callee) == 1:
+                    cycle = " -> ".join(path[path.index(callee):] + [callee])
+                    self.add("V033", "functions", f"functions call each other in a cycle: {cycle}.",
+                             "rewrite the recursion as a loop (while_ with an iteration cap).")
                     return True
-            state[name] = 2
-            return False
-
-        for name in calls:
-            if visit(name, []):
-                return
+                elif not state.get(callee) and callee in calls:
+                    state[callee] = 1
+                    path.append(callee)
+                    stack.append(iter(sorted(calls[callee])))
+        return False
 
     def indirect(self) -> None:
         body = self.p.body

@@ -38,6 +38,7 @@ from vyre.ir import (
     VyreError,
 )
 from vyre.ir import expr as E
+from vyre.ir.limits import MAX_DEPTH
 from vyre.ir.typecheck import TypeFault, infer
 
 from . import intrinsics as K
@@ -51,14 +52,35 @@ _CMPS = {ast.Eq: BinOp.EQ, ast.NotEq: BinOp.NE, ast.Lt: BinOp.LT, ast.Gt: BinOp.
 _UNARY_INTRINSICS = {"sqrt": UnOp.SQRT, "floor": UnOp.FLOOR, "ceil": UnOp.CEIL, "trunc": UnOp.TRUNC,
                      "exp": UnOp.EXP, "log": UnOp.LOG, "exp2": UnOp.EXP2, "log2": UnOp.LOG2,
                      "sin": UnOp.SIN, "cos": UnOp.COS, "tan": UnOp.TAN, "tanh": UnOp.TANH,
+                     "sinh": UnOp.SINH, "cosh": UnOp.COSH, "expm1": UnOp.EXPM1, "log1p": UnOp.LOG1P,
+                     "atan": UnOp.ATAN, "asin": UnOp.ASIN, "acos": UnOp.ACOS, "cbrt": UnOp.CBRT,
+                     "erf": UnOp.ERF,
                      "isnan": UnOp.IS_NAN, "isinf": UnOp.IS_INF, "popcount": UnOp.POPCOUNT,
                      "clz": UnOp.CLZ, "ctz": UnOp.CTZ, "reverse_bits": UnOp.REVERSE_BITS,
                      "byte_swap": UnOp.BYTE_SWAP}
-_BINARY_INTRINSICS = {"mul_high": BinOp.MUL_HIGH, "rotl": BinOp.ROTATE_LEFT, "rotr": BinOp.ROTATE_RIGHT,
+_BINARY_INTRINSICS = {"hypot": BinOp.HYPOT, "mul_high": BinOp.MUL_HIGH, "rotl": BinOp.ROTATE_LEFT, "rotr": BinOp.ROTATE_RIGHT,
                       "sat_add": BinOp.SATURATING_ADD, "sat_sub": BinOp.SATURATING_SUB}
 _ATOMICS = {"atomic_add": AtomicOp.ADD, "atomic_or": AtomicOp.OR, "atomic_and": AtomicOp.AND,
             "atomic_xor": AtomicOp.XOR, "atomic_min": AtomicOp.MIN, "atomic_max": AtomicOp.MAX,
             "atomic_exchange": AtomicOp.EXCHANGE}
+
+
+# integer operators `constant` folds (shared()/local() counts written as expressions)
+_CONST_FOLD = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+               ast.LShift: lambda a, b: a << b, ast.RShift: lambda a, b: a >> b,
+               ast.FloorDiv: lambda a, b: a // b, ast.Pow: lambda a, b: a ** b}
+
+
+def _height(root: ast.AST) -> int:
+    """Height of the expressions under a statement (an iterative walk: any depth is safe);
+    nested statements are measured when they are translated."""
+    best = 0
+    stack = [(child, 1) for child in ast.iter_child_nodes(root) if isinstance(child, ast.expr)]
+    while stack:
+        node, h = stack.pop()
+        best = max(best, h)
+        stack.extend((child, h + 1) for child in ast.iter_child_nodes(node) if isinstance(child, ast.expr))
+    return best
 
 
 class KernelError(VyreError):
@@ -164,6 +186,10 @@ class Translator:
     def stmt(self, s: ast.stmt) -> list[Node]:
         from vyre.ir.weak import Resolver
 
+        height = _height(s)
+        if height > MAX_DEPTH:   # refused before the recursive walk could overflow Python's stack
+            raise self.err(s, f"this statement's expression nests {height} levels deep (the limit is "
+                           f"{MAX_DEPTH}).", "split it: bind parts to locals (t = a + b) and combine those.")
         try:   # weak literals take their types now, so checks see the final types
             nodes = [Resolver(self.scope).stmt(n, dict(self.scope.types)) for n in self._stmt(s)]
         except KernelError:
@@ -412,6 +438,13 @@ class Translator:
         if isinstance(node, ast.Name | ast.Attribute) and not (isinstance(node, ast.Name) and node.id in self.declared):
             v = self.lookup_quiet(node)
             return v if isinstance(v, int | float) and not isinstance(v, bool) else None
+        if isinstance(node, ast.BinOp) and type(node.op) in _CONST_FOLD:   # local(u32, 1 << 10)
+            a, b = self.constant(node.left), self.constant(node.right)
+            if type(a) is int and type(b) is int and (0 <= b < 64 or type(node.op) not in (ast.LShift, ast.Pow)):
+                try:
+                    return _CONST_FOLD[type(node.op)](a, b)
+                except ZeroDivisionError:
+                    return None
         return None
 
     def buffer_name(self, node: ast.expr) -> str:

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from vyre.ir import expr as E
+from vyre.ir import node as N
 from vyre.ir.types import AtomicOp, BinOp, Builtin, DataType, SubgroupOp, UnOp
 
+from . import crmath
 from .floats import CANON, Flags
 from .plan import KernelPlan
 from .printer import emit
@@ -457,11 +459,12 @@ class CSyntax(Syntax):
         return f"{a} {CMP[op]} {b}"
 
     def f32_bin(self, op: BinOp, a: str, b: str) -> str:
-        return _F32_BIN[op].format(a=a, b=b, **self.fn)
+        body = _F32_BIN.get(op)   # else a correctly rounded function (S13): vyre.lower.crmath
+        return body.format(a=a, b=b, **self.fn) if body is not None else f"{crmath.HELPER[op]}({a}, {b})"
 
     def f32_un(self, op: UnOp, a: str) -> str:
-        body = _F32_UN.get(op)
-        return body.format(a=a, **self.fn) if body is not None else f"{self.fn[op.value]}({a})"
+        body = _F32_UN.get(op)    # else a correctly rounded function (S13): vyre.lower.crmath
+        return body.format(a=a, **self.fn) if body is not None else f"{crmath.HELPER[op]}({a})"
 
     def cast(self, p: Printer, v: str, t: DataType, f: Flags, d: DataType) -> tuple[str, DataType, Flags]:
         if t.is_half:   # through its exact f32 value
@@ -594,6 +597,9 @@ class CSyntax(Syntax):
             preludes.append(PRELUDE64)
         if p.plan.uses_half:
             preludes.append(PRELUDE16)
+        if p.plan.uses_transcendentals:
+            preludes.append(crmath.prelude({e.op for e in N.program_exprs(p.plan.program)
+                                            if isinstance(e, E.Un | E.Bin)}))
         return "\n".join([*preludes, *kernels])
 
 

@@ -93,8 +93,9 @@ def refusals(program: Program) -> list[str]:
             why.append(f"{e.dtype.value} values (not in core WGSL)")
         elif isinstance(e, E.Atomic) and e.buffer in wide:
             why.append("64-bit atomics (core WGSL has no 64-bit atomics)")
-        elif isinstance(e, E.Un) and e.op in TRANSCENDENTAL:
-            why.append(f"{e.op.value} (WGSL's accuracy is outside the ULP budget)")
+        elif isinstance(e, E.Un | E.Bin) and e.op in TRANSCENDENTAL:
+            why.append(f"{e.op.value} (vyre's correctly rounded math needs f64, which WGSL "
+                       "lacks: run it on cuda, opencl or reference)")
         elif isinstance(e, E.Subgroup):
             why.append("subgroup operations (not in core WGSL)")
     return sorted(set(why))
@@ -446,6 +447,8 @@ class WgslSyntax(Syntax):
     def f32_bin(self, op: BinOp, a: str, b: str) -> str:
         if op in _INEXACT_BIN:
             raise WgslRefusal(_INEXACT_BIN[op] + " (WGSL allows 2.5 ULP)")
+        if op not in _F32_BIN:
+            raise WgslRefusal(f"f32 {op.value} (refused: see vyre.lower.wgsl.refusals)")
         return _F32_BIN[op].format(a=a, b=b)
 
     def f32_un(self, op: UnOp, a: str) -> str:

@@ -289,6 +289,9 @@ class Machine:
 
     def call(self, e: E.Call, idx: np.ndarray | None) -> tuple[Any, DataType | None]:
         """Run a function for the lanes ``idx``: arguments by value, its own locals."""
+        if self.should_stop is not None and self.should_stop():   # one statement may call a lot
+            raise ExecutionError("limit", "execution was cancelled (timeout).",
+                                 "raise the dispatch timeout or dispatch less work.")
         fn = self.functions[e.function]
         args = [self.eval(a, idx)[0] for a in e.args]
         saved = self.vars, self.scope_types, self.brk, self.cont

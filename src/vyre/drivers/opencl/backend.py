@@ -19,9 +19,11 @@ import vyre
 from vyre.driver.capability import DeviceProfile
 from vyre.driver.engine import Ctl, Device, EngineBackend, HostBuffer, Kernel
 from vyre.driver.errors import BackendError, UnsupportedFeature
+from vyre.ir import node as N
 from vyre.ir.program import Program
 
 from .codegen import INT64_ATOMICS, generate
+from .probe import PROBE_STATEMENTS, build_in_child
 from .runtime import ID, Runtime
 
 _COMPLETE = cl.command_execution_status.COMPLETE
@@ -51,6 +53,9 @@ class OpenCLDevice(Device):
 
     def compile(self, program: Program) -> tuple[Kernel, dict, bytes]:
         plan, source = generate(program)
+        statements = sum(1 for _ in N.walk_nodes(plan.program.body))
+        if statements > PROBE_STATEMENTS and not self.rt.cached(source):
+            build_in_child(source, statements)   # PoCL may crash on it: never in this process
         prg, built_from = self.rt.build(source)
         kernel = Kernel((prg, plan.entries), plan.uses_ctl, plan.fully_written, built_from, source,
                         plan.stoppable, plan.vector, Kernel.indirect_of(plan))
@@ -182,6 +187,13 @@ class OpenCLBackend(EngineBackend):
         return frozenset(op for op in super().supported_ops() if not op.startswith("vyre.subgroup."))
 
     def refuse(self, program: Program) -> None:
+        # correctly rounded transcendentals are computed in double (vyre.lower.crmath)
+        if "cl_khr_fp64" not in self.rt.info.extensions and program.facts.transcendental:
+            raise UnsupportedFeature(
+                "correctly rounded transcendentals", ID,
+                "this OpenCL device has no double precision (cl_khr_fp64), which vyre's "
+                "correctly rounded exp/log/sin/... need; run this program on cuda, on an "
+                "OpenCL device with fp64 (PoCL has it) or on the reference backend.")
         if not self.rt.info.correct_div_sqrt and _needs_correct_division(program):
             raise UnsupportedFeature(
                 "correctly rounded f32 division/sqrt", ID,

@@ -22,11 +22,16 @@ from vyre.driver.capability import Capabilities, DeviceProfile
 from vyre.driver.engine import Cancelled, Ctl, Device, EngineBackend, HostBuffer, Kernel
 from vyre.driver.errors import CTL_ERRORS, BackendError, DispatchFailed, indirect_failed
 from vyre.ir.errors import ExecutionError
+from vyre.ir.inline import call_depth, inline
 from vyre.ir.launch import Launch
 from vyre.ir.program import Program
 from vyre.reference.interp import MAX_BATCH_LANES, MAX_WORKGROUP_WORDS
 
 ID = "reference"
+# calls nested deeper than this are run inlined (`vyre.ir.inline`, the transform every
+# generated kernel uses): the interpreter executes a call by recursion, and a long call
+# chain would exceed Python's recursion limit
+DIRECT_CALL_DEPTH = 48
 MAX_AXIS = 1 << 16
 SUBGROUP = 32  # the simulated subgroup width (that of CUDA warps)
 
@@ -65,6 +70,8 @@ class ReferenceDevice(Device):
                             max_workgroups_per_dimension=2**31 - 1)
 
     def build(self, program: Program) -> Kernel:
+        if program.functions and call_depth(program) > DIRECT_CALL_DEPTH:
+            program = inline(program)
         bound = tuple(b.name for b in program.facts.bound)
         return Kernel((program, bound), uses_ctl=True, built_from="interpreter")
 
