@@ -97,7 +97,7 @@ from .types import (
 )
 
 DEFAULT_MAX_ITERATIONS = 1 << 20
-log = logging.getLogger("vyre.kernel")
+_log = logging.getLogger("vyre.kernel")
 
 
 class Kernel:
@@ -126,7 +126,7 @@ class Kernel:
             if self._built is None:
                 start = time.perf_counter()
                 self._built = build_program(self.fn, self.workgroup_size, self.max_iterations)
-                log.debug("vyre.kernel: compiled %s to IR in %.1f ms", self.__name__,
+                _log.debug("vyre.kernel: compiled %s to IR in %.1f ms", self.__name__,
                           (time.perf_counter() - start) * 1e3)
             return self._built
 

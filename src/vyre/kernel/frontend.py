@@ -22,8 +22,8 @@ import ast
 import inspect
 import math
 import textwrap
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -1003,9 +1003,9 @@ def _ranks(src: Source, params: dict[str, BufferSpec]) -> dict[str, int]:
     ``x.shape[1]``, ``h, w = x.shape``)."""
     seen: dict[str, int] = {}
     for n in ast.walk(src.node):
-        if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id in params:
-            if isinstance(n.slice, ast.Tuple):
-                seen[n.value.id] = max(seen.get(n.value.id, 1), len(n.slice.elts))
+        if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id in params \
+                and isinstance(n.slice, ast.Tuple):
+            seen[n.value.id] = max(seen.get(n.value.id, 1), len(n.slice.elts))
         if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Attribute) and n.value.attr == "shape" \
                 and isinstance(n.value.value, ast.Name) and n.value.value.id in params \
                 and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, int):

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from vyre.driver.errors import BackendError, UnsupportedFeature
 from vyre.ir import DataType, Program, VyreError
 
 from .errors import KernelError
@@ -73,8 +74,8 @@ def resolve_backend(backend: Any, program: Program, where: str) -> Any:
     """The backend object a call runs on: ``backend=`` (an id or a backend), ``VYRE_BACKEND``,
     or the first backend by precedence that can run ``program`` (logged when it is not the
     first by precedence)."""
-    from vyre.driver import BackendError, acquire, settings
-    from vyre.driver.registry import registered_backends, registered_backends_by_precedence, why_not
+    from vyre.driver import acquire, settings
+    from vyre.driver.registry import registered_backends, registered_backends_by_precedence
 
     if backend is None:
         named = settings.get("VYRE_BACKEND")
@@ -87,13 +88,13 @@ def resolve_backend(backend: Any, program: Program, where: str) -> Any:
             hint = f"did you mean {near[0]!r}? " if near else ""
             raise KernelError(f"there is no backend {backend!r}.", f"{hint}use one of {', '.join(sorted(ids))} "
                               "(`vyre backends` lists them).", "K021", where)
-        return acquire(backend)
+        return _explicit(acquire(backend), program, where)
     if backend is not None:
         if not callable(getattr(backend, "dispatch", None)) or not callable(getattr(backend, "id", None)):
             raise KernelError(f"backend={backend!r} is not a backend id or backend object.",
                               "pass an id such as 'opencl', or an object from vyre.driver.acquire(id).",
                               "K021", where)
-        return backend
+        return _explicit(backend, program, where)
     from vyre.ir import fingerprint
 
     key = fingerprint(program)
@@ -112,14 +113,9 @@ def resolve_backend(backend: Any, program: Program, where: str) -> Any:
         except BackendError as err:
             reasons.append(f"{reg.id}: unavailable ({err.message})")
             continue
-        why = why_not(program, b)
-        if not why:
-            try:
-                b.refuse(program)
-            except BackendError as err:
-                why = [err.message]
+        why = refusal(b, program)
         if why:
-            reasons.append(f"{reg.id}: {plain('; '.join(why))}")
+            reasons.append(f"{reg.id}: {why}")
             continue
         if reg.id != first:
             log.info("vyre.kernel: running on %s (%s)", reg.id, "; ".join(reasons))
@@ -132,14 +128,66 @@ def resolve_backend(backend: Any, program: Program, where: str) -> Any:
                       "backend='reference' to run it on the CPU reference.", "K024", where)
 
 
-_PLAIN = {"vyre.un_op.": "", "vyre.bin_op.": "", "unsupported ops: ": "uses "}
+def _explicit(b: Any, program: Program, where: str) -> Any:
+    """A backend the caller named: refused in kernel words when it cannot run the program."""
+    why = refusal(b, program) if callable(getattr(b, "refuse", None)) else ""
+    if not why:
+        return b
+    try:
+        alt = resolve_backend(None, program, where).id()
+        fix = f"pass backend={alt!r} (it runs this kernel), or leave backend= out to route it."
+    except VyreError:
+        fix = "pass backend='reference' (the CPU reference runs every kernel)."
+    raise KernelRefused(b.id(), f"the {b.id()} backend cannot run the kernel at {where}: {why}.", fix)
 
 
 def plain(text: str) -> str:
-    """A backend's refusal in a kernel author's words (op ids become function names)."""
-    for a, b in _PLAIN.items():
-        text = text.replace(a, b)
-    return text
+    """A backend's refusal in a kernel author's words: op ids become what the kernel wrote
+    (``vyre.un_op.exp`` -> ``exp()``, ``vyre.dtype.u64`` -> ``u64 values``)."""
+    import re
+
+    text = text.replace("unsupported ops: ", "uses ")
+    text = re.sub(r"vyre\.dtype\.(\w+)", r"\1 values", text)
+    text = re.sub(r"vyre\.(?:un_op|bin_op|expr|atomic|subgroup)\.(\w+)", r"\1()", text)
+    return re.sub(r"vyre\.[\w.]+\.(\w+)", r"\1", text)
+
+
+class KernelRefused(UnsupportedFeature):
+    """The backend named for a kernel call cannot run it: an `UnsupportedFeature` (code 1002)
+    whose text is in kernel words and names a backend that can (``kernel_code`` K024)."""
+
+    kernel_code = "K024"
+
+    def __init__(self, backend: str, message: str, fix: str) -> None:
+        self.name = message
+        BackendError.__init__(self, f"[K024] {message}", fix, backend=backend)
+
+
+_CHECKED: dict[tuple[str, bytes], str] = {}
+
+
+def refusal(b: Any, program: Program) -> str:
+    """Why backend ``b`` cannot run ``program``, in kernel words ('' if it can; cached)."""
+    from vyre.driver.registry import why_not
+    from vyre.ir import fingerprint
+
+    key = (b.id(), fingerprint(program))
+    with _LOCK:
+        got = _CHECKED.get(key)
+    if got is None:
+        why = why_not(program, b)
+        if not why:
+            try:   # target checks, then code generation (where some refusals happen)
+                b.refuse(program)
+                gen = getattr(b, "generated_source", None)
+                if callable(gen):
+                    gen(program)
+            except UnsupportedFeature as err:
+                why = [err.message.removeprefix(f"[{b.id()}] ").removesuffix(" is not supported by this backend.")]
+        got = plain("; ".join(why))
+        with _LOCK:
+            _CHECKED[key] = got
+    return got
 
 
 def _host_array(value: Any, dtype: DataType, where: str, name: str) -> Any:
@@ -223,6 +271,11 @@ def _from_list(value: Any, dtype: DataType, want: np.dtype, where: str, name: st
         raise refuse(str(exc)) from None
 
 
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:30] + "..." + text[-6:]
+
+
 def _scalar(value: Any, spec: ScalarSpec, where: str, name: str) -> np.ndarray:
     t = spec.dtype
     fix = f"pass a Python or numpy number that fits {t.value}."
@@ -230,7 +283,7 @@ def _scalar(value: Any, spec: ScalarSpec, where: str, name: str) -> np.ndarray:
         value = value[()]
     if isinstance(value, str | bytes) or not isinstance(value, numbers.Number | decimal.Decimal) or \
             isinstance(value, complex | np.complexfloating):
-        raise KernelError(f"argument {name!r} = {value!r} is not a number.", fix, "K020", where)
+        raise KernelError(f"argument {name!r} = {_short(value)} is not a number.", fix, "K020", where)
     try:
         if t is DataType.BOOL:
             return np.array([1 if value else 0], dtype=np.uint32)
@@ -249,7 +302,7 @@ def _scalar(value: Any, spec: ScalarSpec, where: str, name: str) -> np.ndarray:
             raise ValueError(f"outside {info.min}..{info.max}")
         return np.array([v], dtype=t.host)
     except (TypeError, ValueError, OverflowError, decimal.InvalidOperation) as exc:
-        raise KernelError(f"argument {name!r} = {value!r} is not a {t.value} ({exc}).", fix, "K020",
+        raise KernelError(f"argument {name!r} = {_short(value)} is not a {t.value} ({exc}).", fix, "K020",
                           where) from None
 
 
