@@ -842,7 +842,7 @@ class Translator:
 
     def typed_literal(self, node: ast.expr, t: DataType, where: ast.AST) -> Expr | None:
         """``u64(5)`` / ``f16(0.5)``: a literal of that type (refused if it does not fit)."""
-        value = self.constant(node) if isinstance(node, ast.Constant | ast.UnaryOp) else None
+        value = self.constant(node)
         if not isinstance(value, int | float) or isinstance(value, bool) or t.storage_only or t is DataType.BOOL:
             return None
         if isinstance(value, float) and not t.is_float:
