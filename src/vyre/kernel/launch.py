@@ -103,11 +103,10 @@ def resolve_backend(backend: Any, program: Program, where: str) -> Any:
     if chosen is not None:
         return acquire(chosen)
     reasons: list[str] = []
-    first = None
+    refused: list[str] = []
     for reg in registered_backends_by_precedence():
         if reg.reference_oracle or not reg.dispatches or not reg.implicit:
             continue
-        first = first or reg.id
         try:
             b = acquire(reg.id)
         except BackendError as err:
@@ -116,9 +115,10 @@ def resolve_backend(backend: Any, program: Program, where: str) -> Any:
         why = refusal(b, program)
         if why:
             reasons.append(f"{reg.id}: {why}")
+            refused.append(f"{reg.id} cannot run it: {why}")
             continue
-        if reg.id != first:
-            log.info("vyre.kernel: running on %s (%s)", reg.id, "; ".join(reasons))
+        if refused:   # a preferred backend that is here cannot run this kernel: say so
+            log.info("vyre.kernel: the kernel at %s runs on %s (%s)", where, reg.id, "; ".join(refused))
         log.debug("vyre.kernel: routed to %s", reg.id)
         with _LOCK:
             _ROUTES[key] = reg.id
@@ -263,7 +263,9 @@ def _from_list(value: Any, dtype: DataType, want: np.dtype, where: str, name: st
                 f = float(v)
             except OverflowError:
                 raise refuse(f"{v!r} overflows {dtype.value}") from None
-            if math.isfinite(f) and math.isinf(float(np.asarray(f, dtype=want))):
+            with np.errstate(over="ignore"):
+                wide = float(np.asarray(f, dtype=want))
+            if math.isfinite(f) and math.isinf(wide):
                 raise refuse(f"{v!r} overflows {dtype.value}")
     try:
         return np.asarray(raw.tolist() if raw.ndim else raw.item(), dtype=want).reshape(raw.shape)
@@ -289,7 +291,8 @@ def _scalar(value: Any, spec: ScalarSpec, where: str, name: str) -> np.ndarray:
             return np.array([1 if value else 0], dtype=np.uint32)
         if t.is_float:
             f = float(value)
-            out = np.array([f], dtype=t.host)
+            with np.errstate(over="ignore"):
+                out = np.array([f], dtype=t.host)
             if math.isfinite(f) and not math.isfinite(float(out[0])):
                 raise OverflowError(f"it overflows {t.value}")
             return out
