@@ -12,8 +12,7 @@ from vyre import examples as X
 from vyre.cli.bench import saxpy_program
 from vyre.examples import kernels as KX
 from vyre.ir import VyreError
-from vyre.kernel import In, InOut, Out, Scalar, f32, gid, i32, u32
-from vyre.kernel import KernelError
+from vyre.kernel import In, InOut, KernelError, Out, Scalar, f32, gid, i32, u32
 
 
 def test_saxpy_kernel_is_its_builder_twin(backend):

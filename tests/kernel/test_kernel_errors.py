@@ -12,9 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from kernel.conftest import compile_source
 
 import vyre
+from kernel.conftest import compile_source
 from vyre.kernel import CODES, KernelError
 
 ROOT = Path(__file__).resolve().parents[2]

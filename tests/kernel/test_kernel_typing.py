@@ -8,26 +8,26 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from kernel.conftest import compile_source as ksrc
-from kernel.conftest import run
 
 import vyre
+from kernel.conftest import compile_source as ksrc
+from kernel.conftest import run
 from vyre.kernel import (
     In,
     InOut,
     KernelError,
     Out,
     Scalar,
+    barrier,
     f16,
     f32,
     gid,
     grid_sync,
     i32,
     i64,
-    shared,
-    barrier,
     lid,
     select,
+    shared,
     u8,
     u32,
     u64,
@@ -103,9 +103,9 @@ def _signed_range(o: Out[i32, 4]):
         o[0] = s
         for e in range(5, -5, -3):    # a negative step
             o[1] += e
-        for k in range(0, 0xFFFFFFFF, 2**30):   # no wrap in the trip count (issue 28 item 12)
+        for _k in range(0, 0xFFFFFFFF, 2**30):   # no wrap in the trip count (issue 28 item 12)
             o[2] += 1
-        for m in range(-2**31 + 1, 2**31 - 1, 2**28):
+        for _m in range(-2**31 + 1, 2**31 - 1, 2**28):
             o[3] += 1
 
 
