@@ -13,7 +13,6 @@ import pytest
 
 import vyre
 import vyre.kernel as vk
-from vyre.kernel.launch import KernelRefused
 
 _N = [0]
 
@@ -41,6 +40,8 @@ def run(kernel: Any, backend: Any, *args: Any, refused_on: tuple[str, ...] = (),
     """``kernel(*args, backend=backend)``; on a backend listed in ``refused_on`` the call must
     be refused with K024 instead (returns None then)."""
     if backend.id() in refused_on:
+        from vyre.kernel.launch import KernelRefused
+
         with pytest.raises(KernelRefused) as err:
             kernel(*args, backend=backend, **kw)
         assert err.value.kernel_code == "K024" and err.value.code == 1002

@@ -137,3 +137,8 @@ def test_missing_annotation_and_recursion_are_refused():
 
     with pytest.raises(KernelError, match="calls itself"):
         _ = uses.program
+
+
+def test_source_shows_the_generated_code():
+    assert "__kernel" in KX.saxpy.source("opencl")
+    assert "Store" in KX.saxpy.source("reference") or "store" in KX.saxpy.source("reference").lower()
