@@ -1,5 +1,7 @@
 """Compile cost: cold (NVRTC), warm in-process pipeline-cache hit, and on-disk cubin hit in a
-fresh process, for one small program."""
+fresh process, for one small program; the CUDA context's start (import, context) apart from
+it; and conformance throughput (corpus + random programs, fresh cache: the programs are
+compiled in parallel first, `VyreBackend.precompile`), in new programs per second."""
 
 from __future__ import annotations
 
@@ -20,11 +22,23 @@ from vyre.ir import *
 gx = Expr.gid_x()
 p = Program.wrapped([BufferDecl.read('a',0,DataType.F32), BufferDecl.output('o',1,DataType.F32)], 128,
     [Node.store('o', gx, (Expr.load('a', gx) * 1.5 + %SALT%).sqrt())])
+ti = time.perf_counter()
 b = d.acquire('cuda')
 t1 = time.perf_counter()
 pipe = P.compile(b, p)
 t2 = time.perf_counter()
-print(pipe.compiled.built_from, (t2 - t1) * 1e3)
+print(pipe.compiled.built_from, (t2 - t1) * 1e3, (ti - t0) * 1e3, (t1 - ti) * 1e3)
+"""
+
+CONFORM = r"""
+import time, sys
+from vyre.driver import acquire
+from vyre.conform.runner import run_backend
+b = acquire('cuda')
+t = time.perf_counter()
+rep = run_backend(b, random=int(sys.argv[1]), seed=11, minimise_budget=0.0)
+dt = time.perf_counter() - t
+print(len(rep.results), dt, rep.count('fail') + rep.count('error'), b.device.rt.cubins.compiled)
 """
 
 
@@ -37,7 +51,17 @@ def main() -> None:
         cold = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.split()
         disk = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.split()
         res["cold_how"], res["cold_ms"] = cold[0], float(cold[1])
+        res["import_ms"], res["cuda_context_ms"] = float(cold[2]), float(cold[3])
         res["disk_how"], res["disk_hit_ms"] = disk[0], float(disk[1])
+    with tempfile.TemporaryDirectory() as cache:
+        n_random = 100 if a.quick else 500
+        out = subprocess.run([sys.executable, "-c", CONFORM, str(n_random)], capture_output=True, text=True,
+                             check=True, env=dict(os.environ, VYRE_CACHE_DIR=cache)).stdout.split()
+        programs, seconds = int(out[0]), float(out[1])
+        res["conform_programs"], res["conform_s"] = programs, seconds
+        res["conform_programs_per_s"] = programs / seconds
+        res["conform_failures"], res["conform_compiled"] = int(out[2]), int(out[3])
+    with tempfile.TemporaryDirectory() as cache:
         os.environ["VYRE_CACHE_DIR"] = cache
         import vyre.driver as d
         from vyre.driver import pipeline as P

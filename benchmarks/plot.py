@@ -80,9 +80,45 @@ def wgpu() -> None:
     fig.savefig(OUT / "wgpu_ratios.png", dpi=120)
 
 
+def primitives() -> None:
+    """vyre.lib speed over the fastest comparison per primitive (above 1: vyre is faster), for
+    each recorded run (primitives_*.json)."""
+    runs = {p.stem.split("_", 1)[1]: json.loads(p.read_text())["results"]["cases"]
+            for p in sorted(RESULTS.glob("primitives_*.json"))}
+    if not runs:
+        return
+    cases = sorted({c for r in runs.values() for c in r})
+    series = {}
+    for name, r in runs.items():
+        series[name] = [min((v for k, v in r[c].items() if k.startswith("vyre_over_")), default=0.0)
+                        if c in r else 0.0 for c in cases]
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    bars(ax, cases, series, "vyre / fastest other (speed)", log=True)
+    ax.axhline(1, color="k", lw=0.8)
+    ax.tick_params(axis="x", labelrotation=20)
+    fig.tight_layout()
+    fig.savefig(OUT / "primitives.png", dpi=120)
+
+
+def cuda_math() -> None:
+    """Correctly rounded math vs CUDA's own functions (benchmarks/cuda_math.py), when recorded."""
+    if not (RESULTS / "cuda_math.json").exists():
+        return
+    r = load("cuda_math")
+    names = ["exp", "log", "sin", "tanh"]
+    fig, ax = plt.subplots(figsize=(6, 3))
+    bars(ax, names, {"memory-bound (2^28 f32)": [r[f"{n}_memory_ratio"] for n in names],
+                     "compute-bound (64 per thread)": [r[f"{n}_compute_ratio"] for n in names]},
+         "vyre / CUDA expf, logf, ...")
+    ax.axhline(1.25, color="tab:blue", lw=0.8, ls="--")
+    ax.axhline(3.0, color="tab:orange", lw=0.8, ls="--")
+    fig.tight_layout()
+    fig.savefig(OUT / "cuda_math.png", dpi=120)
+
+
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
-    for fn in (cuda_kernels, dispatch, cluster, wgpu):
+    for fn in (cuda_kernels, dispatch, cluster, wgpu, primitives, cuda_math):
         fn()
         print("wrote", fn.__name__)
 

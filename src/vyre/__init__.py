@@ -32,7 +32,7 @@ from .ir import (
 
 __version__ = "0.2.0"
 
-_LAZY = ("conform", "driver", "drivers", "examples", "kernel", "lower", "reference", "cli")
+_LAZY = ("conform", "driver", "drivers", "examples", "kernel", "lib", "lower", "reference", "cli")
 # the kernel frontend's names, at the top level: @vyre.kernel, @vyre.func, vyre.In[vyre.f32], ...
 _KERNEL_NAMES = ("func", "In", "Out", "InOut", "Scalar", "gid", "lid", "wgid", "barrier", "u8", "i8",
                  "u16", "i16", "u32", "i32", "u64", "i64", "f16", "bf16", "f32", "bool_")

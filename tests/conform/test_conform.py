@@ -79,10 +79,10 @@ def test_broken_backend_is_caught_minimised_and_replayable(tmp_path):
     assert any(r.name.startswith("random/") for r in fails)
     assert not report.ok
     for r in fails:
-        backend_id, program, inputs, config, ulp = load_repro(r.repro)
+        backend_id, program, inputs, config = load_repro(r.repro)
         assert backend_id == "wrong_xor"
-        assert diverges(WrongXor(), program, inputs, config, ulp) is not None
-        assert diverges(MockBackend(), program, inputs, config, ulp) is None
+        assert diverges(WrongXor(), program, inputs, config) is not None
+        assert diverges(MockBackend(), program, inputs, config) is None
     random_fail = next(r for r in fails if r.name.startswith("random/"))
     small = load_repro(random_fail.repro)[1]
     from vyre.conform.generator import random_program

@@ -72,3 +72,33 @@ def test_cubin_cache_hits_disk_without_nvrtc(tmp_path, monkeypatch):
     monkeypatch.setattr(compiler, "compile_cubin", lambda *a, **k: pytest.fail("NVRTC called on a disk hit"))
     again, how = second.get_or_compile(src, "sm_90")
     assert how == "disk" and again == cubin
+
+
+def test_compile_many_in_a_process_pool_gives_the_serial_cubins_and_fills_the_cache():
+    compiler = _nvrtc()
+    from vyre.drivers.cuda.codegen import generate
+
+    sources = [generate(random_program(seed)[0])[1] for seed in range(6)]
+    broken = "extern \"C\" __global__ void k() { this is not C }"
+    got = compiler.compile_many([*sources, broken], "sm_90", workers=2)
+    assert got[-1] is None                                     # refused: the dispatch reports it
+    assert got[:-1] == [compiler.compile_cubin(s, "sm_90") for s in sources]
+    cache = compiler.CubinCache()
+    assert cache.precompile(sources[:3], "sm_90", workers=2) == 3
+    assert cache.precompile(sources, "sm_90", workers=2) == 3   # only the ones not on disk
+    assert all(cache.get_or_compile(s, "sm_90") == (c, "disk") for s, c in zip(sources, got))
+
+
+@pytest.mark.gpu
+def test_precompile_then_dispatch_loads_from_disk(cuda):
+    from vyre.conform.runner import diverges
+
+    programs = [random_program(seed)[0] for seed in range(100, 108)]
+    before = cuda.device.rt.cubins.compiled
+    assert cuda.precompile(programs) >= 1
+    built = cuda.device.rt.cubins.compiled
+    assert built > before
+    for seed in range(100, 108):
+        p, inputs = random_program(seed)
+        assert diverges(cuda, p, inputs, None, False) is None
+    assert cuda.device.rt.cubins.compiled == built            # every dispatch loaded its cubin

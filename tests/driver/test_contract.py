@@ -80,6 +80,22 @@ def test_mock_backend_gets_every_conservative_default():
             call()
 
 
+def test_vyre_additions_are_declared_with_defaults():
+    """bind_resident, dispatch_device, reads_device_arrays and generated_source are part of the
+    contract (no duck typing): a backend with only id + dispatch gets working defaults."""
+    from vyre.driver.persistent import GenericBinding, bind
+
+    m = MockBackend()
+    assert m.generated_source(prog()) is None
+    assert m.reads_device_arrays() is False
+    with pytest.raises(UnsupportedFeature, match="Fix:"):
+        m.dispatch_device(prog(), [np.arange(4, dtype=np.uint32)])
+    binding = bind(m, prog(), [])
+    assert isinstance(binding, GenericBinding)
+    with pytest.raises(UnsupportedFeature, match="Fix:"):   # it goes through dispatch_resident_timed
+        binding.run()
+
+
 def test_mock_backend_wrappers_delegate_to_dispatch():
     m = MockBackend()
     a = np.arange(5, dtype=np.uint32)

@@ -84,6 +84,13 @@ def _into(backend, program, inputs, config):
     return out
 
 
+def _arrays(backend, program, inputs, config):
+    got = backend.dispatch_arrays(program, inputs, config)
+    for a, d in zip(got, program.outputs):   # writable arrays of the outputs' host dtypes
+        assert isinstance(a, np.ndarray) and a.flags.writeable and a.dtype == d.dtype.host
+    return got
+
+
 def _pipe(config):
     return None if config is None else DispatchConfig(workgroup_override=config.workgroup_override,
                                                       specialization=config.specialization)
@@ -94,6 +101,7 @@ ENTRY_POINTS = {
     "borrowed": lambda b, p, i, c: b.dispatch_borrowed(p, i, c),
     "timed": lambda b, p, i, c: b.dispatch_borrowed_timed(p, i, c).outputs,
     "into": _into,
+    "arrays": _arrays,
     "async": lambda b, p, i, c: b.dispatch_async(p, i, c),
     "borrowed_async": lambda b, p, i, c: b.dispatch_borrowed_async(p, i, c),
     "pipeline": lambda b, p, i, c: P.compile(b, p, _pipe(c)).dispatch(i, c),

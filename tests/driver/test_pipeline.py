@@ -109,3 +109,36 @@ def test_unwritable_cache_is_not_fatal(tmp_path):
     c = DiskCache("t", root=blocker)
     c.put(b"k", b"v")
     assert c.get(b"k") is None
+
+
+def test_a_disk_hit_in_a_fresh_process_neither_validates_nor_canonicalises(tmp_path):
+    """The second process loads the kernel its first process built: no validation, no
+    canonical form (the fingerprint comes with the cached kernel), the same bytes."""
+    import os
+    import subprocess
+    import sys
+
+    code = r"""
+import sys
+import numpy as np
+import vyre.examples.sha256 as S
+from vyre.driver import acquire, pipeline as P
+b = acquire("opencl")
+if sys.argv[1] == "second":
+    import vyre.ir.canonical, vyre.ir.validate
+    def boom(*a, **k):
+        raise AssertionError("validated or canonicalised on a disk hit")
+    vyre.ir.validate.validate = vyre.ir.canonical.canonicalize = boom
+    import vyre.driver.validation as V
+    V.validate = boom
+msgs = S.random_messages(8, 3)
+pipe = P.compile(b, S.sha256_blocks())
+out = pipe.dispatch([S.pad_messages(msgs)], S.sha256_config(8))[0]
+assert out == S.digests_expected(msgs).tobytes()
+print(pipe.compiled.kernel.built_from)
+"""
+    env = dict(os.environ, VYRE_CACHE_DIR=str(tmp_path))
+    runs = [subprocess.run([sys.executable, "-c", code, which], env=env, capture_output=True, text=True,
+                           timeout=120) for which in ("first", "second")]
+    assert all(r.returncode == 0 for r in runs), [r.stderr[-2000:] for r in runs]
+    assert runs[1].stdout.split()[-1] == "disk"

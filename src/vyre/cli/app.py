@@ -120,7 +120,7 @@ def inspect(file: Path, backend: str | None = typer.Option(None, help="print thi
 
         try:
             b = acquire(backend)
-            src = b.generated_source(p) if hasattr(b, "generated_source") else None
+            src = b.generated_source(p)
         except BackendError as exc:
             _fail(exc)
         if src is None:
@@ -244,11 +244,11 @@ def conform(
         return
     if replay:
         try:
-            bid, program, inputs, config, ulp = load_repro(replay)
+            bid, program, inputs, config = load_repro(replay)
             b = acquire(backend[0] if backend else bid)
         except (VyreError, BackendError) as exc:
             _fail(exc)
-        d = diverges(b, program, inputs, config, ulp)
+        d = diverges(b, program, inputs, config)
         if d is None:
             console.print(f"[green]no divergence[/green] on {b.id()}")
             return

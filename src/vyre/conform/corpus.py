@@ -2,8 +2,7 @@
 each with witness inputs (boundary values + seeded random values).
 
 Entries carry the semantics rows they exercise, whether they rely on out-of-bounds masking,
-the capability they need (if any) and whether outputs are compared within the ULP budget
-(transcendentals) instead of byte for byte.
+and the capability they need (if any). Every output is compared byte for byte.
 """
 
 from __future__ import annotations
@@ -42,7 +41,6 @@ class CorpusEntry:
     make_inputs: Callable[[int], list[np.ndarray]] = field(compare=False)
     rows: tuple[str, ...] = ()
     oob: bool = False           # relies on out-of-bounds masking (S6)
-    ulp: bool = False           # compare f32 outputs within the ULP budget (S13)
     requires: str | None = None  # capability the backend must report
     grid_override: tuple[int, int, int] | None = None
 
@@ -86,7 +84,8 @@ def _elementwise() -> list[CorpusEntry]:
             guard = t is I and op in (BinOp.DIV, BinOp.MOD)
             out.append(CorpusEntry(f"bin.{op.value}.{t.value}",
                                    _map([t, t], rt, lambda x, y, op=op: Expr.bin(op, x, y), wg=1 if guard else 64),
-                                   _pair_inputs(t, guard), ("S1", "S2", "S3", "S4", "S7", "S9", "S10", "S11")))
+                                   _pair_inputs(t, guard), ("S13",) if op in TRANSCENDENTAL else
+                                   ("S1", "S2", "S3", "S4", "S7", "S9", "S10", "S11")))
     for op in UnOp:
         for t in TYPES:
             try:
@@ -94,8 +93,7 @@ def _elementwise() -> list[CorpusEntry]:
             except TypeFault:
                 continue
             out.append(CorpusEntry(f"un.{op.value}.{t.value}", _map([t], rt, lambda x, op=op: Expr.un(op, x)),
-                                   _unary_inputs(t), ("S13",) if op in TRANSCENDENTAL else ("S1", "S7", "S9", "S12"),
-                                   ulp=op in TRANSCENDENTAL))
+                                   _unary_inputs(t), ("S13",) if op in TRANSCENDENTAL else ("S1", "S7", "S9", "S12")))
     for src, dst in itertools.product([U, I, F, B], repeat=2):
         out.append(CorpusEntry(f"cast.{src.value}.{dst.value}", _map([src], dst, lambda x, d=dst: Expr.cast(d, x)),
                                _unary_inputs(src), ("S12",)))

@@ -9,15 +9,26 @@ from collections.abc import Callable
 from typing import Any
 
 from .corpus import corpus
-from .runner import BackendReport, CaseResult
+from .runner import BackendReport, CaseResult, run_backend
+
+
+def conform_shard(entries: list[str], seeds: list[int], seed: int) -> dict[str, Any]:
+    """Run on a worker: corpus entries (by name) and random programs (by seed) on the
+    worker's own backend against the reference; the report as plain data."""
+    from vyre.drivers.dask.worker import local_backend
+
+    b = local_backend()
+    wanted = set(entries)
+    picked = [e for e in corpus() if e.name in wanted]
+    report = run_backend(b, entries=picked, random_seeds=seeds, seed=seed, minimise_budget=5.0)
+    return {"backend": b.id(), "version": b.version(), "device": b.device_fingerprint().hex(),
+            "results": [vars(r) for r in report.results]}
 
 
 def run_cluster(address: str, *, random: int = 0, seed: int = 0, shard_size: int = 25,
                 progress: Callable[[int], None] | None = None) -> tuple[list[BackendReport], int]:
     """(one merged report per backend the workers ran, workers used)."""
     from vyre.drivers.dask.cluster import connect
-    from vyre.drivers.dask.worker import conform_shard
-
     client, cluster = connect("" if address == "local" else address)
     try:
         n_workers = len(client.scheduler_info().get("workers", {}))

@@ -7,8 +7,7 @@ grid_sync phases (some starting with an `indirect_dispatch` an earlier phase wro
 arrays, functions, and every value type: u32, i32, f32, bool, u64, i64, f16, bf16, with
 u8/i16 storage. Every invocation writes outputs only at its own index, reads inputs anywhere
 (out-of-bounds included) and reads workgroup memory only between barriers, so the result is
-the same on every conforming backend. Transcendentals are left out (their results may differ
-by the ULP budget).
+the same on every conforming backend.
 """
 
 from __future__ import annotations
@@ -37,6 +36,7 @@ from vyre.ir.types import (
     INT_ONLY_BIN,
     INT_ONLY_UN,
     LOGICAL,
+    TRANSCENDENTAL,
 )
 
 from .witness import typed_inputs, witness_words
@@ -52,10 +52,12 @@ SIGNED = (I, I64)
 SAME_SIZE = {U: (U, I, F), I: (U, I, F), F: (U, I, F), U64: (U64, I64), I64: (U64, I64), H: (H, BH, U),
              BH: (H, BH, U)}
 ARITH = [BinOp.ADD, BinOp.SUB, BinOp.MUL, BinOp.DIV, BinOp.MOD, BinOp.MIN, BinOp.MAX, BinOp.ABS_DIFF]
+ARITH_F = [BinOp.HYPOT]      # float only, correctly rounded (S13)
 INT_BIN = sorted(INT_ONLY_BIN, key=lambda o: o.value)
 CMP = sorted(COMPARISONS, key=lambda o: o.value)
 UN_INT = sorted(INT_ONLY_UN, key=lambda o: o.value) + [UnOp.NEGATE, UnOp.ABS, UnOp.SIGN]
-UN_F = sorted(FLOAT_ONLY_UN - FLOAT_PREDICATES, key=lambda o: o.value) + [UnOp.NEGATE, UnOp.ABS, UnOp.SIGN]
+UN_F = sorted(FLOAT_ONLY_UN - FLOAT_PREDICATES, key=lambda o: o.value) + [UnOp.NEGATE, UnOp.ABS, UnOp.SIGN] \
+    + sorted((o for o in TRANSCENDENTAL if isinstance(o, UnOp)), key=lambda o: o.value)   # correctly rounded (S13)
 
 
 @dataclass
@@ -74,7 +76,7 @@ class GenOptions:
     locals: bool = True
     indirect: bool = True
     # features a backend refuses by design (see `options_for`): "f32_div", "f32_mod", "fma",
-    # "sqrt", "reciprocal"
+    # "sqrt", "reciprocal", and the transcendentals by name ("exp", "sin", ...)
     excluded: frozenset[str] = frozenset()
 
 
@@ -186,7 +188,7 @@ def _expr(ctx: _Ctx, t: DataType, depth: int) -> Expr:
         return Expr.cast(B, _expr(ctx, r.choice(ctx.types), d))
     k = r.random()
     if k < 0.45:
-        ops = ARITH + (INT_BIN if t not in FLOATS else [])
+        ops = ARITH + (INT_BIN if t not in FLOATS else [o for o in ARITH_F if o.value not in ctx.opts.excluded])
         if t in FLOATS:
             ops = [o for o in ops if not (o is BinOp.DIV and "f32_div" in ctx.opts.excluded)
                    and not (o is BinOp.MOD and "f32_mod" in ctx.opts.excluded)]
@@ -381,8 +383,8 @@ def options_for(backend, base: GenOptions | None = None) -> GenOptions:
     excluded = set(opts.excluded)
     if "vyre.expr.fma" in missing:
         excluded.add("fma")
-    for op in ("sqrt", "reciprocal"):
-        if f"vyre.un_op.{op}" in missing:
+    for op in ("sqrt", "reciprocal", *(o.value for o in TRANSCENDENTAL)):
+        if f"vyre.un_op.{op}" in missing or f"vyre.bin_op.{op}" in missing:
             excluded.add(op)
     if any(f"vyre.dtype.{t.value}" in missing for t in WIDE + [DataType.U8, DataType.I16]):
         opts.types = False

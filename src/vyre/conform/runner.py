@@ -21,7 +21,7 @@ import numpy as np
 import vyre
 from vyre import reference
 from vyre.driver import BackendError, DispatchConfig, VyreBackend
-from vyre.driver.shadow import DivergenceEvent, compare_outputs, transcendental_ulp_budget
+from vyre.driver.shadow import DivergenceEvent, compare_outputs
 from vyre.ir import VyreError, fingerprint, validate, wire
 from vyre.ir import node as N
 from vyre.ir.program import Program
@@ -67,7 +67,7 @@ def _config(entry_grid: tuple[int, int, int] | None) -> DispatchConfig | None:
 
 
 def diverges(backend: VyreBackend, program: Program, inputs: Sequence[Any],
-             config: DispatchConfig | None, ulp: bool = False) -> DivergenceEvent | str | None:
+             config: DispatchConfig | None) -> DivergenceEvent | str | None:
     """A divergence event, an error text where exactly one side failed, or None."""
     ref_err = got_err = None
     ref_code = got_code = None
@@ -90,8 +90,7 @@ def diverges(backend: VyreBackend, program: Program, inputs: Sequence[Any],
             return None
         return f"reference {'failed: ' + ref_err if ref_err else 'succeeded'}; backend " \
                f"{'failed: ' + got_err if got_err else 'succeeded'}"
-    budget = transcendental_ulp_budget(program, config) if ulp else 0
-    return compare_outputs(program, got, want, backend.id(), budget)
+    return compare_outputs(program, got, want, backend.id())
 
 
 # ------------------------------------------------------------------------- minimiser
@@ -119,7 +118,7 @@ def _variants(body: tuple[N.Node, ...]) -> Iterable[tuple[N.Node, ...]]:
 
 
 def minimise(backend: VyreBackend, program: Program, inputs: list[np.ndarray],
-             config: DispatchConfig | None, ulp: bool = False, budget_s: float = 60.0) -> tuple[Program, list[np.ndarray]]:
+             config: DispatchConfig | None, budget_s: float = 60.0) -> tuple[Program, list[np.ndarray]]:
     """Greedy shrink of the body, then of the inputs, keeping the divergence."""
     deadline = time.monotonic() + budget_s
     changed = True
@@ -131,7 +130,7 @@ def minimise(backend: VyreBackend, program: Program, inputs: list[np.ndarray],
             cand = Program(program.buffers, program.workgroup_size, body, program.functions)
             if validate(cand):
                 continue
-            if diverges(backend, cand, inputs, config, ulp):
+            if diverges(backend, cand, inputs, config):
                 program, changed = cand, True
                 break
     for i, x in enumerate(inputs):
@@ -139,33 +138,33 @@ def minimise(backend: VyreBackend, program: Program, inputs: list[np.ndarray],
         while decl.count == 0 and len(x) > 1 and time.monotonic() < deadline:
             half = x[: len(x) // 2]
             trial = inputs[:i] + [half] + inputs[i + 1:]
-            if not diverges(backend, program, trial, config, ulp):
+            if not diverges(backend, program, trial, config):
                 break
             inputs, x = trial, half
     return program, inputs
 
 
 def write_repro(path: Path, backend: VyreBackend, program: Program, inputs: Sequence[Any],
-                config: DispatchConfig | None, ulp: bool, detail: str) -> Path:
+                config: DispatchConfig | None, detail: str) -> Path:
     data = {
         "vyre": vyre.__version__, "backend": backend.id(), "backend_version": backend.version(),
         "program_wire": wire.encode(program).hex(), "fingerprint": fingerprint(program).hex(),
         "inputs": [bytes(memoryview(np.ascontiguousarray(x)).cast("B")).hex() for x in inputs],
         "grid_override": list(config.grid_override) if config and config.grid_override else None,
-        "ulp": ulp, "divergence": detail,
+        "divergence": detail,
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1))
     return path
 
 
-def load_repro(path: Path) -> tuple[str, Program, list[bytes], DispatchConfig | None, bool]:
+def load_repro(path: Path) -> tuple[str, Program, list[bytes], DispatchConfig | None]:
     try:
         data = json.loads(Path(path).read_text())
         program = wire.decode(bytes.fromhex(data["program_wire"]))
         inputs = [bytes.fromhex(h) for h in data["inputs"]]
         grid = data.get("grid_override")
-        return data["backend"], program, inputs, _config(tuple(grid) if grid else None), bool(data.get("ulp"))
+        return data["backend"], program, inputs, _config(tuple(grid) if grid else None)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise VyreError(f"{path} is not a vyre repro file ({exc}).",
                         "pass a file written by `vyre conform` (conform-repros/*.json).") from None
@@ -186,14 +185,14 @@ def _refusal(backend: VyreBackend, program: Program, config) -> str | None:
         return None   # any other problem shows up, with its detail, in the comparison
     return None
 
-def _check(backend: VyreBackend, name: str, program: Program, inputs: list, config, ulp: bool,
+def _check(backend: VyreBackend, name: str, program: Program, inputs: list, config,
            repro_dir: Path | None, minimise_budget: float) -> CaseResult:
     t = time.perf_counter()
     try:
         refused = _refusal(backend, program, config)
         if refused is not None:   # refused by design, with the reason: a skip, as for capabilities
             return CaseResult(name, "skip", refused, seconds=time.perf_counter() - t)
-        d = diverges(backend, program, inputs, config, ulp)
+        d = diverges(backend, program, inputs, config)
     except Exception as exc:  # a crash is a failure of the backend, recorded, never fatal
         return CaseResult(name, "error", f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - t)
     if d is None:
@@ -201,9 +200,9 @@ def _check(backend: VyreBackend, name: str, program: Program, inputs: list, conf
     detail = d if isinstance(d, str) else d.describe()
     repro = None
     if repro_dir is not None:
-        small, small_inputs = minimise(backend, program, list(inputs), config, ulp, minimise_budget)
+        small, small_inputs = minimise(backend, program, list(inputs), config, minimise_budget)
         fname = f"{backend.id()}-{name.replace('/', '_')}.json"
-        repro = str(write_repro(repro_dir / fname, backend, small, small_inputs, config, ulp, detail))
+        repro = str(write_repro(repro_dir / fname, backend, small, small_inputs, config, detail))
     return CaseResult(name, "fail", detail, repro, time.perf_counter() - t)
 
 
@@ -215,21 +214,26 @@ def run_backend(backend: VyreBackend, *, random: int = 0, seed: int = 0,
     Random programs are seeds ``seed * 1_000_003 + i`` for ``i < random``, or exactly
     ``random_seeds`` (a shard of a distributed run)."""
     report = BackendReport(backend.id(), backend.version(), backend.device_fingerprint().hex())
-    for e in entries if entries is not None else corpus():
+    from .generator import options_for
+
+    picked = [e for e in (entries if entries is not None else corpus())]
+    seeds = random_seeds if random_seeds is not None else [seed * 1_000_003 + i for i in range(random)]
+    opts = options_for(backend) if seeds else None
+    randoms = [(s, *random_program(s, opts)) for s in seeds]
+    # build every program at once first (in parallel where the backend can), then run them
+    backend.precompile([(e.program, _config(e.grid_override)) for e in picked
+                        if not e.requires or CAPABILITY_CHECKS[e.requires](backend)]
+                       + [p for _, p, _ in randoms])
+    for e in picked:
         if e.requires and not CAPABILITY_CHECKS[e.requires](backend):
             report.results.append(CaseResult(e.name, "skip", f"backend lacks {e.requires}"))
         else:
             report.results.append(_check(backend, e.name, e.program, e.inputs(seed), _config(e.grid_override),
-                                         e.ulp, repro_dir, minimise_budget))
+                                         repro_dir, minimise_budget))
         if progress:
             progress(e.name)
-    from .generator import options_for
-
-    seeds = random_seeds if random_seeds is not None else [seed * 1_000_003 + i for i in range(random)]
-    opts = options_for(backend) if seeds else None
-    for s in seeds:
-        program, inputs = random_program(s, opts)
-        report.results.append(_check(backend, f"random/{s}", program, inputs, None, False, repro_dir,
+    for s, program, inputs in randoms:
+        report.results.append(_check(backend, f"random/{s}", program, inputs, None, repro_dir,
                                      minimise_budget))
         if progress:
             progress(f"random/{s}")

@@ -1,8 +1,8 @@
 """vyre.driver — the substrate-neutral driver layer (the seeds' vyre-driver).
 
 Owns the frozen backend contract, errors, DispatchConfig, the registry and routing, the
-pipeline cache (in-process and on disk), shadow diffing, binding plans, program walks,
-validation, diagnostics, observability and migration. It never touches a device, never
+pipeline cache (in-process and on disk), shadow diffing, speculative dispatch, binding plans,
+program walks, validation, diagnostics, observability and migration. It never touches a device, never
 imports a concrete driver or a vendor module, and reaches the reference only through
 callables handed to it.
 """
@@ -23,6 +23,7 @@ from . import (
     routing,
     shadow,
     specialization,
+    speculate,
     subgroup,
     tuner,
     validation,
@@ -64,6 +65,13 @@ from .registry import (
     unregister,
 )
 from .shadow import DivergenceError, DivergenceEvent, ShadowedPipeline
+from .speculate import (
+    AdaptiveSpeculator,
+    SpeculationMode,
+    SpeculationReport,
+    SpeculativeDispatchPlan,
+    dispatch_prefilter_confirm,
+)
 
 __all__ = [
     "CATALOGUE", "Batch", "BackendCapability", "BackendError", "BackendUnavailable", "BackendRegistration", "BindingPlan",
@@ -76,4 +84,6 @@ __all__ = [
     "batch", "binding", "fusion", "persistent", "routing", "specialization", "subgroup", "tuner", "can_run", "core_supported_ops", "engine", "inputs", "InvalidInput", "LimitExceeded", "diagnostics", "migration",
     "observability", "pipeline", "program_walks", "register", "registered_backends",
     "registered_backends_by_precedence", "registry", "shadow", "unregister", "validation",
+    "AdaptiveSpeculator", "SpeculationMode", "SpeculationReport", "SpeculativeDispatchPlan",
+    "dispatch_prefilter_confirm", "speculate",
 ]

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import blake3
+import numpy as np
 
 from vyre.ir.errors import VyreError
 from vyre.ir.program import Program
@@ -109,6 +110,29 @@ class VyreBackend(abc.ABC):
         outputs.clear()
         outputs.extend(result)
 
+    def precompile(self, programs: Sequence[Program | tuple[Program, DispatchConfig | None]]) -> int:
+        """Warm-up: build many programs (or (program, config) pairs) ahead of their first
+        dispatches, in parallel where the backend can (CUDA: NVRTC in a process pool).
+        Programs that are invalid or refused are skipped: their dispatch reports why. Returns
+        how many were built. Default: 0 (each dispatch builds its own program)."""
+        return 0
+
+    def refuse(self, program: Program) -> None:
+        """Target checks beyond the ops and limits every backend declares: raise a
+        `BackendError` (usually `UnsupportedFeature`) with a Fix when this backend cannot give
+        ``program`` the reference's bytes. Routing and dispatch both ask it
+        (`vyre.driver.runnable`). Default: no further checks."""
+        return None
+
+    def dispatch_arrays(self, program: Program, inputs: Inputs,
+                        config: DispatchConfig | None = None) -> list[np.ndarray]:
+        """`dispatch`, returning one writable numpy array per output (declaration order, the
+        output's host dtype) instead of bytes: what array callers (`@vyre.kernel`, `vyre.lib`)
+        use. Default: each output's bytes copied once into its array; engine backends copy
+        once from their staging instead, with no `bytes` in between."""
+        outs = self.dispatch(program, inputs, config)
+        return [np.frombuffer(r, dtype=d.dtype.host).copy() for r, d in zip(outs, program.outputs)]
+
     def allocate_resident(self, byte_len: int) -> Resource:
         """A device buffer of ``byte_len`` bytes that outlives dispatches (`Resource`).
         Default: `UnsupportedFeature`."""
@@ -128,6 +152,34 @@ class VyreBackend(abc.ABC):
         """Run ``program`` on resident buffers bound in declaration order (outputs stay on
         the device), timed. Default: `UnsupportedFeature`."""
         raise UnsupportedFeature("resident timed dispatch", self.id())
+
+    def bind_resident(self, program: Program, resources: Sequence[Resource],
+                      config: DispatchConfig | None = None) -> Any:
+        """A warm resident dispatch of ``program`` on ``resources`` (declaration order):
+        ``launch()`` enqueues, ``run()`` also waits and checks errors. Default: a
+        `vyre.driver.persistent.GenericBinding`, which calls `dispatch_resident_timed` each
+        time; backends that pack their launch arguments once return their own."""
+        from .persistent import GenericBinding
+
+        return GenericBinding(self, program, resources, config)
+
+    def dispatch_device(self, program: Program, inputs: Inputs,
+                        config: DispatchConfig | None = None) -> list[Any]:
+        """Dispatch and leave the outputs on the device: one device array per output
+        (``__cuda_array_interface__``), same rules, bytes and errors as `dispatch`.
+        Default: `UnsupportedFeature` (see `reads_device_arrays`)."""
+        raise UnsupportedFeature("device-resident outputs", self.id(),
+                                 "use dispatch() (host bytes) on this backend, or the cuda backend.")
+
+    def reads_device_arrays(self) -> bool:
+        """True where `dispatch_device` runs and device arrays are read in place (default:
+        False)."""
+        return False
+
+    def generated_source(self, program: Program, config: DispatchConfig | None = None) -> str | None:
+        """The target source this backend compiles for ``program``, or None where it has
+        none (the default: an interpreter, or a backend that forwards programs)."""
+        return None
 
     def compile_native(self, program: Program,
                        config: DispatchConfig | None = None) -> CompiledPipeline | None:

@@ -46,10 +46,8 @@ class BindingPlan:
 
     @staticmethod
     def of(program: Program) -> BindingPlan:
-        bound = sorted((b for b in program.buffers if b.is_bound), key=lambda b: b.binding)
-        shared = [b for b in program.buffers if b.is_workgroup]
         return BindingPlan(tuple(BindingSlot(b.name, b.binding, _ROLE[b.access], b.dtype, b.count)
-                                 for b in [*bound, *shared]))
+                                 for b in [*program.facts.bound, *program.workgroup_buffers]))
 
     @property
     def bound(self) -> tuple[BindingSlot, ...]:

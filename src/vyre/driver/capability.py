@@ -74,3 +74,26 @@ class BackendCapability:
             max_storage_buffer_bytes=backend.max_storage_buffer_bytes(),
             subgroup_size=backend.subgroup_size(),
             features=frozenset(k for k, v in flags.items() if v))
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """Everything a backend declares about itself and its device, read once from the vendor
+    by the driver's `Device.capabilities()`. The engine answers every capability query of the
+    contract from this record (`vyre.driver.engine.EngineBackend`), so a driver is a `Device`
+    plus this value: no Backend subclass of capability methods. ``profile`` carries the device
+    facts (limits, subgroups, f16/bf16, tensor cores, indirect dispatch, name); the fields
+    below are the contract's remaining queries."""
+
+    id: str
+    version: str
+    profile: DeviceProfile
+    unsupported_ops: frozenset[str] = frozenset()   # op ids of the IR this backend does not run
+    async_compute: bool = False
+    speculation: bool = False
+    persistent_thread_dispatch: bool = False
+    grid_sync: bool = False
+    distributed: bool = False
+    max_workgroups_per_dimension: int = 1
+    max_invocations_per_dispatch: int = 2**32 - 1  # gid is u32 per axis
+    fingerprint: bytes | None = None               # None: derived from id, version and profile

@@ -8,7 +8,9 @@ cache keys (`code_key`).
 ``profile`` names a dispatch profile from `PROFILES` (the seeds' per-call tuning hint):
 ``"default"``, ``"latency"`` (never autotune: the first dispatch is as fast as the rest) or
 ``"throughput"`` (autotune the workgroup size where the program allows it, whatever
-``VYRE_AUTOTUNER`` says). ``cooperative=True`` asks for a single-launch grid barrier; backends
+``VYRE_AUTOTUNER`` says). ``speculation`` (`SpeculationMode`, or its string ``"auto"``,
+``"force"``, ``"disable"``; None means AUTO) picks the path of `vyre.driver.speculate.dispatch_prefilter_confirm`;
+it never changes generated code. ``cooperative=True`` asks for a single-launch grid barrier; backends
 without one refuse it (`UnsupportedFeature`) instead of silently splitting the launch.
 """
 
@@ -19,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .errors import InvalidProgram
+from .speculate import SpeculationMode
 
 MAX_TIMEOUT_S = 7 * 24 * 3600.0   # a week: anything longer is a mistake, not a deadline
 MAX_AXIS = 2**32 - 1
@@ -73,6 +76,7 @@ class DispatchConfig:
     fixpoint_iterations: int = 1
     cooperative: bool = False
     specialization: Any = None  # SpecMap (a plain dict is converted)
+    speculation: SpeculationMode = SpeculationMode.AUTO
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -113,6 +117,9 @@ class DispatchConfig:
         if self.label is not None and not isinstance(self.label, str):
             raise InvalidProgram(f"DispatchConfig.label={self.label!r} is not a str.",
                                  "pass a short string label, or None.")
+        if type(self.speculation) is not SpeculationMode:
+            set_(self, "speculation", SpeculationMode.AUTO if self.speculation is None
+                 else SpeculationMode.of(self.speculation))
         if not isinstance(self.cooperative, bool):
             raise InvalidProgram(f"DispatchConfig.cooperative={self.cooperative!r} is not a bool.",
                                  "pass cooperative=True or False.")
@@ -138,8 +145,3 @@ class DispatchConfig:
 
 DEFAULT = DispatchConfig()
 
-
-def default_ulp_budget(op_name: str) -> int:
-    """Documented default ULP budget of each transcendental (docs/semantics.md)."""
-    return {"exp": 4, "exp2": 4, "log": 4, "log2": 4, "sin": 4, "cos": 4, "tan": 8,
-            "tanh": 8}.get(op_name, 0)

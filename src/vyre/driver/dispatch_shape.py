@@ -75,10 +75,9 @@ def dispatch_shape(program: Program, launch: Launch) -> DispatchShape:
     counts = dict(launch.counts)
     ins = [b.name for b in program.inputs]
     outs = [b.name for b in program.outputs]
-    decls = [b for b in program.buffers if b.is_bound]
-    order = {b.name: i for i, b in enumerate(decls)}
+    order = {b.name: i for i, b in enumerate(program.bound_buffers)}
     bound = []
-    for b in sorted(decls, key=lambda d: d.binding):
+    for b in program.facts.bound:
         bound.append(BoundBuffer(b.name, b.binding, _ROLES[b.access.value], b.dtype, counts[b.name],
                                  ins.index(b.name) if b.name in ins else None,
                                  outs.index(b.name) if b.name in outs else None, order[b.name]))

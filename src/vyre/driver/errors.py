@@ -7,7 +7,7 @@ always ends in ``Fix: <remediation>``. `BackendError` derives from `vyre.ir.Vyre
 
 from __future__ import annotations
 
-from vyre.ir.errors import VyreError
+from vyre.ir.errors import CTL_ERRORS, DISPATCH_ERRORS, VyreError
 
 
 class BackendError(VyreError):
@@ -123,16 +123,9 @@ class Other(BackendError):
 
 # Bits of a dispatch's control-block error word (word 0), in the order they are reported when
 # several are set: every kernel sets them with an atomic OR, the reference records them, and
-# the engine raises the first set one, so every backend reports the same error.
-CTL_ERRORS = {"division": 1, "loop_limit": 2}
-_CTL_MESSAGES = {
-    "division": ("signed integer division or remainder by zero (or of the most negative value by -1) "
-                 "in the dispatch.", "guard the divisor (e.g. select(d.eq(0), 1, d)) or use an "
-                 "unsigned type, whose x/0 is all ones and x%0 is 0."),
-    "loop_limit": ("a while loop reached its max_iterations with its condition still true.",
-                   "raise the while loop's max_iterations, or make its condition fail sooner "
-                   "(every invocation must leave the loop within the cap)."),
-}
+# the engine raises the first set one, so every backend reports the same error. Spelled once,
+# in `vyre.ir.errors.DISPATCH_ERRORS`.
+_CTL_MESSAGES = {reason: (message, fix) for reason, (_, message, fix) in DISPATCH_ERRORS.items()}
 
 
 def ctl_failure(word: int, backend: str) -> DispatchFailed:

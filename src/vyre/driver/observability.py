@@ -55,22 +55,31 @@ def set_trace_hook(hook: Callable[[DispatchEvent], None] | None) -> None:
 
 def record_dispatch(backend: str, wall_ns: int, ok: bool, label: str | None = None) -> None:
     """Count one dispatch (every entry point of every engine backend calls this)."""
+    record_dispatches(backend, 1, wall_ns, ok, (label,))
+
+
+def record_dispatches(backend: str, count: int, wall_ns: int, ok: bool,
+                      labels: tuple[str | None, ...]) -> None:
+    """Count ``count`` dispatches that took ``wall_ns`` each (a batch replayed as one unit):
+    the same counters as ``count`` calls of `record_dispatch`, under one lock. ``labels``
+    holds each dispatch's label (or one label for all); the trace hook gets one event each."""
     bucket = _bisect(BUCKETS_NS, wall_ns)
     _lock.acquire()
     try:
         s = _series.get(backend)
         if s is None:
             s = _series[backend] = _Series()
-        s.dispatches += 1
+        s.dispatches += count
         if not ok:
-            s.errors += 1
-        s.total_ns += wall_ns
-        s.buckets[bucket] += 1
+            s.errors += count
+        s.total_ns += wall_ns * count
+        s.buckets[bucket] += count
     finally:
         _lock.release()
     hook = _hook
     if hook is not None:
-        hook(DispatchEvent(backend, wall_ns, ok, label))
+        for i in range(count):
+            hook(DispatchEvent(backend, wall_ns, ok, labels[i] if len(labels) > 1 else labels[0]))
 
 
 _bisect = bisect.bisect_left

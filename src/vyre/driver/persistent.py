@@ -41,10 +41,7 @@ class GenericBinding:
 
 def bind(backend: Any, program: Program, resources: Sequence[Any], config: DispatchConfig | None = None) -> Any:
     """A warm resident dispatch: `launch()` enqueues, `run()` also waits and checks errors."""
-    native = getattr(backend, "bind_resident", None)
-    if native is not None:
-        return native(program, resources, config)
-    return GenericBinding(backend, program, resources, config)
+    return backend.bind_resident(program, resources, config)
 
 
 class QueueFull(Other):

@@ -78,5 +78,4 @@ def count_words(program: Program, launch: Launch) -> list[int]:
     """Element count of each non-workgroup buffer in binding order: the u32 words a kernel
     receives for bounds checks and `buf_len`."""
     counts = dict(launch.counts)
-    ordered = sorted((b for b in program.buffers if b.is_bound), key=lambda b: b.binding)
-    return [counts[b.name] for b in ordered]
+    return [counts[b.name] for b in program.facts.bound]

@@ -207,27 +207,9 @@ def core_supported_ops() -> frozenset[str]:
 
 def why_not(program: Program, backend: VyreBackend) -> list[str]:
     """Reasons ``backend`` cannot run ``program`` (empty: it can)."""
-    from vyre.ir.ops import program_ops
+    from .runnable import refusals
 
-    reasons = []
-    missing = sorted(set(program_ops(program)) - set(backend.supported_ops()))
-    if missing:
-        reasons.append(f"unsupported ops: {', '.join(missing)}")
-    wg, mx = program.workgroup_size, backend.max_workgroup_size()
-    if any(a > b for a, b in zip(wg, mx)):
-        reasons.append(f"workgroup size {wg} exceeds {tuple(mx)}")
-    if program.invocations_per_workgroup > backend.max_compute_invocations_per_workgroup():
-        reasons.append(f"{program.invocations_per_workgroup} invocations per workgroup exceed "
-                       f"{backend.max_compute_invocations_per_workgroup()}")
-    from .subgroup import subgroup_ops
-
-    if subgroup_ops(program) and not backend.supports_subgroup_ops():
-        reasons.append("needs subgroup operations")
-    shared = sum(b.count * b.dtype.size for b in program.workgroup_buffers)
-    limit = backend.device_profile().max_shared_memory_bytes
-    if shared and shared > limit:
-        reasons.append(f"{shared} bytes of workgroup memory exceed {limit}")
-    return reasons
+    return [r.reason for r in refusals(program, backend)]
 
 
 def can_run(program: Program, backend: VyreBackend) -> bool:

@@ -5,8 +5,8 @@ every backend).
 `ShadowedPipeline(main, reference)` compares every sampled dispatch; a difference raises a
 `DivergenceError` (mode "raise") or is recorded as a `DivergenceEvent` (mode "record").
 Sampling is deterministic (every 1/rate-th dispatch) so production runs are reproducible.
-Outputs of programs that use transcendentals may differ by the ULP budget on f32 buffers;
-everything else must match byte for byte. The reference is injected — any pipeline or
+Every output must match byte for byte (transcendentals included: they are correctly
+rounded, docs/semantics.md S13). The reference is injected — any pipeline or
 callable ``(inputs, config) -> outputs`` — the driver never imports it.
 """
 
@@ -18,12 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from vyre.ir import expr as E
-from vyre.ir import node as N
 from vyre.ir.program import Program
-from vyre.ir.types import TRANSCENDENTAL, DataType
 
-from .config import DispatchConfig, default_ulp_budget
+from .config import DispatchConfig
 from .errors import Other
 
 
@@ -55,23 +52,8 @@ class DivergenceError(Other):
                          backend=event.backend)
 
 
-def transcendental_ulp_budget(program: Program, config: DispatchConfig | None) -> int:
-    """0 when the program has no transcendental op; else the configured or default budget."""
-    ops = {e.op for e in N.program_exprs(program) if isinstance(e, E.Un) and e.op in TRANSCENDENTAL}
-    if not ops:
-        return 0
-    if config is not None and config.ulp_budget is not None:
-        return config.ulp_budget
-    return max(default_ulp_budget(op.value) for op in ops)
-
-
-def _ordered(bits: np.ndarray) -> np.ndarray:
-    b = bits.astype(np.int64)
-    return np.where(b & 0x80000000, 0x80000000 - b, b)
-
-
 def compare_outputs(program: Program, main: Sequence[Any], reference: Sequence[Any],
-                    backend: str = "main", ulp_budget: int = 0) -> DivergenceEvent | None:
+                    backend: str = "main") -> DivergenceEvent | None:
     """First divergence between two output lists, or None."""
     from vyre.ir.fingerprint import fingerprint, short
 
@@ -82,17 +64,9 @@ def compare_outputs(program: Program, main: Sequence[Any], reference: Sequence[A
         if a == b:
             continue
         name = outs[i].name if i < len(outs) else f"#{i}"
-        if ulp_budget and len(a) == len(b) and i < len(outs) and outs[i].dtype is DataType.F32:
-            da = _ordered(np.frombuffer(a, dtype="<u4"))
-            db = _ordered(np.frombuffer(b, dtype="<u4"))
-            bad = np.flatnonzero(np.abs(da - db) > ulp_budget)
-            if bad.size == 0:
-                continue
-            off = int(bad[0]) * 4
-        else:
-            n = min(len(a), len(b))
-            diff = np.flatnonzero(np.frombuffer(a[:n], np.uint8) != np.frombuffer(b[:n], np.uint8))
-            off = int(diff[0]) if diff.size else n
+        n = min(len(a), len(b))
+        diff = np.flatnonzero(np.frombuffer(a[:n], np.uint8) != np.frombuffer(b[:n], np.uint8))
+        off = int(diff[0]) if diff.size else n
         start = off - off % 4
         return DivergenceEvent(backend, short(fingerprint(program)), i, name, off,
                                a[start:start + 16], b[start:start + 16], len(a), len(b))
@@ -141,8 +115,7 @@ class ShadowedPipeline:
             expected = self._ref(inputs, config)
             backend = getattr(getattr(self.main, "key", None), "backend_id", None) or \
                 (self.main.backend_id() if hasattr(self.main, "backend_id") else "main")
-            event = compare_outputs(self.program, outputs, expected, backend,
-                                    transcendental_ulp_budget(self.program, config))
+            event = compare_outputs(self.program, outputs, expected, backend)
             if event is not None:
                 self.events.append(event)
                 if self.on_event is not None:

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vyre.ir import expr as E
-from vyre.ir import node as N
 from vyre.ir.program import Program
 from vyre.ir.types import SubgroupOp
 
@@ -30,7 +28,8 @@ class SubgroupCaps:
 
 
 def subgroup_ops(program: Program) -> frozenset[SubgroupOp]:
-    return frozenset(e.op for e in N.walk_exprs(program.body) if isinstance(e, E.Subgroup))
+    """The subgroup operations ``program`` uses (a fact of the program)."""
+    return program.facts.subgroup_ops
 
 
 def require_subgroups(program: Program, backend) -> None:

@@ -2,7 +2,9 @@
 nobody here wrote (hashlib, numpy) and the benchmarks compare with hand-written CUDA C.
 
 Each builder returns a `Program`; ``*_expected`` helpers compute the answer independently
-(numpy, hashlib). They use only `vyre.ir`.
+(numpy, hashlib). They use only `vyre.ir`, except `vyre.examples.literal_search` (import it by
+name): multi-pattern literal search written as a fused speculative program and a two-stage
+pair, which also routes its dispatches through `vyre.driver.dispatch_prefilter_confirm`.
 """
 
 from .linalg import matmul_grid, matmul_tiled

@@ -1,7 +1,7 @@
 """vyre.ir — the foundation: types, expressions, statements, programs, validation,
 canonical form, wire encoding and fingerprints. Imports nothing else of vyre."""
 
-from . import wire
+from . import kinds, wire  # kinds first: it fills the structural tables of expr and node
 from .canonical import canonicalize
 from .errors import ExecutionError, ValidationError, VyreError, WireError
 from .expr import (
@@ -65,5 +65,5 @@ __all__ = [
     "Program", "Region", "Return", "Select", "Spec", "Store", "Subgroup", "SubgroupOp", "Un",
     "UnOp", "ValidationError", "Var", "VyreError", "WeakLit", "While", "WireError", "all_op_ids",
     "canonicalize", "check", "fingerprint", "program_ops", "resolve", "spec_constants",
-    "specialize", "validate", "wire",
+    "kinds", "specialize", "validate", "wire",
 ]

@@ -57,3 +57,30 @@ class ExecutionError(VyreError):
     def __init__(self, kind: str, message: str, fix: str) -> None:
         self.kind = kind
         super().__init__(message, fix)
+
+
+# Errors a running dispatch reports through its control block (docs/semantics.md): reason ->
+# (the bit it sets in the error word, word 0 of the block, by an atomic OR; message; fix), in
+# the order they are reported when several are set. The one place these bits are spelled: the
+# code generators, the engine and the reference read them from here.
+DISPATCH_ERRORS: dict[str, tuple[int, str, str]] = {
+    "division": (1, "signed integer division or remainder by zero (or of the most negative value "
+                 "by -1) in the dispatch.", "guard the divisor (e.g. select(d.eq(0), 1, d)) or use "
+                 "an unsigned type, whose x/0 is all ones and x%0 is 0."),
+    "loop_limit": (2, "a while loop reached its max_iterations with its condition still true.",
+                   "raise the while loop's max_iterations, or make its condition fail sooner "
+                   "(every invocation must leave the loop within the cap)."),
+    # set only by generated code on devices that end loops on their own (vyre.lower.wgsl)
+    "device_loops": (4, "the device stopped a loop before the program left it: this driver ends every "
+                     "invocation's loops after a fixed number of trips in all (Mesa's llvmpipe/lavapipe: "
+                     "65,535), so the results would be short.",
+                     "run this program on the opencl, cuda or reference backend, or make each "
+                     "invocation do fewer loop trips (spread the work over more invocations)."),
+}
+CTL_ERRORS: dict[str, int] = {reason: bit for reason, (bit, _, _) in DISPATCH_ERRORS.items()}
+
+
+def dispatch_error(reason: str) -> ExecutionError:
+    """The reference's error for a dispatch error ``reason`` (a key of `DISPATCH_ERRORS`)."""
+    _, message, fix = DISPATCH_ERRORS[reason]
+    return ExecutionError(reason, message, fix)

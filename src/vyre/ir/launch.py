@@ -13,8 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import expr as E
-from . import node as N
 from .errors import ExecutionError
 from .program import Program
 
@@ -39,11 +37,11 @@ class Launch:
 
 
 def uses_atomics(program: Program) -> bool:
-    """Whether any expression is an atomic (cached on the program: it sizes every launch)."""
+    """Whether any expression is an atomic (it sizes every launch). A program loaded from
+    the artifact cache carries the answer recorded with its kernel (``_vyre_atomics``), so a
+    disk hit never walks the IR."""
     hit = program.__dict__.get("_vyre_atomics")
-    if hit is None:
-        hit = program.__dict__["_vyre_atomics"] = any(isinstance(e, E.Atomic) for e in N.program_exprs(program))
-    return hit
+    return program.facts.atomics if hit is None else hit
 
 
 def _ceil(a: int, b: int) -> int:

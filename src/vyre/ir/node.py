@@ -209,30 +209,21 @@ class Eval(Node):
     value: Expr
 
 
+# filled from the one list of kinds (`vyre.ir.kinds`, imported first by `vyre.ir`)
+_EXPRS: dict[type, Any] = {}
+_BODIES: dict[type, Any] = {}
+
+
 def node_exprs(node: Node) -> tuple[Expr, ...]:
     """Expressions a statement evaluates directly (not those of nested statements)."""
-    if isinstance(node, Let | Assign):
-        return (node.value,)
-    if isinstance(node, Store):
-        return (node.index, node.value)
-    if isinstance(node, If):
-        return (node.cond,)
-    if isinstance(node, Loop):
-        return (node.from_, node.to)
-    if isinstance(node, While):
-        return (node.cond,)
-    if isinstance(node, Eval):
-        return (node.value,)
-    return ()
+    get = _EXPRS.get(type(node))
+    return () if get is None else get(node)   # not an IR kind: the validator reports it
 
 
 def node_bodies(node: Node) -> tuple[tuple[str, tuple[Node, ...]], ...]:
     """Nested statement lists with their location labels."""
-    if isinstance(node, If):
-        return (("then", node.then), ("otherwise", node.otherwise))
-    if isinstance(node, Loop | Block | Region | While):
-        return (("body", node.body),)
-    return ()
+    get = _BODIES.get(type(node))
+    return () if get is None else get(node)
 
 
 def walk_exprs(body: Iterable[Node]):

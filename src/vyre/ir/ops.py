@@ -11,91 +11,39 @@ from collections.abc import Iterator
 
 from . import expr as E
 from . import node as N
-from .types import AtomicOp, BinOp, DataType, MemoryOrdering, SubgroupOp, UnOp
+from .kinds import OP_IDS, kind_of, kind_op_ids
+from .types import DataType, MemoryOrdering
 
 OpId = str
 
-_NODE_IDS = {
-    N.Let: "vyre.node.let_bind", N.Assign: "vyre.node.assign", N.Store: "vyre.node.store",
-    N.If: "vyre.node.if", N.Loop: "vyre.node.loop", N.Block: "vyre.node.block",
-    N.Region: "vyre.node.region", N.Return: "vyre.node.return", N.Eval: "vyre.node.eval",
-    N.While: "vyre.node.while", N.Break: "vyre.node.break", N.Continue: "vyre.node.continue",
-    N.IndirectDispatch: "vyre.node.indirect_dispatch",
-}
-_EXPR_IDS = {
-    E.Lit: "vyre.expr.literal", E.Var: "vyre.expr.var", E.Load: "vyre.expr.load",
-    E.BufLen: "vyre.expr.buf_len", E.Id: "vyre.expr.id", E.Select: "vyre.expr.select",
-    E.Cast: "vyre.expr.cast", E.Bitcast: "vyre.expr.bitcast", E.Fma: "vyre.expr.fma",
-    E.Spec: "vyre.expr.spec", E.Call: "vyre.expr.call",
-}
-
 
 def barrier_op(ordering: MemoryOrdering) -> OpId:
-    return f"vyre.node.barrier.{ordering.value}"
+    return OP_IDS[N.Barrier](N.Barrier(ordering))[0]
 
 
 def node_op(node: N.Node) -> OpId:
-    if isinstance(node, N.Barrier):
-        return barrier_op(node.ordering)
-    return _NODE_IDS[type(node)]
+    """The OpId of a statement (from the one list of kinds, `vyre.ir.kinds`)."""
+    get = OP_IDS.get(type(node))
+    return get(node)[0] if get is not None else kind_of(node).ops[0]  # raises: not a kind
 
 
 def expr_ops(expr: E.Expr) -> tuple[OpId, ...]:
-    if isinstance(expr, E.Bin):
-        return (f"vyre.bin_op.{expr.op.value}",)
-    if isinstance(expr, E.Un):
-        return (f"vyre.un_op.{expr.op.value}",)
-    if isinstance(expr, E.Atomic):
-        return ("vyre.expr.atomic", f"vyre.atomic.{expr.op.value}")
-    if isinstance(expr, E.Id):
-        return (f"vyre.expr.{expr.kind.value}",)
-    if isinstance(expr, E.Subgroup):
-        return (f"vyre.subgroup.{expr.op.value}",)
-    return (_EXPR_IDS[type(expr)],)
+    """The OpIds an expression node uses (an atomic: the kind and its operation)."""
+    get = OP_IDS.get(type(expr))
+    return get(expr) if get is not None else kind_of(expr).ops   # raises: not a kind
 
 
 def all_op_ids() -> frozenset[OpId]:
-    """Every OpId the IR defines."""
-    ids = set(_NODE_IDS.values()) | set(_EXPR_IDS.values()) - {"vyre.expr.id"}
-    ids |= {barrier_op(o) for o in MemoryOrdering}
-    ids |= {"vyre.expr.gid", "vyre.expr.lid", "vyre.expr.wgid", "vyre.expr.atomic"}
-    ids |= {f"vyre.bin_op.{o.value}" for o in BinOp}
-    ids |= {f"vyre.un_op.{o.value}" for o in UnOp}
-    ids |= {f"vyre.atomic.{o.value}" for o in AtomicOp}
+    """Every OpId the IR defines: those of every kind, every type and the scratch memories."""
+    ids = set(kind_op_ids())
     ids |= {f"vyre.dtype.{d.value}" for d in DataType}
     ids |= {"vyre.buffer.workgroup", "vyre.buffer.local"}
-    ids |= {f"vyre.subgroup.{o.value}" for o in SubgroupOp}
     return frozenset(ids)
 
 
 def program_ops(program) -> Iterator[OpId]:  # program: Program
-    """Yield each OpId the program uses, once, in first-use order."""
-    seen: set[OpId] = set()
+    """Yield each OpId the program uses, once, in first-use order (a fact of the program:
+    `vyre.ir.facts`)."""
+    from .facts import facts_of
 
-    def emit(op: OpId):
-        if op not in seen:
-            seen.add(op)
-            yield op
-
-    for b in program.buffers:
-        yield from emit(f"vyre.dtype.{b.dtype.value}")
-        if b.is_workgroup:
-            yield from emit("vyre.buffer.workgroup")
-        if b.is_local:
-            yield from emit("vyre.buffer.local")
-    roots: list[E.Expr] = []
-    for body in N.program_bodies(program):
-        for node in N.walk_nodes(body):
-            yield from emit(node_op(node))
-            roots.extend(N.node_exprs(node))
-    for f in program.functions:
-        for _, t in f.params:
-            yield from emit(f"vyre.dtype.{t.value}")
-        if f.result is not None:
-            roots.append(f.result)
-    for root in roots:
-        for e in E.walk(root):
-            for op in expr_ops(e):
-                yield from emit(op)
-            if isinstance(e, E.Lit | E.Cast | E.Bitcast):
-                yield from emit(f"vyre.dtype.{e.dtype.value}")
+    return iter(facts_of(program).ops)

@@ -11,11 +11,14 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .expr import Expr
 from .node import Node
 from .types import BufferAccess, DataType
+
+if TYPE_CHECKING:
+    from .facts import ProgramFacts
 
 
 def _holds_weak(program: Any) -> bool:
@@ -199,6 +202,13 @@ class Program:
         """The product of the workgroup extents."""
         x, y, z = self.workgroup_size
         return x * y * z
+
+    @property
+    def facts(self) -> ProgramFacts:
+        """What every stage asks about this program, computed once (`vyre.ir.facts`)."""
+        from .facts import facts_of
+
+        return facts_of(self)
 
     def ops(self):
         """The OpIds this program uses (see `vyre.ir.ops`)."""

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import expr as E
-from . import node as N
 from .errors import ExecutionError, VyreError
 from .program import Program
 from .rewrite import map_program
@@ -20,11 +19,9 @@ from .types import DataType
 
 
 def spec_constants(program: Program) -> dict[str, E.Spec]:
-    found: dict[str, E.Spec] = {}
-    for e in N.program_exprs(program):
-        if isinstance(e, E.Spec):
-            found.setdefault(e.name, e)
-    return found
+    """The specialization constants of ``program`` by name (first use of each; a fact of the
+    program, `vyre.ir.facts`)."""
+    return dict(program.facts.specs)
 
 
 def _literal(spec: E.Spec, value: Any) -> E.Lit:

@@ -9,56 +9,23 @@ walk touched it first.
 
 from __future__ import annotations
 
-from dataclasses import fields
 from typing import Any
 
 from . import expr as E
-from . import node as N
+from .kinds import ARGS, BITS, BODY, EXPR, INT, KINDS, LIT_TYPE, NUMBER, OPT
 from .program import BufferDecl, Function, Program
-from .types import (
-    AtomicOp,
-    BinOp,
-    BufferAccess,
-    Builtin,
-    DataType,
-    MemoryOrdering,
-    SubgroupOp,
-    UnOp,
-)
+from .types import BufferAccess, DataType
 
-_EXPR, _OPT_EXPR, _BODY, _ARGS = "expr", "expr?", "body", "args"
+# field name -> what its value must be, per kind a built Program may hold (the one list of
+# kinds, `vyre.ir.kinds`): EXPR, OPT, BODY, ARGS, int, or a Python type; literal types and
+# bits are checked together by `literal_fault`
+_EXPR, _OPT_EXPR, _BODY, _ARGS = EXPR, OPT, BODY, ARGS
 _SPEC: dict[type, dict[str, Any]] = {
-    E.Lit: {},                      # dtype and bits: literal_fault below
-    E.Spec: {"name": str},
-    E.Var: {"name": str},
-    E.Load: {"buffer": str, "index": _EXPR},
-    E.BufLen: {"buffer": str},
-    E.Id: {"kind": Builtin, "axis": int},
-    E.Bin: {"op": BinOp, "left": _EXPR, "right": _EXPR},
-    E.Un: {"op": UnOp, "operand": _EXPR},
-    E.Select: {"cond": _EXPR, "if_true": _EXPR, "if_false": _EXPR},
-    E.Cast: {"dtype": DataType, "value": _EXPR},
-    E.Bitcast: {"dtype": DataType, "value": _EXPR},
-    E.Fma: {"a": _EXPR, "b": _EXPR, "c": _EXPR},
-    E.Atomic: {"op": AtomicOp, "buffer": str, "index": _EXPR, "value": _EXPR, "expected": _OPT_EXPR},
-    E.Subgroup: {"op": SubgroupOp, "value": _OPT_EXPR, "lane": _OPT_EXPR},
-    E.Call: {"function": str, "args": _ARGS},
-    N.Let: {"name": str, "value": _EXPR},
-    N.Assign: {"name": str, "value": _EXPR},
-    N.Store: {"buffer": str, "index": _EXPR, "value": _EXPR},
-    N.If: {"cond": _EXPR, "then": _BODY, "otherwise": _BODY},
-    N.Loop: {"var": str, "from_": _EXPR, "to": _EXPR, "body": _BODY},
-    N.Block: {"body": _BODY},
-    N.Region: {"name": str, "body": _BODY},
-    N.Return: {},
-    N.Barrier: {"ordering": MemoryOrdering},
-    N.Eval: {"value": _EXPR},
-    N.While: {"cond": _EXPR, "body": _BODY, "max_iterations": int},
-    N.Break: {},
-    N.Continue: {},
-    N.IndirectDispatch: {"buffer": str, "offset": int},
-}
-_FIELDS = {cls: tuple(f.name for f in fields(cls)) for cls in _SPEC}
+    k.cls: {f.name: (f.role if f.role in (EXPR, OPT, BODY, ARGS) else int if f.role == INT else f.type)
+            for f in k.fields if f.role not in (LIT_TYPE, BITS, NUMBER)}
+    for k in KINDS if k.built}
+_FIELDS = {k.cls: tuple(f.name for f in k.fields) for k in KINDS if k.built}
+_LITERALS = tuple(k.cls for k in KINDS if k.built and k.roles(BITS))
 _CANONICAL = {DataType.F32: E.canonical_f32_bits, DataType.F16: E.canonical_f16_bits,
               DataType.BF16: E.canonical_bf16_bits}
 
@@ -168,7 +135,7 @@ def structural_faults(program: Any) -> list[tuple[str, str, str, str]]:
                     out.append(("V030", where, f"{v!r} is not an int.", fix))
             elif isinstance(kind, type) and not isinstance(v, kind):
                 out.append(("V030", where, f"{v!r} is not a {kind.__name__}.", fix))
-        if isinstance(obj, E.Lit | E.Spec):
+        if isinstance(obj, _LITERALS):
             fault = literal_fault(obj.dtype, obj.bits)
             if fault:
                 out.append((fault[0], loc, fault[1] + ".", "build literals with Expr.u32/i32/f32/bool_, "

@@ -175,6 +175,7 @@ class BinOp(_Closed):
     ROTATE_LEFT = "rotate_left"
     ROTATE_RIGHT = "rotate_right"
     MUL_HIGH = "mul_high"
+    HYPOT = "hypot"              # appended: wire op ids of the others stay
 
 
 class UnOp(_Closed):
@@ -205,6 +206,16 @@ class UnOp(_Closed):
     TAN = "tan"
     TANH = "tanh"
     BYTE_SWAP = "byte_swap"
+    # correctly rounded f32 functions added later (appended: wire op ids of the others stay)
+    SINH = "sinh"
+    COSH = "cosh"
+    EXPM1 = "expm1"
+    LOG1P = "log1p"
+    ATAN = "atan"
+    ASIN = "asin"
+    ACOS = "acos"
+    CBRT = "cbrt"
+    ERF = "erf"
 
 
 class AtomicOp(_Closed):
@@ -239,8 +250,11 @@ INT_ONLY_UN = frozenset({UnOp.BITNOT, UnOp.POPCOUNT, UnOp.CLZ, UnOp.CTZ, UnOp.RE
                          UnOp.BYTE_SWAP})
 FLOAT_ONLY_UN = frozenset({UnOp.SQRT, UnOp.FLOOR, UnOp.CEIL, UnOp.ROUND, UnOp.TRUNC, UnOp.IS_NAN,
                            UnOp.IS_INF, UnOp.IS_FINITE, UnOp.RECIPROCAL})
+# the correctly rounded f32 functions (docs/semantics.md S13): the one list every layer reads
 TRANSCENDENTAL = frozenset({UnOp.EXP, UnOp.LOG, UnOp.EXP2, UnOp.LOG2, UnOp.SIN, UnOp.COS,
-                            UnOp.TAN, UnOp.TANH})
+                            UnOp.TAN, UnOp.TANH, UnOp.SINH, UnOp.COSH, UnOp.EXPM1, UnOp.LOG1P,
+                            UnOp.ATAN, UnOp.ASIN, UnOp.ACOS, UnOp.CBRT, UnOp.ERF, BinOp.HYPOT})
+FLOAT_ONLY_BIN = frozenset({BinOp.HYPOT})
 FLOAT_PREDICATES = frozenset({UnOp.IS_NAN, UnOp.IS_INF, UnOp.IS_FINITE})
 
 

@@ -8,16 +8,19 @@ location path (``body[2].then[0]``) and a message ending in ``Fix: ...``.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from . import expr as E
 from . import node as N
+from .kinds import JUMPS, LOOPS, WRITES_LOCAL
 from .limits import MAX_BUFFERS, MAX_NODES
 from .limits import MAX_STMT_NESTING as MAX_DEPTH
 from .program import Program
 from .structure import structural_faults
 from .typecheck import TypeFault, call_check, infer
-from .types import VALUE_TYPES, Builtin, DataType, MemoryOrdering
+from .types import VALUE_TYPES, Builtin, DataType, MemoryOrdering, SubgroupOp
 
 MAX_LOCAL_ELEMENTS = 4096   # per local array: private memory is per invocation
 
@@ -32,9 +35,9 @@ def jumps(body) -> bool:
     stack = list(body)
     while stack:
         n = stack.pop()
-        if isinstance(n, N.Break | N.Continue):
+        if isinstance(n, JUMPS):
             return True
-        if isinstance(n, N.Loop | N.While):
+        if isinstance(n, LOOPS):
             continue
         for _, sub in N.node_bodies(n):
             stack.extend(sub)
@@ -164,35 +167,44 @@ class _Validator:
             if f.result is not None:
                 self.expr(f.result, f"{loc}.result", inner, what="function result")
             self.in_function = False
-        self.recursion()
+        if not self.recursion():
+            self.inlined_size()
 
-    def recursion(self) -> None:
+    def inlined_size(self) -> None:
+        from .inline import INLINE_FIX, inlined_statements
+
+        if inlined_statements(self.p) > MAX_NODES:
+            self.add("V013", "functions", f"inlining every function call makes more than {MAX_NODES} "
+                     "statements.", INLINE_FIX)
+
+    def recursion(self) -> bool:
         calls: dict[str, set[str]] = {}
         for f in self.p.functions:
             found = {e.function for body in (f.body,) for e in N.walk_exprs(body) if isinstance(e, E.Call)}
             if f.result is not None:
                 found |= {e.function for e in E.walk(f.result) if isinstance(e, E.Call)}
             calls[f.name] = found
-        state: dict[str, int] = {}
-
-        def visit(name: str, path: list[str]) -> bool:
-            if state.get(name) == 1:
-                cycle = " -> ".join(path[path.index(name):] + [name])
-                self.add("V033", "functions", f"functions call each other in a cycle: {cycle}.",
-                         "rewrite the recursion as a loop (while_ with an iteration cap).")
-                return True
-            if state.get(name) == 2 or name not in calls:
-                return False
-            state[name] = 1
-            for callee in sorted(calls[name]):
-                if visit(callee, path + [name]):
+        state: dict[str, int] = {}   # 1: on the walk's path, 2: done
+        for root in calls:             # an iterative depth-first walk: chains of any length
+            if state.get(root):
+                continue
+            path, stack = [root], [iter(sorted(calls[root]))]
+            state[root] = 1
+            while stack:
+                callee = next(stack[-1], None)
+                if callee is None:
+                    state[path.pop()] = 2
+                    stack.pop()
+                elif state.get(callee) == 1:
+                    cycle = " -> ".join(path[path.index(callee):] + [callee])
+                    self.add("V033", "functions", f"functions call each other in a cycle: {cycle}.",
+                             "rewrite the recursion as a loop (while_ with an iteration cap).")
                     return True
-            state[name] = 2
-            return False
-
-        for name in calls:
-            if visit(name, []):
-                return
+                elif not state.get(callee) and callee in calls:
+                    state[callee] = 1
+                    path.append(callee)
+                    stack.append(iter(sorted(calls[callee])))
+        return False
 
     def indirect(self) -> None:
         body = self.p.body
@@ -233,19 +245,11 @@ class _Validator:
                 self.add("V027", here, "subgroup operation under control flow that differs between "
                          "invocations.", "move it out of the divergent if/loop (every lane of the "
                          "subgroup must take part).")
-            if isinstance(n, N.If):
-                u = uniform and self.uniform_expr(n.cond, self.nonuniform)
-                self._subgroup_uniform(n.then, f"{here}.then", u)
-                self._subgroup_uniform(n.otherwise, f"{here}.otherwise", u)
-            elif isinstance(n, N.Loop):
-                u = uniform and self.uniform_expr(n.from_, self.nonuniform) and \
-                    self.uniform_expr(n.to, self.nonuniform) and not jumps(n.body)
-                self._subgroup_uniform(n.body, f"{here}.body", u)
-            elif isinstance(n, N.While):
-                u = uniform and self.uniform_expr(n.cond, self.nonuniform) and not jumps(n.body)
-                self._subgroup_uniform(n.body, f"{here}.body", u)
-            elif isinstance(n, N.Block | N.Region):
-                self._subgroup_uniform(n.body, f"{here}.body", uniform)
+            bodies = N.node_bodies(n)
+            if bodies:
+                u = self.inner_uniform(n, uniform, self.nonuniform)
+                for label, sub in bodies:
+                    self._subgroup_uniform(sub, f"{here}.{label}", u)
 
     def specs(self) -> None:
         seen: dict[str, E.Spec] = {}
@@ -305,22 +309,22 @@ class _Validator:
 
     # ---- uniformity ----------------------------------------------------------------
     def uniform_expr(self, e: E.Expr, nonuniform: set[str]) -> bool:
+        """Whether ``e`` has one value across the workgroup's invocations (given the locals
+        known to differ): every node of it is uniform by its kind's rule (`_UNIFORM`; kinds
+        not there are uniform when their operands are)."""
+        rules = _UNIFORM
         for sub in E.walk(e):
-            if isinstance(sub, E.Id) and sub.kind is not Builtin.WGID:
+            rule = rules.get(type(sub))
+            if rule is not None and not rule(self, sub, nonuniform):
                 return False
-            if isinstance(sub, E.Atomic):
-                return False
-            if isinstance(sub, E.Subgroup) and sub.op.value != "size":
-                return False
-            if isinstance(sub, E.Call):
-                return False
-            if isinstance(sub, E.Var) and sub.name in nonuniform:
-                return False
-            if isinstance(sub, E.Load):
-                decl = self.p.buffer(sub.buffer)
-                if decl is None or decl.writable:
-                    return False
         return True
+
+    def inner_uniform(self, n: N.Node, uniform: bool, nu: set[str]) -> bool:
+        """Whether the bodies of ``n`` run uniformly (and the locals it writes are uniform):
+        it runs uniformly, its expressions are uniform, and, for a loop, no invocation
+        leaves or restarts it early."""
+        return uniform and all(self.uniform_expr(e, nu) for e in N.node_exprs(n)) and \
+            not (isinstance(n, LOOPS) and any(jumps(sub) for _, sub in N.node_bodies(n)))
 
     def uniformity(self) -> set[str]:
         nonuniform: set[str] = set()
@@ -332,23 +336,15 @@ class _Validator:
 
     def _mark(self, body, uniform: bool, nu: set[str]) -> None:
         for n in body:
-            if isinstance(n, N.Let | N.Assign):
-                if not (uniform and self.uniform_expr(n.value, nu)):
-                    nu.add(n.name)
-            elif isinstance(n, N.If):
-                u = uniform and self.uniform_expr(n.cond, nu)
-                self._mark(n.then, u, nu)
-                self._mark(n.otherwise, u, nu)
-            elif isinstance(n, N.Loop):
-                u = uniform and self.uniform_expr(n.from_, nu) and self.uniform_expr(n.to, nu) \
-                    and not jumps(n.body)
-                if not u:
-                    nu.add(n.var)
-                self._mark(n.body, u, nu)
-            elif isinstance(n, N.While):
-                self._mark(n.body, uniform and self.uniform_expr(n.cond, nu) and not jumps(n.body), nu)
-            elif isinstance(n, N.Block | N.Region):
-                self._mark(n.body, uniform, nu)
+            writes = WRITES_LOCAL[type(n)]
+            bodies = N.node_bodies(n)
+            if not writes and not bodies:
+                continue
+            u = self.inner_uniform(n, uniform, nu)
+            if not u:
+                nu.update(getattr(n, f) for f in writes)
+            for _, sub in bodies:
+                self._mark(sub, u, nu)
 
     # ---- statements ----------------------------------------------------------------
     def block(self, body, loc: str, scope: dict[str, DataType], loops: set[str], uniform: bool,
@@ -409,119 +405,180 @@ class _Validator:
 
     def stmt(self, n: N.Node, loc: str, scope: dict[str, DataType], loops: set[str],
              uniform: bool, depth: int, top: bool, grid: bool) -> None:
-        if isinstance(n, N.Let):
-            if not isinstance(n.name, str) or not _local_name(n.name):
-                self.add("V025", loc, f"variable name {n.name!r} is not an identifier (or uses the "
-                         "reserved prefix __vy).", "use letters, digits and underscores.")
-                return
-            if n.name in scope:
-                self.add("V015", loc, f"{n.name!r} is already declared in an enclosing scope.",
-                         "pick a new name, or use Node.assign to update it.")
-            t = self.expr(n.value, loc, scope, what=f"value of {n.name!r}")
-            scope[n.name] = t if t is not None else DataType.U32
-        elif isinstance(n, N.Assign):
-            if n.name not in scope:
-                self.add("V004", loc, f"assignment to {n.name!r}, which is not declared here.",
-                         f"declare it first with Node.let_bind({n.name!r}, ...).")
-                self.expr(n.value, loc, scope)
-                return
-            if n.name in loops:
-                self.add("V005", loc, f"assignment to loop variable {n.name!r}.",
-                         "copy it into a new local with let_bind and change that.")
-            self.expr(n.value, loc, scope, scope[n.name], what=f"value assigned to {n.name!r}")
-        elif isinstance(n, N.Store):
-            decl = self.p.buffer(n.buffer)
-            if decl is None:
-                self.add("V001", loc, f"store to undeclared buffer {n.buffer!r}.",
-                         "declare the buffer in Program.wrapped(buffers=...).")
-                return
-            if not decl.writable:
-                self.add("V008", loc, f"store to read-only buffer {n.buffer!r}.",
-                         "declare it read_write or output.")
-            self.expr(n.index, loc, scope, DataType.U32, "store index")
-            self._check_oob(n.buffer, n.index, loc)
-            self.expr(n.value, loc, scope, decl.dtype.value_type, f"value stored to {n.buffer!r}")
-        elif isinstance(n, N.If):
-            self.expr(n.cond, loc, scope, DataType.BOOL, "if condition")
-            u = uniform and self.uniform_expr(n.cond, self.nonuniform)
-            self.block(n.then, f"{loc}.then", scope, loops, u, depth + 1, grid=grid, in_loop=self.in_loop)
-            self.block(n.otherwise, f"{loc}.otherwise", scope, loops, u, depth + 1, grid=grid,
-                       in_loop=self.in_loop)
-        elif isinstance(n, N.Loop):
-            if not isinstance(n.var, str) or not _local_name(n.var):
-                self.add("V025", loc, f"loop variable {n.var!r} is not an identifier.",
-                         "use letters, digits and underscores.")
-                return
-            if n.var in scope:
-                self.add("V015", loc, f"loop variable {n.var!r} is already declared.",
-                         "pick a fresh name for the loop variable.")
-            lo = self.expr(n.from_, loc, scope, what="loop start")
-            hi = self.expr(n.to, loc, scope, what="loop end")
-            if lo is not None and hi is not None and (lo is not hi or not lo.is_integer):
-                self.add("V003", loc, f"loop bounds are {lo.value} and {hi.value}.",
-                             "make both bounds u32 or both i32.")
-            inner = dict(scope)
-            inner[n.var] = lo if lo is not None and lo.is_integer else DataType.U32
-            u = uniform and self.uniform_expr(n.from_, self.nonuniform) and \
-                self.uniform_expr(n.to, self.nonuniform) and not jumps(n.body)
-            self.block(n.body, f"{loc}.body", inner, loops | {n.var}, u, depth + 1, grid=grid, in_loop=True)
-        elif isinstance(n, N.While):
-            self.expr(n.cond, loc, scope, DataType.BOOL, "while condition")
-            cap = n.max_iterations
-            if not isinstance(cap, int) or isinstance(cap, bool) or not 1 <= cap <= 0xFFFFFFFF:
-                self.add("V036", loc, f"while loop cap {cap!r} is not in 1..2**32-1.",
-                         "pass max_iterations=n, the most iterations any invocation may need.")
-            u = uniform and self.uniform_expr(n.cond, self.nonuniform) and not jumps(n.body)
-            self.block(n.body, f"{loc}.body", scope, loops, u, depth + 1, grid=grid, in_loop=True)
-        elif isinstance(n, N.Break | N.Continue):
-            if not self.in_loop:
-                what = "break_" if isinstance(n, N.Break) else "continue_"
-                self.add("V034", loc, f"{what} outside a loop.",
-                         "use it inside Node.loop or Node.while_ (to end the invocation use return_).")
-        elif isinstance(n, N.IndirectDispatch):
-            if self.in_function:
-                self.add("V035", loc, "indirect_dispatch inside a function.",
-                         "place it at the start of a phase of the program body.")
-        elif isinstance(n, N.Block | N.Region):
-            self.block(n.body, f"{loc}.body", scope, loops, uniform, depth + 1, grid=grid, in_loop=self.in_loop)
-        elif isinstance(n, N.Return):
-            if self.in_function:
-                self.add("V035", loc, "return_ inside a function.",
-                         "end the function by reaching its end; its result is the `result` expression.")
-            elif grid:
-                self.add("V017", loc, "return_ in a program that uses grid_sync.",
-                         "guard the remaining work with Node.if_ instead of returning early.")
-        elif isinstance(n, N.Barrier):
-            if self.in_function:
-                self.add("V035", loc, "barrier inside a function.",
-                         "place barriers in the program body, between calls.")
-            elif not isinstance(n.ordering, MemoryOrdering):
-                self.add("V003", loc, "barrier ordering is not a MemoryOrdering.",
-                         "use MemoryOrdering.SEQ_CST or MemoryOrdering.GRID_SYNC.")
-            elif n.ordering is MemoryOrdering.GRID_SYNC:
-                if not top:
-                    self.add("V016", loc, "grid_sync inside nested control flow.",
-                             "place grid_sync barriers only at the top level of the program body.")
-                else:
-                    self.phase_dead |= set(scope)
-                    scope.clear()
-            elif not uniform:
-                self.add("V006", loc, "barrier under control flow that differs between invocations.",
-                         "move the barrier out of the divergent if/loop, or make its condition "
-                         "depend only on uniform values (literals, buf_len, wgid, uniform locals).")
-        elif isinstance(n, N.Eval):
-            if isinstance(n.value, E.Call):
-                try:
-                    call_check(n.value, scope, self.p)
-                except TypeFault as f:
-                    self.add(f.code, loc, f.message, f.fix)
-                for a in n.value.args:
-                    self.expr(a, loc, scope)
-            else:
-                self.expr(n.value, loc, scope)
-        else:
+        rule = _STMT.get(type(n))
+        if rule is None:
             self.add("V003", loc, f"unknown statement kind {type(n).__name__}.",
                      "build statements with the vyre.ir.Node constructors.")
+            return
+        rule(self, n, _At(loc, scope, loops, uniform, depth, top, grid))
+
+    # ---- one rule per statement kind (the table `_STMT`) -----------------------------
+    def _let(self, n: N.Let, at: _At) -> None:
+        loc, scope = at.loc, at.scope
+        if not isinstance(n.name, str) or not _local_name(n.name):
+            self.add("V025", loc, f"variable name {n.name!r} is not an identifier (or uses the "
+                     "reserved prefix __vy).", "use letters, digits and underscores.")
+            return
+        if n.name in scope:
+            self.add("V015", loc, f"{n.name!r} is already declared in an enclosing scope.",
+                     "pick a new name, or use Node.assign to update it.")
+        t = self.expr(n.value, loc, scope, what=f"value of {n.name!r}")
+        scope[n.name] = t if t is not None else DataType.U32
+
+    def _assign(self, n: N.Assign, at: _At) -> None:
+        loc, scope = at.loc, at.scope
+        if n.name not in scope:
+            self.add("V004", loc, f"assignment to {n.name!r}, which is not declared here.",
+                     f"declare it first with Node.let_bind({n.name!r}, ...).")
+            self.expr(n.value, loc, scope)
+            return
+        if n.name in at.loops:
+            self.add("V005", loc, f"assignment to loop variable {n.name!r}.",
+                     "copy it into a new local with let_bind and change that.")
+        self.expr(n.value, loc, scope, scope[n.name], what=f"value assigned to {n.name!r}")
+
+    def _store(self, n: N.Store, at: _At) -> None:
+        loc, scope = at.loc, at.scope
+        decl = self.p.buffer(n.buffer)
+        if decl is None:
+            self.add("V001", loc, f"store to undeclared buffer {n.buffer!r}.",
+                     "declare the buffer in Program.wrapped(buffers=...).")
+            return
+        if not decl.writable:
+            self.add("V008", loc, f"store to read-only buffer {n.buffer!r}.",
+                     "declare it read_write or output.")
+        self.expr(n.index, loc, scope, DataType.U32, "store index")
+        self._check_oob(n.buffer, n.index, loc)
+        self.expr(n.value, loc, scope, decl.dtype.value_type, f"value stored to {n.buffer!r}")
+
+    def _if(self, n: N.If, at: _At) -> None:
+        loc, scope = at.loc, at.scope
+        self.expr(n.cond, loc, scope, DataType.BOOL, "if condition")
+        u = at.uniform and self.uniform_expr(n.cond, self.nonuniform)
+        self.block(n.then, f"{loc}.then", scope, at.loops, u, at.depth + 1, grid=at.grid, in_loop=self.in_loop)
+        self.block(n.otherwise, f"{loc}.otherwise", scope, at.loops, u, at.depth + 1, grid=at.grid,
+                   in_loop=self.in_loop)
+
+    def _loop(self, n: N.Loop, at: _At) -> None:
+        loc, scope = at.loc, at.scope
+        if not isinstance(n.var, str) or not _local_name(n.var):
+            self.add("V025", loc, f"loop variable {n.var!r} is not an identifier.",
+                     "use letters, digits and underscores.")
+            return
+        if n.var in scope:
+            self.add("V015", loc, f"loop variable {n.var!r} is already declared.",
+                     "pick a fresh name for the loop variable.")
+        lo = self.expr(n.from_, loc, scope, what="loop start")
+        hi = self.expr(n.to, loc, scope, what="loop end")
+        if lo is not None and hi is not None and (lo is not hi or not lo.is_integer):
+            self.add("V003", loc, f"loop bounds are {lo.value} and {hi.value}.",
+                     "make both bounds u32 or both i32.")
+        inner = dict(scope)
+        inner[n.var] = lo if lo is not None and lo.is_integer else DataType.U32
+        u = at.uniform and self.uniform_expr(n.from_, self.nonuniform) and \
+            self.uniform_expr(n.to, self.nonuniform) and not jumps(n.body)
+        self.block(n.body, f"{loc}.body", inner, at.loops | {n.var}, u, at.depth + 1, grid=at.grid,
+                   in_loop=True)
+
+    def _while(self, n: N.While, at: _At) -> None:
+        loc, scope = at.loc, at.scope
+        self.expr(n.cond, loc, scope, DataType.BOOL, "while condition")
+        cap = n.max_iterations
+        if not isinstance(cap, int) or isinstance(cap, bool) or not 1 <= cap <= 0xFFFFFFFF:
+            self.add("V036", loc, f"while loop cap {cap!r} is not in 1..2**32-1.",
+                     "pass max_iterations=n, the most iterations any invocation may need.")
+        u = at.uniform and self.uniform_expr(n.cond, self.nonuniform) and not jumps(n.body)
+        self.block(n.body, f"{loc}.body", scope, at.loops, u, at.depth + 1, grid=at.grid, in_loop=True)
+
+    def _jump(self, n: N.Break | N.Continue, at: _At) -> None:
+        if not self.in_loop:
+            what = "break_" if isinstance(n, N.Break) else "continue_"
+            self.add("V034", at.loc, f"{what} outside a loop.",
+                     "use it inside Node.loop or Node.while_ (to end the invocation use return_).")
+
+    def _indirect(self, n: N.IndirectDispatch, at: _At) -> None:
+        if self.in_function:   # its place and buffer: `indirect`
+            self.add("V035", at.loc, "indirect_dispatch inside a function.",
+                     "place it at the start of a phase of the program body.")
+
+    def _block(self, n: N.Block | N.Region, at: _At) -> None:
+        self.block(n.body, f"{at.loc}.body", at.scope, at.loops, at.uniform, at.depth + 1, grid=at.grid,
+                   in_loop=self.in_loop)
+
+    def _return(self, n: N.Return, at: _At) -> None:
+        if self.in_function:
+            self.add("V035", at.loc, "return_ inside a function.",
+                     "end the function by reaching its end; its result is the `result` expression.")
+        elif at.grid:
+            self.add("V017", at.loc, "return_ in a program that uses grid_sync.",
+                     "guard the remaining work with Node.if_ instead of returning early.")
+
+    def _barrier(self, n: N.Barrier, at: _At) -> None:
+        loc = at.loc
+        if self.in_function:
+            self.add("V035", loc, "barrier inside a function.",
+                     "place barriers in the program body, between calls.")
+        elif not isinstance(n.ordering, MemoryOrdering):
+            self.add("V003", loc, "barrier ordering is not a MemoryOrdering.",
+                     "use MemoryOrdering.SEQ_CST or MemoryOrdering.GRID_SYNC.")
+        elif n.ordering is MemoryOrdering.GRID_SYNC:
+            if not at.top:
+                self.add("V016", loc, "grid_sync inside nested control flow.",
+                         "place grid_sync barriers only at the top level of the program body.")
+            else:
+                self.phase_dead |= set(at.scope)
+                at.scope.clear()
+        elif not at.uniform:
+            self.add("V006", loc, "barrier under control flow that differs between invocations.",
+                     "move the barrier out of the divergent if/loop, or make its condition "
+                     "depend only on uniform values (literals, buf_len, wgid, uniform locals).")
+
+    def _eval(self, n: N.Eval, at: _At) -> None:
+        loc, scope = at.loc, at.scope
+        if isinstance(n.value, E.Call):
+            try:
+                call_check(n.value, scope, self.p)
+            except TypeFault as f:
+                self.add(f.code, loc, f.message, f.fix)
+            for a in n.value.args:
+                self.expr(a, loc, scope)
+        else:
+            self.expr(n.value, loc, scope)
+
+
+class _At(NamedTuple):
+    """Where a statement is validated: its location, the visible locals (mutable: a `let`
+    adds to them), the loop variables, whether control flow is uniform there, its nesting
+    depth, whether it is at the top level, whether the program uses grid_sync."""
+
+    loc: str
+    scope: dict[str, DataType]
+    loops: set[str]
+    uniform: bool
+    depth: int
+    top: bool
+    grid: bool
+
+
+V = _Validator
+# the rule of each statement kind (tests/ir/test_kind_tables.py: every kind has one)
+_STMT: dict[type, Callable[[_Validator, Any, _At], None]] = {
+    N.Let: V._let, N.Assign: V._assign, N.Store: V._store, N.If: V._if, N.Loop: V._loop,
+    N.While: V._while, N.Break: V._jump, N.Continue: V._jump, N.IndirectDispatch: V._indirect,
+    N.Block: V._block, N.Region: V._block, N.Return: V._return, N.Barrier: V._barrier, N.Eval: V._eval,
+}
+# expression kinds that can differ between invocations, each with the rule saying when
+# (every other kind is uniform when its operands are: `UNIFORM_BY_OPERANDS`)
+_UNIFORM: dict[type, Callable[[_Validator, Any, set[str]], bool]] = {
+    E.Id: lambda v, e, nu: e.kind is Builtin.WGID,
+    E.Atomic: lambda v, e, nu: False,
+    E.Subgroup: lambda v, e, nu: e.op is SubgroupOp.SIZE,
+    E.Call: lambda v, e, nu: False,
+    E.Var: lambda v, e, nu: e.name not in nu,
+    E.Load: lambda v, e, nu: (d := v.p.buffer(e.buffer)) is not None and not d.writable,
+}
+UNIFORM_BY_OPERANDS = frozenset({E.Lit, E.Spec, E.WeakLit, E.BufLen, E.Bin, E.Un, E.Select, E.Cast,
+                                 E.Bitcast, E.Fma})
 
 
 def check(program: Program) -> None:

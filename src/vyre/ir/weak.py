@@ -20,11 +20,11 @@ from typing import Any
 from . import expr as E
 from . import node as N
 from .errors import VyreError
-from .typecheck import TypeFault, function_type, infer
-from .types import COMPARISONS, LOGICAL, SHIFTS, DataType, UnOp
+from .kinds import NODE_MAP, kind_of
+from .typecheck import CONTEXT, PEEK, TypeFault, infer
+from .types import DataType
 
 B, U = DataType.BOOL, DataType.U32
-_PREDICATES = frozenset({UnOp.IS_NAN, UnOp.IS_INF, UnOp.IS_FINITE, UnOp.LOGICAL_NOT})
 
 
 def literal_for(value: int | float, t: DataType | None) -> E.Lit:
@@ -45,6 +45,12 @@ def literal_for(value: int | float, t: DataType | None) -> E.Lit:
 
 
 class Resolver:
+    """Resolves weak literals through a program: each kind's rules (the type its own parts
+    give it, `PEEK`; the type it asks of its operands, `CONTEXT`) are typing rules of that kind,
+    in `vyre.ir.typecheck`; the statements' are below."""
+
+    literal = staticmethod(literal_for)
+
     def __init__(self, program: Any) -> None:
         self.p = program
 
@@ -57,78 +63,18 @@ class Resolver:
                 return infer(e, scope, self.p)
             except (TypeFault, RecursionError):
                 return None
-        if isinstance(e, E.WeakLit):
-            return None
-        if isinstance(e, E.Bin):
-            if e.op in COMPARISONS or e.op in LOGICAL:
-                return B
-            if e.op in SHIFTS:
-                return self.peek(e.left, scope)
-            return self.peek(e.left, scope) or self.peek(e.right, scope)
-        if isinstance(e, E.Un):
-            return B if e.op in _PREDICATES else self.peek(e.operand, scope)
-        if isinstance(e, E.Select):
-            return self.peek(e.if_true, scope) or self.peek(e.if_false, scope)
-        if isinstance(e, E.Fma):
-            return self.peek(e.a, scope) or self.peek(e.b, scope) or self.peek(e.c, scope)
-        if isinstance(e, E.Cast | E.Bitcast):
-            return e.dtype
-        if isinstance(e, E.Load | E.Atomic):
-            decl = self.p.buffer(e.buffer)
-            return None if decl is None else decl.dtype.value_type
-        if isinstance(e, E.Call):
-            fn = self.p.function(e.function)
-            return None if fn is None else function_type(fn, self.p)
-        if isinstance(e, E.Subgroup):
-            return self.peek(e.value, scope) if e.value is not None else U
-        return None
+        rule = PEEK.get(type(e))
+        return None if rule is None else rule(self, e, scope)
 
     # ---- expressions -----------------------------------------------------------------
     def expr(self, e: E.Expr, want: DataType | None, scope: dict[str, DataType]) -> E.Expr:
         if not getattr(e, "_w", False):
             return e
-        if isinstance(e, E.WeakLit):
-            return literal_for(e.value, want)
-        x = self.expr
-        if isinstance(e, E.Bin):
-            if e.op in SHIFTS:
-                left = x(e.left, want or self.peek(e.right, scope), scope)
-                return E.Bin(e.op, left, x(e.right, self.peek(left, scope), scope))
-            if e.op in LOGICAL:
-                return E.Bin(e.op, x(e.left, B, scope), x(e.right, B, scope))
-            t = self.peek(e.left, scope) or self.peek(e.right, scope)
-            if t is None and e.op not in COMPARISONS:
-                t = want
-            return E.Bin(e.op, x(e.left, t, scope), x(e.right, t, scope))
-        if isinstance(e, E.Un):
-            t = self.peek(e.operand, scope)
-            if t is None and e.op not in _PREDICATES:
-                t = want
-            return E.Un(e.op, x(e.operand, B if e.op is UnOp.LOGICAL_NOT else t, scope))
-        if isinstance(e, E.Select):
-            t = self.peek(e.if_true, scope) or self.peek(e.if_false, scope) or want
-            return E.Select(x(e.cond, B, scope), x(e.if_true, t, scope), x(e.if_false, t, scope))
-        if isinstance(e, E.Fma):
-            t = self.peek(e, scope) or want
-            return E.Fma(x(e.a, t, scope), x(e.b, t, scope), x(e.c, t, scope))
-        if isinstance(e, E.Cast | E.Bitcast):
-            return type(e)(e.dtype, x(e.value, None, scope))
-        if isinstance(e, E.Load):
-            return E.Load(e.buffer, x(e.index, U, scope))
-        if isinstance(e, E.Atomic):
-            decl = self.p.buffer(e.buffer)
-            t = None if decl is None else decl.dtype
-            return E.Atomic(e.op, e.buffer, x(e.index, U, scope), x(e.value, t, scope),
-                            None if e.expected is None else x(e.expected, t, scope))
-        if isinstance(e, E.Subgroup):
-            return E.Subgroup(e.op, None if e.value is None else x(e.value, want, scope),
-                              None if e.lane is None else x(e.lane, U, scope))
-        if isinstance(e, E.Call):
-            fn = self.p.function(e.function)
-            params = [t for _, t in fn.params] if fn is not None and len(fn.params) == len(e.args) \
-                else [None] * len(e.args)
-            return E.Call(e.function, tuple(x(a, t, scope) for a, t in zip(e.args, params)))
-        return e
+        rule = CONTEXT.get(type(e))
+        if rule is None:
+            kind_of(e)      # a leaf holds no weak literal: kept (anything else raises)
+            return e
+        return rule(self, e, want, scope)
 
     # ---- statements ------------------------------------------------------------------
     def body(self, nodes: Any, scope: dict[str, DataType]) -> Any:
@@ -144,36 +90,50 @@ class Resolver:
             return U
 
     def stmt(self, n: N.Node, scope: dict[str, DataType]) -> N.Node:
-        x = self.expr
-        if isinstance(n, N.Let):
-            v = x(n.value, None, scope)
+        if type(n) is N.Let:   # declares: its type enters the scope even without weak literals
+            v = self.expr(n.value, None, scope)
             scope[n.name] = self._typed(v, scope)
             return n if v is n.value else N.Let(n.name, v)
         if not getattr(n, "_w", False):
             return n
-        if isinstance(n, N.Assign):
-            return N.Assign(n.name, x(n.value, scope.get(n.name), scope))
-        if isinstance(n, N.Store):
-            decl = self.p.buffer(n.buffer)
-            return N.Store(n.buffer, x(n.index, U, scope),
-                           x(n.value, None if decl is None else decl.dtype.value_type, scope))
-        if isinstance(n, N.If):
-            return N.If(x(n.cond, B, scope), self.body(n.then, scope), self.body(n.otherwise, scope))
-        if isinstance(n, N.Loop):
-            t = self.peek(n.from_, scope) or self.peek(n.to, scope)
-            lo, hi = x(n.from_, t, scope), x(n.to, t, scope)
-            inner = dict(scope)
-            inner[n.var] = self._typed(lo, scope)
-            return N.Loop(n.var, lo, hi, self.body(n.body, inner))
-        if isinstance(n, N.While):
-            return N.While(x(n.cond, B, scope), self.body(n.body, scope), n.max_iterations)
-        if isinstance(n, N.Block):
-            return N.Block(self.body(n.body, scope))
-        if isinstance(n, N.Region):
-            return N.Region(n.name, self.body(n.body, scope))
-        if isinstance(n, N.Eval):
-            return N.Eval(x(n.value, None, scope))
-        return n
+        rule = _STMT.get(type(n))
+        if rule is not None:
+            return rule(self, n, scope)
+        mapper = NODE_MAP.get(type(n))
+        if mapper is None:
+            kind_of(n)   # no expressions, no bodies (anything else raises)
+            return n
+        # expressions with no context, bodies in this scope (Block, Region, Eval)
+        return mapper(n, lambda e: self.expr(e, None, scope), lambda b: self.body(b, scope))
+
+    def _assign(self, n: N.Assign, scope: dict[str, DataType]) -> N.Node:
+        return N.Assign(n.name, self.expr(n.value, scope.get(n.name), scope))
+
+    def _store(self, n: N.Store, scope: dict[str, DataType]) -> N.Node:
+        decl = self.p.buffer(n.buffer)
+        return N.Store(n.buffer, self.expr(n.index, U, scope),
+                       self.expr(n.value, None if decl is None else decl.dtype.value_type, scope))
+
+    def _if(self, n: N.If, scope: dict[str, DataType]) -> N.Node:
+        return N.If(self.expr(n.cond, B, scope), self.body(n.then, scope), self.body(n.otherwise, scope))
+
+    def _loop(self, n: N.Loop, scope: dict[str, DataType]) -> N.Node:
+        x = self.expr
+        t = self.peek(n.from_, scope) or self.peek(n.to, scope)
+        lo, hi = x(n.from_, t, scope), x(n.to, t, scope)
+        inner = dict(scope)
+        inner[n.var] = self._typed(lo, scope)
+        return N.Loop(n.var, lo, hi, self.body(n.body, inner))
+
+    def _while(self, n: N.While, scope: dict[str, DataType]) -> N.Node:
+        return N.While(self.expr(n.cond, B, scope), self.body(n.body, scope), n.max_iterations)
+
+
+R = Resolver
+# statements whose expressions have a context (the rest: none; Let: `Resolver.stmt`)
+_STMT = {N.Assign: R._assign, N.Store: R._store, N.If: R._if, N.Loop: R._loop, N.While: R._while}
+STMT_EXEMPT = frozenset({N.Let, N.Block, N.Region, N.Eval, N.Return, N.Barrier, N.Break, N.Continue,
+                         N.IndirectDispatch})
 
 
 def resolve(program: Any) -> tuple[tuple[N.Node, ...], tuple[Any, ...]]:

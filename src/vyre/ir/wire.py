@@ -24,6 +24,7 @@ import blake3
 from . import expr as E
 from . import node as N
 from .errors import VyreError, WireError
+from .kinds import KINDS
 from .limits import MAX_DEPTH, MAX_NAME_BYTES
 from .program import BufferDecl, Function, Program
 from .structure import literal_fault
@@ -57,10 +58,18 @@ ATOMICS = tuple(AtomicOp)
 SUBGROUP_OPS = tuple(SubgroupOp)
 
 S_WORKGROUP, S_BUFFERS, S_BODY, S_FUNCTIONS = 1, 2, 3, 4
+# kind tags: the one list of kinds (`vyre.ir.kinds`) holds them (append-only)
+_TAG = {k.cls: k.tag for k in KINDS}
 (N_LET, N_ASSIGN, N_STORE, N_IF, N_LOOP, N_BLOCK, N_REGION, N_RETURN, N_BARRIER, N_EVAL,
- N_WHILE, N_BREAK, N_CONTINUE, N_INDIRECT) = range(1, 15)
+ N_WHILE, N_BREAK, N_CONTINUE, N_INDIRECT) = (
+    _TAG[N.Let], _TAG[N.Assign], _TAG[N.Store], _TAG[N.If], _TAG[N.Loop], _TAG[N.Block], _TAG[N.Region],
+    _TAG[N.Return], _TAG[N.Barrier], _TAG[N.Eval], _TAG[N.While], _TAG[N.Break], _TAG[N.Continue],
+    _TAG[N.IndirectDispatch])
 (X_LIT, X_VAR, X_LOAD, X_BUFLEN, X_ID, X_BIN, X_UN, X_SELECT, X_CAST, X_BITCAST, X_FMA,
- X_ATOMIC, X_SPEC, X_SUBGROUP, X_CALL) = range(1, 16)
+ X_ATOMIC, X_SPEC, X_SUBGROUP, X_CALL) = (
+    _TAG[E.Lit], _TAG[E.Var], _TAG[E.Load], _TAG[E.BufLen], _TAG[E.Id], _TAG[E.Bin], _TAG[E.Un],
+    _TAG[E.Select], _TAG[E.Cast], _TAG[E.Bitcast], _TAG[E.Fma], _TAG[E.Atomic], _TAG[E.Spec],
+    _TAG[E.Subgroup], _TAG[E.Call])
 
 
 # ---------------------------------------------------------------------------- encoding
@@ -187,41 +196,77 @@ def _expr(out: bytearray, e: E.Expr) -> None:
     enc(out, e)
 
 
+def _n_let(out: bytearray, n: N.Let) -> None:
+    out.append(N_LET), _str(out, n.name), _expr(out, n.value)
+
+
+def _n_assign(out: bytearray, n: N.Assign) -> None:
+    out.append(N_ASSIGN), _str(out, n.name), _expr(out, n.value)
+
+
+def _n_store(out: bytearray, n: N.Store) -> None:
+    out.append(N_STORE), _str(out, n.buffer), _expr(out, n.index), _expr(out, n.value)
+
+
+def _n_if(out: bytearray, n: N.If) -> None:
+    out.append(N_IF), _expr(out, n.cond), _nodes(out, n.then), _nodes(out, n.otherwise)
+
+
+def _n_loop(out: bytearray, n: N.Loop) -> None:
+    out.append(N_LOOP), _str(out, n.var), _expr(out, n.from_), _expr(out, n.to)
+    _nodes(out, n.body)
+
+
+def _n_block(out: bytearray, n: N.Block) -> None:
+    out.append(N_BLOCK), _nodes(out, n.body)
+
+
+def _n_region(out: bytearray, n: N.Region) -> None:
+    out.append(N_REGION), _str(out, n.name), _nodes(out, n.body)
+
+
+def _n_return(out: bytearray, n: N.Return) -> None:
+    out.append(N_RETURN)
+
+
+def _n_barrier(out: bytearray, n: N.Barrier) -> None:
+    out.append(N_BARRIER), out.append(_OR[n.ordering])
+
+
+def _n_eval(out: bytearray, n: N.Eval) -> None:
+    out.append(N_EVAL), _expr(out, n.value)
+
+
+def _n_while(out: bytearray, n: N.While) -> None:
+    out.append(N_WHILE), _expr(out, n.cond), _uleb(out, n.max_iterations), _nodes(out, n.body)
+
+
+def _n_break(out: bytearray, n: N.Break) -> None:
+    out.append(N_BREAK)
+
+
+def _n_continue(out: bytearray, n: N.Continue) -> None:
+    out.append(N_CONTINUE)
+
+
+def _n_indirect(out: bytearray, n: N.IndirectDispatch) -> None:
+    out.append(N_INDIRECT), _str(out, n.buffer), _uleb(out, n.offset)
+
+
+_NODE_ENCODERS = {N.Let: _n_let, N.Assign: _n_assign, N.Store: _n_store, N.If: _n_if, N.Loop: _n_loop,
+                  N.Block: _n_block, N.Region: _n_region, N.Return: _n_return, N.Barrier: _n_barrier,
+                  N.Eval: _n_eval, N.While: _n_while, N.Break: _n_break, N.Continue: _n_continue,
+                  N.IndirectDispatch: _n_indirect}
+
+
 def _nodes(out: bytearray, body: tuple[N.Node, ...]) -> None:
     _uleb(out, len(body))
+    get = _NODE_ENCODERS.get
     for n in body:
-        t = type(n)
-        if t is N.Let:
-            out.append(N_LET), _str(out, n.name), _expr(out, n.value)
-        elif t is N.Assign:
-            out.append(N_ASSIGN), _str(out, n.name), _expr(out, n.value)
-        elif t is N.Store:
-            out.append(N_STORE), _str(out, n.buffer), _expr(out, n.index), _expr(out, n.value)
-        elif t is N.If:
-            out.append(N_IF), _expr(out, n.cond), _nodes(out, n.then), _nodes(out, n.otherwise)
-        elif t is N.Loop:
-            out.append(N_LOOP), _str(out, n.var), _expr(out, n.from_), _expr(out, n.to)
-            _nodes(out, n.body)
-        elif t is N.Block:
-            out.append(N_BLOCK), _nodes(out, n.body)
-        elif t is N.Region:
-            out.append(N_REGION), _str(out, n.name), _nodes(out, n.body)
-        elif t is N.Return:
-            out.append(N_RETURN)
-        elif t is N.Barrier:
-            out.append(N_BARRIER), out.append(_OR[n.ordering])
-        elif t is N.Eval:
-            out.append(N_EVAL), _expr(out, n.value)
-        elif t is N.While:
-            out.append(N_WHILE), _expr(out, n.cond), _uleb(out, n.max_iterations), _nodes(out, n.body)
-        elif t is N.Break:
-            out.append(N_BREAK)
-        elif t is N.Continue:
-            out.append(N_CONTINUE)
-        elif t is N.IndirectDispatch:
-            out.append(N_INDIRECT), _str(out, n.buffer), _uleb(out, n.offset)
-        else:
+        enc = get(type(n))
+        if enc is None:
             raise TypeError(f"cannot encode {type(n).__name__}")
+        enc(out, n)
 
 
 def encode_expr(e: E.Expr) -> bytes:
@@ -349,55 +394,70 @@ def _rexpr(r: _Reader, depth: int) -> E.Expr:
     if depth > MAX_DEPTH:
         raise WireError(f"expression nesting exceeds {MAX_DEPTH}.")
     tag = r.byte()
-    d = depth + 1
-    if tag == X_LIT:
-        return E.Lit(*_rlit(r, "literal"))  # type: ignore[arg-type]
-    if tag == X_CALL:
-        name = r.string()
-        n = r.count()
-        return E.Call(name, tuple(_rexpr(r, d) for _ in range(n)))
-    if tag == X_VAR:
-        return E.Var(r.string())
-    if tag == X_SUBGROUP:
-        op = r.code(SUBGROUP_OPS)
-        parts = []
-        for _ in range(2):
-            has = r.byte()
-            if has > 1:
-                raise WireError(f"bad subgroup flag {has} at byte {r.pos}.")
-            parts.append(_rexpr(r, d) if has else None)
-        return E.Subgroup(op, parts[0], parts[1])  # type: ignore[arg-type]
-    if tag == X_SPEC:
-        name = r.string()
-        return E.Spec(name, *_rlit(r, "specialization default"))  # type: ignore[arg-type]
-    if tag == X_LOAD:
-        return E.Load(r.string(), _rexpr(r, d))
-    if tag == X_BUFLEN:
-        return E.BufLen(r.string())
-    if tag == X_ID:
-        return E.Id(r.code(BUILTINS), r.uleb(2))  # type: ignore[arg-type]
-    if tag == X_BIN:
-        op = r.code(BINOPS)
-        return E.Bin(op, _rexpr(r, d), _rexpr(r, d))  # type: ignore[arg-type]
-    if tag == X_UN:
-        op = r.code(UNOPS)
-        return E.Un(op, _rexpr(r, d))  # type: ignore[arg-type]
-    if tag == X_SELECT:
-        return E.Select(_rexpr(r, d), _rexpr(r, d), _rexpr(r, d))
-    if tag in (X_CAST, X_BITCAST):
-        dtype = r.code(DTYPES)
-        return (E.Cast if tag == X_CAST else E.Bitcast)(dtype, _rexpr(r, d))  # type: ignore[arg-type]
-    if tag == X_FMA:
-        return E.Fma(_rexpr(r, d), _rexpr(r, d), _rexpr(r, d))
-    if tag == X_ATOMIC:
-        op = r.code(ATOMICS)
-        buf = r.string()
-        idx, val = _rexpr(r, d), _rexpr(r, d)
-        has = r.byte()
-        if has > 1:
-            raise WireError(f"bad atomic flag {has} at byte {r.pos}.")
-        return E.Atomic(op, buf, idx, val, _rexpr(r, d) if has else None)  # type: ignore[arg-type]
-    raise WireError(f"unknown expression tag {tag} at byte {r.pos - 1}.")
+    dec = _EXPR_DECODERS.get(tag)
+    if dec is None:
+        raise WireError(f"unknown expression tag {tag} at byte {r.pos - 1}.")
+    return dec(r, depth + 1)
+
+
+def _flag(r: _Reader, what: str) -> int:
+    has = r.byte()
+    if has > 1:
+        raise WireError(f"bad {what} flag {has} at byte {r.pos}.")
+    return has
+
+
+def _d_call(r: _Reader, d: int) -> E.Call:
+    name = r.string()
+    n = r.count()
+    return E.Call(name, tuple(_rexpr(r, d) for _ in range(n)))
+
+
+def _d_subgroup(r: _Reader, d: int) -> E.Subgroup:
+    op = r.code(SUBGROUP_OPS)
+    parts = [_rexpr(r, d) if _flag(r, "subgroup") else None for _ in range(2)]
+    return E.Subgroup(op, parts[0], parts[1])  # type: ignore[arg-type]
+
+
+def _d_spec(r: _Reader, d: int) -> E.Spec:
+    name = r.string()
+    return E.Spec(name, *_rlit(r, "specialization default"))  # type: ignore[arg-type]
+
+
+def _d_bin(r: _Reader, d: int) -> E.Bin:
+    op = r.code(BINOPS)
+    return E.Bin(op, _rexpr(r, d), _rexpr(r, d))  # type: ignore[arg-type]
+
+
+def _d_un(r: _Reader, d: int) -> E.Un:
+    op = r.code(UNOPS)
+    return E.Un(op, _rexpr(r, d))  # type: ignore[arg-type]
+
+
+def _d_atomic(r: _Reader, d: int) -> E.Atomic:
+    op = r.code(ATOMICS)
+    buf = r.string()
+    idx, val = _rexpr(r, d), _rexpr(r, d)
+    return E.Atomic(op, buf, idx, val, _rexpr(r, d) if _flag(r, "atomic") else None)  # type: ignore[arg-type]
+
+
+_EXPR_DECODERS = {
+    X_LIT: lambda r, d: E.Lit(*_rlit(r, "literal")),
+    X_CALL: _d_call,
+    X_VAR: lambda r, d: E.Var(r.string()),
+    X_SUBGROUP: _d_subgroup,
+    X_SPEC: _d_spec,
+    X_LOAD: lambda r, d: E.Load(r.string(), _rexpr(r, d)),
+    X_BUFLEN: lambda r, d: E.BufLen(r.string()),
+    X_ID: lambda r, d: E.Id(r.code(BUILTINS), r.uleb(2)),
+    X_BIN: _d_bin,
+    X_UN: _d_un,
+    X_SELECT: lambda r, d: E.Select(_rexpr(r, d), _rexpr(r, d), _rexpr(r, d)),
+    X_CAST: lambda r, d: E.Cast(r.code(DTYPES), _rexpr(r, d)),
+    X_BITCAST: lambda r, d: E.Bitcast(r.code(DTYPES), _rexpr(r, d)),
+    X_FMA: lambda r, d: E.Fma(_rexpr(r, d), _rexpr(r, d), _rexpr(r, d)),
+    X_ATOMIC: _d_atomic,
+}
 
 
 def _rlit(r: _Reader, what: str) -> tuple[DataType, int]:
@@ -415,45 +475,54 @@ def _rnodes(r: _Reader, depth: int) -> tuple[N.Node, ...]:
     n = r.count()
     out: list[N.Node] = []
     d = depth + 1
+    get = _NODE_DECODERS.get
     for _ in range(n):
         tag = r.byte()
-        if tag == N_LET:
-            out.append(N.Let(r.string(), _rexpr(r, d)))
-        elif tag == N_ASSIGN:
-            out.append(N.Assign(r.string(), _rexpr(r, d)))
-        elif tag == N_STORE:
-            out.append(N.Store(r.string(), _rexpr(r, d), _rexpr(r, d)))
-        elif tag == N_IF:
-            cond = _rexpr(r, d)
-            out.append(N.If(cond, _rnodes(r, d), _rnodes(r, d)))
-        elif tag == N_LOOP:
-            var = r.string()
-            lo, hi = _rexpr(r, d), _rexpr(r, d)
-            out.append(N.Loop(var, lo, hi, _rnodes(r, d)))
-        elif tag == N_BLOCK:
-            out.append(N.Block(_rnodes(r, d)))
-        elif tag == N_REGION:
-            name = r.string()
-            out.append(N.Region(name, _rnodes(r, d)))
-        elif tag == N_RETURN:
-            out.append(N.Return())
-        elif tag == N_BARRIER:
-            out.append(N.Barrier(r.code(ORDERINGS)))  # type: ignore[arg-type]
-        elif tag == N_EVAL:
-            out.append(N.Eval(_rexpr(r, d)))
-        elif tag == N_WHILE:
-            cond = _rexpr(r, d)
-            cap = r.uleb(0xFFFFFFFF)
-            out.append(N.While(cond, _rnodes(r, d), cap))
-        elif tag == N_BREAK:
-            out.append(N.Break())
-        elif tag == N_CONTINUE:
-            out.append(N.Continue())
-        elif tag == N_INDIRECT:
-            out.append(N.IndirectDispatch(r.string(), r.uleb(0xFFFFFFFF)))
-        else:
+        dec = get(tag)
+        if dec is None:
             raise WireError(f"unknown statement tag {tag} at byte {r.pos - 1}.")
+        out.append(dec(r, d))
     return tuple(out)
+
+
+def _d_if(r: _Reader, d: int) -> N.If:
+    cond = _rexpr(r, d)
+    return N.If(cond, _rnodes(r, d), _rnodes(r, d))
+
+
+def _d_loop(r: _Reader, d: int) -> N.Loop:
+    var = r.string()
+    lo, hi = _rexpr(r, d), _rexpr(r, d)
+    return N.Loop(var, lo, hi, _rnodes(r, d))
+
+
+def _d_region(r: _Reader, d: int) -> N.Region:
+    name = r.string()
+    return N.Region(name, _rnodes(r, d))
+
+
+def _d_while(r: _Reader, d: int) -> N.While:
+    cond = _rexpr(r, d)
+    cap = r.uleb(0xFFFFFFFF)
+    return N.While(cond, _rnodes(r, d), cap)
+
+
+_NODE_DECODERS = {
+    N_LET: lambda r, d: N.Let(r.string(), _rexpr(r, d)),
+    N_ASSIGN: lambda r, d: N.Assign(r.string(), _rexpr(r, d)),
+    N_STORE: lambda r, d: N.Store(r.string(), _rexpr(r, d), _rexpr(r, d)),
+    N_IF: _d_if,
+    N_LOOP: _d_loop,
+    N_BLOCK: lambda r, d: N.Block(_rnodes(r, d)),
+    N_REGION: _d_region,
+    N_RETURN: lambda r, d: N.Return(),
+    N_BARRIER: lambda r, d: N.Barrier(r.code(ORDERINGS)),
+    N_EVAL: lambda r, d: N.Eval(_rexpr(r, d)),
+    N_WHILE: _d_while,
+    N_BREAK: lambda r, d: N.Break(),
+    N_CONTINUE: lambda r, d: N.Continue(),
+    N_INDIRECT: lambda r, d: N.IndirectDispatch(r.string(), r.uleb(0xFFFFFFFF)),
+}
 
 
 def _sections(data: bytes) -> dict[int, tuple[int, int]]:

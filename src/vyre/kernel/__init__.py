@@ -33,6 +33,9 @@ from . import intrinsics
 from .errors import CODES, KernelError
 from .frontend import Built, build_program, capture
 from .intrinsics import (
+    acos,
+    asin,
+    atan,
     atomic_add,
     atomic_and,
     atomic_cas,
@@ -44,21 +47,27 @@ from .intrinsics import (
     barrier,
     bitcast,
     byte_swap,
+    cbrt,
     ceil,
     clz,
     cos,
+    cosh,
     ctz,
+    erf,
     exp,
     exp2,
+    expm1,
     floor,
     fma,
     gid,
     grid_sync,
+    hypot,
     isinf,
     isnan,
     lid,
     local,
     log,
+    log1p,
     log2,
     mul_high,
     popcount,
@@ -70,6 +79,7 @@ from .intrinsics import (
     select,
     shared,
     sin,
+    sinh,
     sqrt,
     tan,
     tanh,
@@ -209,7 +219,8 @@ __all__ = ["CODES", "DeviceFunction", "In", "InOut", "Kernel", "KernelError", "O
            "exp", "exp2", "f16", "f32", "floor", "fma", "func", "gid", "grid_sync", "i8", "i16", "i32",
            "i64", "intrinsics", "isinf", "isnan", "kernel", "lid", "local", "log", "log2", "mul_high",
            "popcount", "reverse_bits", "rotl", "rotr", "sat_add", "sat_sub", "select", "shared", "sin",
-           "sqrt", "tan", "tanh", "trunc", "u8", "u16", "u32", "u64", "wgid"]
+           "sqrt", "tan", "tanh", "trunc", "u8", "u16", "u32", "u64", "wgid",
+           "sinh", "cosh", "expm1", "log1p", "atan", "asin", "acos", "cbrt", "erf", "hypot"]
 
 
 class _CallableModule(type(functools)):  # type: ignore[misc]

@@ -43,6 +43,7 @@ from vyre.ir import (
 )
 from vyre.ir import expr as E
 from vyre.ir import node as N
+from vyre.ir.limits import MAX_DEPTH
 from vyre.ir.typecheck import TypeFault, infer
 from vyre.ir.weak import Resolver
 
@@ -58,10 +59,13 @@ _CMPS = {ast.Eq: BinOp.EQ, ast.NotEq: BinOp.NE, ast.Lt: BinOp.LT, ast.Gt: BinOp.
 _UNARY_INTRINSICS = {"sqrt": UnOp.SQRT, "floor": UnOp.FLOOR, "ceil": UnOp.CEIL, "trunc": UnOp.TRUNC,
                      "exp": UnOp.EXP, "log": UnOp.LOG, "exp2": UnOp.EXP2, "log2": UnOp.LOG2,
                      "sin": UnOp.SIN, "cos": UnOp.COS, "tan": UnOp.TAN, "tanh": UnOp.TANH,
+                     "sinh": UnOp.SINH, "cosh": UnOp.COSH, "expm1": UnOp.EXPM1, "log1p": UnOp.LOG1P,
+                     "atan": UnOp.ATAN, "asin": UnOp.ASIN, "acos": UnOp.ACOS, "cbrt": UnOp.CBRT,
+                     "erf": UnOp.ERF,
                      "isnan": UnOp.IS_NAN, "isinf": UnOp.IS_INF, "popcount": UnOp.POPCOUNT,
                      "clz": UnOp.CLZ, "ctz": UnOp.CTZ, "reverse_bits": UnOp.REVERSE_BITS,
                      "byte_swap": UnOp.BYTE_SWAP}
-_BINARY_INTRINSICS = {"mul_high": BinOp.MUL_HIGH, "rotl": BinOp.ROTATE_LEFT, "rotr": BinOp.ROTATE_RIGHT,
+_BINARY_INTRINSICS = {"hypot": BinOp.HYPOT, "mul_high": BinOp.MUL_HIGH, "rotl": BinOp.ROTATE_LEFT, "rotr": BinOp.ROTATE_RIGHT,
                       "sat_add": BinOp.SATURATING_ADD, "sat_sub": BinOp.SATURATING_SUB}
 _ATOMICS = {"atomic_add": AtomicOp.ADD, "atomic_or": AtomicOp.OR, "atomic_and": AtomicOp.AND,
             "atomic_xor": AtomicOp.XOR, "atomic_min": AtomicOp.MIN, "atomic_max": AtomicOp.MAX,
@@ -78,6 +82,18 @@ _FIXES = (   # IR-builder words in messages from vyre.ir, in kernel words
     ("Expr.u64(...), Expr.i32(...)", "u64(...), i32(...)"),
     ("MemoryOrdering.GRID_SYNC", "grid_sync()"), ("DispatchConfig.grid_override", "grid="),
 )
+
+
+def _height(root: ast.AST) -> int:
+    """Height of the expressions under a statement (an iterative walk: any depth is safe);
+    nested statements are measured when they are translated."""
+    best = 0
+    stack = [(child, 1) for child in ast.iter_child_nodes(root) if isinstance(child, ast.expr)]
+    while stack:
+        node, h = stack.pop()
+        best = max(best, h)
+        stack.extend((child, h + 1) for child in ast.iter_child_nodes(node) if isinstance(child, ast.expr))
+    return best
 
 
 def kernel_words(text: str) -> str:
@@ -191,7 +207,7 @@ class _Scope:
 _CONST_OPS: dict[type, Callable[[int, int], int]] = {
     ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
     ast.Pow: lambda a, b: a ** b, ast.LShift: lambda a, b: a << b, ast.FloorDiv: lambda a, b: a // b,
-    ast.Mod: lambda a, b: a % b}
+    ast.Mod: lambda a, b: a % b, ast.RShift: lambda a, b: a >> b}
 _F32_MAX = float(np.finfo(np.float32).max)
 _F32_EDGE = (2 - 2.0 ** -24) * 2.0 ** 127       # a float from here up rounds to inf in f32
 _NO_INDEX = 0xFFFFFFFF     # never in bounds (no buffer has 2**32 elements): S6 applies
@@ -294,6 +310,11 @@ class Translator:
             self.depth -= 1
 
     def stmt(self, s: ast.stmt) -> list[Node]:
+        height = _height(s)
+        if height > MAX_DEPTH:   # refused before the recursive walk could overflow Python's stack
+            raise self.err(s, f"this statement's expression nests {height} levels deep (the limit is "
+                           f"{MAX_DEPTH}).", "split it: bind parts to locals (t = a + b) and combine those.",
+                           "K003")
         try:
             nodes = self._stmt(s)
             resolver = Resolver(self.scope)

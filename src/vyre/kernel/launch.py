@@ -442,19 +442,22 @@ def call(built: Any, name: str, args: Sequence[Any], *, out: Any = None, grid: A
     b = resolve_backend(backend, program, where)
     device = next((x for x in inputs if _on_device(x)), None)
     start = time.perf_counter()
-    if device is not None and out is None and hasattr(b, "dispatch_device") and \
-            getattr(getattr(b, "device", None), "reads_device_arrays", False):
+    if device is not None and out is None and callable(getattr(b, "reads_device_arrays", None)) and \
+            b.reads_device_arrays():
         # device inputs: the outputs stay on the device, as the caller's array type
         outs = b.dispatch_device(program, inputs, cfg)
         arrays = [_like(device, o) for o in outs]
         return arrays[0] if len(arrays) == 1 else tuple(arrays)
-    raw = b.dispatch(program, inputs, cfg)
+    if callable(getattr(b, "dispatch_arrays", None)):
+        raw = b.dispatch_arrays(program, inputs, cfg)   # one copy out of the staging
+    else:
+        raw = [np.frombuffer(bytearray(r), dtype=np.dtype(d.dtype.host))
+               for r, d in zip(b.dispatch(program, inputs, cfg), program.outputs)]
     log.debug("vyre.kernel: %s ran on %s in %.3f ms", name, b.id(), (time.perf_counter() - start) * 1e3)
     flat_shape = runtime_1d[0][2] if runtime_1d and len(runtime_1d[0][2]) > 1 and \
         len({s for _, _, s in runtime_1d}) == 1 else None
     arrays = []
-    for r, d in zip(raw, program.outputs):
-        a = np.frombuffer(bytearray(r), dtype=np.dtype(d.dtype.host))
+    for a, d in zip(raw, program.outputs):
         want = out_shapes.get(d.name)
         if want is not None and len(want) > 1 and int(np.prod(want)) == a.size:
             a = a.reshape(want)

@@ -17,7 +17,7 @@ from vyre.ir import expr as E
 from vyre.ir import node as N
 from vyre.ir.inline import inline
 from vyre.ir.program import BufferDecl, Program
-from vyre.ir.types import TRANSCENDENTAL, BinOp, DataType, MemoryOrdering
+from vyre.ir.types import MemoryOrdering
 
 ENTRY = "vyre_phase_{}"
 
@@ -44,13 +44,13 @@ class KernelPlan:
     wide_atomics: bool = False           # 64-bit atomics (a device capability)
     # per phase: (buffer, word offset) of an indirect_dispatch grid, or None
     indirect: tuple[tuple[str, int] | None, ...] = ()
+    phase_loops: tuple[bool, ...] = ()     # per phase: whether it has a loop
 
     @property
     def stoppable(self) -> bool:
         """Every phase that loops polls the cancel word (phases without loops end soon anyway):
         a cancelled dispatch of this plan stops."""
-        return all(checked or not any(isinstance(n, N.Loop | N.While) for n in N.walk_nodes(phase))
-                   for checked, phase in zip(self.cancel_checked, self.phases))
+        return all(checked or not loops for checked, loops in zip(self.cancel_checked, self.phase_loops))
 
     @property
     def uses_ctl(self) -> bool:
@@ -74,44 +74,16 @@ class KernelPlan:
         raise KeyError(name)
 
 
-@dataclass(frozen=True)
-class _Facts:
-    """What one walk over every expression learns (the plan needs each of these)."""
-
-    division: bool          # any DIV/MOD (an over-approximation of "a signed division may fail")
-    transcendental: bool
-    read: frozenset[str]    # buffers loaded or touched by an atomic
-    types: frozenset[DataType]   # every type a literal, cast, bitcast or buffer names
-    wide_atomics: bool
-
-    @staticmethod
-    def of(program: Program) -> _Facts:
-        division = tr = wide_atomic = False
-        read: set[str] = set()
-        types = {b.dtype for b in program.buffers}
-        for e in N.walk_exprs(program.body):
-            t = type(e)
-            if t is E.Bin:
-                division = division or e.op in (BinOp.DIV, BinOp.MOD)
-            elif t is E.Un:
-                tr = tr or e.op in TRANSCENDENTAL
-            elif t is E.Load or t is E.Atomic:
-                read.add(e.buffer)
-                if t is E.Atomic and program.buffer(e.buffer).dtype.is_wide:
-                    wide_atomic = True
-            elif t is E.Lit or t is E.Cast or t is E.Bitcast or t is E.Spec:
-                types.add(e.dtype)
-        return _Facts(division, tr, frozenset(read), frozenset(types), wide_atomic)
-
-
-def _fully_written(program: Program, read: frozenset[str]) -> frozenset[str]:
+def _fully_written(program: Program) -> frozenset[str]:
     """OUTPUT buffers that a top-level, unconditional ``store(buf, gid.x, v)`` writes before
     any statement that can end an invocation early, and that the program never reads (no load,
     no atomic). Every lane with gid.x < count then writes its own element and no stale value
     can be observed, so a grid covering ``count`` may skip zeroing the buffer first."""
     out: set[str] = set()
+    facts = program.facts
+    read = facts.read
     for n in program.body:
-        if any(isinstance(s, N.Return) for s in N.walk_nodes((n,))):
+        if facts.returns and any(isinstance(s, N.Return) for s in N.walk_nodes((n,))):
             break
         if isinstance(n, N.Store) and isinstance(n.index, E.Id) and n.index == E.Expr.gid_x():
             decl = program.buffer(n.buffer)
@@ -193,23 +165,22 @@ def lower(program: Program, vector: bool = False) -> KernelPlan:
             phases.append([])
         else:
             phases[-1].append(n)
-    bound = tuple(sorted((b for b in program.buffers if b.is_bound),
-                         key=lambda b: b.binding))
-    has_barrier = any(isinstance(n, N.Barrier) and n.ordering is MemoryOrdering.SEQ_CST
-                      for n in N.walk_nodes(program.body))
-    facts = _Facts.of(program)
+    facts = program.facts   # of the inlined program: one walk, shared with every later stage
     # A kernel can only run long in a loop; where no barrier needs every lane to arrive, its
     # loops poll the cancel word so a timed-out dispatch stops instead of running on.
-    cancel = tuple(any(isinstance(n, N.Loop | N.While) for n in N.walk_nodes(p)) and
-                   not any(isinstance(n, N.Barrier) for n in N.walk_nodes(p)) for p in phases)
+    if len(phases) == 1:   # the program's facts are the phase's
+        loops, barriers = (facts.loops,), (facts.barrier or facts.grid_sync,)
+    else:
+        walks = [list(N.walk_nodes(p)) for p in phases]
+        loops = tuple(any(isinstance(n, N.Loop | N.While) for n in w) for w in walks)
+        barriers = tuple(any(isinstance(n, N.Barrier) for n in w) for w in walks)
+    cancel = tuple(lp and not b for lp, b in zip(loops, barriers))
     form = _vector_form(program) if vector and len(phases) == 1 else None
-    loop_limit = any(isinstance(n, N.While) for n in N.walk_nodes(program.body))
     indirect = tuple((p[0].buffer, p[0].offset) if p and isinstance(p[0], N.IndirectDispatch) else None
                      for p in phases)
-    return KernelPlan(program, bound, program.workgroup_buffers, tuple(tuple(p) for p in phases),
-                      facts.division or loop_limit, has_barrier, facts.transcendental,
-                      _fully_written(program, facts.read), cancel,
+    return KernelPlan(program, facts.bound, program.workgroup_buffers, tuple(tuple(p) for p in phases),
+                      facts.division or facts.while_loop, facts.barrier, facts.transcendental,
+                      _fully_written(program), cancel,
                       4 if form else 1, *(form or (frozenset(), frozenset())),
-                      uses_wide=any(t.is_wide for t in facts.types),
-                      uses_half=any(t.is_half for t in facts.types),
-                      wide_atomics=facts.wide_atomics, indirect=indirect)
+                      uses_wide=facts.uses_wide, uses_half=facts.uses_half,
+                      wide_atomics=facts.wide_atomics, indirect=indirect, phase_loops=loops)

@@ -1,5 +1,4 @@
-"""WGSL emission, beside the C-family emitter and sharing its plan (`vyre.lower.plan`), range
-analysis (`vyre.lower.ranges`) and canonicalisation placement (`vyre.lower.floats`).
+"""The WGSL syntax record (`WgslSyntax`) for the one printer walk (`vyre.lower.printer`).
 
 WGSL leaves several things to the implementation or defines them its own way; the printed
 code produces the reference's bits anyway:
@@ -15,7 +14,11 @@ code produces the reference's bits anyway:
 * f32 literals reach the code through a zero the compiler cannot see, so no float helper is
   constant-folded (lavapipe folded ``sign(0.0)`` to ``-0.0``); float arithmetic sees only
   finite non-zero operands (NaNs, infinities and zero signs are decided on the bits), since
-  implementations may assume there are no NaNs or infinities.
+  implementations may assume there are no NaNs or infinities;
+* every loop records how it was left (`Syntax.checked_loops`): Mesa's llvmpipe (lavapipe)
+  ends every loop of an invocation once the invocation has made 65,535 loop trips in all,
+  whatever the loops are; such a loop sets the ``device_loops`` error instead of giving
+  short results.
 
 What WGSL cannot give exactly is refused before printing (`refusals`): f32 division, sqrt,
 reciprocal and fmod (WGSL allows 2.5 ULP), ``fma`` (WGSL does not promise one rounding),
@@ -25,25 +28,24 @@ core), and subgroup operations.
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
 from vyre.ir import expr as E
 from vyre.ir import node as N
-from vyre.ir.typecheck import bin_result, infer, un_result
-from vyre.ir.types import AtomicOp, BinOp, Builtin, DataType, MemoryOrdering, UnOp
+from vyre.ir.program import Program
+from vyre.ir.types import TRANSCENDENTAL, AtomicOp, BinOp, Builtin, DataType, UnOp
 
-from .floats import (
-    CANON,
-    FLUSHED,
-    RAW,
-    Flags,
-    flags_of,
-    numeric_only_buffers,
-    var_flags,
-)
-from .plan import KernelPlan
-from .printer import Printer
-from .ranges import Ranges
+from .floats import CANON, Flags
+from .plan import KernelPlan, lower
+from .printer import emit
+from .syntax import ERR_DEVICE_LOOPS, Syntax, error_bits
 
-WT = {DataType.U32: "u32", DataType.I32: "i32", DataType.F32: "f32", DataType.BOOL: "bool"}
+if TYPE_CHECKING:
+    from .printer import Printer
+
+U32, I32, F32, BOOL = DataType.U32, DataType.I32, DataType.F32, DataType.BOOL
+WT = {U32: "u32", I32: "i32", F32: "f32", BOOL: "bool"}
 _INEXACT_BIN = {BinOp.DIV: "f32 division", BinOp.MOD: "f32 remainder (fmod)"}
 _INEXACT_UN = {UnOp.SQRT: "f32 sqrt", UnOp.RECIPROCAL: "f32 reciprocal"}
 
@@ -52,7 +54,7 @@ class WgslRefusal(Exception):
     """The program needs something WGSL cannot give exactly (the reason is the message)."""
 
 
-def refusals(program) -> list[str]:
+def refusals(program: Program) -> list[str]:
     """Why WGSL cannot give this program the reference's bytes, as far as the program's
     text says (f32 division and fmod are found while printing: `WgslRefusal`)."""
     why: list[str] = []
@@ -63,8 +65,9 @@ def refusals(program) -> list[str]:
             why.append(f"{e.dtype.value} values (not in core WGSL)")
         elif isinstance(e, E.Un) and e.op in _INEXACT_UN:
             why.append(_INEXACT_UN[e.op] + " (WGSL allows 2.5 ULP)")
-        elif isinstance(e, E.Un) and e.op.value in ("exp", "log", "exp2", "log2", "sin", "cos", "tan", "tanh"):
-            why.append(f"{e.op.value} (WGSL's accuracy is outside the ULP budget)")
+        elif isinstance(e, E.Un | E.Bin) and e.op in TRANSCENDENTAL:
+            why.append(f"{e.op.value} (vyre's correctly rounded math needs f64, which WGSL "
+                       "lacks: run it on cuda, opencl or reference)")
         elif isinstance(e, E.Fma):
             why.append("fma (WGSL does not promise a single rounding)")
         elif isinstance(e, E.Subgroup):
@@ -205,12 +208,12 @@ fn vy_umod(a: u32, b: u32) -> u32 { return select(a % max(b, 1u), 0u, b == 0u); 
 // signs for signed `/` and `%` (S3; conform bin.div.i32, bin.mod.i32).
 fn vy_mag(a: i32) -> u32 { return select(bitcast<u32>(a), 0u - bitcast<u32>(a), a < 0i); }
 fn vy_idiv(a: i32, b: i32) -> i32 {
-    if (b == 0i || (a == bitcast<i32>(0x80000000u) && b == -1i)) { atomicOr(&vy_ctl[0], 1u); return 0i; }
+    if (b == 0i || (a == bitcast<i32>(0x80000000u) && b == -1i)) { atomicOr(&vy_ctl[0], VY_E_DIVISION); return 0i; }
     let q = vy_mag(a) / vy_mag(b);
     return bitcast<i32>(select(q, 0u - q, (a < 0i) != (b < 0i)));
 }
 fn vy_imod(a: i32, b: i32) -> i32 {
-    if (b == 0i || (a == bitcast<i32>(0x80000000u) && b == -1i)) { atomicOr(&vy_ctl[0], 1u); return 0i; }
+    if (b == 0i || (a == bitcast<i32>(0x80000000u) && b == -1i)) { atomicOr(&vy_ctl[0], VY_E_DIVISION); return 0i; }
     let r = vy_mag(a) % vy_mag(b);
     return bitcast<i32>(select(r, 0u - r, a < 0i));
 }
@@ -259,444 +262,269 @@ fn vy_i2f(x: i32) -> f32 {
     return select(r, -r, x < 0i);
 }
 """
+PRELUDE = error_bits(PRELUDE)
 
 
-class WgslEmitter(Printer):
-    """One plan to WGSL source (32-bit types only; see `refusals`)."""
+_F32_CMP = {BinOp.EQ: "vy_feq({a}, {b})", BinOp.NE: "!vy_feq({a}, {b})", BinOp.LT: "vy_flt({a}, {b})",
+            BinOp.GT: "vy_flt({b}, {a})", BinOp.LE: "(vy_flt({a}, {b}) || vy_feq({a}, {b}))",
+            BinOp.GE: "(vy_flt({b}, {a}) || vy_feq({a}, {b}))"}
+_F32_BIN = {BinOp.ADD: "vy_fadd({a}, {b})", BinOp.SUB: "vy_fsub({a}, {b})", BinOp.MUL: "vy_fmul({a}, {b})",
+            BinOp.MIN: "vy_fmin({a}, {b})", BinOp.MAX: "vy_fmax({a}, {b})",
+            BinOp.ABS_DIFF: "bitcast<f32>(bitcast<u32>(vy_fsub({a}, {b})) & 0x7FFFFFFFu)"}
+_F32_UN = {UnOp.NEGATE: "bitcast<f32>(bitcast<u32>({a}) ^ 0x80000000u)",
+           UnOp.ABS: "bitcast<f32>(bitcast<u32>({a}) & 0x7FFFFFFFu)", UnOp.FLOOR: "vy_floor({a})",
+           UnOp.CEIL: "vy_ceil({a})", UnOp.TRUNC: "vy_trunc({a})", UnOp.ROUND: "vy_fround({a})",
+           UnOp.SIGN: "vy_fsign({a})"}
+# integer operations ({ua}/{ub}: the operands' bits as u32)
+_U32_BIN = {BinOp.ADD: "{a} + {b}", BinOp.SUB: "{a} - {b}", BinOp.MUL: "{a} * {b}",
+            BinOp.DIV: "vy_udiv({a}, {b})", BinOp.MOD: "vy_umod({a}, {b})",
+            BinOp.BITAND: "{a} & {b}", BinOp.BITOR: "{a} | {b}", BinOp.BITXOR: "{a} ^ {b}",
+            BinOp.MIN: "min({a}, {b})", BinOp.MAX: "max({a}, {b})",
+            BinOp.ABS_DIFF: "select({b} - {a}, {a} - {b}, {a} > {b})",
+            BinOp.SATURATING_ADD: "vy_usat_add({a}, {b})", BinOp.SATURATING_SUB: "select(0u, {a} - {b}, {a} > {b})",
+            BinOp.SATURATING_MUL: "vy_usat_mul({a}, {b})", BinOp.MUL_HIGH: "vy_umulhi({a}, {b})"}
+_I32_BIN = {BinOp.ADD: "bitcast<i32>({ua} + {ub})", BinOp.SUB: "bitcast<i32>({ua} - {ub})",
+            BinOp.MUL: "bitcast<i32>({ua} * {ub})", BinOp.DIV: "vy_idiv({a}, {b})",
+            BinOp.MOD: "vy_imod({a}, {b})", BinOp.BITAND: "{a} & {b}", BinOp.BITOR: "{a} | {b}",
+            BinOp.BITXOR: "{a} ^ {b}", BinOp.MIN: "min({a}, {b})", BinOp.MAX: "max({a}, {b})",
+            BinOp.ABS_DIFF: "bitcast<i32>(select({ub} - {ua}, {ua} - {ub}, {a} > {b}))",
+            BinOp.SATURATING_ADD: "vy_isat_add({a}, {b})", BinOp.SATURATING_SUB: "vy_isat_sub({a}, {b})",
+            BinOp.SATURATING_MUL: "vy_isat_mul({a}, {b})", BinOp.MUL_HIGH: "vy_smulhi({a}, {b})"}
+_ATOMIC = {AtomicOp.ADD: "atomicAdd", AtomicOp.OR: "atomicOr", AtomicOp.AND: "atomicAnd",
+           AtomicOp.XOR: "atomicXor", AtomicOp.MIN: "atomicMin", AtomicOp.MAX: "atomicMax",
+           AtomicOp.EXCHANGE: "atomicExchange"}
+_ZERO = {U32: "0u", I32: "0i"}
 
-    def __init__(self, plan: KernelPlan) -> None:
-        self.plan = plan
-        self.program = plan.program
-        self.lines: list[str] = []
-        self.tmp = 0
-        self.indent = 1
-        self.scope: list[dict[str, DataType]] = [{}]
-        self.flushed = numeric_only_buffers(self.program)
-        self.vars = var_flags(self.program, False, self.flushed)
-        self.ranges = Ranges(self.program)
-        self.alive = False
-        self.cancel = False
-        self.atomic_buffers = {e.buffer for e in N.walk_exprs(self.program.body) if isinstance(e, E.Atomic)}
 
-    # ---- helpers ---------------------------------------------------------------------------
-    def fresh(self, t: DataType, value: str) -> str:
-        self.tmp += 1
-        name = f"t{self.tmp}"
-        self.out(f"let {name}: {WT[t]} = {value};")
-        return name
+class WgslSyntax(Syntax):
+    """WGSL (32-bit types only; see `refusals`). Bound buffers are ``array<u32>`` (or
+    ``atomic<...>`` where the program uses atomics on them), element counts are read from
+    the ``vy_n`` binding after them, and ``vy_ctl`` is the control block."""
 
-    def count(self, buffer: str) -> str:
-        decl = self.program.buffer(buffer)
-        if not decl.is_bound:
-            return f"{decl.count}u"
-        return f"vy_n[{self.plan.param_index(buffer)}]"
+    name = "wgsl"
+    types = WT
+    barrier = ("storageBarrier();", "workgroupBarrier();")
+    cancel_poll = ("vy_trips++;", "if ((vy_trips & 1023u) == 0u && atomicLoad(&vy_ctl[1]) != 0u) { return; }")
+    checked_loops = True
+    unroll = 4   # lavapipe: at least 4 x 65,534 trips of an innermost loop
 
-    def operand(self, v: str, f: Flags) -> str:
-        return self.fresh(DataType.F32, f"vy_daz({v})") if f.sub else v
+    # ---- declarations and statements ------------------------------------------------------
+    def var(self, name: str, type_: str, init: str | None) -> str:
+        return f"var {name}: {type_};" if init is None else f"var {name}: {type_} = {init};"
 
-    def observed(self, v: str, f: Flags) -> str:
-        if f.raw or not (f.sub or f.nan):
-            return v
-        fn = "vy_canon" if f.sub and f.nan else ("vy_cnan" if f.nan else "vy_daz")
-        return self.fresh(DataType.F32, f"{fn}({v})")
+    def temp(self, name: str, type_: str, value: str) -> str:
+        return f"let {name}: {type_} = {value};"
 
-    def _flags(self, e: E.Expr, *operands: Flags) -> Flags:
-        merged = CANON
-        for f in operands:
-            merged = merged | f
-        probe = E.Var("__vyre_operand__")
-        shape = E.Bin(e.op, probe, probe) if isinstance(e, E.Bin) else E.Un(e.op, probe) if isinstance(e, E.Un) else e
-        return flags_of(shape, {"__vyre_operand__": merged}, False, {"__vyre_operand__": DataType.F32}, self.program)
+    def inline(self, head: str, *stmts: str) -> str:
+        return f"{head} {{ {' '.join(stmts)} }}"
 
-    # ---- expressions -----------------------------------------------------------------------
-    def word_load(self, buffer: str, i: str) -> str:
-        p = self.ptr(buffer)
-        if buffer in self.atomic_buffers:
-            return f"{'bitcast<u32>(' if self.program.buffer(buffer).dtype is DataType.I32 else '('}atomicLoad(&{p}[{i}]))"
-        return f"{p}[{i}]"
+    def error(self, bit: int) -> str:
+        return f"atomicOr(&vy_ctl[0], {bit}u);"
 
-    def from_word(self, word: str, t: DataType) -> str:
-        if t is DataType.U32:
+    def while_open(self, p: Printer, decls: list[str]) -> None:
+        for d in decls:
+            p.out(d)
+        p.open("loop")
+
+    def while_close(self, p: Printer) -> None:
+        p.close()
+
+    # ---- values -----------------------------------------------------------------------------
+    def lit(self, t: DataType, bits: int) -> str:
+        if t is U32:
+            return f"{bits}u"
+        if t is I32:
+            return f"bitcast<i32>({bits}u)"
+        if t is F32:   # opaque to the compiler: it folds float helpers on constants wrongly
+            return f"bitcast<f32>(0x{bits:08X}u ^ vy_z)"
+        return "true" if bits else "false"
+
+    def builtin(self, kind: Builtin, axis: int) -> str:
+        return {Builtin.GID: "vy_gid", Builtin.LID: "vy_lid", Builtin.WGID: "vy_wgid"}[kind] + "." + "xyz"[axis]
+
+    def count(self, p: Printer, buffer: str) -> str:
+        return f"vy_n[{p.plan.param_index(buffer)}]"
+
+    def word(self, p: Printer, buffer: str, i: str) -> str:
+        ptr = p.ptr(buffer)
+        if buffer in p.atomic_buffers:
+            signed = p.program.buffer(buffer).dtype is I32
+            return f"{'bitcast<u32>(' if signed else '('}atomicLoad(&{ptr}[{i}]))"
+        return f"{ptr}[{i}]"
+
+    def load(self, p: Printer, buffer: str, i: str, in_bounds: bool) -> str:
+        if in_bounds:
+            return p.fresh(U32, self.word(p, buffer, i))
+        n = p.count(buffer)
+        safe = p.fresh(U32, f"select(0u, {i}, {i} < {n})")
+        return p.fresh(U32, f"select(0u, {self.word(p, buffer, safe)}, {i} < {n})")
+
+    def from_word(self, p: Printer, word: str, t: DataType) -> str:
+        if t is U32:
             return word
-        if t is DataType.I32:
-            return self.fresh(t, f"bitcast<i32>({word})")
-        if t is DataType.F32:
-            return self.fresh(t, f"bitcast<f32>({word})")
-        return self.fresh(t, f"{word} != 0u")
+        if t is I32 or t is F32:
+            return p.fresh(t, f"bitcast<{WT[t]}>({word})")
+        return p.fresh(t, f"{word} != 0u")
 
-    def to_word(self, v: str, t: DataType) -> str:
-        if t is DataType.F32 or t is DataType.I32:
+    def to_word(self, v: str, t: DataType, stored: DataType | None = None) -> str:
+        if t is F32 or t is I32:
             return f"bitcast<u32>({v})"
-        if t is DataType.BOOL:
+        if t is BOOL:
             return f"select(0u, 1u, {v})"
         return v
 
-    def expr(self, e: E.Expr) -> tuple[str, DataType, Flags]:
-        if isinstance(e, E.Spec):
-            return self.expr(E.Lit(e.dtype, e.bits))
-        if isinstance(e, E.Lit):
-            t = e.dtype
-            if t is DataType.U32:
-                return f"{e.bits}u", t, CANON
-            if t is DataType.I32:
-                return f"bitcast<i32>({e.bits}u)", t, CANON
-            if t is DataType.F32:   # opaque to the compiler: it folds float helpers on constants wrongly
-                return f"bitcast<f32>(0x{e.bits:08X}u ^ vy_z)", t, CANON
-            return ("true" if e.bits else "false"), t, CANON
-        if isinstance(e, E.Var):
-            t = self.lookup(e.name)
-            return f"v_{e.name}", t, self.vars.get(e.name, CANON) if t is DataType.F32 else CANON
-        if isinstance(e, E.BufLen):
-            return self.count(e.buffer), DataType.U32, CANON
-        if isinstance(e, E.Id):
-            name = {Builtin.GID: "vy_gid", Builtin.LID: "vy_lid", Builtin.WGID: "vy_wgid"}[e.kind]
-            return f"{name}.{'xyz'[e.axis]}", DataType.U32, CANON
-        if isinstance(e, E.Load):
-            t = self.program.buffer(e.buffer).dtype
-            loaded = (FLUSHED if e.buffer in self.flushed else RAW) if t is DataType.F32 else CANON
-            i, _, _ = self.expr(e.index)
-            if self.ranges.in_bounds(e.buffer, e.index):
-                word = self.fresh(DataType.U32, self.word_load(e.buffer, i))
-            else:
-                safe = self.fresh(DataType.U32, f"select(0u, {i}, {i} < {self.count(e.buffer)})")
-                word = self.fresh(DataType.U32, f"select(0u, {self.word_load(e.buffer, safe)}, "
-                                                f"{i} < {self.count(e.buffer)})")
-            return self.from_word(word, t), t, loaded
-        if isinstance(e, E.Bin):
-            return self.binary(e)
-        if isinstance(e, E.Un):
-            return self.unary(e)
-        if isinstance(e, E.Select):
-            c, _, _ = self.expr(e.cond)
-            a, t, fa = self.expr(e.if_true)
-            b, _, fb = self.expr(e.if_false)
-            if t is DataType.F32 and fa.raw != fb.raw:
-                a, b = (a, self.observed(b, fb)) if fa.raw else (self.observed(a, fa), b)
-                return self.fresh(t, f"select({b}, {a}, {c})"), t, RAW
-            return self.fresh(t, f"select({b}, {a}, {c})"), t, fa | fb
-        if isinstance(e, E.Cast):
-            return self.cast(e)
-        if isinstance(e, E.Bitcast):
-            v, t, f = self.expr(e.value)
-            d = e.dtype
-            if d is t:
-                return v, t, f
-            if t is DataType.F32:
-                v = self.observed(v, f)
-            return self.fresh(d, f"bitcast<{WT[d]}>({v})"), d, RAW if d is DataType.F32 else CANON
-        if isinstance(e, E.Atomic):
-            return self.atomic(e)
-        raise NotImplementedError(type(e).__name__)  # refused before printing (refusals)
+    def store(self, p: Printer, buffer: str, i: str, word: str) -> str:
+        ptr = p.ptr(buffer)
+        if buffer in p.atomic_buffers:
+            signed = p.program.buffer(buffer).dtype is I32
+            return f"atomicStore(&{ptr}[{i}], {'bitcast<i32>(' + word + ')' if signed else word});"
+        return f"{ptr}[{i}] = {word};"
 
-    def binary(self, e: E.Bin) -> tuple[str, DataType, Flags]:
-        a, ta, fa = self.expr(e.left)
-        b, tb, fb = self.expr(e.right)
-        rt = bin_result(e.op, ta, tb)
-        op = e.op
-        fresh = lambda s: self.fresh(rt, s)  # noqa: E731
-        if ta is DataType.BOOL:
-            sym = {BinOp.EQ: "==", BinOp.NE: "!=", BinOp.AND: "&&", BinOp.OR: "||"}[op]
-            return fresh(f"{a} {sym} {b}"), rt, CANON
-        if ta is DataType.F32:
-            if op in _INEXACT_BIN:
-                raise WgslRefusal(_INEXACT_BIN[op] + " (WGSL allows 2.5 ULP)")
-            a, b = self.operand(a, fa), self.operand(b, fb)
-            cmp = {BinOp.EQ: f"vy_feq({a}, {b})", BinOp.NE: f"!vy_feq({a}, {b})",
-                   BinOp.LT: f"vy_flt({a}, {b})", BinOp.GT: f"vy_flt({b}, {a})",
-                   BinOp.LE: f"(vy_flt({a}, {b}) || vy_feq({a}, {b}))",
-                   BinOp.GE: f"(vy_flt({b}, {a}) || vy_feq({a}, {b}))"}
-            if op in cmp:
-                return fresh(cmp[op]), rt, CANON
-            body = {BinOp.ADD: f"vy_fadd({a}, {b})", BinOp.SUB: f"vy_fsub({a}, {b})",
-                    BinOp.MUL: f"vy_fmul({a}, {b})",
-                    BinOp.MIN: f"vy_fmin({a}, {b})", BinOp.MAX: f"vy_fmax({a}, {b})",
-                    BinOp.ABS_DIFF: f"bitcast<f32>(bitcast<u32>(vy_fsub({a}, {b})) & 0x7FFFFFFFu)"}[op]
-            return fresh(body), rt, self._flags(e, fa, fb)
-        cmp_i = {BinOp.EQ: "==", BinOp.NE: "!=", BinOp.LT: "<", BinOp.GT: ">", BinOp.LE: "<=", BinOp.GE: ">="}
-        if op in cmp_i:
-            return fresh(f"{a} {cmp_i[op]} {b}"), rt, CANON
+    def select(self, c: str, a: str, b: str) -> str:
+        return f"select({b}, {a}, {c})"
+
+    def bitcast(self, v: str, t: DataType, d: DataType) -> str:
+        return f"bitcast<{WT[d]}>({v})"
+
+    # ---- operations -------------------------------------------------------------------------
+    def int_bin(self, op: BinOp, t: DataType, rt: DataType, a: str, b: str) -> str:
+        u = t is U32
+        ua, ub = (a, b) if u else (f"bitcast<u32>({a})", f"bitcast<u32>({b})")
         if op in (BinOp.SHL, BinOp.SHR, BinOp.ROTATE_LEFT, BinOp.ROTATE_RIGHT):
             s = f"(bitcast<u32>({b}) & 31u)"
             if op is BinOp.SHR:
-                return fresh(f"{a} >> {s}"), rt, CANON
-            ua = a if ta is DataType.U32 else f"bitcast<u32>({a})"
+                return f"{a} >> {s}"
             body = {BinOp.SHL: f"{ua} << {s}", BinOp.ROTATE_LEFT: f"vy_rotl({ua}, {s})",
                     BinOp.ROTATE_RIGHT: f"vy_rotr({ua}, {s})"}[op]
-            return fresh(body if ta is DataType.U32 else f"bitcast<i32>({body})"), rt, CANON
-        if ta is DataType.U32:
-            body = {BinOp.ADD: f"{a} + {b}", BinOp.SUB: f"{a} - {b}", BinOp.MUL: f"{a} * {b}",
-                    BinOp.DIV: f"vy_udiv({a}, {b})", BinOp.MOD: f"vy_umod({a}, {b})",
-                    BinOp.BITAND: f"{a} & {b}", BinOp.BITOR: f"{a} | {b}", BinOp.BITXOR: f"{a} ^ {b}",
-                    BinOp.MIN: f"min({a}, {b})", BinOp.MAX: f"max({a}, {b})",
-                    BinOp.ABS_DIFF: f"select({b} - {a}, {a} - {b}, {a} > {b})",
-                    BinOp.SATURATING_ADD: f"vy_usat_add({a}, {b})",
-                    BinOp.SATURATING_SUB: f"select(0u, {a} - {b}, {a} > {b})",
-                    BinOp.SATURATING_MUL: f"vy_usat_mul({a}, {b})",
-                    BinOp.MUL_HIGH: f"vy_umulhi({a}, {b})"}[op]
-            return fresh(body), rt, CANON
-        ua, ub = f"bitcast<u32>({a})", f"bitcast<u32>({b})"
-        body = {BinOp.ADD: f"bitcast<i32>({ua} + {ub})", BinOp.SUB: f"bitcast<i32>({ua} - {ub})",
-                BinOp.MUL: f"bitcast<i32>({ua} * {ub})", BinOp.DIV: f"vy_idiv({a}, {b})",
-                BinOp.MOD: f"vy_imod({a}, {b})", BinOp.BITAND: f"{a} & {b}", BinOp.BITOR: f"{a} | {b}",
-                BinOp.BITXOR: f"{a} ^ {b}", BinOp.MIN: f"min({a}, {b})", BinOp.MAX: f"max({a}, {b})",
-                BinOp.ABS_DIFF: f"bitcast<i32>(select({ub} - {ua}, {ua} - {ub}, {a} > {b}))",
-                BinOp.SATURATING_ADD: f"vy_isat_add({a}, {b})", BinOp.SATURATING_SUB: f"vy_isat_sub({a}, {b})",
-                BinOp.SATURATING_MUL: f"vy_isat_mul({a}, {b})", BinOp.MUL_HIGH: f"vy_smulhi({a}, {b})"}[op]
-        return fresh(body), rt, CANON
+            return body if u else f"bitcast<i32>({body})"
+        return (_U32_BIN if u else _I32_BIN)[op].format(a=a, b=b, ua=ua, ub=ub)
 
-    def unary(self, e: E.Un) -> tuple[str, DataType, Flags]:
-        a, t, fa = self.expr(e.operand)
-        rt = un_result(e.op, t)
-        op = e.op
-        if t is DataType.BOOL:
-            return self.fresh(rt, f"!{a}"), rt, CANON
-        if t is DataType.F32:
-            if op is UnOp.IS_NAN:
-                return self.fresh(rt, f"vy_isnan({a})"), rt, CANON
-            if op is UnOp.IS_INF:
-                return self.fresh(rt, f"vy_isinf({a})"), rt, CANON
-            if op is UnOp.IS_FINITE:
-                return self.fresh(rt, f"!vy_isnan({a}) && !vy_isinf({a})"), rt, CANON
-            if op not in (UnOp.TRUNC, UnOp.ROUND):
-                a = self.operand(a, fa)
-            body = {UnOp.NEGATE: f"bitcast<f32>(bitcast<u32>({a}) ^ 0x80000000u)",
-                    UnOp.ABS: f"bitcast<f32>(bitcast<u32>({a}) & 0x7FFFFFFFu)",
-                    UnOp.FLOOR: f"vy_floor({a})", UnOp.CEIL: f"vy_ceil({a})",
-                    UnOp.TRUNC: f"vy_trunc({a})", UnOp.ROUND: f"vy_fround({a})",
-                    UnOp.SIGN: f"vy_fsign({a})"}[op]
-            return self.fresh(rt, body), rt, self._flags(e, fa)
-        u = a if t is DataType.U32 else f"bitcast<u32>({a})"
-        back = (lambda s: s) if t is DataType.U32 else (lambda s: f"bitcast<i32>({s})")
+    def int_un(self, op: UnOp, t: DataType, a: str) -> str:
+        u = t is U32
+        ua = a if u else f"bitcast<u32>({a})"
+        back = "{}" if u else "bitcast<i32>({})"
         if op is UnOp.NEGATE:
-            return self.fresh(rt, back(f"0u - {u}")), rt, CANON
+            return back.format(f"0u - {ua}")
         if op is UnOp.BITNOT:
-            return self.fresh(rt, f"~{a}"), rt, CANON
+            return f"~{a}"
         if op is UnOp.ABS:
-            return self.fresh(rt, a if t is DataType.U32 else back(f"select({u}, 0u - {u}, {a} < 0i)")), rt, CANON
+            return a if u else back.format(f"select({ua}, 0u - {ua}, {a} < 0i)")
         if op is UnOp.SIGN:
-            body = f"select(0u, 1u, {a} != 0u)" if t is DataType.U32 else f"select(select(0i, -1i, {a} < 0i), 1i, {a} > 0i)"
-            return self.fresh(rt, body), rt, CANON
-        body = {UnOp.POPCOUNT: f"countOneBits({u})", UnOp.CLZ: f"countLeadingZeros({u})",
-                UnOp.CTZ: f"vy_ctz({u})", UnOp.REVERSE_BITS: f"reverseBits({u})",
-                UnOp.BYTE_SWAP: f"vy_bswap({u})"}[op]
-        return self.fresh(rt, back(body)), rt, CANON
+            return f"select(0u, 1u, {a} != 0u)" if u else f"select(select(0i, -1i, {a} < 0i), 1i, {a} > 0i)"
+        return back.format({UnOp.POPCOUNT: f"countOneBits({ua})", UnOp.CLZ: f"countLeadingZeros({ua})",
+                            UnOp.CTZ: f"vy_ctz({ua})", UnOp.REVERSE_BITS: f"reverseBits({ua})",
+                            UnOp.BYTE_SWAP: f"vy_bswap({ua})"}[op])
 
-    def cast(self, e: E.Cast) -> tuple[str, DataType, Flags]:
-        v, t, f = self.expr(e.value)
-        d = e.dtype
-        if d is t:
-            return v, t, f
-        if d is DataType.BOOL:
-            if t is DataType.F32:
-                return self.fresh(d, f"(bitcast<u32>({self.operand(v, f)}) & 0x7FFFFFFFu) != 0u"), d, CANON
-            return self.fresh(d, f"{v} != {'0u' if t is DataType.U32 else '0i'}"), d, CANON
-        if t is DataType.BOOL:
-            one, zero = {DataType.U32: ("1u", "0u"), DataType.I32: ("1i", "0i"), DataType.F32: ("1.0", "0.0")}[d]
-            return self.fresh(d, f"select({zero}, {one}, {v})"), d, CANON
-        if d is DataType.F32:
-            return self.fresh(d, f"{'vy_u2f' if t is DataType.U32 else 'vy_i2f'}({v})"), d, CANON
-        if t is DataType.F32:
-            return self.fresh(d, f"{'vy_f2u' if d is DataType.U32 else 'vy_f2i'}({v})"), d, CANON
-        return self.fresh(d, f"bitcast<{WT[d]}>({v})"), d, CANON
+    def f32_cmp(self, op: BinOp, a: str, b: str) -> str:
+        return _F32_CMP[op].format(a=a, b=b)
 
-    def atomic(self, e: E.Atomic) -> tuple[str, DataType, Flags]:
-        i, _, _ = self.expr(e.index)
-        v, t, _ = self.expr(e.value)
-        x = self.expr(e.expected)[0] if e.expected is not None else None
-        p = f"&{self.ptr(e.buffer)}[{i}]"
-        name = {AtomicOp.ADD: "atomicAdd", AtomicOp.OR: "atomicOr", AtomicOp.AND: "atomicAnd",
-                AtomicOp.XOR: "atomicXor", AtomicOp.MIN: "atomicMin", AtomicOp.MAX: "atomicMax",
-                AtomicOp.EXCHANGE: "atomicExchange"}.get(e.op)
-        call = f"atomicCompareExchangeWeak({p}, {x}, {v}).old_value" if name is None else f"{name}({p}, {v})"
-        if e.op is AtomicOp.COMPARE_EXCHANGE:   # a weak CAS may fail spuriously: retry until it decides
-            self.tmp += 1
-            r = f"vy_cas{self.tmp}"
-            self.out(f"var {r}: {WT[t]} = {'0u' if t is DataType.U32 else '0i'};")
-            guard = "true" if self.ranges.in_bounds(e.buffer, e.index) else f"{i} < {self.count(e.buffer)}"
-            self.out(f"if ({guard}) {{ loop {{ let c = atomicCompareExchangeWeak({p}, {x}, {v}); "
-                     f"{r} = c.old_value; if (c.exchanged || c.old_value != {x}) {{ break; }} }} }}")
-            return r, t, CANON
-        if self.ranges.in_bounds(e.buffer, e.index):
-            return self.fresh(t, call), t, CANON
-        self.tmp += 1
-        r = f"vy_a{self.tmp}"
-        self.out(f"var {r}: {WT[t]} = {'0u' if t is DataType.U32 else '0i'};")
-        self.out(f"if ({i} < {self.count(e.buffer)}) {{ {r} = {call}; }}")
-        return r, t, CANON
+    def f32_bin(self, op: BinOp, a: str, b: str) -> str:
+        if op in _INEXACT_BIN:
+            raise WgslRefusal(_INEXACT_BIN[op] + " (WGSL allows 2.5 ULP)")
+        if op not in _F32_BIN:
+            raise WgslRefusal(f"f32 {op.value} (refused: see vyre.lower.wgsl.refusals)")
+        return _F32_BIN[op].format(a=a, b=b)
 
-    # ---- statements --------------------------------------------------------------------------
-    def block(self, body, guarded: bool = False) -> None:
-        self.scope.append({})
-        saved = dict(self.ranges.env)
-        returned = False
-        for n in body:
-            self.stmt(n, guarded or returned)
-            if self.alive and any(isinstance(s, N.Return) for s in N.walk_nodes((n,))):
-                returned = True
-        self.ranges.env = saved
-        self.scope.pop()
+    def f32_un(self, op: UnOp, a: str) -> str:
+        if op not in _F32_UN:
+            raise WgslRefusal(f"f32 {op.value} (refused: see vyre.lower.wgsl.refusals)")
+        return _F32_UN[op].format(a=a)
 
-    def bind_value(self, name: str, v: str, t: DataType, f: Flags) -> str:
-        if t is DataType.F32 and self.vars.get(name, CANON).raw:
-            return self.observed(v, f)
-        return v
+    def cast(self, p: Printer, v: str, t: DataType, f: Flags, d: DataType) -> tuple[str, DataType, Flags]:
+        if d is BOOL:
+            if t is F32:
+                return p.fresh(d, f"(bitcast<u32>({p.operand(v, f)}) & 0x7FFFFFFFu) != 0u"), d, CANON
+            return p.fresh(d, f"{v} != {_ZERO[t]}"), d, CANON
+        if t is BOOL:
+            one, zero = {U32: ("1u", "0u"), I32: ("1i", "0i"), F32: ("1.0", "0.0")}[d]
+            return p.fresh(d, f"select({zero}, {one}, {v})"), d, CANON
+        if d is F32:
+            return p.fresh(d, f"{'vy_u2f' if t is U32 else 'vy_i2f'}({v})"), d, CANON
+        if t is F32:
+            return p.fresh(d, f"{'vy_f2u' if d is U32 else 'vy_f2i'}({v})"), d, CANON
+        return p.fresh(d, f"bitcast<{WT[d]}>({v})"), d, CANON
 
-    def stmt(self, n: N.Node, guarded: bool) -> None:
-        has_barrier = any(isinstance(s, N.Barrier) for s in N.walk_nodes((n,)))
-        if guarded and isinstance(n, N.Let):
-            t = infer(n.value, self.visible(), self.program)
-            self.scope[-1][n.name] = t
-            self.out(f"var v_{n.name}: {WT[t]};")
-            self.open("if (vy_alive)")
-            self.stmt(N.Assign(n.name, n.value), False)
-            self.close()
-            return
-        if guarded and not has_barrier:
-            self.open("if (vy_alive)")
-            self.stmt(n, False)
-            self.close()
-            return
-        if isinstance(n, N.Let):
-            v, t, f = self.expr(n.value)
-            self.scope[-1][n.name] = t
-            if t is DataType.U32:
-                self.ranges.bind(n.name, self.ranges.of(n.value))
-            self.out(f"var v_{n.name}: {WT[t]} = {self.bind_value(n.name, v, t, f)};")
-        elif isinstance(n, N.Assign):
-            v, t, f = self.expr(n.value)
-            self.out(f"v_{n.name} = {self.bind_value(n.name, v, t, f)};")
-        elif isinstance(n, N.Store):
-            i, _, _ = self.expr(n.index)
-            v, t, f = self.expr(n.value)
-            if t is DataType.F32:
-                v = self.operand(v, f) if n.buffer in self.flushed else self.observed(v, f)
-            word = self.to_word(v, t)
-            p = self.ptr(n.buffer)
-            if n.buffer in self.atomic_buffers:
-                signed = self.program.buffer(n.buffer).dtype is DataType.I32
-                st = f"atomicStore(&{p}[{i}], {'bitcast<i32>(' + word + ')' if signed else word});"
-            else:
-                st = f"{p}[{i}] = {word};"
-            if self.ranges.in_bounds(n.buffer, n.index):
-                self.out(st)
-            else:
-                self.out(f"if ({i} < {self.count(n.buffer)}) {{ {st} }}")
-        elif isinstance(n, N.If):
-            c, _, _ = self.expr(n.cond)
-            self.open(f"if ({c})")
-            self.block(n.then, guarded)
-            self.close()
-            if n.otherwise:
-                self.open("else")
-                self.block(n.otherwise, guarded)
-                self.close()
-        elif isinstance(n, N.Loop):
-            lo, t, _ = self.expr(n.from_)
-            hi, _, _ = self.expr(n.to)
-            self.scope.append({n.var: t})
-            self.open(f"for (var v_{n.var}: {WT[t]} = {lo}; v_{n.var} < {hi}; v_{n.var}++)")
-            if self.cancel:
-                self.out("vy_trips++;")
-                self.out("if ((vy_trips & 1023u) == 0u && atomicLoad(&vy_ctl[1]) != 0u) { return; }")
-            saved = dict(self.ranges.env)
-            if t is DataType.U32:
-                self.ranges.bind(n.var, self.ranges.loop(n.var, n.from_, n.to))
-            self.block(n.body, guarded or (self.alive and any(isinstance(s, N.Return) for s in N.walk_nodes((n,)))))
-            self.ranges.env = saved
-            self.close()
-            self.scope.pop()
-        elif isinstance(n, N.While):
-            self.tmp += 1
-            count = f"vy_w{self.tmp}"
-            self.out(f"var {count}: u32 = 0u;")
-            self.open("loop")
-            if self.alive and any(isinstance(s, N.Return) for s in N.walk_nodes((n,))) and not has_barrier:
-                self.out("if (!vy_alive) { break; }")
-            c, _, _ = self.expr(n.cond)
-            self.out(f"if (!{c}) {{ break; }}")
-            cap = min(n.max_iterations, 0xFFFFFFFF)
-            self.out(f"if ({count} == {cap}u) {{ atomicOr(&vy_ctl[0], 2u); break; }}")
-            self.out(f"{count}++;")
-            if self.cancel:
-                self.out("vy_trips++;")
-                self.out("if ((vy_trips & 1023u) == 0u && atomicLoad(&vy_ctl[1]) != 0u) { return; }")
-            saved = dict(self.ranges.env)
-            self.block(n.body, guarded or (self.alive and any(isinstance(s, N.Return) for s in N.walk_nodes((n,)))))
-            self.ranges.env = saved
-            self.close()
-        elif isinstance(n, N.Break):
-            self.out("break;")
-        elif isinstance(n, N.Continue):
-            self.out("continue;")
-        elif isinstance(n, N.Block | N.Region):
-            self.open("")
-            self.block(n.body, guarded)
-            self.close()
-        elif isinstance(n, N.Return):
-            self.out("vy_alive = false;" if self.alive else "return;")
-        elif isinstance(n, N.Barrier):
-            if n.ordering is MemoryOrdering.SEQ_CST:
-                self.out("storageBarrier();")
-                self.out("workgroupBarrier();")
-        elif isinstance(n, N.Eval):
-            self.expr(n.value)
-        elif isinstance(n, N.IndirectDispatch):
-            pass
+    def fma(self, a: str, b: str, c: str) -> str:
+        raise WgslRefusal("fma (WGSL does not promise a single rounding)")
 
-    # ---- module --------------------------------------------------------------------------------
-    def kernel(self, index: int, body) -> str:
-        self.lines = []
-        self.indent = 1
-        self.tmp = 0
-        self.scope = [{}]
-        self.ranges.env = {}
-        self.alive = self.plan.has_barrier and any(isinstance(n, N.Return) for n in N.walk_nodes(body))
-        self.cancel = bool(self.plan.cancel_checked and self.plan.cancel_checked[index])
-        wx, wy, wz = self.program.workgroup_size
-        for loc in self.program.local_buffers:
-            self.out(f"var l_{loc.name}: array<u32, {loc.count}>;")
-        if self.plan.workgroup:
-            self.out("let vy_lin: u32 = vy_lid.x + " f"{wx}u * (vy_lid.y + {wy}u * vy_lid.z);")
-            for w in self.plan.workgroup:
-                zero = "atomicStore(&w_{0}[z], 0u)" if w.name in self.atomic_buffers else "w_{0}[z] = 0u"
-                if w.name in self.atomic_buffers and w.dtype is DataType.I32:
-                    zero = "atomicStore(&w_{0}[z], 0i)"
-                self.out(f"for (var z: u32 = vy_lin; z < {w.count}u; z += {wx * wy * wz}u) {{ {zero.format(w.name)}; }}")
-            self.out("workgroupBarrier();")
+    def widen(self, p: Printer, v: str, t: DataType) -> tuple[str, DataType, Flags]:
+        raise WgslRefusal(f"{t.value} values (not in core WGSL)")
+
+    narrow = widen   # type: ignore[assignment]
+
+    def atomic(self, p: Printer, e: E.Atomic, i: str, v: str, t: DataType, x: str | None) -> str:
+        ptr = f"&{p.ptr(e.buffer)}[{i}]"
+        cas = e.op is AtomicOp.COMPARE_EXCHANGE
+        in_bounds = p.ranges.in_bounds(e.buffer, e.index)
+        if in_bounds and not cas:
+            return p.fresh(t, f"{_ATOMIC[e.op]}({ptr}, {v})")
+        r = p.name("vy_cas" if cas else "vy_a")
+        p.out(self.var(r, WT[t], _ZERO[t]))
+        guard = "true" if in_bounds else f"{i} < {p.count(e.buffer)}"
+        if cas:   # a weak CAS may fail spuriously: retry until it decides (a loop: checked)
+            p.out(f"if ({guard}) {{ var {r}d = false; loop {{ let c = atomicCompareExchangeWeak({ptr}, {x}, {v}); "
+                  f"{r} = c.old_value; if (c.exchanged || c.old_value != {x}) {{ {r}d = true; break; }} }} "
+                  f"if (!{r}d) {{ {self.error(ERR_DEVICE_LOOPS)} }} }}")
+        else:
+            p.out(f"if ({guard}) {{ {r} = {_ATOMIC[e.op]}({ptr}, {v}); }}")
+        return r
+
+    # ---- kernels ------------------------------------------------------------------------------
+    def prologue(self, p: Printer, index: int) -> None:
         # a zero the compiler cannot see: f32 literals are xored with it, so no float
         # operation on constants is folded at compile time (where signed zeros and NaNs have
         # been seen to come out differently)
-        self.lines.insert(0, "    " + f"let vy_z: u32 = vy_n[{len(self.plan.bound)}];")
-        if self.alive:
-            self.out("var vy_alive: bool = true;")
-        if self.cancel:
-            self.out("var vy_trips: u32 = 0u;")
-        self.block(body)
-        head = (f"@compute @workgroup_size({wx}, {wy}, {wz})\nfn {self.plan.entries[index]}("
+        p.out(f"let vy_z: u32 = vy_n[{len(p.plan.bound)}];")
+        for loc in p.program.local_buffers:
+            p.out(f"var l_{loc.name}: array<u32, {loc.count}>;")
+        if p.plan.workgroup:
+            wx, wy, wz = p.program.workgroup_size
+            p.out(f"let vy_lin: u32 = vy_lid.x + {wx}u * (vy_lid.y + {wy}u * vy_lid.z);")
+            for w in p.plan.workgroup:
+                zero = f"w_{w.name}[z] = 0u"
+                if w.name in p.atomic_buffers:
+                    zero = f"atomicStore(&w_{w.name}[z], {'0i' if w.dtype is I32 else '0u'})"
+                p.out(f"for (var z: u32 = vy_lin; z < {w.count}u; z += {wx * wy * wz}u) {{ {zero}; }}")
+            p.out("workgroupBarrier();")
+
+    def kernel_head(self, p: Printer, index: int) -> str:
+        wx, wy, wz = p.program.workgroup_size
+        return (f"@compute @workgroup_size({wx}, {wy}, {wz})\nfn {p.plan.entries[index]}("
                 "@builtin(global_invocation_id) vy_gid: vec3<u32>, @builtin(local_invocation_id) vy_lid: vec3<u32>, "
                 "@builtin(workgroup_id) vy_wgid: vec3<u32>)")
-        return head + " {\n" + "\n".join(self.lines) + "\n}\n"
 
-    def module(self) -> str:
+    def module(self, p: Printer, kernels: list[str]) -> str:
         decls = []
-        for k, b in enumerate(self.plan.bound):
+        for k, b in enumerate(p.plan.bound):
             access = "read" if not b.writable else "read_write"
-            elem = "u32"
-            if b.name in self.atomic_buffers:
-                elem = "atomic<i32>" if b.dtype is DataType.I32 else "atomic<u32>"
-            decls.append(f"@group(0) @binding({k}) var<storage, {access}> b_{b.name}: array<{elem}>;")
-        n = len(self.plan.bound)
+            decls.append(f"@group(0) @binding({k}) var<storage, {access}> b_{b.name}: array<{self.element(p, b)}>;")
+        n = len(p.plan.bound)
         decls.append(f"@group(0) @binding({n}) var<storage, read> vy_n: array<u32>;")
         decls.append(f"@group(0) @binding({n + 1}) var<storage, read_write> vy_ctl: array<atomic<u32>, 2>;")
-        for w in self.plan.workgroup:
-            elem = "u32"
-            if w.name in self.atomic_buffers:
-                elem = "atomic<i32>" if w.dtype is DataType.I32 else "atomic<u32>"
-            decls.append(f"var<workgroup> w_{w.name}: array<{elem}, {w.count}>;")
-        kernels = [self.kernel(i, body) for i, body in enumerate(self.plan.phases)]
+        for w in p.plan.workgroup:
+            decls.append(f"var<workgroup> w_{w.name}: array<{self.element(p, w)}, {w.count}>;")
         return "// generated by vyre (WGSL)\n" + "\n".join(decls) + "\n" + PRELUDE + "\n" + "\n".join(kernels)
+
+    @staticmethod
+    def element(p: Printer, b) -> str:
+        if b.name in p.atomic_buffers:
+            return "atomic<i32>" if b.dtype is I32 else "atomic<u32>"
+        return "u32"
+
+
+WGSL = WgslSyntax()
 
 
 def emit_wgsl(plan: KernelPlan) -> str:
     """Complete WGSL module of a plan (check `refusals` first)."""
-    return WgslEmitter(plan).module()
+    return emit(plan, WGSL)
+
+
+def generate(program: Program) -> tuple[KernelPlan, str]:
+    """Plan and WGSL module of a validated program that `refusals` accepts (`WgslRefusal`
+    for what is found only while printing). A program with loops reports through the control
+    block: the device may stop a loop (`ERR_DEVICE_LOOPS`)."""
+    plan = lower(program, vector=False)
+    if any(plan.phase_loops) and not plan.needs_error_flag:
+        plan = replace(plan, needs_error_flag=True)
+    return plan, emit_wgsl(plan)

@@ -71,27 +71,21 @@ def execute(program: Program, launch: Any, memory: dict[str, np.ndarray],
     """Run a validated, specialized ``program`` over a resolved launch. ``memory`` maps every
     bound buffer to its elements (``DataType.storage`` dtype, ``launch`` counts long),
     updated in place."""
-    if program.invocations_per_workgroup % subgroup_size and _uses_subgroups(program):
+    facts = program.facts
+    if program.invocations_per_workgroup % subgroup_size and facts.subgroup_ops:
         raise ExecutionError("inputs", f"workgroup of {program.invocations_per_workgroup} invocations "
                              f"is not a whole number of {subgroup_size}-wide subgroups.",
                              f"use a workgroup size that is a multiple of {subgroup_size}.")
-    if sum(b.count * b.dtype.size for b in program.workgroup_buffers) > 4 * MAX_WORKGROUP_WORDS:
+    if facts.workgroup_bytes > 4 * MAX_WORKGROUP_WORDS:
         raise ExecutionError("limit", "workgroup memory over the reference's "
                              f"{MAX_WORKGROUP_WORDS * 4} bytes per workgroup.",
                              "use smaller workgroup buffers.")
-    local = sum(b.count * b.dtype.size for b in program.local_buffers)
+    local = facts.local_bytes
     if local * program.invocations_per_workgroup > MAX_BATCH_LOCAL_BYTES:
         raise ExecutionError("limit", f"local arrays of {local} bytes per invocation over a "
                              f"workgroup of {program.invocations_per_workgroup} exceed the reference's "
                              f"{MAX_BATCH_LOCAL_BYTES} bytes.", "use smaller local arrays or workgroups.")
     Machine(program, launch, memory, should_stop, subgroup_size).run()
-
-
-def _uses_subgroups(program: Program) -> bool:
-    from vyre.ir import expr as E
-    from vyre.ir import node as N
-
-    return any(isinstance(e, E.Subgroup) for e in N.walk_exprs(program.body))
 
 
 def run(program: Program, inputs: Sequence[Any], config: Any = None,

@@ -24,7 +24,8 @@ import numpy as np
 
 from vyre.ir import expr as E
 from vyre.ir import node as N
-from vyre.ir.errors import ExecutionError
+from vyre.ir.errors import DISPATCH_ERRORS, ExecutionError, dispatch_error
+from vyre.ir.kinds import UnknownKind
 from vyre.ir.launch import Launch
 from vyre.ir.program import Program
 from vyre.ir.typecheck import bin_result, un_result
@@ -39,10 +40,6 @@ MAX_BATCH_WG_WORDS = 1 << 24    # workgroup-memory words of one batch (64 MiB): 
 MAX_WORKGROUP_WORDS = 1 << 24   # workgroup memory of one workgroup the interpreter accepts
 MAX_BATCH_LOCAL_BYTES = 1 << 28  # local-array memory of one batch: batches shrink
 U32 = np.uint32
-LOOP_LIMIT_FIX = ("raise the while loop's max_iterations, or make its condition fail sooner "
-                  "(every invocation must leave the loop within the cap).")
-I32_DIV_FIX = ("guard the divisor (e.g. select(d.eq(0), 1, d)) or use u32, whose x/0 is "
-               "0xFFFFFFFF and x%0 is 0.")
 
 
 @dataclass
@@ -87,8 +84,9 @@ class Machine:
                 phases[-1].append(n)
         if self.inv == 0:
             return
-        wg_words = -(-sum(b.count * b.dtype.size for b in self.p.workgroup_buffers) // 4)
-        local_bytes = sum(b.count * b.dtype.size for b in self.p.local_buffers)
+        facts = self.p.facts
+        wg_words = -(-facts.workgroup_bytes // 4)
+        local_bytes = facts.local_bytes
         per_batch = max(1, min(MAX_BATCH_LANES // self.inv, MAX_BATCH_WG_WORDS // max(1, wg_words),
                                MAX_BATCH_LOCAL_BYTES // max(1, local_bytes * self.inv)))
         for phase in phases:
@@ -115,12 +113,9 @@ class Machine:
                         for w in range(start, stop):
                             self._batch(body, w, w + 1, None)
                 start = stop
-        if "division" in self.errors:
-            raise ExecutionError("division", "signed integer division or remainder by zero, or of "
-                                 "the most negative value by -1.", I32_DIV_FIX)
-        if "loop_limit" in self.errors:
-            raise ExecutionError("loop_limit", "a while loop reached its max_iterations with its "
-                                 "condition still true.", LOOP_LIMIT_FIX)
+        for reason in DISPATCH_ERRORS:   # the first in reporting order, as on every device
+            if reason in self.errors:
+                raise dispatch_error(reason)
 
     def indirect_grid(self, n: N.IndirectDispatch) -> tuple[int, int, int]:
         """The grid an indirect_dispatch reads, when its phase starts."""
@@ -202,61 +197,69 @@ class Machine:
         return self.L if idx is None else idx.size
 
     def stmt(self, n: N.Node, idx: np.ndarray | None) -> None:
-        if isinstance(n, N.Let | N.Assign):
-            val, t = self.eval(n.value, idx)
-            if isinstance(n, N.Let):
-                self.scope_types[n.name] = t
-                if idx is None:
-                    self.vars[n.name] = _full(val, t, self.L)
-                    return
-                self.vars[n.name] = np.zeros(self.L, dtype=t.numpy)
+        rule = _STMT.get(type(n))
+        if rule is None:
+            raise UnknownKind(n)   # a statement kind this interpreter does not execute
+        rule(self, n, idx)
+
+    # ---- one rule per statement kind (the table `_STMT`) --------------------------------
+    def _let_assign(self, n: N.Let | N.Assign, idx: np.ndarray | None) -> None:
+        val, t = self.eval(n.value, idx)
+        if type(n) is N.Let:
+            self.scope_types[n.name] = t
             if idx is None:
                 self.vars[n.name] = _full(val, t, self.L)
-            else:
-                self.vars[n.name][idx] = val
-        elif isinstance(n, N.Store):
-            i, _ = self.eval(n.index, idx)
-            v, t = self.eval(n.value, idx)
-            self.store(n.buffer, i, to_storage(self.p.buffer(n.buffer).dtype, v, t), idx)
-        elif isinstance(n, N.If):
-            c, _ = self.eval(n.cond, idx)
-            c = np.broadcast_to(c, (self.size(idx),))
-            lanes = np.arange(self.L) if idx is None else idx
-            if n.then:
-                t_idx = lanes[c]
-                if t_idx.size:
-                    self.block(n.then, t_idx)
-            if n.otherwise:
-                e_idx = lanes[~c]
-                if self.returned:
-                    e_idx = e_idx[self.alive[e_idx]]
-                if e_idx.size:
-                    self.block(n.otherwise, e_idx)
-        elif isinstance(n, N.Loop):
-            self.loop(n, idx)
-        elif isinstance(n, N.Block | N.Region):
-            self.block(n.body, idx)
-        elif isinstance(n, N.Return):
-            if idx is None:
-                self.alive[:] = False
-            else:
-                self.alive[idx] = False
-            self.returned += 1
-        elif isinstance(n, N.Barrier):
-            pass  # lockstep execution: every earlier statement is complete for all lanes
-        elif isinstance(n, N.Eval):
-            self.eval(n.value, idx, discard=True)
-        elif isinstance(n, N.While):
-            self.while_(n, idx)
-        elif isinstance(n, N.Break | N.Continue):
-            mask = self.brk if isinstance(n, N.Break) else self.cont
-            if idx is None:
-                mask[:] = True
-            else:
-                mask[idx] = True
-            self.jumps += 1
-        elif isinstance(n, N.IndirectDispatch):
-            pass  # read when its phase starts (`run`)
+                return
+            self.vars[n.name] = np.zeros(self.L, dtype=t.numpy)
+        if idx is None:
+            self.vars[n.name] = _full(val, t, self.L)
+        else:
+            self.vars[n.name][idx] = val
+
+    def _store(self, n: N.Store, idx: np.ndarray | None) -> None:
+        i, _ = self.eval(n.index, idx)
+        v, t = self.eval(n.value, idx)
+        self.store(n.buffer, i, to_storage(self.p.buffer(n.buffer).dtype, v, t), idx)
+
+    def _if(self, n: N.If, idx: np.ndarray | None) -> None:
+        c, _ = self.eval(n.cond, idx)
+        c = np.broadcast_to(c, (self.size(idx),))
+        lanes = np.arange(self.L) if idx is None else idx
+        if n.then:
+            t_idx = lanes[c]
+            if t_idx.size:
+                self.block(n.then, t_idx)
+        if n.otherwise:
+            e_idx = lanes[~c]
+            if self.returned:
+                e_idx = e_idx[self.alive[e_idx]]
+            if e_idx.size:
+                self.block(n.otherwise, e_idx)
+
+    def _block(self, n: N.Block | N.Region, idx: np.ndarray | None) -> None:
+        self.block(n.body, idx)
+
+    def _return(self, n: N.Return, idx: np.ndarray | None) -> None:
+        if idx is None:
+            self.alive[:] = False
+        else:
+            self.alive[idx] = False
+        self.returned += 1
+
+    def _nothing(self, n: N.Barrier | N.IndirectDispatch, idx: np.ndarray | None) -> None:
+        """Barrier: lockstep execution has every earlier statement complete for all lanes.
+        IndirectDispatch: read when its phase starts (`run`)."""
+
+    def _eval_stmt(self, n: N.Eval, idx: np.ndarray | None) -> None:
+        self.eval(n.value, idx, discard=True)
+
+    def _jump(self, n: N.Break | N.Continue, idx: np.ndarray | None) -> None:
+        mask = self.brk if type(n) is N.Break else self.cont
+        if idx is None:
+            mask[:] = True
+        else:
+            mask[idx] = True
+        self.jumps += 1
 
     def while_(self, n: N.While, idx: np.ndarray | None) -> None:
         saved = self.brk, self.cont
@@ -286,6 +289,9 @@ class Machine:
 
     def call(self, e: E.Call, idx: np.ndarray | None) -> tuple[Any, DataType | None]:
         """Run a function for the lanes ``idx``: arguments by value, its own locals."""
+        if self.should_stop is not None and self.should_stop():   # one statement may call a lot
+            raise ExecutionError("limit", "execution was cancelled (timeout).",
+                                 "raise the dispatch timeout or dispatch less work.")
         fn = self.functions[e.function]
         args = [self.eval(a, idx)[0] for a in e.args]
         saved = self.vars, self.scope_types, self.brk, self.cont
@@ -435,66 +441,85 @@ class Machine:
 
     # ------------------------------------------------------------------ expressions
     def eval(self, e: E.Expr, idx: np.ndarray | None, discard: bool = False) -> tuple[Any, DataType]:
-        if isinstance(e, E.Lit | E.Spec):  # an unspecialized constant takes its default
-            if e.dtype.is_half:
-                return np.asarray(e.bits, dtype=np.uint16), e.dtype
-            v = E.Lit(e.dtype, e.bits).value
-            return np.asarray(v, dtype=e.dtype.numpy), e.dtype
-        if isinstance(e, E.Var):
-            arr = self.vars[e.name]
-            t = self.scope_types[e.name]
-            return (arr if idx is None else arr[idx]), t
-        if isinstance(e, E.Load):
-            i, _ = self.eval(e.index, idx)
-            t = self.p.buffer(e.buffer).dtype
-            return from_storage(t, self.load(e.buffer, i, idx)), t.value_type
-        if isinstance(e, E.BufLen):
-            decl = self.p.buffer(e.buffer)
-            n = self.counts[e.buffer] if decl.is_bound else decl.count
-            return np.asarray(n, dtype=U32), DataType.U32
-        if isinstance(e, E.Id):
-            arr = self.ident(e.kind, e.axis)
-            return (arr if idx is None else arr[idx]), DataType.U32
-        if isinstance(e, E.Bin):
-            a, ta = self.eval(e.left, idx)
-            b, tb = self.eval(e.right, idx)
-            r, bad = S.binop(e.op, ta, np.atleast_1d(a), np.atleast_1d(b))
-            if bad is not None and bad.any():
-                self.errors.add("division")   # the result is 0; the dispatch fails at the end
-            return r, bin_result(e.op, ta, tb)
-        if isinstance(e, E.Un):
-            a, t = self.eval(e.operand, idx)
-            return S.unop(e.op, t, np.atleast_1d(a)), un_result(e.op, t)
-        if isinstance(e, E.Select):
-            c, _ = self.eval(e.cond, idx)
-            a, t = self.eval(e.if_true, idx)
-            b, _ = self.eval(e.if_false, idx)
-            return np.where(c, a, b).astype(t.numpy), t
-        if isinstance(e, E.Cast):
-            a, t = self.eval(e.value, idx)
-            return S.cast(e.dtype, t, np.atleast_1d(a)), e.dtype
-        if isinstance(e, E.Bitcast):
-            a, t = self.eval(e.value, idx)
-            return S.bitcast(e.dtype, np.atleast_1d(a), t), e.dtype
-        if isinstance(e, E.Fma):
-            a, t = self.eval(e.a, idx)
-            b, _ = self.eval(e.b, idx)
-            c, _ = self.eval(e.c, idx)
+        rule = _EVAL.get(type(e))
+        if rule is None:
+            raise UnknownKind(e)   # an expression kind this interpreter does not evaluate
+        return rule(self, e, idx, discard)
 
-            def wide(v: Any) -> np.ndarray:
-                v = np.atleast_1d(v)
-                return S.canon(v) if t is DataType.F32 else S.widen(t, v)
+    # ---- one rule per expression kind (the table `_EVAL`) -------------------------------
+    def _literal(self, e: E.Lit | E.Spec, idx: np.ndarray | None, discard: bool) -> tuple[Any, DataType]:
+        # an unspecialized constant takes its default
+        if e.dtype.is_half:
+            return np.asarray(e.bits, dtype=np.uint16), e.dtype
+        v = E.Lit(e.dtype, e.bits).value
+        return np.asarray(v, dtype=e.dtype.numpy), e.dtype
 
-            with np.errstate(all="ignore"):
-                r = S.canon(S.fma_f32(*np.broadcast_arrays(wide(a), wide(b), wide(c))))
-            return (r if t is DataType.F32 else S.narrow(t, r)), t
-        if isinstance(e, E.Atomic):
-            return self.atomic(e, idx, discard)
-        if isinstance(e, E.Subgroup):
-            return self.subgroup(e, idx)
-        if isinstance(e, E.Call):
-            return self.call(e, idx)  # type: ignore[return-value]
-        raise TypeError(type(e).__name__)
+    def _var(self, e: E.Var, idx: np.ndarray | None, discard: bool) -> tuple[Any, DataType]:
+        arr = self.vars[e.name]
+        t = self.scope_types[e.name]
+        return (arr if idx is None else arr[idx]), t
+
+    def _load(self, e: E.Load, idx: np.ndarray | None, discard: bool) -> tuple[Any, DataType]:
+        i, _ = self.eval(e.index, idx)
+        t = self.p.buffer(e.buffer).dtype
+        return from_storage(t, self.load(e.buffer, i, idx)), t.value_type
+
+    def _buf_len(self, e: E.BufLen, idx: np.ndarray | None, discard: bool) -> tuple[Any, DataType]:
+        decl = self.p.buffer(e.buffer)
+        n = self.counts[e.buffer] if decl.is_bound else decl.count
+        return np.asarray(n, dtype=U32), DataType.U32
+
+    def _id(self, e: E.Id, idx: np.ndarray | None, discard: bool) -> tuple[Any, DataType]:
+        arr = self.ident(e.kind, e.axis)
+        return (arr if idx is None else arr[idx]), DataType.U32
+
+    def _bin(self, e: E.Bin, idx: np.ndarray | None, discard: bool) -> tuple[Any, DataType]:
+        a, ta = self.eval(e.left, idx)
+        b, tb = self.eval(e.right, idx)
+        r, bad = S.binop(e.op, ta, np.atleast_1d(a), np.atleast_1d(b))
+        if bad is not None and bad.any():
+            self.errors.add("division")   # the result is 0; the dispatch fails at the end
+        return r, bin_result(e.op, ta, tb)
+
+    def _un(self, e: E.Un, idx: np.ndarray | None, discard: bool) -> tuple[Any, DataType]:
+        a, t = self.eval(e.operand, idx)
+        return S.unop(e.op, t, np.atleast_1d(a)), un_result(e.op, t)
+
+    def _select(self, e: E.Select, idx: np.ndarray | None, discard: bool) -> tuple[Any, DataType]:
+        c, _ = self.eval(e.cond, idx)
+        a, t = self.eval(e.if_true, idx)
+        b, _ = self.eval(e.if_false, idx)
+        return np.where(c, a, b).astype(t.numpy), t
+
+    def _cast(self, e: E.Cast, idx: np.ndarray | None, discard: bool) -> tuple[Any, DataType]:
+        a, t = self.eval(e.value, idx)
+        return S.cast(e.dtype, t, np.atleast_1d(a)), e.dtype
+
+    def _bitcast(self, e: E.Bitcast, idx: np.ndarray | None, discard: bool) -> tuple[Any, DataType]:
+        a, t = self.eval(e.value, idx)
+        return S.bitcast(e.dtype, np.atleast_1d(a), t), e.dtype
+
+    def _fma(self, e: E.Fma, idx: np.ndarray | None, discard: bool) -> tuple[Any, DataType]:
+        a, t = self.eval(e.a, idx)
+        b, _ = self.eval(e.b, idx)
+        c, _ = self.eval(e.c, idx)
+
+        def wide(v: Any) -> np.ndarray:
+            v = np.atleast_1d(v)
+            return S.canon(v) if t is DataType.F32 else S.widen(t, v)
+
+        with np.errstate(all="ignore"):
+            r = S.canon(S.fma_f32(*np.broadcast_arrays(wide(a), wide(b), wide(c))))
+        return (r if t is DataType.F32 else S.narrow(t, r)), t
+
+    def _atomic(self, e: E.Atomic, idx: np.ndarray | None, discard: bool) -> tuple[Any, DataType]:
+        return self.atomic(e, idx, discard)
+
+    def _subgroup(self, e: E.Subgroup, idx: np.ndarray | None, discard: bool) -> tuple[Any, DataType]:
+        return self.subgroup(e, idx)
+
+    def _call(self, e: E.Call, idx: np.ndarray | None, discard: bool) -> tuple[Any, DataType]:
+        return self.call(e, idx)  # type: ignore[return-value]
 
     def subgroup(self, e: E.Subgroup, idx: np.ndarray | None) -> tuple[np.ndarray, DataType]:
         """Subgroups are runs of `subgroup_size` consecutive lanes of a workgroup. Validation
@@ -524,6 +549,23 @@ class Machine:
         vals = v.view(U32) if e.op is SubgroupOp.REDUCE_ADD else v  # ADD wraps as u32 bits
         red = ufunc.reduceat(vals, starts, dtype=vals.dtype)  # wraps: no numpy upcast
         return np.ascontiguousarray(red[group]).view(t.numpy), t
+
+
+M = Machine
+# how each statement kind executes (tests/ir/test_kind_tables.py: every kind is here)
+_STMT: dict[type, Callable[[Machine, Any, Any], None]] = {
+    N.Let: M._let_assign, N.Assign: M._let_assign, N.Store: M._store, N.If: M._if, N.Loop: M.loop,
+    N.Block: M._block, N.Region: M._block, N.Return: M._return, N.Barrier: M._nothing,
+    N.Eval: M._eval_stmt, N.While: M.while_, N.Break: M._jump, N.Continue: M._jump,
+    N.IndirectDispatch: M._nothing,
+}
+# how each expression kind evaluates; a WeakLit never reaches a built Program (EVAL_EXEMPT)
+_EVAL: dict[type, Callable[[Machine, Any, Any, bool], tuple[Any, DataType]]] = {
+    E.Lit: M._literal, E.Spec: M._literal, E.Var: M._var, E.Load: M._load, E.BufLen: M._buf_len,
+    E.Id: M._id, E.Bin: M._bin, E.Un: M._un, E.Select: M._select, E.Cast: M._cast,
+    E.Bitcast: M._bitcast, E.Fma: M._fma, E.Atomic: M._atomic, E.Subgroup: M._subgroup, E.Call: M._call,
+}
+EVAL_EXEMPT = frozenset({E.WeakLit})
 
 
 def _full(val: Any, t: DataType, lanes: int) -> np.ndarray:

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from vyre.ir.types import AtomicOp, BinOp, DataType, UnOp
+from vyre.ir.types import TRANSCENDENTAL, AtomicOp, BinOp, DataType, UnOp
+
+from . import crmath
 
 U32, I32, F32, BOOL = np.uint32, np.int32, np.float32, np.bool_
 NAN_BITS = np.uint32(0x7FC00000)
@@ -255,6 +257,7 @@ def _fbin(op: BinOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         case BinOp.MIN: return canon(fmin(a, b))
         case BinOp.MAX: return canon(fmax(a, b))
         case BinOp.ABS_DIFF: return canon(np.abs(canon(a - b)))
+        case BinOp.HYPOT: return canon(crmath.hypot(a, b))   # correctly rounded (S13)
         case BinOp.EQ: return a == b
         case BinOp.NE: return a != b
         case BinOp.LT: return a < b
@@ -262,10 +265,6 @@ def _fbin(op: BinOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         case BinOp.LE: return a <= b
         case BinOp.GE: return a >= b
     raise ValueError(f"{op} on f32")
-
-
-_TRANSCENDENTAL = {UnOp.EXP: np.exp, UnOp.LOG: np.log, UnOp.EXP2: np.exp2, UnOp.LOG2: np.log2,
-                   UnOp.SIN: np.sin, UnOp.COS: np.cos, UnOp.TAN: np.tan, UnOp.TANH: np.tanh}
 
 
 def unop(op: UnOp, t: DataType, a: np.ndarray) -> np.ndarray:
@@ -335,10 +334,9 @@ def _fun(op: UnOp, a: np.ndarray) -> np.ndarray:
         case UnOp.IS_INF: return np.isinf(a)
         case UnOp.IS_FINITE: return np.isfinite(a)
         case UnOp.RECIPROCAL: return canon(np.float32(1) / a)
-    fn = _TRANSCENDENTAL.get(op)
-    if fn is None:
-        raise ValueError(f"{op} on f32")
-    return canon(fn(a.astype(np.float64)).astype(F32))
+    if op in TRANSCENDENTAL:   # correctly rounded, then flushed (S13)
+        return crmath.evaluate(op, a)
+    raise ValueError(f"{op} on f32")
 
 
 # ---- 16-bit floats: exact widening, one rounding ------------------------------------------

@@ -29,22 +29,25 @@ and go through the same steps.
 
 from __future__ import annotations
 
+import abc
 import gc
 import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
 
 from vyre.ir.errors import VyreError
 from vyre.ir.fingerprint import fingerprint, identity
 from vyre.ir.launch import effective_program, uses_atomics
-from vyre.ir.ops import program_ops
 from vyre.ir.program import Program
 
 from .. import observability, tuner
 from ..backend import CompiledPipeline, Resource, VyreBackend
+from ..capability import Capabilities
 from ..config import DEFAULT, DispatchConfig
 from ..dispatch_shape import dispatch_shape, padded, resident_sizes
 from ..errors import (
@@ -62,7 +65,8 @@ from ..inputs import DeviceInput, Input, InputChecker, raw_words
 from ..pending import PendingDispatch, TimedDispatchResult
 from ..pipeline import PipelineCacheSnapshot
 from ..program_walks import launch_for_sizes
-from ..validation import VALIDATION_CACHE
+from ..runnable import refusals
+from ..validation import VALIDATION_CACHE, default_supported_ops
 from .artifacts import ArtifactCache
 from .device import Cancelled, Ctl, Device
 from .plan import Limits, Prepared, StageSet
@@ -105,6 +109,7 @@ class EnginePipeline(CompiledPipeline):
         outputs = [b.name for b in program.outputs]
         # (input position, output position) of READ_WRITE buffers: fixpoint feeds them back
         self.feedback = tuple((i, outputs.index(d.name)) for i, d in enumerate(program.inputs) if d.is_output)
+        self.out_dtypes = tuple(d.dtype.host for d in program.outputs)   # dispatch_arrays' dtypes
 
     def __repr__(self) -> str:
         return (f"<EnginePipeline {self._backend.id()} program={fingerprint(self._source).hex()[:12]} "
@@ -282,6 +287,14 @@ class EngineBackend(VyreBackend):
         name = self.device_profile().device_name or "?"
         return f"<{type(self).__name__} {self.id()} {self.version()} on {name}>"
 
+    @property
+    def caps(self) -> Capabilities | None:
+        """The device's `Capabilities`, read once (None: a subclass answers the queries)."""
+        caps = self.__dict__.get("_caps", self)
+        if caps is self:
+            caps = self.__dict__["_caps"] = self.device.capabilities()
+        return caps
+
     # ---- declared limits (engine checks; subclasses refine) ------------------------------
     def max_grid_size(self) -> tuple[int, int, int]:
         """Workgroups per axis of one launch."""
@@ -290,7 +303,14 @@ class EngineBackend(VyreBackend):
 
     def max_invocations_per_dispatch(self) -> int:
         """Total invocations of one launch (gid is u32 per axis)."""
-        return 2**32 - 1
+        caps = self.caps
+        return 2**32 - 1 if caps is None else caps.max_invocations_per_dispatch
+
+    def device_fingerprint(self) -> bytes:
+        caps = self.caps
+        if caps is not None and caps.fingerprint is not None:
+            return caps.fingerprint
+        return super().device_fingerprint()
 
     def limits(self) -> Limits:
         if self._limits is None:
@@ -299,9 +319,6 @@ class EngineBackend(VyreBackend):
                                   self.max_grid_size(), self.max_invocations_per_dispatch(),
                                   prof.max_shared_memory_bytes, self.max_storage_buffer_bytes())
         return self._limits
-
-    def refuse(self, program: Program) -> None:
-        """Target checks beyond ops and limits (raise `UnsupportedFeature`). Default: none."""
 
     # ---- 1. config -----------------------------------------------------------------------
     def _config(self, config: Any) -> DispatchConfig:
@@ -397,6 +414,7 @@ class EngineBackend(VyreBackend):
                 eff, kernel, meta, binary = self._compile(program, config)
                 if art is not None and meta is not None and binary is not None:
                     meta["atomics"] = uses_atomics(eff)
+                    meta["fingerprint"] = fingerprint(program).hex()
                     art.put(akey, meta, binary)
             pipe = EnginePipeline(self, program, eff, config, kernel)
             self._pipes[key] = pipe
@@ -439,6 +457,11 @@ class EngineBackend(VyreBackend):
         wg = config.workgroup_override or program.workgroup_size
         eff = program if wg == program.workgroup_size else Program(program.buffers, wg, program.body, program.functions)
         eff.__dict__["_vyre_atomics"] = bool(meta.get("atomics", True))
+        fp = meta.get("fingerprint")
+        if isinstance(fp, str) and len(fp) == 64 and "_vyre_fingerprint" not in program.__dict__:
+            # recorded with the kernel of this exact program: its canonical form need not be
+            # built again (the entry's key is the exact identity, its payload checksummed)
+            program.__dict__["_vyre_fingerprint"] = bytes.fromhex(fp)
         return eff, kernel
 
     def _compile(self, program: Program, config: DispatchConfig) -> tuple[Program, Any, Any, Any]:
@@ -450,14 +473,30 @@ class EngineBackend(VyreBackend):
             raise from_foundation(err, self.id()) from None
         if eff is not program:
             self._validate(eff)  # a workgroup override can break barrier/subgroup rules
-        missing = sorted(set(program_ops(eff)) - set(self.supported_ops()))
-        if missing:
-            raise UnsupportedFeature(f"ops {', '.join(missing)}", self.id(),
-                                     "run this program on a backend whose supported_ops() has "
-                                     "them (`vyre backends --explain FILE` says which).")
-        self._check_workgroup(eff)
-        self.refuse(eff)
+        refused = refusals(eff, self)   # ops, limits, then the target's own checks
+        if refused:
+            raise refused[0].error(self.id())
         return (eff, *self._build(eff))
+
+    def precompile(self, programs: Sequence[Any]) -> int:
+        effective = []
+        for item in programs:
+            program, config = item if isinstance(item, tuple) else (item, None)
+            try:
+                config = self._config(config)
+                self._validate(program)
+                eff = effective_program(program, config)
+                if eff is not program:
+                    self._validate(eff)
+            except VyreError:
+                continue   # its dispatch reports it
+            if not refusals(eff, self):
+                effective.append(eff)
+        try:
+            return self.device.precompile(effective)
+        except Exception as exc:   # a warm-up never fails the caller: dispatches build on demand
+            log.warning("vyre %s: precompile failed (%s); programs build on first dispatch", self.id(), exc)
+            return 0
 
     def _build(self, program: Program) -> tuple[Any, Any, Any]:
         try:
@@ -496,21 +535,6 @@ class EngineBackend(VyreBackend):
         return pipe.check(inputs)
 
     # ---- 4. shape, limits, budget ----------------------------------------------------------
-    def _check_workgroup(self, program: Program) -> None:
-        lim = self.limits()
-        wg = program.workgroup_size
-        if any(w > m for w, m in zip(wg, lim.max_workgroup_size)) or \
-                program.invocations_per_workgroup > lim.max_invocations_per_workgroup:
-            raise LimitExceeded("workgroup_size", f"workgroup size {wg} exceeds this device's "
-                                f"{lim.max_workgroup_size} per axis / {lim.max_invocations_per_workgroup} "
-                                "invocations.", "use a smaller workgroup size (DispatchConfig."
-                                "workgroup_override).", backend=self.id())
-        shared = sum(b.count * b.dtype.size for b in program.workgroup_buffers)
-        if shared > lim.max_shared_memory_bytes:
-            raise LimitExceeded("shared_memory", f"{shared} bytes of workgroup memory exceed this "
-                                f"device's {lim.max_shared_memory_bytes}.", "use smaller workgroup "
-                                "buffers.", backend=self.id())
-
     def _prepared(self, pipe: EnginePipeline, sizes: tuple[int, ...], config: DispatchConfig) -> Prepared:
         key = (sizes, grid_key(config))
         prep = pipe.prepared.get(key)
@@ -692,9 +716,11 @@ class EngineBackend(VyreBackend):
                     self.epoch += 1
         raise timed_out(config, self.id())
 
-    def _complete(self, flight: Flight, config: DispatchConfig, read: bool = True) -> list[bytes]:
+    def _complete(self, flight: Flight, config: DispatchConfig, read: bool = True,
+                  arrays: Sequence[Any] | None = None) -> list[Any]:
         """Wait for a dispatch, raise its error, and return its outputs' bytes (none when
-        ``read`` is False: the outputs stayed on the device)."""
+        ``read`` is False: the outputs stayed on the device; numpy arrays of the dtypes
+        ``arrays`` names when given: one copy out of the staging, no bytes in between)."""
         prep, sset = flight.prep, flight.sset
         try:
             if flight.fence is None:
@@ -712,12 +738,18 @@ class EngineBackend(VyreBackend):
             word = int(sset.ctl.words[0])
             prep.give(sset)
             raise ctl_failure(word, self.id())
-        outs = [v.tobytes() for v in sset.views] if read else []
+        if not read:
+            outs: list[Any] = []
+        elif arrays is None:
+            outs = [v.tobytes() for v in sset.views]
+        else:
+            outs = [v.view(dt).copy() for v, dt in zip(sset.views, arrays)]
         prep.give(sset)
         return outs
 
     # ---- the synchronous recipe ------------------------------------------------------------
-    def _run(self, pipe: EnginePipeline, inputs: Any, config: DispatchConfig, *, timed: bool = False) -> Any:
+    def _run(self, pipe: EnginePipeline, inputs: Any, config: DispatchConfig, *, timed: bool = False,
+             arrays: bool = False) -> Any:
         started = time.perf_counter_ns()
         ok = False
         try:
@@ -728,9 +760,12 @@ class EngineBackend(VyreBackend):
                                    fence=deadline is not None or timed)
             if timed:
                 enqueued = _now()
-            outs = self._complete(flight, config)
+            dtypes = pipe.out_dtypes if arrays and config.fixpoint_iterations <= 1 else None
+            outs = self._complete(flight, config, arrays=dtypes)
             if config.fixpoint_iterations > 1:
                 outs = self._fixpoint_rest(pipe, ins, outs, config, deadline)
+                if arrays:
+                    outs = [np.frombuffer(r, dtype=dt).copy() for r, dt in zip(outs, pipe.out_dtypes)]
             ok = True
             if timed:
                 end = _now()
@@ -784,6 +819,15 @@ class EngineBackend(VyreBackend):
     def dispatch_borrowed(self, program: Program, inputs: Sequence[Any],
                           config: DispatchConfig | None = None) -> list[bytes]:
         return self.dispatch(program, inputs, config)  # inputs are staged once, never copied first
+
+    def dispatch_arrays(self, program: Program, inputs: Sequence[Any],
+                        config: DispatchConfig | None = None) -> list[np.ndarray]:
+        config = self._config(config)
+        return self._run(self._pipeline(program, self._tuned(program, inputs, config)), inputs, config,
+                         arrays=True)
+
+    def reads_device_arrays(self) -> bool:
+        return self.device.reads_device_arrays
 
     def dispatch_device(self, program: Program, inputs: Sequence[Any],
                         config: DispatchConfig | None = None) -> list[DeviceOutput]:
@@ -1044,3 +1088,43 @@ class EngineBackend(VyreBackend):
                     bound.release()
                 pipe.prepared.clear()
             P.clear(self.id(), self)
+
+
+def _answered(query: str, field: Callable[[Capabilities], Any]) -> Callable[..., Any]:
+    base = getattr(VyreBackend, query)
+
+    def answer(self: EngineBackend) -> Any:
+        caps = self.caps
+        return base(self) if caps is None else field(caps)
+
+    answer.__name__ = answer.__qualname__ = query
+    answer.__doc__ = base.__doc__
+    return answer
+
+
+#: every capability query of the contract, answered from the device's `Capabilities` (a test
+#: checks that no query of the contract is missing)
+CAPABILITY_QUERIES: dict[str, Callable[[Capabilities], Any]] = {
+    "id": lambda c: c.id,
+    "version": lambda c: c.version,
+    "supported_ops": lambda c: default_supported_ops() - c.unsupported_ops,
+    "supports_subgroup_ops": lambda c: c.profile.supports_subgroup_ops,
+    "supports_f16": lambda c: c.profile.supports_f16,
+    "supports_bf16": lambda c: c.profile.supports_bf16,
+    "supports_tensor_cores": lambda c: c.profile.supports_tensor_cores,
+    "supports_indirect_dispatch": lambda c: c.profile.supports_indirect_dispatch,
+    "supports_async_compute": lambda c: c.async_compute,
+    "supports_speculation": lambda c: c.speculation,
+    "supports_persistent_thread_dispatch": lambda c: c.persistent_thread_dispatch,
+    "supports_grid_sync": lambda c: c.grid_sync,
+    "is_distributed": lambda c: c.distributed,
+    "max_workgroup_size": lambda c: c.profile.max_workgroup_size,
+    "max_compute_workgroups_per_dimension": lambda c: c.max_workgroups_per_dimension,
+    "max_compute_invocations_per_workgroup": lambda c: c.profile.max_invocations_per_workgroup,
+    "subgroup_size": lambda c: c.profile.subgroup_size or None,
+    "max_storage_buffer_bytes": lambda c: c.profile.max_storage_buffer_binding_size,
+    "device_profile": lambda c: c.profile,
+}
+for _query, _field in CAPABILITY_QUERIES.items():
+    setattr(EngineBackend, _query, _answered(_query, _field))
+abc.update_abstractmethods(EngineBackend)

@@ -30,6 +30,7 @@ import numpy as np
 
 from vyre.ir.program import BufferDecl, Program
 
+from ..capability import Capabilities
 from ..errors import BackendError
 
 
@@ -124,6 +125,12 @@ class Device(abc.ABC):
     #: phases and reads each indirect grid back before launching its phase
     indirect_in_launch: bool = False
 
+    def capabilities(self) -> Capabilities | None:
+        """What this backend and device declare (`Capabilities`), read once from the
+        vendor; the engine answers every capability query from it. None (the default): a
+        Backend subclass still answers them itself."""
+        return None
+
     # ---- compile -----------------------------------------------------------------------
     @abc.abstractmethod
     def build(self, program: Program) -> Kernel:
@@ -133,6 +140,20 @@ class Device(abc.ABC):
         """`build`, plus what `load` needs to rebuild the kernel in another process
         (`Kernel.meta`, the target binary); (kernel, None, None) when nothing can be kept."""
         return self.build(program), None, None
+
+    def launcher(self, kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int],
+                 packed: Any) -> Any:
+        """A no-argument callable that enqueues exactly what `launch` (untimed, every phase)
+        would, with everything bound in advance, for a bound dispatch's hot path; valid until
+        the backend's epoch changes (a recovery may replace the queue). None (the default):
+        the hot path calls `launch`."""
+        return None
+
+    def precompile(self, programs: list[Program]) -> int:
+        """Build the target binaries of many validated, specialized programs at once (in
+        parallel where the target can) into the device's own disk cache, so that their first
+        dispatches load them. Returns how many were built (default: 0, nothing to do)."""
+        return 0
 
     def load(self, meta: dict[str, Any], artifact: bytes) -> Kernel:
         """The kernel `compile` described, from its binary (raise anything to rebuild)."""
@@ -212,6 +233,12 @@ class Device(abc.ABC):
 
     def elapsed_ns(self, token: Any) -> int | None:
         """Device time of a completed timed launch, or None where the device cannot time."""
+        return None
+
+    def fence_of(self, token: Any) -> Any:
+        """A fence for everything enqueued up to the end of the timed launch ``token`` when
+        nothing was enqueued after it (the timing end marker itself, where it can be waited
+        on), or None (the default): the caller asks for a new `fence`."""
         return None
 
     # ---- completion --------------------------------------------------------------------

@@ -130,16 +130,19 @@ class Prepared:
         grid = tuple(int(w) for w in host.words[offset:offset + 3])
         wg = self.block
         lim = self.limits
-        over = any(g > 2**31 - 1 or g * w > 0xFFFFFFFF for g, w in zip(grid, wg))
+        why = []   # each limit the grid exceeds, in the user's terms
+        if any(g > 2**31 - 1 or g * w > 0xFFFFFFFF for g, w in zip(grid, wg)):
+            why.append("over 2**31-1 workgroups or 2**32-1 invocations on an axis")
         if lim is not None:
             total = grid[0] * grid[1] * grid[2] * wg[0] * wg[1] * wg[2]
-            over = over or any(g > m for g, m in zip(grid, lim.max_grid)) or \
-                total > lim.max_invocations_per_dispatch
-        if over:
-            raise indirect_failed(f"indirect_dispatch grid {grid} is more than this device launches "
-                                  f"({lim.max_grid if lim else '2**31-1'} workgroups per axis, 2**32-1 "
-                                  "invocations per axis).", "write a grid the device can launch "
-                                  "(split the work otherwise).")
+            if any(g > m for g, m in zip(grid, lim.max_grid)):
+                why.append(f"over this device's {lim.max_grid} workgroups per axis")
+            if total > lim.max_invocations_per_dispatch:
+                why.append(f"{total} invocations in all, over this device's {lim.max_invocations_per_dispatch} "
+                           "per dispatch")
+        if why:
+            raise indirect_failed(f"indirect_dispatch grid {grid} of {wg} workgroups is {'; '.join(why)}.",
+                                  "write a grid the device can launch (split the work otherwise).")
         return grid  # type: ignore[return-value]
 
     def give(self, sset: StageSet) -> None:

@@ -54,6 +54,9 @@ class Bound:
         self._timer: Any = None
         self._armed = False
         self._lock = threading.Lock()
+        self._fast: Any = None     # the device's prebound launch, where nothing else is due
+        self._fast_ok = not self.zero and not self.uses_ctl and not self.prep.kernel.indirect \
+            and not self.prep.empty
         outs = [b.name for b in pipe.effective.outputs]
         self._rw = [(r, outs.index(b.name)) for b, r in zip(
             (b for b in pipe.effective.buffers if b.is_bound), self.resources) if b.is_input and b.is_output]
@@ -67,6 +70,9 @@ class Bound:
     def _check(self) -> None:
         b = self.backend
         if not (self.stale or b._closed or b._runaway or self.pipe.generation != b.generation):
+            if self._epoch != b.epoch and self._fast_ok:   # (re)bind to this epoch's queue
+                p = self.prep
+                self._fast = b.device.launcher(p.kernel, p.grid, p.block, self.packed)
             self._epoch = b.epoch
             return
         b._usable()
@@ -107,7 +113,11 @@ class Bound:
         if self._epoch == self.backend.epoch and not self.stale:
             # hot path: checked clean in this epoch and nothing freed since: the same rules
             # hold without re-checking; counted without the lock (enqueue only)
-            self._launch_now(self.backend.device)
+            fast = self._fast
+            if fast is not None:
+                fast()
+            else:
+                self._launch_now(self.backend.device)
             next(self._series.launches)
             return
         t0 = _now()
@@ -147,10 +157,16 @@ class Bound:
                 lock.acquire()
                 try:
                     self._check()
-                    token = self._enqueue(timed=True, deadline=deadline)
+                    if self._timer is None:   # this handle's own timing markers, reused
+                        self._timer = dev.timer()
+                    token = self._enqueue(timed=self._timer, deadline=deadline)
+                    fence = None
                     if self.uses_ctl:
                         dev.ctl_fetch(self.ctl)
-                    fence = dev.fence()
+                    elif token is not None:
+                        fence = dev.fence_of(token)
+                    if fence is None:
+                        fence = dev.fence()
                 except Cancelled:
                     self._armed = False
                     raise timed_out(config, b.id()) from None
@@ -220,11 +236,18 @@ class EngineBatch:
         self.items = list(items)
         self.bounds = [Bound(backend, backend._pipeline(it.program, backend._config(it.config)),
                              it.resources, backend._config(it.config)) for it in self.items]
+        self.with_ctl = [bd for bd in self.bounds if bd.uses_ctl]
+        # what a replay must re-check: the distinct resources and pipelines behind the items
+        self.used = tuple({id(r): r for bd in self.bounds for r in bd.resources}.values())
+        self.pipes = tuple({id(bd.pipe): bd.pipe for bd in self.bounds}.values())
+        self._clean_epoch = -1     # the backend epoch every item last checked clean in
+        self.labels = tuple(bd.config.label for bd in self.bounds)
         timeouts = [bd.config.timeout for bd in self.bounds if bd.config.timeout is not None]
         self.timeout = min(timeouts) if timeouts else None
         # fixpoints and indirect grids need the host between launches: no graph for them
         self.sequential = any(bd.config.fixpoint_iterations > 1 or bd.prep.kernel.indirect
                               for bd in self.bounds)
+        self.stoppable = all(bd.prep.kernel.stoppable for bd in self.bounds)
         self.graph = None
         dev = backend.device
         if not self.sequential and getattr(dev, "supports_graphs", False):
@@ -254,21 +277,22 @@ class EngineBatch:
         try:
             with b._lock:
                 b._usable()
-                for bd in self.bounds:
-                    bd._check()
+                if self._clean_epoch != b.epoch or b._runaway or any(r.freed for r in self.used) or \
+                        any(p.generation != b.generation for p in self.pipes):
+                    for bd in self.bounds:   # the item-by-item checks, which raise with the reason
+                        bd._check()
+                    self._clean_epoch = b.epoch
                 try:
                     if self.graph is not None:
-                        for bd in self.bounds:
-                            if bd.uses_ctl:
-                                dev.ctl_reset(bd.ctl)
-                                bd._armed = True
+                        for bd in self.with_ctl:
+                            dev.ctl_reset(bd.ctl)
+                            bd._armed = True
                         dev.launch_graph(self.graph)
                     else:
                         for bd in self.bounds:
                             bd._enqueue(deadline=deadline)
-                    for bd in self.bounds:
-                        if bd.uses_ctl:
-                            dev.ctl_fetch(bd.ctl)
+                    for bd in self.with_ctl:
+                        dev.ctl_fetch(bd.ctl)
                     fence = dev.fence()
                 except Cancelled:
                     for bd in self.bounds:
@@ -276,20 +300,19 @@ class EngineBatch:
                     raise timed_out(cfg, b.id()) from None
                 except BaseException as exc:
                     raise b._fail(exc) from None
-            b._wait(fence, deadline, [bd.ctl for bd in self.bounds if bd.uses_ctl], tuple(self.bounds), cfg,
-                    all(bd.prep.kernel.stoppable for bd in self.bounds))
+            b._wait(fence, deadline, [bd.ctl for bd in self.with_ctl], tuple(self.bounds), cfg,
+                    self.stoppable)
             failed = 0
-            for bd in self.bounds:
-                if bd.uses_ctl:
-                    failed |= int(bd.ctl.words[0])
-                    bd._armed = False
+            for bd in self.with_ctl:
+                failed |= int(bd.ctl.words[0])
+                bd._armed = False
             if failed:
                 raise ctl_failure(failed, b.id())
             ok = True
         finally:
-            wall = _now() - t0
-            for bd in self.bounds:
-                observability.record_dispatch(b.id(), wall // max(1, len(self.bounds)), ok, bd.config.label)
+            n = len(self.bounds)
+            if n:
+                observability.record_dispatches(b.id(), n, (_now() - t0) // n, ok, self.labels)
 
 
 __all__ = ["Bound", "DispatchFailed", "EngineBatch"]

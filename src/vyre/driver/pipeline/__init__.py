@@ -1,9 +1,13 @@
 """Pipeline plumbing: `compile(backend, program, config) -> Pipeline`.
 
-`compile` validates once (validation cache keyed by the program's exact identity), then uses
-the backend's `compile_native` or a passthrough pipeline, and caches the result in-process
-under a `PipelineKey` (backend id + version, device fingerprint, program fingerprint — which
-keeps buffer declaration order —, code-affecting config). `snapshot()` reports hits and misses;
+`compile` looks the program up by its exact identity first (a program compiled before needs
+no validation and no canonical form). On a miss the backend's `compile_native` runs first:
+an engine backend validates there, or loads a kernel built in an earlier process from its disk
+cache with no validation at all (the entry exists only because validation passed); a backend
+without native compilation gets the validation cache and a passthrough pipeline. The result
+is cached in-process under a `PipelineKey` (backend id + version, device fingerprint, program
+fingerprint — which keeps buffer declaration order —, code-affecting config), so programs
+built differently but meaning the same share one pipeline. `snapshot()` reports hits and misses;
 `explain_miss()` says which key component differed from the nearest cached entry. `clear()`
 forgets a backend's pipelines (its `try_recover` and `shutdown` call it). `DiskCache` is the
 on-disk artifact cache drivers use.
@@ -98,6 +102,7 @@ class Pipeline:
 
 _lock = threading.Lock()
 _cache: OrderedDict[PipelineKey, Pipeline] = OrderedDict()
+_exact: OrderedDict[tuple, Pipeline] = OrderedDict()   # by exact identity: no validation
 _stats = {"hits": 0, "misses": 0}
 CAPACITY = 1024
 
@@ -118,22 +123,34 @@ def compile(backend: VyreBackend, program: Program, config: DispatchConfig | Non
     if not isinstance(program, Program):
         raise InvalidProgram(f"expected a vyre Program, got {type(program).__name__}.",
                              "build one with vyre.ir.Program.wrapped(...).", backend=backend.id())
-    VALIDATION_CACHE.require_valid(program, backend.id())
-    key = key_for(backend, program, config)
+    from vyre.ir.fingerprint import identity
+
+    exact = (backend.id(), backend.version(), backend.device_fingerprint(), identity(program),
+             config.code_key())
     with _lock:
-        hit = _cache.get(key)
+        hit = _exact.get(exact)
         if hit is not None:
-            _cache.move_to_end(key)
+            _exact.move_to_end(exact)
             _stats["hits"] += 1
             return hit
-    native = backend.compile_native_shared(program, config)
-    compiled = native if native is not None else PassthroughPipeline(backend, program, config)
-    pipe = Pipeline(key, backend, compiled, native is not None, config)
+    native = backend.compile_native_shared(program, config)   # validates, or loads from disk
+    if native is None:
+        VALIDATION_CACHE.require_valid(program, backend.id())
+    key = key_for(backend, program, config)   # the program is valid now
     with _lock:
-        _stats["misses"] += 1
-        _cache[key] = pipe
-        if len(_cache) > CAPACITY:
-            _cache.popitem(last=False)
+        pipe = _cache.get(key)
+        if pipe is not None:     # the same meaning, built differently: share its pipeline
+            _cache.move_to_end(key)
+            _stats["hits"] += 1
+        else:
+            compiled = native if native is not None else PassthroughPipeline(backend, program, config)
+            pipe = _cache[key] = Pipeline(key, backend, compiled, native is not None, config)
+            _stats["misses"] += 1
+            if len(_cache) > CAPACITY:
+                _cache.popitem(last=False)
+        _exact[exact] = pipe
+        if len(_exact) > CAPACITY:
+            _exact.popitem(last=False)
     return pipe
 
 
@@ -146,10 +163,11 @@ def snapshot() -> PipelineCacheSnapshot:
 def clear(backend_id: str | None = None, backend: VyreBackend | None = None) -> None:
     """Forget cached pipelines: all, one backend id's, or one backend instance's."""
     with _lock:
-        for k in [k for k, p in _cache.items()
-                  if (backend_id is None or k.backend_id == backend_id)
-                  and (backend is None or p.backend is backend)]:
-            del _cache[k]
+        for table in (_cache, _exact):
+            for k in [k for k, p in table.items()
+                      if (backend_id is None or p.key.backend_id == backend_id)
+                      and (backend is None or p.backend is backend)]:
+                del table[k]
 
 
 def explain_miss(backend: VyreBackend, program: Program, config: DispatchConfig | None = None) -> str:

@@ -12,6 +12,7 @@ CUDA graphs.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import weakref
@@ -66,6 +67,7 @@ class _PinnedPool:
         return self.rt.alloc_pinned(size)
 
     def give(self, buf: Any) -> None:
+        self.rt.ensure_current()   # a finalizer: it runs in whichever thread dropped the buffer
         size = buf.size
         with self.lock:
             if self.bytes + size <= self.CAP_BYTES:
@@ -93,6 +95,7 @@ class CudaDevice(Device):
         return self.compile(program)[0]
 
     def compile(self, program: Program) -> tuple[Kernel, dict, bytes]:
+        self.rt.ensure_current()
         plan, source = generate(program)
         cubin, built_from = self.rt.cubins.get_or_compile(source, self.rt.facts.arch)
         module = self.rt.load(cubin)
@@ -101,30 +104,43 @@ class CudaDevice(Device):
                         plan.vector, Kernel.indirect_of(plan))
         return kernel, kernel.meta(plan.entries), cubin
 
+    def precompile(self, programs: list[Program]) -> int:
+        sources = [generate(p)[1] for p in programs]
+        return self.rt.cubins.precompile(sources, self.rt.facts.arch)
+
     def load(self, meta: dict, artifact: bytes) -> Kernel:
+        self.rt.ensure_current()
         module = self.rt.load(artifact)
         return Kernel.from_meta(tuple(module.get_kernel(n) for n in meta["entries"]), meta)
 
     # ---- memory ------------------------------------------------------------------------------
     def alloc(self, nbytes: int) -> Any:
+        self.rt.ensure_current()
         return self.rt.alloc(nbytes)
 
     def free(self, buf: Any) -> None:
+        self.rt.ensure_current()
         buf.close(self.stream)
 
     def trim(self) -> None:
+        self.rt.ensure_current()
         self.rt.trim()
 
     def device_pointer(self, buf: Any) -> int:
         return _ptr(buf)
 
     def host_alloc(self, nbytes: int) -> HostBuffer:
-        pin = self.pinned.take(nbytes)
+        self.rt.ensure_current()
+        try:
+            pin = self.pinned.take(nbytes)
+        except Exception as exc:   # called outside the engine's error mapping (Prepared.take)
+            raise self.error(exc) from None
         hb = HostBuffer(pin, host_words(pin, nbytes // 4))
         weakref.finalize(hb, self.pinned.give, pin)
         return hb
 
     def _copy(self, dst: Any, src: Any, nbytes: int) -> None:
+        self.rt.ensure_current()
         if dst.size == src.size == max(4, nbytes):
             dst.copy_from(src, stream=self.stream)   # the common case, through cuda.core
         else:                                         # part of a larger (resident) buffer
@@ -140,12 +156,17 @@ class CudaDevice(Device):
         self._copy(dst, src, nbytes)
 
     def zero(self, buf: Any, nbytes: int) -> None:
+        self.rt.ensure_current()
         stream = self._target.stream.handle if self._target is not self.stream else self._raw
         _ok(cu.cuMemsetD32Async(_ptr(buf), 0, nbytes // 4, stream))
 
     # ---- control block: pinned host memory the kernel reads and writes directly ----------------
     def ctl_alloc(self) -> Ctl:
-        pin = self.pinned.take(8)
+        self.rt.ensure_current()
+        try:
+            pin = self.pinned.take(8)
+        except Exception as exc:
+            raise self.error(exc) from None
         words = host_words(pin, 2)
         words[:] = 0
         ctl = Ctl(pin, words, pin)
@@ -167,6 +188,7 @@ class CudaDevice(Device):
 
     def launch(self, kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int],
                packed: tuple, timed: Any = False, phases: slice | None = None) -> Any:
+        self.rt.ensure_current()
         cfg = self._config(grid, block)
         s = self._target
         handles = kernel.handle if phases is None else kernel.handle[phases]
@@ -181,21 +203,44 @@ class CudaDevice(Device):
         s.record(end)
         return start, end
 
+    def launcher(self, kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int],
+                 packed: tuple) -> Any:
+        if len(kernel.handle) != 1:
+            return None
+        # on the dispatch stream itself, never a capture in progress (captures are locked);
+        # it may run in any thread, so it makes the context current first
+        launch = functools.partial(cc.launch, self.stream, self._config(grid, block), kernel.handle[0], *packed)
+        current = self.rt.ensure_current
+
+        def run(*args: Any) -> Any:
+            current()
+            return launch(*args)
+
+        return run
+
     def timer(self) -> Any:
+        self.rt.ensure_current()
         opts = self.rt.timing
         return (self.stream.record(options=opts), self.stream.record(options=opts))
 
     def elapsed_ns(self, token: Any) -> int | None:
+        self.rt.ensure_current()
         return self.rt.elapsed_ns(*token)
+
+    def fence_of(self, token: Any) -> Any:
+        return token[1] if isinstance(token, tuple) else None   # the end event is a fence
 
     # ---- completion ----------------------------------------------------------------------------
     def fence(self) -> Any:
+        self.rt.ensure_current()
         return self.stream.record()
 
     def done(self, fence: Any) -> bool:
+        self.rt.ensure_current()
         return bool(fence.is_done)
 
     def wait(self, fence: Any, timeout: float | None) -> bool:
+        self.rt.ensure_current()
         if timeout is None:
             fence.sync()
             return True
@@ -210,28 +255,34 @@ class CudaDevice(Device):
         return True
 
     def finish(self) -> None:
+        self.rt.ensure_current()
         self.stream.sync()
 
     def abandon(self) -> None:
+        self.rt.ensure_current()
         self.stream = self._target = self.rt.stream = self.rt.dev.create_stream()
         self._raw = self.stream.handle
 
     # ---- graphs --------------------------------------------------------------------------------
     def begin_capture(self) -> None:
+        self.rt.ensure_current()
         self._target = self.stream.create_graph_builder().begin_building()
 
     def end_capture(self) -> Any:
+        self.rt.ensure_current()
         builder, self._target = self._target, self.stream
         builder.end_building()
         return builder.complete()
 
     def launch_graph(self, graph: Any) -> None:
+        self.rt.ensure_current()
         graph.launch(self.stream)
 
     # ---- device arrays -------------------------------------------------------------------------
     def device_input(self, decl: BufferDecl | None, value: Any, where: str) -> DeviceInput:
         """A CUDA array read in place: its dtype checked against ``decl``, our stream ordered
         after the producer's (CAI ``stream`` or the DLPack handshake)."""
+        self.rt.ensure_current()
         if hasattr(value, "__cuda_array_interface__"):
             ptr, nbytes = cai_span(decl, value, where, ID)
             producer = value.__cuda_array_interface__.get("stream")
@@ -268,12 +319,14 @@ class CudaDevice(Device):
         return DeviceInput(value, int(view.ptr), int(np.prod(shape, dtype=np.int64)) * dt.itemsize)
 
     def view(self, ptr: int, nbytes: int, owner: Any) -> Any:
+        self.rt.ensure_current()
         return cc.Buffer.from_handle(ptr, max(4, nbytes), owner=owner)
 
     def error(self, exc: BaseException) -> BackendError:
         return self.rt.error(exc)
 
     def close(self) -> None:
+        self.rt.ensure_current()
         try:
             self.stream.sync()
         except Exception:
@@ -301,6 +354,9 @@ class CudaBackend(EngineBackend):
     # ---- capabilities (probed from device attributes) ------------------------------------------
     def supports_async_compute(self) -> bool:
         return True  # dispatch_async returns after enqueue; completion is a CUDA event
+
+    def supports_speculation(self) -> bool:
+        return True  # fused prefilter/confirm programs run as written (tests/test_literal_search.py)
 
     def supports_subgroup_ops(self) -> bool:
         # the lowering emits __reduce_*_sync / __shfl_sync / __ballot_sync (sm_80 and newer)
@@ -348,6 +404,7 @@ class CudaBackend(EngineBackend):
 
     def device_lost(self) -> bool:
         try:
+            self.rt.ensure_current()
             err, = cu.cuCtxSynchronize()
             return int(err) != 0 and any(s in repr(err) for s in
                                          ("ILLEGAL", "LAUNCH_FAILED", "ECC", "DESTROYED"))

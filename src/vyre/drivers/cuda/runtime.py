@@ -114,6 +114,7 @@ class Runtime:
     def trim(self) -> None:
         """Give the pool's unused memory back to the driver (after an allocation failed)."""
         try:
+            self.ensure_current()
             self.stream.sync()
             if self.pool is not None:
                 _check(cu.cuMemPoolTrimTo(self.pool, 0))
@@ -121,16 +122,20 @@ class Runtime:
             pass
 
     def ensure_current(self) -> None:
-        """Make this device's context current in the calling thread (once per thread)."""
+        """Make this device's context current in the calling thread (once per thread).
+        Every device operation calls it first: vyre is called from thread pools, servers
+        and Dask workers, and a CUDA context is current per thread."""
         if getattr(self._tls, "current", None) is not self:
             self.dev.set_current()
             self._tls.current = self
 
     def mem_info(self) -> tuple[int, int]:
+        self.ensure_current()
         free, total = _check(cu.cuMemGetInfo())
         return int(free), int(total)
 
     def alloc(self, nbytes: int):
+        self.ensure_current()
         size = max(4, int(nbytes))
         if size > self.facts.total_memory:
             raise DeviceOutOfMemory(size, self.mem_info()[0], backend=ID)
@@ -146,9 +151,11 @@ class Runtime:
         raise AssertionError("unreachable")
 
     def alloc_pinned(self, nbytes: int):
+        self.ensure_current()
         return self.pinned.allocate(max(4, int(nbytes)))
 
     def load(self, cubin: bytes):
+        self.ensure_current()
         return cc.ObjectCode.from_cubin(cubin)
 
     def error(self, exc: Exception):
@@ -163,6 +170,7 @@ class Runtime:
                               "(`vyre doctor`).", backend=ID)
 
     def elapsed_ns(self, start, end) -> int:
+        self.ensure_current()
         try:
             return int((end - start) * 1e6)
         except TypeError:

@@ -17,6 +17,7 @@ has its tasks re-run on the others (the inputs were broadcast, so every worker h
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from concurrent.futures import CancelledError
 from dataclasses import replace
@@ -44,6 +45,18 @@ from vyre.ir.launch import effective_program, resolve
 from vyre.ir.program import Program
 
 ID = "dask"
+POLL_S = 0.25
+CLOSE_TIMEOUT_S = 10   # how often a waiting dispatch checks that the scheduler is still there
+CLUSTER_FIX = ("check that the Dask scheduler and workers are running (a worker that keeps dying "
+               "may be out of memory); then dispatch again, or call backend.shutdown() and "
+               "vyre.driver.acquire('dask') for a fresh client.")
+
+
+def cluster_failure(exc: BaseException) -> DispatchFailed:
+    """The vyre error for anything the cluster raised (killed workers, a lost scheduler,
+    closed connections): never a bare Dask or socket exception."""
+    return DispatchFailed(f"the Dask cluster failed during the dispatch ({type(exc).__name__}: "
+                          f"{str(exc)[:300] or 'no detail'}).", CLUSTER_FIX, backend=ID)
 
 
 class DaskBackend(VyreBackend):
@@ -66,6 +79,11 @@ class DaskBackend(VyreBackend):
         self._workers: list[dict[str, Any]] | None = None
         self.last_decision: PartitionDecision | None = None
         self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        """True after `shutdown()`: `vyre.driver.acquire('dask')` then makes a new client."""
+        return self._closed
 
     # ---- identity and capabilities -----------------------------------------------------------
     def id(self) -> str:
@@ -91,6 +109,9 @@ class DaskBackend(VyreBackend):
 
     def is_distributed(self) -> bool:
         return True
+
+    def supports_speculation(self) -> bool:
+        return True  # fused prefilter/confirm programs run as written (tests/test_literal_search.py)
 
     def max_workgroup_size(self) -> tuple[int, int, int]:
         return tuple(min(w["max_wg"][i] for w in self.workers()) for i in range(3))  # type: ignore[return-value]
@@ -120,9 +141,10 @@ class DaskBackend(VyreBackend):
         hit = self._decisions.get(key)
         if hit is None:   # decided on the inlined program; workers get the program as written
             hit = (decide(inline(eff)), eff, offset_program(eff))
-            self._decisions[key] = hit
-            if len(self._decisions) > 256:
-                self._decisions.pop(next(iter(self._decisions)))
+            with self._lock:   # dispatches from many threads trim it together
+                self._decisions[key] = hit
+                while len(self._decisions) > 256:
+                    self._decisions.pop(next(iter(self._decisions)))
         return hit
 
     def _wire(self, program: Program) -> tuple[str, Any]:
@@ -156,14 +178,27 @@ class DaskBackend(VyreBackend):
             launch = resolve(flat, [len(d) for d in data], cfg)
         except VyreError as err:
             raise from_foundation(err, ID) from None
+        self._check_scheduler()
         try:
-            return self._run(decision, flat, offset, data, launch, cfg)
-        except CancelledError:
-            # data this backend scattered earlier (a program's wire bytes) was lost with the
-            # workers that held it: scatter again, once
-            with self._lock:
-                self._wires.clear()
-            return self._run(decision, flat, offset, data, launch, cfg)
+            try:
+                return self._run(decision, flat, offset, data, launch, cfg)
+            except CancelledError:
+                # data this backend scattered earlier (a program's wire bytes) was lost with
+                # the workers that held it: scatter again, once
+                with self._lock:
+                    self._wires.clear()
+                self._check_scheduler()
+                return self._run(decision, flat, offset, data, launch, cfg)
+        except BackendError:
+            raise
+        except Exception as exc:   # KilledWorker, CancelledError, CommClosedError, OSError, ...
+            raise cluster_failure(exc) from None
+
+    def _check_scheduler(self) -> None:
+        status = getattr(self.client, "status", "running")
+        if status != "running":
+            raise DispatchFailed(f"the Dask scheduler is not reachable (client status {status!r}).",
+                                 CLUSTER_FIX, backend=ID)
 
     def _run(self, decision: PartitionDecision, flat: Program, offset: Program, data: list[bytes],
              launch: Any, cfg: DispatchConfig) -> list[bytes]:
@@ -171,7 +206,7 @@ class DaskBackend(VyreBackend):
         gx, gy, gz = launch.grid
         if not decision.partitionable or n_workers < 2 or gx < 2:
             fp, wire = self._wire(flat)
-            return self._gather([self.client.submit(_run, fp, wire, data, cfg, pure=False)])[0]
+            return self._gather([self.client.submit(_run, fp, wire, data, cfg, pure=False)], cfg.timeout)[0]
         ranges = split(gx, n_workers)
         fp, wire = self._wire(offset)
         shared = self.client.scatter(data, broadcast=True, hash=False)
@@ -182,11 +217,26 @@ class DaskBackend(VyreBackend):
             cuts = [None if c is None else (c[0] * d.dtype.size, c[1] * d.dtype.size)
                     for c, d in zip(owned(flat, decision, w0, w1, counts), flat.outputs)]
             futures.append(self.client.submit(_run_part, fp, wire, shared, w0, part, cuts, pure=False))
-        partials = self._gather(futures)
+        partials = self._gather(futures, cfg.timeout)
         initial = {d.name: data[flat.inputs.index(d)] for d in flat.outputs if d.is_input}
         return merge(flat, decision, ranges, partials, initial, counts)
 
-    def _gather(self, futures: list) -> list[list[bytes]]:
+    def _gather(self, futures: list, timeout: float | None = None) -> list[list[bytes]]:
+        """The futures' results. Waits in short steps, checking the scheduler between them, so
+        a lost scheduler is reported at once instead of after Dask's reconnect timeouts."""
+        limit = None if timeout is None else time.monotonic() + timeout
+        pause, checked = 0.001, time.monotonic()
+        while not all(f.done() for f in futures):
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+            if time.monotonic() - checked > POLL_S:
+                checked = time.monotonic()
+                self._check_scheduler()
+            if limit is not None and time.monotonic() > limit:
+                self.client.cancel(futures)
+                raise DispatchFailed(f"dispatch did not finish within its {timeout} s timeout and was "
+                                     "cancelled.", "raise DispatchConfig.timeout, or dispatch less work "
+                                     "per call.", backend=ID)
         out = []
         for status, value in self.client.gather(futures):
             if status != "ok":
@@ -206,10 +256,14 @@ class DaskBackend(VyreBackend):
         if self._closed:
             return
         self._closed = True
+        alive = getattr(self.client, "status", "running") == "running"
+        try:   # bounded: a client whose scheduler is gone would wait out Dask's own timeouts
+            self.client.close(timeout=CLOSE_TIMEOUT_S if alive else 1)
+        except Exception:
+            pass
         try:
-            self.client.close()
             if self.cluster is not None:
-                self.cluster.close()
+                self.cluster.close(timeout=CLOSE_TIMEOUT_S if alive else 2)
         except Exception:
             pass
 

@@ -13,6 +13,8 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from vyre.driver import settings
 
+CONNECT_TIMEOUT_S = 10
+
 
 def local_gpus() -> int:
     """CUDA GPUs on this host, from ``nvidia-smi -L`` (no CUDA initialisation here)."""
@@ -48,8 +50,8 @@ def connect(address: str | None = None) -> tuple[Any, Any]:
     from distributed import Client, LocalCluster
 
     address = settings.get("VYRE_DASK_SCHEDULER") if address is None else address
-    if address:
-        return Client(address, set_as_default=False), None
+    if address:   # a scheduler that does not answer is an error within CONNECT_TIMEOUT_S
+        return Client(address, set_as_default=False, timeout=CONNECT_TIMEOUT_S), None
     gpus = local_gpus()
     n = int(settings.get("VYRE_DASK_WORKERS") or (gpus or 2))
     cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,

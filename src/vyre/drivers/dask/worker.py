@@ -57,20 +57,6 @@ def run(fp: str, wire: bytes, inputs: list[bytes], config: Any) -> tuple[str, An
         return "error", (err.code, err.message, err.fix, getattr(err, "reason", None), type(err).__name__)
 
 
-def conform_shard(entries: list[str], seeds: list[int], seed: int) -> dict[str, Any]:
-    """Run corpus entries (by name) and random programs (by seed) on this worker's backend
-    against the reference; the report as plain data."""
-    from vyre.conform.corpus import corpus
-    from vyre.conform.runner import run_backend
-
-    b = local_backend()
-    wanted = set(entries)
-    picked = [e for e in corpus() if e.name in wanted]
-    report = run_backend(b, entries=picked, random_seeds=seeds, seed=seed, minimise_budget=5.0)
-    return {"backend": b.id(), "version": b.version(), "device": b.device_fingerprint().hex(),
-            "results": [vars(r) for r in report.results]}
-
-
 def pin_gpu(index: int) -> None:
     """Give this worker process one GPU (before anything initialises CUDA)."""
     os.environ["CUDA_VISIBLE_DEVICES"] = str(index)

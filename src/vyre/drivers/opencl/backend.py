@@ -19,12 +19,11 @@ import vyre
 from vyre.driver.capability import DeviceProfile
 from vyre.driver.engine import Ctl, Device, EngineBackend, HostBuffer, Kernel
 from vyre.driver.errors import BackendError, UnsupportedFeature
-from vyre.ir import expr as E
 from vyre.ir import node as N
 from vyre.ir.program import Program
-from vyre.ir.types import BinOp, UnOp
 
 from .codegen import INT64_ATOMICS, generate
+from .probe import PROBE_STATEMENTS, build_in_child
 from .runtime import ID, Runtime
 
 _COMPLETE = cl.command_execution_status.COMPLETE
@@ -54,6 +53,9 @@ class OpenCLDevice(Device):
 
     def compile(self, program: Program) -> tuple[Kernel, dict, bytes]:
         plan, source = generate(program)
+        statements = sum(1 for _ in N.walk_nodes(plan.program.body))
+        if statements > PROBE_STATEMENTS and not self.rt.cached(source):
+            build_in_child(source, statements)   # PoCL may crash on it: never in this process
         prg, built_from = self.rt.build(source)
         kernel = Kernel((prg, plan.entries), plan.uses_ctl, plan.fully_written, built_from, source,
                         plan.stoppable, plan.vector, Kernel.indirect_of(plan))
@@ -159,17 +161,14 @@ class OpenCLDevice(Device):
 
 
 def _wide_atomics(program: Program) -> bool:
-    from vyre.ir import expr as E
-    from vyre.ir import node as N
+    return program.facts.wide_atomics
 
-    return any(isinstance(e, E.Atomic) and program.buffer(e.buffer).dtype.is_wide
-               for e in N.program_exprs(program))
+
+_CORRECT_DIVISION_OPS = frozenset({"vyre.bin_op.div", "vyre.un_op.sqrt", "vyre.un_op.reciprocal"})
 
 
 def _needs_correct_division(program: Program) -> bool:
-    return any((isinstance(e, E.Bin) and e.op is BinOp.DIV) or
-               (isinstance(e, E.Un) and e.op in (UnOp.SQRT, UnOp.RECIPROCAL))
-               for e in N.program_exprs(program))
+    return not _CORRECT_DIVISION_OPS.isdisjoint(program.facts.op_set)
 
 
 class OpenCLBackend(EngineBackend):
@@ -188,6 +187,13 @@ class OpenCLBackend(EngineBackend):
         return frozenset(op for op in super().supported_ops() if not op.startswith("vyre.subgroup."))
 
     def refuse(self, program: Program) -> None:
+        # correctly rounded transcendentals are computed in double (vyre.lower.crmath)
+        if "cl_khr_fp64" not in self.rt.info.extensions and program.facts.transcendental:
+            raise UnsupportedFeature(
+                "correctly rounded transcendentals", ID,
+                "this OpenCL device has no double precision (cl_khr_fp64), which vyre's "
+                "correctly rounded exp/log/sin/... need; run this program on cuda, on an "
+                "OpenCL device with fp64 (PoCL has it) or on the reference backend.")
         if not self.rt.info.correct_div_sqrt and _needs_correct_division(program):
             raise UnsupportedFeature(
                 "correctly rounded f32 division/sqrt", ID,
@@ -202,6 +208,9 @@ class OpenCLBackend(EngineBackend):
     # ---- capabilities (probed from the device) -------------------------------------------
     def supports_async_compute(self) -> bool:
         return True  # dispatch_async returns on enqueue; completion is an OpenCL event
+
+    def supports_speculation(self) -> bool:
+        return True  # fused prefilter/confirm programs run as written (tests/test_literal_search.py)
 
     def max_workgroup_size(self) -> tuple[int, int, int]:
         m = self.rt.info.max_workgroup_size

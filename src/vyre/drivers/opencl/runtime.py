@@ -125,9 +125,16 @@ class Runtime:
         return cl.CommandQueue(self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
 
     # ---- programs ----------------------------------------------------------------------
+    def _key(self, source: str) -> bytes:
+        return blake3.blake3(self.fingerprint + "|".join(self.options).encode() + source.encode()).digest()
+
+    def cached(self, source: str) -> bool:
+        """True when the disk cache holds a binary of ``source``."""
+        return self.disk.get(self._key(source)) is not None
+
     def build(self, source: str) -> tuple[cl.Program, str]:
         """Build ``source``; returns the program and how (``disk`` or ``compiled``)."""
-        key = blake3.blake3(self.fingerprint + "|".join(self.options).encode() + source.encode()).digest()
+        key = self._key(source)
         binary = self.disk.get(key)
         if binary is not None:
             try:
@@ -142,6 +149,15 @@ class Runtime:
         except cl.Error as exc:
             path = self.save_source(source)
             log = _build_log(exc)
+            io = _disk_problem(log)
+            if io is not None:
+                err = DispatchFailed(f"the OpenCL compiler could not write its files on {self.info.name} "
+                                     f"(an I/O error, not a problem of the program: {io}).",
+                                     "free disk space (PoCL writes kernels under $TMPDIR and "
+                                     "~/.cache/pocl), or point TMPDIR and POCL_CACHE_DIR somewhere "
+                                     "writable; then dispatch again.", backend=ID)
+                err.reason = "io"  # type: ignore[attr-defined]
+                raise err from None
             raise KernelCompileFailed(
                 f"OpenCL C build failed on {self.info.name}: {log[:2000]} (source: {path})",
                 "this is a vyre code-generation bug: report it with the source file; meanwhile "
@@ -184,6 +200,27 @@ class Runtime:
         return DispatchFailed(f"OpenCL driver error {type(exc).__name__}: {exc}.",
                               "check the device and inputs; `vyre doctor` reports the OpenCL setup.",
                               backend=ID)
+
+
+def _disk_problem(log: str) -> OSError | None:
+    """Why files cannot be written here (a full disk, a file-size limit), when a build failed
+    without any compiler diagnostic; None when writing works or the compiler reported errors."""
+    if "error:" in log.lower():
+        return None
+    import tempfile
+
+    folders = [tempfile.gettempdir(), os.environ.get("POCL_CACHE_DIR") or
+               os.path.join(os.path.expanduser("~"), ".cache", "pocl")]
+    for folder in folders:
+        try:
+            os.makedirs(folder, exist_ok=True)
+            with tempfile.TemporaryFile(dir=folder) as f:
+                f.write(b"\0" * (1 << 16))
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as exc:
+            return exc
+    return None
 
 
 def _build_log(exc: Exception) -> str:

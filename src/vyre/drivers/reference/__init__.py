@@ -6,7 +6,7 @@ from vyre.driver.registry import BackendRegistration
 REGISTRATION = BackendRegistration(
     id="reference",
     precedence=900,
-    factory="vyre.drivers.reference.backend:ReferenceBackend",
+    factory="vyre.drivers.reference.backend:backend",
     reference_oracle=True,
     dispatches=True,
     summary="CPU reference interpreter (numpy): defines the bytes every backend must match",

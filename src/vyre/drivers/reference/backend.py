@@ -1,4 +1,5 @@
-"""`ReferenceBackend`: the CPU reference interpreter behind the engine.
+"""The reference driver: the CPU reference interpreter behind the engine, as one `Device`
+with its `Capabilities` record (`backend()` builds the engine over it).
 
 Its device is host memory: buffers are numpy word arrays, copies are numpy copies, and
 `launch` runs the interpreter (`vyre.reference.execute`) at once — a *synchronous* device.
@@ -11,22 +12,26 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 import vyre
 from vyre import reference
-from vyre.driver.capability import DeviceProfile
+from vyre.driver.capability import Capabilities, DeviceProfile
 from vyre.driver.engine import Cancelled, Ctl, Device, EngineBackend, HostBuffer, Kernel
 from vyre.driver.errors import CTL_ERRORS, BackendError, DispatchFailed, indirect_failed
 from vyre.ir.errors import ExecutionError
+from vyre.ir.inline import call_depth, inline
 from vyre.ir.launch import Launch
 from vyre.ir.program import Program
 from vyre.reference.interp import MAX_BATCH_LANES, MAX_WORKGROUP_WORDS
 
 ID = "reference"
+# calls nested deeper than this are run inlined (`vyre.ir.inline`, the transform every
+# generated kernel uses): the interpreter executes a call by recursion, and a long call
+# chain would exceed Python's recursion limit
+DIRECT_CALL_DEPTH = 48
 MAX_AXIS = 1 << 16
 SUBGROUP = 32  # the simulated subgroup width (that of CUDA warps)
 
@@ -49,9 +54,25 @@ class ReferenceDevice(Device):
     cancellable = True
     indirect_in_launch = True   # the interpreter reads each phase's indirect grid itself
 
+    def capabilities(self) -> Capabilities:
+        # The interpreter executes grid_sync natively (phases), subgroups exactly (`SUBGROUP`
+        # lanes wide), any workgroup shape up to the limits below, and workgroup memory in
+        # host RAM.
+        profile = DeviceProfile(
+            backend=ID, supports_subgroup_ops=True, has_subgroup_shuffle=True,
+            max_workgroup_size=(MAX_AXIS, MAX_AXIS, MAX_AXIS),
+            max_invocations_per_workgroup=MAX_BATCH_LANES,
+            max_storage_buffer_binding_size=min(4 * (2**32 - 1), _host_memory_bytes() // 4),
+            subgroup_size=SUBGROUP, has_shared_memory=True, has_mul_high=True,
+            max_shared_memory_bytes=4 * MAX_WORKGROUP_WORDS, device_name="numpy (host CPU)")
+        # speculation: fused prefilter/confirm programs run as written (tests/test_literal_search.py)
+        return Capabilities(ID, vyre.__version__, profile, grid_sync=True, speculation=True,
+                            max_workgroups_per_dimension=2**31 - 1)
+
     def build(self, program: Program) -> Kernel:
-        bound = tuple(b.name for b in sorted((b for b in program.buffers if b.is_bound),
-                                             key=lambda b: b.binding))
+        if program.functions and call_depth(program) > DIRECT_CALL_DEPTH:
+            program = inline(program)
+        bound = tuple(b.name for b in program.facts.bound)
         return Kernel((program, bound), uses_ctl=True, built_from="interpreter")
 
     def alloc(self, nbytes: int) -> np.ndarray:
@@ -130,40 +151,11 @@ class ReferenceDevice(Device):
                               backend=ID)
 
 
-class ReferenceBackend(EngineBackend):
-    def __init__(self) -> None:
-        super().__init__(ReferenceDevice())
-        self._max_buffer = min(4 * (2**32 - 1), _host_memory_bytes() // 4)
+def backend() -> EngineBackend:
+    """The reference backend: the engine over a `ReferenceDevice` (its factory)."""
+    return EngineBackend(ReferenceDevice())
 
-    def id(self) -> str:
-        return ID
 
-    def version(self) -> str:
-        return vyre.__version__
+#: kept for callers that construct the backend by its old class name
+ReferenceBackend = backend
 
-    # The interpreter executes grid_sync natively (phases), any workgroup shape up to the
-    # limits below, and workgroup memory in host RAM.
-    def supports_grid_sync(self) -> bool:
-        return True
-
-    def supports_subgroup_ops(self) -> bool:
-        return True  # simulated exactly, `SUBGROUP` lanes wide
-
-    def subgroup_size(self) -> int:
-        return SUBGROUP
-
-    def max_workgroup_size(self) -> tuple[int, int, int]:
-        return (MAX_AXIS, MAX_AXIS, MAX_AXIS)
-
-    def max_compute_invocations_per_workgroup(self) -> int:
-        return MAX_BATCH_LANES
-
-    def max_compute_workgroups_per_dimension(self) -> int:
-        return 2**31 - 1
-
-    def max_storage_buffer_bytes(self) -> int:
-        return self._max_buffer
-
-    def device_profile(self) -> DeviceProfile:
-        return replace(super().device_profile(), has_shared_memory=True, has_mul_high=True,
-                       max_shared_memory_bytes=4 * MAX_WORKGROUP_WORDS, device_name="numpy (host CPU)")

@@ -2,15 +2,24 @@
 
 Target mechanics only (`vyre.driver.engine.device.Device`): WGSL modules and compute
 pipelines per program, storage buffers, queue writes and reads, one command encoder per
-launch. wgpu reads device memory back only through the queue, so `download` and `ctl_fetch`
-are recorded and done when the dispatch's fence is waited on (in queue order, after the
-kernels). A running kernel cannot be stopped (no host-visible memory), so `cancellable` is
-false and a timed-out dispatch is reported as the engine reports runaways.
+launch. wgpu reads device memory back only through the queue: `download` and `ctl_fetch`
+copy into staging buffers of their own, submitted at the fence in queue order right after
+the kernels (so dispatches in flight together never see each other's outputs, though they
+share a shape's device buffers), and the fence maps them. Fences are polled without a lock
+(`done`, `wait` with a timeout), so several threads' dispatches complete independently.
+A running kernel cannot be stopped (no host-visible memory), so `cancellable` is false and
+a timed-out dispatch is reported as the engine reports runaways; `try_recover` opens a
+fresh device, so later work never queues behind it. Vendor errors become vyre errors
+(`DeviceLost` once the device reports its loss), and interpreter exit waits a bounded time
+for queued work and stops wgpu-py's poll thread (`_shutdown_all`).
 """
 
 from __future__ import annotations
 
+import atexit
 import threading
+import time
+import weakref
 from dataclasses import replace
 from typing import Any
 
@@ -22,23 +31,24 @@ from vyre.driver.engine import Ctl, Device, EngineBackend, HostBuffer, Kernel
 from vyre.driver.errors import (
     BackendError,
     BackendUnavailable,
+    DeviceLost,
     DispatchFailed,
     KernelCompileFailed,
     UnsupportedFeature,
 )
 from vyre.ir.ops import all_op_ids
 from vyre.ir.program import Program
-from vyre.lower.plan import lower
-from vyre.lower.wgsl import WgslRefusal, emit_wgsl, refusals
+from vyre.ir.types import TRANSCENDENTAL, UnOp
+from vyre.lower.wgsl import WgslRefusal, generate, refusals
 
 ID = "wgpu"
 # op ids WGSL cannot run with the reference's bytes (see vyre.lower.wgsl)
 REFUSED_OPS = frozenset({
-    "vyre.expr.fma", "vyre.un_op.sqrt", "vyre.un_op.reciprocal", "vyre.un_op.exp", "vyre.un_op.log",
-    "vyre.un_op.exp2", "vyre.un_op.log2", "vyre.un_op.sin", "vyre.un_op.cos", "vyre.un_op.tan",
-    "vyre.un_op.tanh", "vyre.dtype.u64", "vyre.dtype.i64", "vyre.dtype.u8", "vyre.dtype.i8",
+    "vyre.expr.fma", "vyre.un_op.sqrt", "vyre.un_op.reciprocal", "vyre.dtype.u64", "vyre.dtype.i64", "vyre.dtype.u8", "vyre.dtype.i8",
     "vyre.dtype.u16", "vyre.dtype.i16", "vyre.dtype.f16", "vyre.dtype.bf16",
-}) | frozenset(op for op in all_op_ids() if op.startswith("vyre.subgroup."))
+}) | frozenset(op for op in all_op_ids() if op.startswith("vyre.subgroup.")) \
+    | frozenset(f"vyre.{'un' if isinstance(op, UnOp) else 'bin'}_op.{op.value}"   # need f64 (vyre.lower.crmath)
+                for op in TRANSCENDENTAL)
 
 
 def _wgpu():
@@ -49,11 +59,50 @@ def _wgpu():
     return wgpu
 
 
-class _Fence:
-    __slots__ = ("done", "reads")
+def _settled(promise: Any) -> bool:
+    """A wgpu-py `GPUPromise` whose callback has run (fulfilled or rejected). wgpu-py marks
+    this in ``_state`` and ``_thread_event`` (set from its poll thread); reading them is the
+    only way to poll a promise without an event loop."""
+    return promise._thread_event.is_set()
 
-    def __init__(self, reads: list) -> None:
-        self.reads, self.done = reads, False
+
+def _await(promise: Any, timeout: float | None) -> bool:
+    return promise._thread_event.wait(timeout)
+
+
+class _Fence:
+    """Everything enqueued up to a point: the staging buffers its reads were copied into
+    (in queue order, right after the kernels that wrote them) and their map promises, or a
+    work-done promise when it has no reads. Reads are copied out once, by the first waiter."""
+
+    __slots__ = ("__weakref__", "done", "error", "lock", "pool", "promises", "reads")
+
+    def __init__(self, reads: list, promises: list, pool: dict) -> None:
+        self.reads, self.promises, self.pool = reads, promises, pool
+        self.done = False
+        self.error: BaseException | None = None
+        self.lock = threading.Lock()
+
+
+_LIVE: weakref.WeakSet = weakref.WeakSet()
+EXIT_WAIT_S = 10.0   # how long the interpreter's exit waits for work still on a wgpu queue
+
+
+@atexit.register
+def _shutdown_all() -> None:
+    """At interpreter exit (before wgpu-py's own exit hook, registered earlier): wait a
+    bounded time for work still queued, then stop each device's poll thread, so no wgpu
+    callback runs into Python while the interpreter is torn down."""
+    limit = time.monotonic() + EXIT_WAIT_S
+    try:   # maps and work-done callbacks of fences nobody waits for any more
+        from wgpu._async import GPUPromise
+
+        for promise in list(GPUPromise._UNRESOLVED):
+            _await(promise, max(0.0, limit - time.monotonic()))
+    except Exception:
+        pass
+    for dev in list(_LIVE):
+        dev.close(max(0.0, limit - time.monotonic()))
 
 
 class WgpuDevice(Device):
@@ -77,24 +126,51 @@ class WgpuDevice(Device):
                                       "max-compute-workgroup-size-y", "max-compute-workgroup-size-z",
                                       "max-compute-workgroups-per-dimension", "max-bind-groups")
                   if k in lim}
-        self.device = self.adapter.request_device_sync(required_limits=wanted)
+        self._wanted = wanted
+        self._retired: list[tuple[Any, weakref.WeakSet]] = []   # (device, its fences) after renew
+        self.usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+        self.read_usage = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
+        self._open()
+        _LIVE.add(self)
+
+    def _open(self) -> None:
+        """A device and queue of their own (at start, and on `renew`)."""
+        try:
+            self.device = self.adapter.request_device_sync(required_limits=self._wanted)
+        except Exception as exc:
+            raise BackendUnavailable(ID, f"the wgpu adapter gave no device ({exc}).",
+                                     "check the driver with `vyre doctor`.") from None
         self.limits = dict(self.device.limits)
         self.queue = self.device.queue
-        self.usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
-        self._reads: list = []
-        self._lock = threading.Lock()
-        # reading 4 bytes back is how this waits for the queue (a read completes after every
-        # submission before it)
+        # per thread: (host words, staging, nbytes) read since that thread's last fence. A
+        # dispatch is enqueued and fenced (or finished) by one thread, while other threads
+        # enqueue theirs in between: a fence takes only its own thread's reads.
+        self._tls = threading.local()
+        # commands are recorded into one encoder and submitted together at the next fence or
+        # queue write (on lavapipe a submit waits for the kernels of the submit before it, so
+        # a dispatch's kernels and read-back copies go in one submit)
+        self._enc: Any = None
+        self._qlock = threading.Lock()
+        self._staging: dict[int, list] = {}   # free MAP_READ buffers by size
+        self._fences: weakref.WeakSet = weakref.WeakSet()   # fences not yet complete
+        # a fence with no reads maps a copy of these 4 bytes (wgpu-py 0.32's work-done
+        # callback has the wrong C signature): it completes after everything before it
         self._probe = self.device.create_buffer(size=4, usage=self.usage)
+
+    def renew(self) -> None:
+        """A fresh device and queue: later work never queues behind a kernel that would
+        not stop (`WgpuBackend.try_recover`). The old device is left to finish by itself
+        (`close` still waits for it and stops its poll thread)."""
+        self._retired.append((self.device, self._fences))
+        self._open()
 
     # ---- compile ---------------------------------------------------------------------------
     def source(self, program: Program) -> tuple[Any, str]:
         why = refusals(program)
         if why:
             raise UnsupportedFeature("; ".join(why), ID, "run this program on the cuda, opencl or reference backend.")
-        plan = lower(program, vector=False)
         try:
-            return plan, emit_wgsl(plan)
+            return generate(program)
         except WgslRefusal as exc:
             raise UnsupportedFeature(str(exc), ID, "run this program on the cuda, opencl or reference backend.") from None
 
@@ -118,6 +194,8 @@ class WgpuDevice(Device):
         try:
             module = self.device.create_shader_module(code=src)
         except Exception as exc:
+            if self.lost():
+                raise self.error(exc) from None
             raise KernelCompileFailed(f"WGSL did not compile: {exc}", "this is a vyre code-generation bug: "
                                       "report it with `vyre inspect --backend wgpu`.", backend=ID) from None
         storage = wgpu.BufferBindingType.storage
@@ -132,48 +210,98 @@ class WgpuDevice(Device):
             pipes = tuple(self.device.create_compute_pipeline(layout=playout, compute={"module": module, "entry_point": e})
                           for e in entries)
         except Exception as exc:
+            if self.lost():
+                raise self.error(exc) from None
             raise KernelCompileFailed(f"WGSL pipeline creation failed: {exc}", "this is a vyre code-generation "
                                       "bug: report it with `vyre inspect --backend wgpu`.", backend=ID) from None
         return Kernel((pipes, layout, n_bound), uses_ctl, frozenset(fully), built_from, src, stoppable, 1, indirect)
 
     # ---- memory --------------------------------------------------------------------------------
     def alloc(self, nbytes: int) -> Any:
-        return self.device.create_buffer(size=max(4, (nbytes + 3) & ~3), usage=self.usage)
+        try:
+            return self.device.create_buffer(size=max(4, (nbytes + 3) & ~3), usage=self.usage)
+        except Exception as exc:
+            raise self.error(exc) from None
 
     def free(self, buf: Any) -> None:
         buf.destroy()
 
     def upload(self, dst: Any, src: HostBuffer | np.ndarray, nbytes: int) -> None:
         words = src.words if isinstance(src, HostBuffer) else src
-        self.queue.write_buffer(dst, 0, memoryview(np.ascontiguousarray(words)).cast("B")[:nbytes])
+        with self._qlock:
+            self._flush()   # queue writes are ordered with submits, not with recorded commands
+            self.queue.write_buffer(dst, 0, memoryview(np.ascontiguousarray(words)).cast("B")[:nbytes])
+
+    def _encoder(self) -> Any:
+        """The encoder commands are recorded into (the caller holds ``_qlock``)."""
+        if self._enc is None:
+            self._enc = self.device.create_command_encoder()
+        return self._enc
+
+    def _flush(self) -> None:
+        """Submit what was recorded (the caller holds ``_qlock``)."""
+        enc, self._enc = self._enc, None
+        if enc is not None:
+            self.queue.submit([enc.finish()])
 
     def download(self, dst: HostBuffer, src: Any, nbytes: int) -> None:
-        self._reads.append((dst.words, src, nbytes))
+        self._read(dst.words, src, nbytes)
+
+    def _read(self, words: np.ndarray, src: Any, nbytes: int) -> None:
+        """Record a copy of ``src`` into a staging buffer of this read's own, right after the
+        kernels that wrote ``src`` (the engine holds its lock), so a later dispatch reusing
+        ``src`` can never change what this read returns; the fence maps it."""
+        size = (nbytes + 3) & ~3
+        try:
+            try:
+                staging = self._staging[size].pop()
+            except (KeyError, IndexError):
+                staging = self.device.create_buffer(size=max(4, size), usage=self.read_usage)
+            with self._qlock:
+                self._encoder().copy_buffer_to_buffer(src, 0, staging, 0, size)
+        except Exception as exc:
+            raise self.error(exc) from None
+        self._pending().append((words, staging, size))
+
+    def _pending(self) -> list:
+        reads = getattr(self._tls, "reads", None)
+        if reads is None:
+            reads = self._tls.reads = []
+        return reads
 
     def copy(self, dst: Any, src: Any, nbytes: int) -> None:
-        enc = self.device.create_command_encoder()
-        enc.copy_buffer_to_buffer(src, 0, dst, 0, (nbytes + 3) & ~3)
-        self.queue.submit([enc.finish()])
+        with self._qlock:
+            self._encoder().copy_buffer_to_buffer(src, 0, dst, 0, (nbytes + 3) & ~3)
 
     def zero(self, buf: Any, nbytes: int) -> None:
-        enc = self.device.create_command_encoder()
-        enc.clear_buffer(buf, 0, (nbytes + 3) & ~3)
-        self.queue.submit([enc.finish()])
+        with self._qlock:
+            self._encoder().clear_buffer(buf, 0, (nbytes + 3) & ~3)
 
     # ---- control block -------------------------------------------------------------------------
     def ctl_alloc(self) -> Ctl:
-        buf = self.device.create_buffer(size=8, usage=self.usage)
+        try:
+            buf = self.device.create_buffer(size=8, usage=self.usage)
+        except Exception as exc:
+            raise self.error(exc) from None
         return Ctl(buf, np.zeros(2, dtype=np.uint32), buf)
 
     def ctl_reset(self, ctl: Ctl) -> None:
         ctl.words[:] = 0
-        self.queue.write_buffer(ctl.handle, 0, np.zeros(2, np.uint32))
+        with self._qlock:
+            self._flush()
+            self.queue.write_buffer(ctl.handle, 0, np.zeros(2, np.uint32))
 
     def ctl_fetch(self, ctl: Ctl) -> None:
-        self._reads.append((ctl.words, ctl.handle, 8))
+        self._read(ctl.words, ctl.handle, 8)
 
     # ---- launch --------------------------------------------------------------------------------
     def pack(self, kernel: Kernel, buffers: list[Any], counts: tuple[int, ...], ctl: Ctl) -> Any:
+        try:
+            return self._pack(kernel, buffers, counts, ctl)
+        except Exception as exc:   # called outside the engine's error mapping (Prepared.take)
+            raise self.error(exc) from None
+
+    def _pack(self, kernel: Kernel, buffers: list[Any], counts: tuple[int, ...], ctl: Ctl) -> Any:
         _, layout, n_bound = kernel.handle
         words = np.array(list(counts) + [0], dtype=np.uint32)   # + the kernels' opaque zero (vy_z)
         cbuf = self.device.create_buffer(size=max(4, words.nbytes), usage=self.usage)
@@ -187,47 +315,109 @@ class WgpuDevice(Device):
     def launch(self, kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int],
                packed: Any, timed: Any = False, phases: slice | None = None) -> Any:
         pipes = kernel.handle[0] if phases is None else kernel.handle[0][phases]
-        enc = self.device.create_command_encoder()
-        for p in pipes:          # one pass per phase: passes end in order (grid_sync)
-            cp = enc.begin_compute_pass()
-            cp.set_pipeline(p)
-            cp.set_bind_group(0, packed[0])
-            cp.dispatch_workgroups(*grid)
-            cp.end()
-        self.queue.submit([enc.finish()])
+        with self._qlock:
+            enc = self._encoder()
+            for p in pipes:          # one pass per phase: passes end in order (grid_sync)
+                cp = enc.begin_compute_pass()
+                cp.set_pipeline(p)
+                cp.set_bind_group(0, packed[0])
+                cp.dispatch_workgroups(*grid)
+                cp.end()
         return None
 
     # ---- completion ----------------------------------------------------------------------------
     def fence(self) -> _Fence:
-        reads, self._reads = self._reads, []
-        return _Fence(reads)
-
-    def _complete(self, fence: _Fence) -> None:
-        with self._lock:
-            if fence.done:
-                return
-            for words, buf, nbytes in fence.reads:
-                data = self.queue.read_buffer(buf, 0, (nbytes + 3) & ~3)
-                words.view(np.uint8)[: (nbytes + 3) & ~3] = np.frombuffer(data, np.uint8)
-            if not fence.reads:
-                self.queue.read_buffer(self._probe, 0, 4)
-            fence.done = True
+        try:
+            if not self._pending():
+                self._read(np.zeros(1, np.uint32), self._probe, 4)
+            reads = self._pending()
+            self._tls.reads = []
+            with self._qlock:
+                self._flush()
+            # READ_NOSYNC: wgpu-py's map without its extra empty submit (the copies were
+            # just submitted; an extra submit would wait for the kernels on lavapipe)
+            promises = [staging.map_async("READ_NOSYNC") for _, staging, _ in reads]
+        except Exception as exc:
+            raise self.error(exc) from None
+        fence = _Fence(reads, promises, self._staging)
+        self._fences.add(fence)
+        return fence
 
     def done(self, fence: _Fence) -> bool:
-        return fence.done
+        return fence.done or all(_settled(p) for p in fence.promises)
 
     def wait(self, fence: _Fence, timeout: float | None) -> bool:
-        if timeout is None:
-            self._complete(fence)
-            return True
-        t = threading.Thread(target=self._complete, args=(fence,), daemon=True)
-        t.start()
-        t.join(timeout)
-        return fence.done
+        """Wait (no lock held: other threads' fences complete meanwhile) until every map of
+        ``fence`` is done, then copy its reads out once."""
+        if not fence.done:
+            limit = None if timeout is None else time.monotonic() + timeout
+            for p in fence.promises:
+                left = None if limit is None else max(0.0, limit - time.monotonic())
+                if not _await(p, left):
+                    return False
+            self._finish(fence)
+        if fence.error is not None:
+            raise fence.error
+        return True
+
+    def _finish(self, fence: _Fence) -> None:
+        with fence.lock:
+            if fence.done:
+                return
+            try:
+                for p in fence.promises:
+                    p.sync_wait()   # settled: raises a failed map's error
+                for words, staging, size in fence.reads:
+                    words.view(np.uint8)[:size] = np.frombuffer(staging.read_mapped(0, size), np.uint8)
+                    staging.unmap()
+                    free = fence.pool.setdefault(size, [])   # the pool of the fence's device
+                    if len(free) < 16:
+                        free.append(staging)
+                    else:
+                        staging.destroy()
+            except Exception as exc:
+                fence.error = self.error(exc)
+            finally:
+                fence.reads = []
+                fence.done = True
+                self._fences.discard(fence)
+
+    def lost(self) -> bool:
+        """True once the device reported its loss."""
+        try:
+            return _settled(self.device.lost)
+        except Exception:
+            return False
 
     def error(self, exc: BaseException) -> BackendError:
+        if isinstance(exc, BackendError):
+            return exc
+        if self.lost() or "lost" in str(exc).lower():
+            return DeviceLost(f"the wgpu device was lost ({type(exc).__name__}: {exc}).",
+                              "call backend.try_recover() (a fresh device; compiled pipelines are "
+                              "invalidated), or restart the process.", backend=ID)
         return DispatchFailed(f"wgpu error {type(exc).__name__}: {exc}.",
                               "check the adapter (`vyre doctor`); report it if it persists.", backend=ID)
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Wait up to ``timeout`` for queued work, then stop wgpu-py's poll thread of this
+        device and of every device `renew` replaced (deterministic shutdown: no wgpu callback
+        runs into Python after the interpreter exits)."""
+        limit = time.monotonic() + timeout
+        for device, fences in [*self._retired, (self.device, self._fences)]:
+            for fence in list(fences):
+                try:
+                    self.wait(fence, max(0.0, limit - time.monotonic()))
+                except Exception:
+                    pass
+            poller = getattr(device, "_poller", None)
+            if poller is not None:
+                try:
+                    poller.stop()
+                except Exception:
+                    pass
+        self._retired = []
+        _LIVE.discard(self)
 
 
 class WgpuBackend(EngineBackend):
@@ -245,10 +435,10 @@ class WgpuBackend(EngineBackend):
         return frozenset(op for op in super().supported_ops() if op not in REFUSED_OPS)
 
     def refuse(self, program: Program) -> None:
-        why = refusals(program)
-        if why:
-            raise UnsupportedFeature("; ".join(why), ID, "run this program on the cuda, opencl or reference backend.")
-        n = sum(1 for b in program.buffers if b.is_bound) + 2
+        # what WGSL cannot give the reference's bytes for, including what only printing finds
+        # (f32 division and remainder): routing must refuse exactly what the dispatch refuses
+        self.dev.source(program)
+        n = len(program.facts.bound) + 2
         limit = self.dev.limits.get("max-storage-buffers-per-shader-stage", 8)
         if n > limit:
             raise UnsupportedFeature(f"{n - 2} bound buffers (this adapter binds {limit - 2})", ID,
@@ -256,6 +446,16 @@ class WgpuBackend(EngineBackend):
 
     def supports_async_compute(self) -> bool:
         return True
+
+    def try_recover(self) -> None:
+        """A fresh wgpu device and queue (a kernel that would not stop keeps the old one
+        busy, and a lost device cannot be used again), then the engine's recovery."""
+        with self._lock:
+            self.dev.renew()
+            super().try_recover()
+
+    def supports_speculation(self) -> bool:
+        return True  # fused prefilter/confirm programs run as written (tests/test_literal_search.py)
 
     def max_workgroup_size(self) -> tuple[int, int, int]:
         lim = self.dev.limits

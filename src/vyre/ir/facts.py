@@ -1,0 +1,188 @@
+"""ProgramFacts: what every later stage asks about a Program, computed in one walk and
+cached on the Program.
+
+Drivers, the engine, the registry, the planner and the code generators all need the same
+few facts (bound buffers in binding order, workgroup and local bytes, the ops used, the
+buffers touched by atomics, whether there are barriers, loops, divisions, transcendentals,
+subgroup operations). Each is derived here, once per Program object, and read through
+``program.facts`` (or `facts_of`). Nothing else recomputes them: a fact written twice will
+diverge.
+
+The walk covers the program body and every function body and result (a function is part of
+the program whether or not a call reaches it: facts are conservative there). A Program is
+immutable, so the cached facts never go stale.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from . import expr as E
+from . import node as N
+from .ops import OpId, expr_ops, node_op
+from .types import TRANSCENDENTAL, BinOp, DataType, MemoryOrdering, SubgroupOp
+
+if TYPE_CHECKING:
+    from .program import BufferDecl, Program
+
+
+@dataclass(frozen=True)
+class ProgramFacts:
+    """The facts of one Program (see the module docstring). Built by `facts_of`."""
+
+    bound: tuple[BufferDecl, ...]         # caller-backed buffers, binding order (the kernel ABI)
+    workgroup_bytes: int                  # workgroup memory per workgroup
+    local_bytes: int                      # per-invocation arrays, per invocation
+    ops: tuple[OpId, ...]                 # every OpId used, once, in first-use order
+    atomic_buffers: frozenset[str]        # buffers an atomic touches
+    wide_atomics: bool                    # an atomic on a 64-bit buffer
+    read: frozenset[str]                  # buffers loaded or touched by an atomic
+    types: frozenset[DataType]            # every type a buffer, literal, cast or bitcast names
+    division: bool                        # any DIV/MOD (a signed division may fault)
+    transcendental: bool
+    subgroup_ops: frozenset[SubgroupOp]
+    barrier: bool                         # a workgroup barrier (not a grid sync)
+    grid_sync: bool
+    loops: bool                           # any Loop or While
+    while_loop: bool                      # a While (its iteration cap may fault)
+    indirect: bool                        # an IndirectDispatch statement
+    returns: bool                         # a Return statement (an invocation may end early)
+    specs: tuple[tuple[str, E.Spec], ...]  # specialization constants: first use of each name
+
+    @functools.cached_property
+    def op_set(self) -> frozenset[OpId]:
+        """`ops` as a set, for membership tests."""
+        return frozenset(self.ops)
+
+    @property
+    def atomics(self) -> bool:
+        """Whether any atomic operation is used."""
+        return bool(self.atomic_buffers)
+
+    @property
+    def uses_wide(self) -> bool:
+        """Whether a 64-bit integer type appears."""
+        return any(t.is_wide for t in self.types)
+
+    @property
+    def uses_half(self) -> bool:
+        """Whether f16 or bf16 appears."""
+        return any(t.is_half for t in self.types)
+
+
+def facts_of(program: Program) -> ProgramFacts:
+    """The facts of ``program``, computed on first use and cached on it."""
+    cached = program.__dict__.get("_vyre_facts")
+    if cached is None:
+        cached = _compute(program)
+        program.__dict__["_vyre_facts"] = cached
+    return cached
+
+
+class _Acc:
+    """What one walk accumulates (the per-kind rules below write into it)."""
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self.ops: dict[OpId, None] = {}   # insertion-ordered set
+        self.types: set[DataType] = set()
+        self.atomic: set[str] = set()
+        self.read: set[str] = set()
+        self.subgroups: set[SubgroupOp] = set()
+        self.specs: dict[str, E.Spec] = {}
+        self.flags: set[str] = set()      # the boolean facts that hold
+
+
+def _barrier(a: _Acc, n: N.Barrier) -> None:
+    a.flags.add("grid_sync" if n.ordering is MemoryOrdering.GRID_SYNC else "barrier")
+
+
+def _atomic(a: _Acc, e: E.Atomic) -> None:
+    a.read.add(e.buffer)
+    a.atomic.add(e.buffer)
+    decl = a.program.buffer(e.buffer)
+    if decl is not None and decl.dtype.is_wide:
+        a.flags.add("wide_atomics")
+
+
+def _typed(a: _Acc, e: E.Lit | E.Cast | E.Bitcast) -> None:
+    a.types.add(e.dtype)
+    a.ops[f"vyre.dtype.{e.dtype.value}"] = None
+
+
+def _spec(a: _Acc, e: E.Spec) -> None:
+    a.types.add(e.dtype)
+    a.specs.setdefault(e.name, e)
+
+
+#: the statement kinds that set a fact (every other kind adds only its op id)
+NODE_FACTS: dict[type, Callable[[_Acc, Any], None]] = {
+    N.Barrier: _barrier,
+    N.Loop: lambda a, n: a.flags.add("loops"),
+    N.While: lambda a, n: a.flags.update(("loops", "while_loop")),
+    N.IndirectDispatch: lambda a, n: a.flags.add("indirect"),
+    N.Return: lambda a, n: a.flags.add("returns"),
+}
+#: the expression kinds that set a fact
+EXPR_FACTS: dict[type, Callable[[_Acc, Any], None]] = {
+    E.Bin: lambda a, e: a.flags.update(("division",) * (e.op in (BinOp.DIV, BinOp.MOD))
+                                       + ("transcendental",) * (e.op in TRANSCENDENTAL)),
+    E.Un: lambda a, e: a.flags.add("transcendental") if e.op in TRANSCENDENTAL else None,
+    E.Load: lambda a, e: a.read.add(e.buffer),
+    E.Atomic: _atomic,
+    E.Subgroup: lambda a, e: a.subgroups.add(e.op),
+    E.Spec: _spec,
+    E.Lit: _typed, E.Cast: _typed, E.Bitcast: _typed,
+}
+
+
+def _compute(program: Program) -> ProgramFacts:
+    a = _Acc(program)
+    ops = a.ops
+    wg_bytes = local_bytes = 0
+    bound = []
+    for b in program.buffers:
+        ops[f"vyre.dtype.{b.dtype.value}"] = None
+        a.types.add(b.dtype)
+        if b.is_workgroup:
+            ops["vyre.buffer.workgroup"] = None
+            wg_bytes += b.count * b.dtype.size
+        elif b.is_local:
+            ops["vyre.buffer.local"] = None
+            local_bytes += b.count * b.dtype.size
+        else:
+            bound.append(b)
+    bound.sort(key=lambda b: b.binding)
+    roots: list[E.Expr] = []
+    node_rule = NODE_FACTS.get
+    for body in N.program_bodies(program):
+        for node in N.walk_nodes(body):
+            ops[node_op(node)] = None
+            rule = node_rule(type(node))
+            if rule is not None:
+                rule(a, node)
+            roots.extend(N.node_exprs(node))
+    for f in program.functions:
+        for _, ptype in f.params:
+            ops[f"vyre.dtype.{ptype.value}"] = None
+        if f.result is not None:
+            roots.append(f.result)
+    expr_rule = EXPR_FACTS.get
+    for root in roots:
+        for e in E.walk(root):
+            for op in expr_ops(e):
+                ops[op] = None
+            rule = expr_rule(type(e))
+            if rule is not None:
+                rule(a, e)
+    has = a.flags.__contains__
+    return ProgramFacts(
+        bound=tuple(bound), workgroup_bytes=wg_bytes, local_bytes=local_bytes, ops=tuple(ops),
+        atomic_buffers=frozenset(a.atomic), wide_atomics=has("wide_atomics"), read=frozenset(a.read),
+        types=frozenset(a.types), division=has("division"), transcendental=has("transcendental"),
+        subgroup_ops=frozenset(a.subgroups), barrier=has("barrier"), grid_sync=has("grid_sync"),
+        loops=has("loops"), while_loop=has("while_loop"), indirect=has("indirect"),
+        returns=has("returns"), specs=tuple(a.specs.items()))

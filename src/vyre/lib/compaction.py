@@ -1,0 +1,166 @@
+"""Stream compaction and what is built on it: ``select`` (stable), ``partition`` (stable),
+``unique``, ``run_length_encode`` and ``top_k``.
+
+Compaction is flags, an exclusive scan of the flags (`vyre.lib.scan`) and one scatter pass:
+element ``i`` with a flag goes to ``pos[i]``; ``partition`` sends the others after the
+``count`` selected ones, to ``count + i - pos[i]``. Both keep the input order. Run starts
+(``i == 0`` or ``x[i] != x[i-1]``, comparing bits) give ``unique`` (of the sorted input) and
+``run_length_encode``; ``top_k`` is a descending stable radix sort (`vyre.lib.radix`), so ties
+go to the lowest index.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from vyre.ir import BufferDecl, DataType, Expr, Node, Program
+
+from .arrays import Arr, as_arr, require, result
+from .errors import LibError
+from .kernels import GID, N, prm
+from .radix import KEY_TYPES, _sort
+from .runner import Runner, params
+from .scan import _int_scan
+from .scatter import gather_program
+
+U = DataType.U32
+ELEMENT_TYPES = (DataType.U32, DataType.I32, DataType.U64, DataType.I64, DataType.F32)
+
+
+@functools.cache
+def compact_program(dtype: DataType | None, wg: int, partition: bool) -> Program:
+    """``out[pos[i]] = x[i]`` where ``flags[i]`` (``dtype`` None: the index ``i`` itself);
+    ``partition``: the others to ``count + i - pos[i]`` (count = prm[1])."""
+    i = GID
+    value = Expr.load("x", i) if dtype is not None else i
+    dst = Expr.select(Expr.load("flags", i).ne(Expr.u32(0)), Expr.load("pos", i),
+                      Expr.load("prm", 1) + i - Expr.load("pos", i))
+    store = Node.store("out", dst, value) if partition else \
+        Node.if_(Expr.load("flags", i).ne(Expr.u32(0)), [Node.store("out", Expr.load("pos", i), value)])
+    bufs = [BufferDecl.read("x", 0, dtype)] if dtype is not None else []
+    nb = len(bufs)
+    bufs += [BufferDecl.read("flags", nb, U), BufferDecl.read("pos", nb + 1, U), prm(nb + 2),
+             BufferDecl.output("out", nb + 3, dtype or U)]
+    return Program.wrapped(bufs, wg, [Node.if_(i.lt(N), [store])])
+
+
+@functools.cache
+def run_starts_program(dtype: DataType, wg: int) -> Program:
+    """``flags[i] = 1`` where a run of equal elements (equal bits) starts."""
+    i = GID
+    cur, prev = Expr.load("x", i), Expr.load("x", i - 1)
+    if dtype is DataType.F32:
+        cur, prev = Expr.bitcast(U, cur), Expr.bitcast(U, prev)
+    start = i.eq(Expr.u32(0)).or_(cur.ne(prev))
+    return Program.wrapped([BufferDecl.read("x", 0, dtype), prm(1), BufferDecl.output("flags", 2, U)], wg,
+                           [Node.if_(i.lt(N), [Node.store("flags", i, Expr.select(start, Expr.u32(1), Expr.u32(0)))])])
+
+
+@functools.cache
+def lengths_program(wg: int) -> Program:
+    """``lengths[j] = starts[j+1] - starts[j]`` (the last run ends at ``prm[1]``)."""
+    j = GID
+    end = Expr.select((j + 1).lt(N), Expr.load("starts", j + 1), Expr.load("prm", 1))
+    return Program.wrapped([BufferDecl.read("starts", 0, U), prm(1), BufferDecl.output("lengths", 2, U)], wg,
+                           [Node.if_(j.lt(N), [Node.store("lengths", j, end - Expr.load("starts", j))])])
+
+
+def _flags_of(mask: Any, n: int) -> Arr:
+    m = mask
+    if isinstance(m, np.ndarray) and m.dtype in (np.bool_, np.uint8, np.int8):
+        m = m.astype(np.uint32)
+    a = as_arr(m, "mask")
+    require(a, (DataType.U32, DataType.I32), "a mask (bool, or u32/i32 words: non-zero selects)")
+    if a.n != n:
+        raise LibError("L002", f"the mask has {a.n} elements for {n} values.", "pass one flag per element.")
+    return a
+
+
+def _compact(r: Runner, x: Any, dtype: DataType | None, flags: Any, n: int, partition: bool,
+             keep: bool) -> tuple[Any, int]:
+    pos = _int_scan(r, flags, n, U, False, True)
+    count = r.read_u32(pos, n - 1) + r.read_u32(flags, n - 1)
+    ins = ([x] if dtype is not None else []) + [flags, pos, params(n, count)]
+    out = r.run(compact_program(dtype, r.wg, partition), ins, -(-n // r.wg), max(1, n if partition else count),
+                keep=keep)[0]
+    return out, count
+
+
+def select(x: Any, mask: Any, *, backend: Any = None, workgroup_size: int | None = None) -> Any:
+    """``x[mask]``: the elements whose flag is set, in order (stable compaction)."""
+    a = as_arr(x, "x")
+    require(a, ELEMENT_TYPES, "vyre.lib.select")
+    f = _flags_of(mask, a.n)
+    if a.n == 0:
+        return result(np.zeros(0, a.dtype.host), a, a.dtype, 0)
+    r = Runner(backend, workgroup_size)
+    out, count = _compact(r, a.data, a.dtype, f.data, a.n, False, a.on_device)
+    return result(out, a, a.dtype, count)
+
+
+def partition(x: Any, mask: Any, *, backend: Any = None, workgroup_size: int | None = None) -> tuple[Any, int]:
+    """``(concatenate([x[mask], x[~mask]]), count)``: both parts in their input order."""
+    a = as_arr(x, "x")
+    require(a, ELEMENT_TYPES, "vyre.lib.partition")
+    f = _flags_of(mask, a.n)
+    if a.n == 0:
+        return result(np.zeros(0, a.dtype.host), a, a.dtype, 0), 0
+    r = Runner(backend, workgroup_size)
+    out, count = _compact(r, a.data, a.dtype, f.data, a.n, True, a.on_device)
+    return result(out, a, a.dtype, a.n), count
+
+
+def _runs(r: Runner, x: Any, dtype: DataType, n: int) -> tuple[Any, int]:
+    """The start index of every run of equal elements (u32), and the run count."""
+    flags = r.run(run_starts_program(dtype, r.wg), [x, params(n)], -(-n // r.wg), n)[0]
+    return _compact(r, None, None, flags, n, False, True)
+
+
+def unique(x: Any, *, backend: Any = None, workgroup_size: int | None = None) -> Any:
+    """The distinct elements in ascending order (integers; sorted with `vyre.lib.sort`)."""
+    a = as_arr(x, "x")
+    require(a, (DataType.U32, DataType.I32, DataType.U64, DataType.I64), "vyre.lib.unique")
+    if a.n == 0:
+        return result(np.zeros(0, a.dtype.host), a, a.dtype, 0)
+    r = Runner(backend, workgroup_size)
+    keys, _ = _sort(r, a.data, None, a.n, a.dtype, None, True)
+    flags = r.run(run_starts_program(a.dtype, r.wg), [keys, params(a.n)], -(-a.n // r.wg), a.n)[0]
+    out, count = _compact(r, keys, a.dtype, flags, a.n, False, a.on_device)
+    return result(out, a, a.dtype, count)
+
+
+def run_length_encode(x: Any, *, backend: Any = None, workgroup_size: int | None = None) -> tuple[Any, Any]:
+    """``(values, lengths)`` of the runs of equal consecutive elements (lengths u32)."""
+    a = as_arr(x, "x")
+    require(a, ELEMENT_TYPES, "vyre.lib.run_length_encode")
+    if a.n == 0:
+        return result(np.zeros(0, a.dtype.host), a, a.dtype, 0), result(np.zeros(0, np.uint32), a, U, 0)
+    r = Runner(backend, workgroup_size)
+    starts, count = _runs(r, a.data, a.dtype, a.n)
+    g = -(-count // r.wg)
+    values = r.run(gather_program(a.dtype, U, r.wg), [a.data, starts, params(count, 0, 0, a.n)], g, count,
+                   keep=a.on_device)[0]
+    lengths = r.run(lengths_program(r.wg), [starts, params(count, a.n)], g, count, keep=a.on_device)[0]
+    return result(values, a, a.dtype, count), result(lengths, a, U, count)
+
+
+def top_k(x: Any, k: int, *, backend: Any = None, workgroup_size: int | None = None) -> tuple[Any, Any]:
+    """``(values, indices)`` of the ``k`` largest elements, largest first; equal elements in
+    index order (the lowest index first); f32 in IEEE totalOrder. Indices are u32."""
+    a = as_arr(x, "x")
+    require(a, KEY_TYPES, "vyre.lib.top_k")
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or not 0 <= int(k) <= a.n:
+        raise LibError("L005", f"vyre.lib.top_k: k={k!r} is not in 0..{a.n}.", "pass 0 <= k <= len(x).")
+    k = int(k)
+    if k == 0:
+        return result(np.zeros(0, a.dtype.host), a, a.dtype, 0), result(np.zeros(0, np.uint32), a, U, 0)
+    r = Runner(backend, workgroup_size)
+    keys, idx = _sort(r, a.data, np.arange(a.n, dtype=np.uint32), a.n, a.dtype, U, a.on_device, descending=True)
+    return result(keys, a, a.dtype, k), result(idx, a, U, k)
+
+
+__all__ = ["compact_program", "lengths_program", "partition", "run_length_encode", "run_starts_program", "select",
+           "top_k", "unique"]

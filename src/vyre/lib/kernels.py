@@ -1,0 +1,81 @@
+"""Program builders shared by the primitives: element sources and grid-stride passes.
+
+Owns how a pass reads its input (typed elements, or 16-bit floats packed two to a u32 word so
+every backend reads them), the parameter block every grid-stride pass takes
+(``prm = [n, invocations, per_invocation, extra]``) and the workgroup tree reduction. Each
+builder is cached: a primitive's Programs are built once per shape of their parameters (never
+per input length), so each is compiled once per backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from vyre.ir import BinOp, BufferDecl, DataType, Expr, Node
+
+U = DataType.U32
+GID, LID, WGID = Expr.gid_x(), Expr.lid_x(), Expr.wgid_x()
+N, T, PER, EXTRA = (Expr.load("prm", k) for k in range(4))
+
+
+def prm(binding: int) -> BufferDecl:
+    return BufferDecl.read("prm", binding, U, 4)
+
+
+def element(buf: str, dtype: DataType, index: Expr) -> Expr:
+    """Element ``index`` of ``buf``: its value, or for a 16-bit float (held packed in u32
+    words) its bits as a u32."""
+    if dtype.is_half:
+        return (Expr.load(buf, index >> 1) >> ((index & 1) * 16)) & 0xFFFF
+    return Expr.load(buf, index)
+
+
+def storage(dtype: DataType) -> DataType:
+    """The buffer type a source of ``dtype`` is declared with (16-bit floats: packed u32)."""
+    return U if dtype.is_half else dtype
+
+
+def grid_stride(body: Callable[[Expr], list[Node]], idx: str = "idx") -> list[Node]:
+    """Run ``body(index)`` for this invocation's items ``gid + j * T`` below ``N``."""
+    i = Expr.var(idx)
+    return [Node.loop("j", Expr.u32(0), PER, [
+        Node.let_bind(idx, GID + Expr.var("j") * T),
+        Node.if_(i.lt(N), body(i)),
+    ])]
+
+
+def tree(shared: str, wg: int, combine: Callable[[Expr, Expr], Expr]) -> list[Node]:
+    """Combine ``shared[0..wg)`` into ``shared[0]`` (any workgroup size: a pairwise tree over
+    the next power of two, skipping missing partners). Ends with a barrier."""
+    out: list[Node] = [Node.barrier()]
+    h = 1
+    while h * 2 < wg:
+        h *= 2
+    while h >= 1:
+        partner = LID + h
+        out += [Node.if_(LID.lt(h).and_(partner.lt(wg)), [
+            Node.store(shared, LID, combine(Expr.load(shared, LID), Expr.load(shared, partner)))]),
+            Node.barrier()]
+        h //= 2
+    return out
+
+
+def f16_to_f32_bits(h: Expr) -> Expr:
+    """The f32 bits of the f16 bits ``h`` (a u32), exactly, with integer operations only
+    (so backends without 16-bit types convert too)."""
+    e, f = (h >> 10) & 0x1F, h & 0x3FF
+    sign = (h & 0x8000) << 16
+    p = Expr.u32(31) - f.clz()                      # the leading bit of a subnormal's fraction
+    sub = ((p + 103) << 23) | ((f << (Expr.u32(23) - p)) & 0x7FFFFF)
+    normal = ((e + 112) << 23) | (f << 13)
+    special = Expr.u32(0x7F800000) | (f << 13)
+    return sign | Expr.select(e.eq(Expr.u32(31)), special,
+                              Expr.select(e.eq(Expr.u32(0)), Expr.select(f.eq(Expr.u32(0)), Expr.u32(0), sub), normal))
+
+
+def binop(op: BinOp) -> Callable[[Expr, Expr], Expr]:
+    return lambda a, b: Expr.bin(op, a, b)
+
+
+__all__ = ["EXTRA", "GID", "LID", "N", "PER", "T", "WGID", "binop", "element", "f16_to_f32_bits", "grid_stride",
+           "prm", "storage", "tree"]

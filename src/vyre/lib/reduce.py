@@ -1,0 +1,256 @@
+"""Reductions: ``sum``, ``min``, ``max`` over every numeric type, and the f32 ``dot``.
+
+Two passes, both grid-stride: each workgroup reduces its share into one partial, then one
+workgroup reduces the partials. Integer sums wrap in the array's type (S1); min and max
+follow S10 for floats (a NaN gives NaN, -0 < +0) and refuse empty input (L003). Float sums and
+dots are exact and rounded once (S34): each partial is a normalised digit vector of the
+superaccumulator (`vyre.lib.superacc`), so neither the order, the workgroup size nor the
+device can change a bit.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from vyre.ir import AtomicOp, BinOp, BufferDecl, DataType, Expr, Node, Program
+
+from . import superacc as sa
+from .arrays import NUMERIC, Arr, as_arr, device_half, device_like, require, scalar, to_kind
+from .errors import LibError
+from .kernels import LID, WGID, binop, element, grid_stride, prm, storage, tree
+from .runner import Runner, params
+
+U, I = DataType.U32, DataType.I32
+INTS = (DataType.U32, DataType.I32, DataType.U64, DataType.I64)
+FLOATS = (DataType.F32, DataType.F16, DataType.BF16)
+
+# ---- min and max: S10 -----------------------------------------------------------------------
+_HALF = {DataType.F16: (0x7C00, 0x3FF, 0x7E00), DataType.BF16: (0x7F80, 0x7F, 0x7FC0)}
+_NAN_KEY = {BinOp.MIN: 0, BinOp.MAX: 0x20000}
+
+
+def _identity(dtype: DataType, op: BinOp) -> Expr:
+    if op is BinOp.ADD:
+        return Expr.lit(dtype, 0)
+    if dtype is DataType.F32:
+        return Expr.f32(float("inf") if op is BinOp.MIN else float("-inf"))
+    if dtype.is_integer:
+        info = np.iinfo(dtype.host)
+        return Expr.lit(dtype, int(info.max) if op is BinOp.MIN else int(info.min))
+    raise AssertionError(dtype)
+
+
+def _half_key(bits: Expr, dtype: DataType, op: BinOp) -> Expr:
+    """A u32 whose integer order is S10's order of 16-bit float bits (NaN first for min,
+    last for max; bf16 subnormals flushed to their signed zero)."""
+    exp, frac, _ = _HALF[dtype]
+    h = bits
+    if dtype is DataType.BF16:
+        h = Expr.select((bits & exp).eq(Expr.u32(0)), bits & 0x8000, bits)
+    nan = (h & exp).eq(Expr.u32(exp)).and_((h & frac).ne(Expr.u32(0)))
+    key = Expr.select((h & 0x8000).ne(Expr.u32(0)), (~h) & 0xFFFF, h | 0x8000)
+    return Expr.select(nan, Expr.u32(_NAN_KEY[op]), key + 1)
+
+
+def _half_bits(key: Expr, dtype: DataType, op: BinOp) -> Expr:
+    k = key - 1
+    bits = Expr.select((k & 0x8000).ne(Expr.u32(0)), k & 0x7FFF, (~k) & 0xFFFF)
+    return Expr.select(key.eq(Expr.u32(_NAN_KEY[op])), Expr.u32(_HALF[dtype][2]), bits)
+
+
+@functools.cache
+def tree_program(dtype: DataType, op: BinOp, wg: int, first: bool, final: bool) -> Program:
+    """One pass of an integer/f32 reduction (or of a 16-bit float min/max on keys): each
+    workgroup reduces its grid-stride share of ``x`` into ``out[wgid]``. ``first``: ``x`` is
+    the caller's data (16-bit floats are mapped to keys); ``final``: write the result
+    (16-bit floats: their bits) to ``out[0]``."""
+    half = dtype.is_half
+    acc_t = U if half else dtype
+    src_t = storage(dtype) if first else acc_t
+    ident = Expr.u32(0xFFFFFFFF if op is BinOp.MIN else 0) if half else _identity(dtype, op)
+    combine = binop(op)
+
+    def take(i: Expr) -> list[Node]:
+        val = element("x", dtype, i) if first else Expr.load("x", i)
+        if half and first:
+            val = _half_key(val, dtype, op)
+        return [Node.assign("acc", combine(Expr.var("acc"), val))]
+
+    result: Expr = Expr.load("s", Expr.u32(0))
+    out_t = acc_t
+    if half and final:
+        result = _half_bits(result, dtype, op)
+    body = [Node.let_bind("acc", ident), *grid_stride(take), Node.store("s", LID, Expr.var("acc")),
+            *tree("s", wg, combine),
+            Node.if_(LID.eq(Expr.u32(0)), [Node.store("out", WGID, result)])]
+    return Program.wrapped([BufferDecl.read("x", 0, src_t), prm(1), BufferDecl.output("out", 2, out_t),
+                            BufferDecl.workgroup("s", wg, acc_t)], wg, body)
+
+
+@functools.cache
+def exact_program(source: DataType | str, layout: sa.Layout, fmt: sa.Format, wg: int,
+                  final: bool) -> Program:
+    """One pass of an exact sum. ``source``: F32/F16/BF16 values (16-bit ones packed),
+    "dot" (two f32 inputs, their products) or "digits" (the partial vectors of a previous
+    pass: ``digits + 1`` words each, the last one the flags). Each workgroup's total goes to
+    ``out`` as a normalised digit vector, or (``final``) rounded to ``fmt`` in ``out[0]``."""
+    K = layout.digits
+    stride = K + 1
+    fl = Expr.var("fl")
+
+    def take(i: Expr) -> list[Node]:
+        if source == "digits":
+            return [*sa.add_digits_local("acc", lambda k: sa.as_i32(Expr.load("x", i * stride + k)), K),
+                    Node.assign("fl", fl | Expr.load("x", i * stride + K))]
+        if source == "dot":
+            return [*sa.decode_f32(Expr.bitcast(U, Expr.load("x", i)), "a"),
+                    *sa.decode_f32(Expr.bitcast(U, Expr.load("y", i)), "b"),
+                    *sa.product("a", "b", "p"),
+                    *sa.add_local("acc", Expr.var("p_lo"), Expr.var("p_hi"), Expr.var("p_s"),
+                                  Expr.var("p_neg"), "c", layout),
+                    Node.assign("fl", fl | Expr.var("p_flags"))]
+        assert isinstance(source, DataType)
+        bits = Expr.bitcast(U, Expr.load("x", i)) if source is DataType.F32 else element("x", source, i)
+        return [*sa.DECODE[source](bits, "a"),
+                *sa.add_local("acc", Expr.var("a_m"), Expr.u32(0), Expr.var("a_s"), Expr.var("a_neg"),
+                              "c", layout),
+                Node.assign("fl", fl | Expr.var("a_flags"))]
+
+    lane0: list[Node] = [Node.store("acc", Expr.u32(k), Expr.load("wacc", Expr.u32(k))) for k in range(K)]
+    lane0 += sa.normalise("acc", K, "w")
+    if final:
+        lane0 += sa.round_digits("acc", K, Expr.load("wfl", Expr.u32(0)), layout, fmt, "bits")
+        lane0.append(Node.store("out", Expr.u32(0), Expr.var("bits")))
+    else:
+        lane0 += [Node.store("out", WGID * stride + k, sa.as_u32(Expr.load("acc", Expr.u32(k))))
+                  for k in range(K)]
+        lane0.append(Node.store("out", WGID * stride + K, Expr.load("wfl", Expr.u32(0))))
+    body = [Node.let_bind("fl", Expr.u32(0)), *grid_stride(take), *sa.normalise("acc", K)]
+    body += [Node.if_(Expr.load("acc", Expr.u32(k)).ne(Expr.i32(0)),
+                      [Node.expr(Expr.atomic(AtomicOp.ADD, "wacc", Expr.u32(k), Expr.load("acc", Expr.u32(k))))])
+             for k in range(K)]
+    body += [Node.if_(fl.ne(Expr.u32(0)), [Node.expr(Expr.atomic(AtomicOp.OR, "wfl", Expr.u32(0), fl))]),
+             Node.barrier(), Node.if_(LID.eq(Expr.u32(0)), lane0)]
+    src_t = U if source == "digits" else (DataType.F32 if source == "dot" else storage(source))
+    bufs = [BufferDecl.read("x", 0, src_t)]
+    if source == "dot":
+        bufs.append(BufferDecl.read("y", 1, DataType.F32))
+    nb = len(bufs)
+    bufs += [prm(nb), BufferDecl.output("out", nb + 1, U), *sa.local_decls("acc", layout),
+             BufferDecl.workgroup("wacc", K, I), BufferDecl.workgroup("wfl", 1, U)]
+    return Program.wrapped(bufs, wg, body)
+
+
+# ---- passes ---------------------------------------------------------------------------------
+def _source(a: Arr) -> Any:
+    """The dispatch input of a caller's array (`Arr.source`)."""
+    return a.source()
+
+
+def _scalar_out(r: Runner, raw: Any, like: Arr, dtype: DataType) -> Any:
+    """The final one-element output (a u32 word for 16-bit floats) as the caller's scalar."""
+    if isinstance(raw, np.ndarray):
+        vals = raw[:1]
+        if dtype.is_half:
+            vals = vals.astype(np.uint16)
+        elif dtype is DataType.F32 and vals.dtype == np.uint32:
+            vals = vals.view(np.float32)
+        return scalar(to_kind(vals.copy(), like, dtype), like, dtype)
+    if dtype.is_half:
+        out = device_half(device_like(raw, like, DataType.U32), like, dtype)
+    elif dtype is DataType.F32 and raw.dtype is DataType.U32:
+        out = _device_view(device_like(raw, like, DataType.U32), like, np.float32)
+    else:
+        out = device_like(raw, like, dtype)
+    return scalar(out[:1], like, dtype)
+
+
+def _device_view(words: Any, like: Arr, np_dtype: Any) -> Any:
+    if like.kind == "cupy":
+        return words.view(np_dtype)
+    import torch
+
+    return words.view(torch.int32).view(torch.float32)
+
+
+def _two_pass(r: Runner, make: Any, inputs: list, n: int, like: Arr, dtype: DataType,
+              partial_words: int) -> Any:
+    """Run ``make(first, final)`` over ``n`` items then over the partials; one pass when one
+    workgroup suffices."""
+    wg = r.wg
+    g = r.groups(n)
+    if g == 1:
+        out = r.run(make(True, True), [*inputs, params(n, wg, -(-n // wg))], 1, 1,
+                    keep=like.on_device)[0]
+        return _scalar_out(r, out, like, dtype)
+    part = r.run(make(True, False), [*inputs, params(n, g * wg, -(-n // (g * wg)))], g,
+                 g * partial_words)[0]
+    out = r.run(make(False, True), [part, params(g, wg, -(-g // wg))], 1, 1, keep=like.on_device)[0]
+    return _scalar_out(r, out, like, dtype)
+
+
+def _reduce(x: Any, op: BinOp, name: str, backend: Any, workgroup_size: int | None) -> Any:
+    a = as_arr(x, "x")
+    require(a, NUMERIC, f"vyre.lib.{name}")
+    if a.n == 0:
+        if op is not BinOp.ADD:
+            raise LibError("L003", f"vyre.lib.{name} of an empty array has no value.",
+                           "check x.size before the call (min and max need at least one element).")
+        zero = np.zeros(1, a.dtype.storage if a.dtype.is_half else a.dtype.host)
+        return scalar(to_kind(zero, a, a.dtype), a, a.dtype)
+    r = Runner(backend, workgroup_size)
+    if op is BinOp.ADD and a.dtype.is_float:
+        fmt = sa.FORMATS[a.dtype]
+
+        def make_sum(first: bool, final: bool) -> Program:
+            return exact_program(a.dtype if first else "digits", sa.SUM, fmt, r.wg, final)
+
+        return _two_pass(r, make_sum, [_source(a)], a.n, a, a.dtype, sa.SUM.digits + 1)
+
+    def make(first: bool, final: bool) -> Program:
+        return tree_program(a.dtype, op, r.wg, first, final)
+
+    return _two_pass(r, make, [_source(a)], a.n, a, a.dtype, 1)
+
+
+def sum(x: Any, *, backend: Any = None, workgroup_size: int | None = None) -> Any:
+    """The sum of a 1-D array. Integers wrap in their type (S1); floats (f32, f16, bf16) are
+    the exact sum rounded once to the array's type (S34: order-, workgroup- and
+    device-independent; NaN if any NaN or both infinities; an exact zero is +0)."""
+    return _reduce(x, BinOp.ADD, "sum", backend, workgroup_size)
+
+
+def min(x: Any, *, backend: Any = None, workgroup_size: int | None = None) -> Any:
+    """The smallest element (floats: S10, NaN if any NaN, -0 below +0)."""
+    return _reduce(x, BinOp.MIN, "min", backend, workgroup_size)
+
+
+def max(x: Any, *, backend: Any = None, workgroup_size: int | None = None) -> Any:
+    """The largest element (floats: S10, NaN if any NaN, +0 above -0)."""
+    return _reduce(x, BinOp.MAX, "max", backend, workgroup_size)
+
+
+def dot(x: Any, y: Any, *, backend: Any = None, workgroup_size: int | None = None) -> Any:
+    """``sum(x[i] * y[i])`` of two f32 vectors, every product and the sum exact, rounded once
+    (S34)."""
+    a, b = as_arr(x, "x"), as_arr(y, "y")
+    require(a, (DataType.F32,), "vyre.lib.dot")
+    require(b, (DataType.F32,), "vyre.lib.dot")
+    if a.n != b.n:
+        raise LibError("L002", f"vyre.lib.dot: x has {a.n} elements, y has {b.n}.",
+                       "pass two vectors of the same length.")
+    if a.n == 0:
+        return scalar(to_kind(np.zeros(1, np.float32), a, a.dtype), a, a.dtype)
+    r = Runner(backend, workgroup_size)
+
+    def make(first: bool, final: bool) -> Program:
+        return exact_program("dot" if first else "digits", sa.DOT, sa.F32, r.wg, final)
+
+    inputs = [_source(a), _source(b)]
+    return _two_pass(r, make, inputs, a.n, a, DataType.F32, sa.DOT.digits + 1)
+
+
+__all__ = ["dot", "exact_program", "max", "min", "sum", "tree_program"]

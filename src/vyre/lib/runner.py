@@ -1,0 +1,97 @@
+"""Running a primitive's passes on one backend.
+
+Owns how `vyre.lib` dispatches: the backend (``backend=`` an id or object, else the
+preferred one, as ``@vyre.kernel`` picks it), the workgroup size and grid of each pass, and
+where intermediates live. On a backend that reads device memory (CUDA) every pass but a host
+caller's last one uses ``dispatch_device``: intermediates stay on the device and feed the next
+pass in place. Elsewhere passes exchange host arrays (PoCL and lavapipe share host memory).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from vyre.driver import DispatchConfig
+from vyre.ir import DataType, Program
+from vyre.kernel.launch import resolve_backend
+
+from .errors import LibError
+
+# workgroups of a grid-stride pass: enough to fill the device, few enough that the next pass
+# is one workgroup
+_GRID = {"cuda": 1024}
+_GRID_DEFAULT = 64
+
+
+class Runner:
+    """One primitive call's backend and settings."""
+
+    def __init__(self, backend: Any = None, workgroup_size: int | None = None) -> None:
+        self.backend = resolve_backend(backend)
+        self.id = self.backend.id()
+        dev = getattr(self.backend, "device", None)
+        self.device = bool(getattr(dev, "reads_device_arrays", False)) and hasattr(self.backend, "dispatch_device")
+        if workgroup_size is not None:
+            if isinstance(workgroup_size, bool) or not isinstance(workgroup_size, int | np.integer) \
+                    or not 1 <= int(workgroup_size) <= 1024:
+                raise LibError("L005", f"workgroup_size={workgroup_size!r} is not an int in 1..1024.",
+                               "pass a workgroup size such as 64 or 256 (or leave it out).")
+            self.wg = int(workgroup_size)
+        else:
+            self.wg = 256 if self.id == "cuda" else 64
+        self.max_groups = _GRID.get(self.id, _GRID_DEFAULT)
+        # consecutive elements per invocation in blocked passes (scans, sorts)
+        self.items = 8 if self.id == "cuda" else 16
+
+    def groups(self, n: int, per_min: int = 1, per_max: int = 1 << 14) -> int:
+        """Workgroups for a grid-stride pass over ``n`` items: at most `max_groups` unless each
+        invocation would take more than ``per_max`` items."""
+        want = -(-n // (self.wg * per_min))
+        need = -(-n // (self.wg * per_max))
+        return max(1, min(want, self.max_groups), need)
+
+    def run(self, program: Program, inputs: Sequence[Any], groups: int, elements: int,
+            keep: bool = True) -> list[Any]:
+        """Dispatch ``program`` over ``groups`` workgroups with runtime-sized outputs of
+        ``elements``. ``keep``: leave the outputs on the device where the backend can (they
+        come back as `DeviceOutput`s), else host numpy arrays of each output's type."""
+        cfg = DispatchConfig(grid_override=(int(groups), 1, 1), dispatch_elements=max(1, int(elements)))
+        if keep and self.device:
+            return list(self.backend.dispatch_device(program, list(inputs), cfg))
+        raw = self.backend.dispatch(program, list(inputs), cfg)
+        return [np.frombuffer(bytearray(r), dtype=_np(d.dtype)) for r, d in zip(raw, program.outputs)]
+
+
+    def read_u32(self, x: Any, index: int) -> int:
+        """One u32 word of a pass's output (a host array, or a device buffer read back through
+        a one-invocation copy)."""
+        if isinstance(x, np.ndarray):
+            return int(x.view(np.uint32)[index])
+        out = self.run(_copy_word(), [x, params(index)], 1, 1, keep=False)[0]
+        return int(out[0])
+
+
+@functools.cache
+def _copy_word() -> Program:
+    from vyre.ir import BufferDecl, Expr, Node
+
+    return Program.wrapped([BufferDecl.read("x", 0, DataType.U32), BufferDecl.read("prm", 1, DataType.U32, 4),
+                            BufferDecl.output("out", 2, DataType.U32, 1)], 1,
+                           [Node.store("out", Expr.u32(0), Expr.load("x", Expr.load("prm", 0)))])
+
+
+def _np(dt: DataType) -> np.dtype:
+    return np.dtype(dt.storage) if dt.is_half else np.dtype(dt.host)
+
+
+def params(*values: int) -> np.ndarray:
+    """A small u32 parameter block (padded to 4 words)."""
+    words = [int(v) & 0xFFFFFFFF for v in values]
+    return np.asarray(words + [0] * (4 - len(words) % 4 if len(words) % 4 else 0), dtype=np.uint32)
+
+
+__all__ = ["Runner", "params"]

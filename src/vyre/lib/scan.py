@@ -1,0 +1,254 @@
+"""Prefix sums: ``cumsum`` (inclusive) and ``exclusive_cumsum``.
+
+Reduce-then-scan, so no pass waits on another workgroup (portable backends give no
+forward-progress guarantee, so there is no decoupled look-back): block totals, an exclusive
+scan of the totals (the same algorithm, recursively), then each block scans its elements
+from its offset. A block is ``items`` consecutive elements per invocation times the
+workgroup. Integers wrap (S1). Float prefixes follow S35: prefix ``i`` is the exact sum of
+elements ``0..i`` (``0..i-1`` exclusive) rounded once, so it never depends on the blocking:
+block totals are superaccumulator digit vectors (`vyre.lib.superacc`), their prefixes are
+summed exactly, and every element's prefix is rounded from exact digits.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from vyre.ir import AtomicOp, BinOp, BufferDecl, DataType, Expr, Node, Program
+
+from . import superacc as sa
+from .arrays import NUMERIC, as_arr, require, result, to_kind
+from .kernels import LID, WGID, N, element, prm, storage, tree
+from .runner import Runner, params
+
+U, I = DataType.U32, DataType.I32
+
+
+@functools.cache
+def block_sums_program(dtype: DataType, wg: int, items: int) -> Program:
+    """``sums[b]`` = the wrapping sum of block ``b`` (``wg * items`` elements)."""
+    B = wg * items
+    body = [Node.let_bind("acc", Expr.lit(dtype, 0)),
+            Node.loop("j", Expr.u32(0), Expr.u32(items), [
+                Node.let_bind("e", WGID * B + Expr.var("j") * wg + LID),
+                Node.if_(Expr.var("e").lt(N), [Node.assign("acc", Expr.var("acc") + Expr.load("x", Expr.var("e")))])]),
+            Node.store("s", LID, Expr.var("acc")), *tree("s", wg, lambda a, b: Expr.bin(BinOp.ADD, a, b)),
+            Node.if_(LID.eq(Expr.u32(0)), [Node.store("sums", WGID, Expr.load("s", Expr.u32(0)))])]
+    return Program.wrapped([BufferDecl.read("x", 0, dtype), prm(1), BufferDecl.output("sums", 2, dtype),
+                            BufferDecl.workgroup("s", wg, dtype)], wg, body)
+
+
+def _hillis_steele(shared: str, wg: int, add: Any) -> list[Node]:
+    """Inclusive scan of ``shared[0..wg)`` in place (log2 steps, two barriers each)."""
+    out: list[Node] = [Node.barrier()]
+    h = 1
+    while h < wg:
+        out += [Node.let_bind(f"hs{h}", Expr.select(LID.ge(h), Expr.load(shared, LID - h), Expr.lit(add, 0))),
+                Node.barrier(),
+                Node.store(shared, LID, Expr.load(shared, LID) + Expr.var(f"hs{h}")),
+                Node.barrier()]
+        h *= 2
+    return out
+
+
+@functools.cache
+def block_scan_program(dtype: DataType, wg: int, items: int, inclusive: bool) -> Program:
+    """Each block scans its elements from ``offs[b]``: invocation ``lid`` owns ``items``
+    consecutive elements."""
+    B = wg * items
+    first = WGID * B + LID * items
+    e = Expr.var("e")
+    body = [Node.let_bind("t", Expr.lit(dtype, 0)),
+            Node.loop("j", Expr.u32(0), Expr.u32(items), [
+                Node.let_bind("e", first + Expr.var("j")),
+                Node.if_(e.lt(N), [Node.assign("t", Expr.var("t") + Expr.load("x", e))])]),
+            Node.store("s", LID, Expr.var("t")), *_hillis_steele("s", wg, dtype),
+            Node.let_bind("run", Expr.load("offs", WGID) + Expr.load("s", LID) - Expr.var("t")),
+            Node.loop("j2", Expr.u32(0), Expr.u32(items), [
+                Node.let_bind("e", first + Expr.var("j2")),
+                Node.if_(e.lt(N), [
+                    Node.let_bind("xv", Expr.load("x", e)),
+                    *([Node.assign("run", Expr.var("run") + Expr.var("xv")), Node.store("out", e, Expr.var("run"))]
+                      if inclusive else
+                      [Node.store("out", e, Expr.var("run")), Node.assign("run", Expr.var("run") + Expr.var("xv"))])])])]
+    return Program.wrapped([BufferDecl.read("x", 0, dtype), BufferDecl.read("offs", 1, dtype), prm(2),
+                            BufferDecl.output("out", 3, dtype), BufferDecl.workgroup("s", wg, dtype)], wg, body)
+
+
+def _int_scan(r: Runner, x: Any, n: int, dtype: DataType, inclusive: bool, keep: bool) -> Any:
+    items = r.items
+    B = r.wg * items
+    g = -(-n // B)
+    if g == 1:
+        offs: Any = np.zeros(1, dtype.host)
+    else:
+        sums = r.run(block_sums_program(dtype, r.wg, items), [x, params(n)], g, g)[0]
+        offs = _int_scan(r, sums, g, dtype, False, True)
+    return r.run(block_scan_program(dtype, r.wg, items, inclusive), [x, offs, params(n)], g, n, keep=keep)[0]
+
+
+# ---- floats: S35 ----------------------------------------------------------------------------
+@functools.cache
+def float_block_totals_program(dtype: DataType, wg: int, items: int) -> Program:
+    """``out[b]`` = block ``b``'s exact total as a normalised digit vector (+ flags word)."""
+    K = sa.SUM.digits
+    stride = K + 1
+    B = wg * items
+    e = Expr.var("e")
+    body = [Node.let_bind("fl", Expr.u32(0)),
+            Node.loop("j", Expr.u32(0), Expr.u32(items), [
+                Node.let_bind("e", WGID * B + Expr.var("j") * wg + LID),
+                Node.if_(e.lt(N), [*_decode(dtype, e, "a"), *_add("acc", "a"),
+                                   Node.assign("fl", Expr.var("fl") | Expr.var("a_flags"))])]),
+            *sa.normalise("acc", K)]
+    body += [Node.if_(Expr.load("acc", Expr.u32(k)).ne(Expr.i32(0)), [Node.expr(Expr.atomic(
+        _ADD, "wacc", Expr.u32(k), Expr.load("acc", Expr.u32(k))))]) for k in range(K)]
+    body += [Node.if_(Expr.var("fl").ne(Expr.u32(0)), [Node.expr(Expr.atomic(_OR, "wfl", Expr.u32(0), Expr.var("fl")))]),
+             Node.barrier(),
+             Node.if_(LID.eq(Expr.u32(0)), [
+                 *[Node.store("acc", Expr.u32(k), Expr.load("wacc", Expr.u32(k))) for k in range(K)],
+                 *sa.normalise("acc", K, "w"),
+                 *[Node.store("out", WGID * stride + k, sa.as_u32(Expr.load("acc", Expr.u32(k)))) for k in range(K)],
+                 Node.store("out", WGID * stride + K, Expr.load("wfl", Expr.u32(0)))])]
+    return Program.wrapped([BufferDecl.read("x", 0, storage(dtype)), prm(1), BufferDecl.output("out", 2, U),
+                            *sa.local_decls("acc", sa.SUM), BufferDecl.workgroup("wacc", K, I),
+                            BufferDecl.workgroup("wfl", 1, U)], wg, body)
+
+
+@functools.cache
+def vector_prefix_program() -> Program:
+    """One invocation: ``out[b]`` = the exact sum of digit vectors ``0..b-1`` (exclusive),
+    normalised; ``N`` vectors."""
+    K = sa.SUM.digits
+    stride = K + 1
+    b = Expr.var("b")
+    body = [Node.let_bind("fl", Expr.u32(0)),
+            Node.loop("b", Expr.u32(0), N, [
+                *[Node.store("out", b * stride + k, sa.as_u32(Expr.load("acc", Expr.u32(k)))) for k in range(K)],
+                Node.store("out", b * stride + K, Expr.var("fl")),
+                *sa.add_digits_local("acc", lambda k: sa.as_i32(Expr.load("x", b * stride + k)), K),
+                Node.assign("fl", Expr.var("fl") | Expr.load("x", b * stride + K)),
+                *sa.normalise("acc", K)])]
+    return Program.wrapped([BufferDecl.read("x", 0, U), prm(1), BufferDecl.output("out", 2, U),
+                            *sa.local_decls("acc", sa.SUM)], 1, body)
+
+
+@functools.cache
+def float_block_scan_program(dtype: DataType, wg: int, items: int, inclusive: bool) -> Program:
+    """Each invocation rounds the exact prefix of each of its ``items`` elements: its block's
+    offset vector, plus the totals of the invocations before it (a Hillis-Steele scan of
+    digit vectors in workgroup memory), plus its own elements so far."""
+    K = sa.SUM.digits
+    stride = K + 1
+    fmt = sa.FORMATS[dtype]
+    first = WGID * (wg * items) + LID * items
+    e = Expr.var("e")
+
+    def sh(k: int, lane: Expr) -> Expr:
+        return Expr.load("s", lane * stride + k)
+
+    body: list[Node] = [Node.let_bind("fl", Expr.u32(0)),
+                        Node.loop("j", Expr.u32(0), Expr.u32(items), [
+                            Node.let_bind("e", first + Expr.var("j")),
+                            Node.if_(e.lt(N), [*_decode(dtype, e, "a"), *_add("acc", "a"),
+                                               Node.assign("fl", Expr.var("fl") | Expr.var("a_flags"))])]),
+                        *sa.normalise("acc", K)]
+    body += [Node.store("s", LID * stride + k, Expr.load("acc", Expr.u32(k))) for k in range(K)]
+    body.append(Node.store("s", LID * stride + K, sa.as_i32(Expr.var("fl"))))
+    body.append(Node.barrier())
+    h = 1
+    while h < wg:
+        src = LID - h
+        body += [Node.let_bind(f"on{h}", LID.ge(h))]
+        body += [Node.let_bind(f"v{h}_{k}", Expr.select(Expr.var(f"on{h}"), sh(k, src), Expr.i32(0)))
+                 for k in range(stride)]
+        body.append(Node.barrier())
+        body += [Node.store("s", LID * stride + k, sh(k, LID) + Expr.var(f"v{h}_{k}")) for k in range(K)]
+        body.append(Node.store("s", LID * stride + K, sh(K, LID) | Expr.var(f"v{h}_{K}")))
+        body.append(Node.barrier())
+        h *= 2
+    # the running prefix: the block offset + the inclusive scan of earlier lanes (lane - 1)
+    prev = LID - 1
+    has_prev = LID.ge(1)
+    body += [Node.store("acc", Expr.u32(k), sa.as_i32(Expr.load("offs", WGID * stride + k))
+                        + Expr.select(has_prev, sh(k, prev), Expr.i32(0))) for k in range(K)]
+    body.append(Node.assign("fl", Expr.load("offs", WGID * stride + K)
+                            | sa.as_u32(Expr.select(has_prev, sh(K, prev), Expr.i32(0)))))
+    body += sa.normalise("acc", K, "p")
+    emit = [*[Node.store("tmp", Expr.u32(k), Expr.load("acc", Expr.u32(k))) for k in range(K)],
+            *sa.normalise("tmp", K, "t"),
+            *sa.round_digits("tmp", K, Expr.var("fl"), sa.SUM, fmt, "bits"),
+            Node.store("out", e, _out_value(dtype, Expr.var("bits")))]
+    add = [*_decode(dtype, e, "b"), *_add("acc", "b"), Node.assign("fl", Expr.var("fl") | Expr.var("b_flags"))]
+    body.append(Node.loop("j2", Expr.u32(0), Expr.u32(items), [
+        Node.let_bind("e", first + Expr.var("j2")),
+        Node.if_(e.lt(N), ([*add, *emit] if inclusive else [*emit, *add]))]))
+    out_t = DataType.F32 if dtype is DataType.F32 else U
+    return Program.wrapped([BufferDecl.read("x", 0, storage(dtype)), BufferDecl.read("offs", 1, U), prm(2),
+                            BufferDecl.output("out", 3, out_t), *sa.local_decls("acc", sa.SUM),
+                            BufferDecl.local("tmp", K + 2, I), BufferDecl.workgroup("s", wg * stride, I)],
+                           wg, body)
+
+
+_ADD, _OR = AtomicOp.ADD, AtomicOp.OR
+
+
+def _decode(dtype: DataType, e: Expr, p: str) -> list[Node]:
+    bits = Expr.bitcast(U, Expr.load("x", e)) if dtype is DataType.F32 else element("x", dtype, e)
+    return sa.DECODE[dtype](bits, p)
+
+
+def _add(acc: str, p: str) -> list[Node]:
+    """Add decoded value ``p`` into ``acc`` (chunks stay under the headroom: a normalisation
+    follows every ``items`` <= 2**14 additions)."""
+    return sa.add_local(acc, Expr.var(f"{p}_m"), Expr.u32(0), Expr.var(f"{p}_s"), Expr.var(f"{p}_neg"),
+                        f"{p}c", sa.SUM)
+
+
+def _out_value(dtype: DataType, bits: Expr) -> Expr:
+    return Expr.bitcast(DataType.F32, bits) if dtype is DataType.F32 else bits
+
+
+def _float_scan(r: Runner, x: Any, n: int, dtype: DataType, inclusive: bool, keep: bool) -> Any:
+    # workgroup memory holds wg digit vectors: keep it within 16 KiB (wgpu's default limit)
+    wg = r.wg
+    while wg * (sa.SUM.digits + 1) * 4 > 16384:
+        wg //= 2
+    items = r.items
+    B = wg * items
+    g = -(-n // B)
+    totals = r.run(float_block_totals_program(dtype, wg, items), [x, params(n)], g, g * (sa.SUM.digits + 1))[0]
+    offs = r.run(vector_prefix_program(), [totals, params(g)], 1, g * (sa.SUM.digits + 1))[0]
+    return r.run(float_block_scan_program(dtype, wg, items, inclusive), [x, offs, params(n)], g, n, keep=keep)[0]
+
+
+def _scan(x: Any, inclusive: bool, name: str, backend: Any, workgroup_size: int | None) -> Any:
+    a = as_arr(x, "x")
+    require(a, NUMERIC, f"vyre.lib.{name}")
+    if a.n == 0:
+        return to_kind(np.zeros(0, a.dtype.storage if a.dtype.is_half else a.dtype.host), a, a.dtype)
+    r = Runner(backend, workgroup_size)
+    src = a.source()
+    if a.dtype.is_float:
+        out = _float_scan(r, src, a.n, a.dtype, inclusive, a.on_device)
+    else:
+        out = _int_scan(r, src, a.n, a.dtype, inclusive, a.on_device)
+    return result(out, a, a.dtype, a.n)
+
+
+def cumsum(x: Any, *, backend: Any = None, workgroup_size: int | None = None) -> Any:
+    """Inclusive prefix sums: ``out[i] = x[0] + ... + x[i]``. Integers wrap (S1); floats: each
+    prefix the exact sum rounded once (S35)."""
+    return _scan(x, True, "cumsum", backend, workgroup_size)
+
+
+def exclusive_cumsum(x: Any, *, backend: Any = None, workgroup_size: int | None = None) -> Any:
+    """Exclusive prefix sums: ``out[0] = 0``, ``out[i] = x[0] + ... + x[i-1]``."""
+    return _scan(x, False, "exclusive_cumsum", backend, workgroup_size)
+
+
+__all__ = ["block_scan_program", "block_sums_program", "cumsum", "exclusive_cumsum",
+           "float_block_scan_program", "float_block_totals_program", "vector_prefix_program"]

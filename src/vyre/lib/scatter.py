@@ -1,0 +1,208 @@
+"""Scatter-add (``index_add``) and ``gather``.
+
+``index_add(target, index, values)`` returns ``target`` with ``values[i]`` added at
+``index[i]``. Integer targets wrap (S1) through integer atomics; float targets (f32, f16,
+bf16) get, per slot, the exact sum of its initial value and every contribution, rounded once
+(S34): each contribution goes into the slot's global superaccumulator with integer atomics
+(`vyre.lib.superacc.atomic_add_value`) and a second pass rounds every slot. The order of
+``index`` and the workgroup size change nothing. An index outside ``[0, len(target))`` is an
+`LibError` L004 (the pass flags it; nothing is written). ``gather(x, index)`` is
+``x[index]`` with the same index rule.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from vyre.ir import AtomicOp, BufferDecl, DataType, Expr, Node, Program
+
+from . import superacc as sa
+from .arrays import NUMERIC, Arr, as_arr, require, result, to_kind
+from .errors import LibError
+from .kernels import EXTRA, GID, element, grid_stride, prm, storage
+from .runner import Runner, params
+
+U = DataType.U32
+INDEX_TYPES = (DataType.U32, DataType.I32, DataType.U64, DataType.I64)
+
+
+def _slot(index_t: DataType, i: Expr) -> list[Node]:
+    """``slot`` (u32) and ``ok`` (bool) of ``index[i]`` against ``S = prm[3]``."""
+    raw = Expr.load("index", i)
+    if index_t is DataType.U32:
+        ok = raw.lt(EXTRA)
+    elif index_t is DataType.I32:
+        ok = raw.ge(Expr.i32(0)).and_(Expr.bitcast(U, raw).lt(EXTRA))
+    else:
+        ok = raw.ge(Expr.lit(index_t, 0)).and_(raw.lt(Expr.cast(index_t, EXTRA)))
+    return [Node.let_bind("raw", raw), Node.let_bind("ok", ok),
+            Node.let_bind("slot", Expr.cast(U, Expr.var("raw")))]
+
+
+@functools.cache
+def scatter_program(dtype: DataType, index_t: DataType, wg: int) -> Program:
+    """Pass 1: every contribution into its slot. Integers: ``acc[slot] += value`` (atomic,
+    wrapping), ``acc`` as long as the target plus one error word. Floats: into the slot's
+    superaccumulator (`slot_words` u32 words per slot), then the error word."""
+    flt = dtype.is_float
+    W = sa.slot_words(sa.SUM) if flt else 1
+
+    def take(i: Expr) -> list[Node]:
+        valid: list[Node]
+        if flt:
+            bits = Expr.bitcast(U, Expr.load("values", i)) if dtype is DataType.F32 else element("values", dtype, i)
+            valid = [*sa.DECODE[dtype](bits, "a"),
+                     *sa.atomic_add_value("acc", Expr.var("slot") * W, Expr.var("a_m"), Expr.u32(0),
+                                          Expr.var("a_s"), Expr.var("a_neg"), Expr.var("a_flags"), "c", sa.SUM)]
+        else:
+            valid = [Node.expr(Expr.atomic(AtomicOp.ADD, "acc", Expr.var("slot"), Expr.load("values", i)))]
+        return [*_slot(index_t, i), Node.if_(Expr.var("ok"), valid, [
+            Node.expr(Expr.atomic(AtomicOp.OR, "err", Expr.u32(0), Expr.u32(1)))])]
+
+    acc_t = U if flt else dtype
+    return Program.wrapped([BufferDecl.read("values", 0, storage(dtype)), BufferDecl.read("index", 1, index_t),
+                            prm(2), BufferDecl.output("acc", 3, acc_t), BufferDecl.output("err", 4, U, 1)],
+                           wg, grid_stride(take))
+
+
+@functools.cache
+def finish_program(dtype: DataType, wg: int) -> Program:
+    """Pass 2 (floats): slot ``gid`` = its initial value plus its accumulator, rounded once
+    (f32: the f32 bits; 16-bit floats: their bits in a u32 word)."""
+    W = sa.slot_words(sa.SUM)
+    span = sa.SUM.digits + 2
+    s = GID
+    bits = Expr.bitcast(U, Expr.load("target", s)) if dtype is DataType.F32 else element("target", dtype, s)
+    body = [Node.if_(s.lt(EXTRA), [
+        *sa.load_slot("acc", "slots", s * W, sa.SUM, "ld"),
+        *sa.DECODE[dtype](bits, "t"),
+        *sa.add_local("acc", Expr.var("t_m"), Expr.u32(0), Expr.var("t_s"), Expr.var("t_neg"), "c", sa.SUM),
+        *sa.normalise("acc", span, "n2"),
+        *sa.round_digits("acc", span, Expr.var("ld_flags") | Expr.var("t_flags"), sa.SUM, sa.FORMATS[dtype], "bits"),
+        Node.store("out", s, Expr.bitcast(DataType.F32, Expr.var("bits")) if dtype is DataType.F32 else Expr.var("bits")),
+    ])]
+    out_t = DataType.F32 if dtype is DataType.F32 else U
+    return Program.wrapped([BufferDecl.read("target", 0, storage(dtype)), BufferDecl.read("slots", 1, U),
+                            prm(2), BufferDecl.output("out", 3, out_t),
+                            BufferDecl.local("acc", span, DataType.I32)], wg, body)
+
+
+@functools.cache
+def gather_program(dtype: DataType, index_t: DataType, wg: int) -> Program:
+    """``out[i] = x[index[i]]`` (16-bit floats: their bits in a u32 word each)."""
+    i = GID
+
+    def src(j: Expr) -> Expr:
+        return element("x", dtype, j)
+
+    body = [Node.if_(i.lt(Expr.load("prm", 0)), [
+        *_slot(index_t, i),
+        Node.if_(Expr.var("ok"), [Node.store("out", i, src(Expr.var("slot")))],
+                 [Node.expr(Expr.atomic(AtomicOp.OR, "err", Expr.u32(0), Expr.u32(1)))]),
+    ])]
+    out_t = U if dtype.is_half else dtype
+    return Program.wrapped([BufferDecl.read("x", 0, storage(dtype)), BufferDecl.read("index", 1, index_t),
+                            prm(2), BufferDecl.output("out", 3, out_t), BufferDecl.output("err", 4, U, 1)],
+                           wg, body)
+
+
+def _data(a: Arr) -> Any:
+    return a.source()
+
+
+def _narrow(i: Arr, length: int) -> Arr:
+    """Host 64-bit indices as u32 (an index out of range becomes 2**32-1, which the pass
+    reports), so backends without 64-bit integers take them."""
+    if i.on_device or i.dtype not in (DataType.U64, DataType.I64):
+        return i
+    x = i.data
+    bad = (x >= length) if i.dtype is DataType.U64 else ((x < 0) | (x >= length))
+    words = np.where(bad, np.uint64(0xFFFFFFFF), x.astype(np.uint64)).astype(np.uint32)
+    return Arr(i.kind, U, i.n, words, False, i.original)
+
+
+def _check_index(i: Arr, length: int, what: str) -> None:
+    require(i, INDEX_TYPES, f"{what}'s index")
+
+
+def _bad_index(what: str, length: int) -> LibError:
+    return LibError("L004", f"{what}: an index is outside [0, {length}).",
+                    "pass indices in range (numpy: np.clip, or check index.min() and index.max()).")
+
+
+def index_add(target: Any, index: Any, values: Any, *, backend: Any = None,
+              workgroup_size: int | None = None) -> Any:
+    """``target`` with ``values[i]`` added at ``index[i]`` (a new array; ``target`` is not
+    changed). Floats: each slot the exact sum of its initial value and its contributions,
+    rounded once (S34), whatever the order. Integers wrap (S1)."""
+    t, i, v = as_arr(target, "target"), as_arr(index, "index"), as_arr(values, "values")
+    require(t, NUMERIC, "vyre.lib.index_add")
+    _check_index(i, t.n, "vyre.lib.index_add")
+    i = _narrow(i, t.n)
+    if v.dtype is not t.dtype:
+        raise LibError("L001", f"vyre.lib.index_add: values are {v.dtype.value}, target is {t.dtype.value}.",
+                       "pass values of the target's dtype (values.astype(target.dtype)).")
+    if i.n != v.n:
+        raise LibError("L002", f"vyre.lib.index_add: {i.n} indices for {v.n} values.",
+                       "pass one index per value.")
+    if t.n == 0 and i.n:
+        raise _bad_index("vyre.lib.index_add", 0)
+    if i.n == 0:
+        if t.on_device:
+            return t.original.clone() if t.kind == "torch" else t.original.copy()
+        return to_kind(t.host().copy(), t, t.dtype)
+    r = Runner(backend, workgroup_size)
+    g = r.groups(i.n)
+    T = g * r.wg
+    if not t.dtype.is_float:
+        # integers: the target itself accumulates (a read-write copy), one pass
+        prog = _int_program(t.dtype, i.dtype, r.wg)
+        outs = r.run(prog, [_data(v), _data(i), params(i.n, T, -(-i.n // T), t.n), _data(t)], g, t.n,
+                     keep=t.on_device)
+        if r.read_u32(outs[1], 0):
+            raise _bad_index("vyre.lib.index_add", t.n)
+        return result(outs[0], t, t.dtype, t.n)
+    W = sa.slot_words(sa.SUM)
+    slots, err = r.run(scatter_program(t.dtype, i.dtype, r.wg),
+                       [_data(v), _data(i), params(i.n, T, -(-i.n // T), t.n)], g, t.n * W)
+    if r.read_u32(err, 0):
+        raise _bad_index("vyre.lib.index_add", t.n)
+    out = r.run(finish_program(t.dtype, r.wg), [_data(t), slots, params(t.n, 0, 0, t.n)],
+                -(-t.n // r.wg), t.n, keep=t.on_device)[0]
+    return result(out, t, t.dtype, t.n)
+
+
+@functools.cache
+def _int_program(dtype: DataType, index_t: DataType, wg: int) -> Program:
+    def take(i: Expr) -> list[Node]:
+        return [*_slot(index_t, i), Node.if_(Expr.var("ok"), [
+            Node.expr(Expr.atomic(AtomicOp.ADD, "acc", Expr.var("slot"), Expr.load("values", i)))],
+            [Node.expr(Expr.atomic(AtomicOp.OR, "err", Expr.u32(0), Expr.u32(1)))])]
+
+    return Program.wrapped([BufferDecl.read("values", 0, dtype), BufferDecl.read("index", 1, index_t),
+                            prm(2), BufferDecl.read_write("acc", 3, dtype), BufferDecl.output("err", 4, U, 1)],
+                           wg, grid_stride(take))
+
+
+def gather(x: Any, index: Any, *, backend: Any = None, workgroup_size: int | None = None) -> Any:
+    """``x[index]``: one element of ``x`` per index (L004 for an index outside ``x``)."""
+    a, i = as_arr(x, "x"), as_arr(index, "index")
+    require(a, NUMERIC, "vyre.lib.gather")
+    _check_index(i, a.n, "vyre.lib.gather")
+    i = _narrow(i, a.n)
+    if i.n == 0:
+        return to_kind(np.zeros(0, a.dtype.storage if a.dtype.is_half else a.dtype.host), a, a.dtype)
+    if a.n == 0:
+        raise _bad_index("vyre.lib.gather", 0)
+    r = Runner(backend, workgroup_size)
+    out, err = r.run(gather_program(a.dtype, i.dtype, r.wg), [_data(a), _data(i), params(i.n, 0, 0, a.n)],
+                     -(-i.n // r.wg), i.n, keep=a.on_device)
+    if r.read_u32(err, 0):
+        raise _bad_index("vyre.lib.gather", a.n)
+    return result(out, a, a.dtype, i.n)
+
+
+__all__ = ["finish_program", "gather", "gather_program", "index_add", "scatter_program"]

@@ -1,0 +1,211 @@
+"""Correctly rounded f32 transcendentals (docs/semantics.md S13), vectorised.
+
+Each function returns the f32 value nearest (ties to even) to the exact function of its
+canonical f32 argument, then flushed as S9 says (a subnormal result becomes zero of its
+sign; NaN is 0x7FC00000). The recipe: evaluate in float64 with numpy, round to f32, and
+apply a rounding test: when the float64 value, widened by `EPS` relative error on each
+side, rounds (and flushes) to two different f32 values, the exact value may lie on either
+side of a rounding boundary (a midpoint between neighbouring f32 values, the overflow
+threshold, or the flush threshold just below 2^-126). Only those elements are recomputed
+with mpmath at `MP_PREC` bits and rounded exactly. numpy's float64 functions are accurate to
+a few float64 ULPs (about 2^-50 relative), so `EPS = 2^-46` is a wide margin; the test flags
+roughly one input in a million.
+
+`flagged` exposes the rounding test itself: the hard-case search
+(`scripts/crmath_hard_cases.py`) runs it over all 2^32 inputs.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import mpmath
+import numpy as np
+
+from vyre.ir.types import UnOp
+
+F32, U32 = np.float32, np.uint32
+EPS = 2.0 ** -46          # relative margin of the rounding test
+MP_PREC = 256             # bits of the exact evaluation of flagged elements
+NAN_BITS = np.uint32(0x7FC00000)
+
+
+
+def _exp2(x: np.ndarray) -> np.ndarray:
+    """2^x as 2^n * 2^f with n = rint(x), |f| <= 1/2 exact: numpy's exp2 loses up to
+    2^-43 relative for large |x| (measured), its value on [-1/2, 1/2] does not."""
+    x = np.clip(x, -300.0, 300.0)
+    n = np.rint(x)
+    return np.ldexp(np.exp2(x - n), n.astype(np.int32))
+
+
+def _erf_taylor(c: mpmath.mpf, deg: int) -> list[mpmath.mpf]:
+    """erf^(n)(c) / n!, n <= deg: erf^(n) = 2/sqrt(pi) (-1)^(n-1) H_(n-1)(c) e^(-c^2)."""
+    g = 2 / mpmath.sqrt(mpmath.pi) * mpmath.exp(-c * c)
+    h = [mpmath.mpf(1), 2 * c]                           # H_(n+1) = 2c H_n - 2n H_(n-1)
+    while len(h) < deg:
+        h.append(2 * c * h[-1] - 2 * (len(h) - 1) * h[-2])
+    return [mpmath.erf(c)] + [g * (-1) ** (n - 1) * h[n - 1] / mpmath.factorial(n) for n in range(1, deg + 1)]
+
+
+@functools.cache
+def _erf_table() -> tuple[np.ndarray, np.ndarray]:
+    """Taylor coefficients (degree 12) of erf at the centres of [k/16, (k+1)/16), k < 96, and
+    the odd series at 0 (mpmath)."""
+    with mpmath.workprec(80):
+        t = np.array([[float(c) for c in _erf_taylor((mpmath.mpf(k) + 0.5) / 16, 12)] for k in range(96)])
+        s0 = np.array([float(2 / mpmath.sqrt(mpmath.pi) * mpmath.mpf(-1) ** n
+                             / (mpmath.factorial(n) * (2 * n + 1))) for n in range(7)])
+    return t, s0
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    """erf in float64 (numpy has none): piecewise Taylor polynomials, about 2^-51 relative."""
+    t, s0 = _erf_table()
+    a = np.abs(x)
+    z = a * a
+    s = s0[6]
+    for c in s0[5::-1]:
+        s = c + z * s
+    y = a * s
+    big = np.flatnonzero(~(a < 0.0625))                # the table's range, 1, and NaN
+    ab = a[big]
+    k = np.minimum(np.nan_to_num(ab * 16, nan=0.0, posinf=95), 95).astype(np.int64)
+    d = ab - (k + 0.5) / 16
+    yb = t[k, 12]
+    for i in range(11, -1, -1):
+        yb = t[k, i] + d * yb
+    y[big] = np.where(ab >= 6, 1.0, yb)
+    return np.where(np.isnan(x), x, np.copysign(y, x))
+
+# float64 evaluation (numpy) and exact evaluation (mpmath) of each function
+F64: dict[UnOp, Callable[[np.ndarray], np.ndarray]] = {
+    UnOp.EXP: np.exp, UnOp.EXP2: _exp2, UnOp.LOG: np.log, UnOp.LOG2: np.log2,
+    UnOp.SIN: np.sin, UnOp.COS: np.cos, UnOp.TAN: np.tan, UnOp.TANH: np.tanh,
+    UnOp.SINH: np.sinh, UnOp.COSH: np.cosh, UnOp.EXPM1: np.expm1, UnOp.LOG1P: np.log1p,
+    UnOp.ATAN: np.arctan, UnOp.ASIN: np.arcsin, UnOp.ACOS: np.arccos, UnOp.CBRT: np.cbrt,
+    UnOp.ERF: _erf,
+}
+EXACT: dict[UnOp, Callable[[mpmath.mpf], mpmath.mpf]] = {
+    UnOp.EXP: mpmath.exp, UnOp.EXP2: lambda v: mpmath.power(2, v), UnOp.LOG: mpmath.log,
+    UnOp.LOG2: lambda v: mpmath.log(v, 2), UnOp.SIN: mpmath.sin, UnOp.COS: mpmath.cos,
+    UnOp.TAN: mpmath.tan, UnOp.TANH: mpmath.tanh, UnOp.SINH: mpmath.sinh, UnOp.COSH: mpmath.cosh,
+    UnOp.EXPM1: mpmath.expm1, UnOp.LOG1P: mpmath.log1p, UnOp.ATAN: mpmath.atan,
+    UnOp.ASIN: mpmath.asin, UnOp.ACOS: mpmath.acos, UnOp.CBRT: mpmath.cbrt, UnOp.ERF: mpmath.erf,
+}
+ODD = frozenset({UnOp.SIN, UnOp.TAN, UnOp.TANH, UnOp.SINH, UnOp.EXPM1, UnOp.LOG1P, UnOp.ATAN,
+                 UnOp.ASIN, UnOp.CBRT, UnOp.ERF})
+
+
+def round_flush(y: np.ndarray) -> np.ndarray:
+    """float64 values rounded once to f32 (nearest even, overflow to infinity), then
+    canonicalised as S9 says. Monotonic in y, which the rounding test relies on."""
+    with np.errstate(all="ignore"):
+        b = np.ascontiguousarray(np.asarray(y, dtype=np.float64).astype(F32)).view(U32)
+    exp = b & U32(0x7F800000)
+    nan = (exp == 0x7F800000) & ((b & U32(0x007FFFFF)) != 0)
+    out = np.where(nan, NAN_BITS, np.where(exp == 0, b & U32(0x80000000), b))
+    return out.astype(U32).view(F32)
+
+
+def flagged(y: np.ndarray, eps: float = EPS) -> np.ndarray:
+    """Where the exact value, known to lie within ``eps * |y|`` of the float64 ``y``, may
+    round (and flush) to a different f32 than ``y`` does. Infinite and NaN ``y`` are exact
+    special values here and never flagged, nor is a zero (sin, tan, tanh of a signed zero)."""
+    with np.errstate(all="ignore"):
+        d = np.abs(y) * eps
+        lo, hi = round_flush(y - d).view(U32), round_flush(y + d).view(U32)
+    return (lo != hi) & np.isfinite(y) & (y != 0)
+
+
+def mp_round(v: mpmath.mpf) -> float:
+    """An mpmath value rounded once to f32 (nearest even; subnormal range spaced 2^-149;
+    overflow to infinity), then flushed as S9 says. Returned as a Python float."""
+    if mpmath.isnan(v):
+        return float("nan")
+    if mpmath.isinf(v) or v == 0:
+        return float(v)
+    sign = -1.0 if v < 0 else 1.0
+    a = abs(v)
+    _, e = mpmath.frexp(a)                       # a = m * 2^e, 0.5 <= m < 1
+    q = max(int(e) - 1 - 23, -149)                # quantum of the binade (or subnormals)
+    n = mpmath.ldexp(a, -q)
+    fl = int(mpmath.floor(n))
+    frac = n - fl
+    if frac > 0.5 or (frac == 0.5 and fl % 2 == 1):
+        fl += 1
+    r = float(mpmath.ldexp(fl, q))
+    if r >= 2.0 ** 128:
+        return sign * float("inf")
+    if r < 2.0 ** -126:                           # subnormal result: flushed (S9)
+        return sign * 0.0
+    return sign * r
+
+
+def exact_f32(op: UnOp, x: float) -> float:
+    """The correctly rounded, flushed f32 result of ``op`` at the f32 value ``x``, with
+    mpmath alone (special values included, IEEE 754-2019 9.2)."""
+    if x == 0 and op in ODD:
+        return x                                   # sin, tan, tanh keep the zero's sign
+    with mpmath.workprec(MP_PREC):
+        return mp_round(_exact(op, x))
+
+
+def _exact(op: UnOp, x: float) -> mpmath.mpf:
+    if np.isnan(x):
+        return mpmath.nan
+    if np.isinf(x):
+        pos = x > 0
+        return {UnOp.EXP: mpmath.inf if pos else mpmath.mpf(0),
+                UnOp.EXP2: mpmath.inf if pos else mpmath.mpf(0),
+                UnOp.LOG: mpmath.inf if pos else mpmath.nan,
+                UnOp.LOG2: mpmath.inf if pos else mpmath.nan,
+                UnOp.TANH: mpmath.mpf(1 if pos else -1),
+                UnOp.SINH: mpmath.inf if pos else -mpmath.inf, UnOp.COSH: mpmath.inf,
+                UnOp.EXPM1: mpmath.inf if pos else mpmath.mpf(-1),
+                UnOp.LOG1P: mpmath.inf if pos else mpmath.nan,
+                UnOp.ATAN: mpmath.pi / 2 if pos else -mpmath.pi / 2,
+                UnOp.CBRT: mpmath.inf if pos else -mpmath.inf,
+                UnOp.ERF: mpmath.mpf(1 if pos else -1)}.get(op, mpmath.nan)
+    if op in (UnOp.LOG, UnOp.LOG2):
+        if x == 0:
+            return -mpmath.inf
+        if x < 0:
+            return mpmath.nan
+    if (op is UnOp.LOG1P and x < -1) or (op in (UnOp.ASIN, UnOp.ACOS) and abs(x) > 1):
+        return mpmath.nan
+    if op is UnOp.CBRT and x < 0:
+        return -mpmath.cbrt(mpmath.mpf(-x))
+    return EXACT[op](mpmath.mpf(x))
+
+
+def hypot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Correctly rounded hypot of canonical f32 values (IEEE 754-2019 9.2: an infinite
+    operand gives +inf even with a NaN; else a NaN gives NaN)."""
+    x, y = np.asarray(a, F32).astype(np.float64), np.asarray(b, F32).astype(np.float64)
+    x, y = np.broadcast_arrays(x, y)
+    with np.errstate(all="ignore"):
+        z = np.sqrt(x * x + y * y)            # squares exact; sum and sqrt: under 2^-52
+    r = round_flush(z)
+    r = np.where(np.isinf(x) | np.isinf(y), np.float32(np.inf), r).astype(F32)
+    hard = np.flatnonzero(flagged(z) & np.isfinite(x) & np.isfinite(y))
+    for i in hard:
+        xi, yi = mpmath.mpf(float(x.flat[i])), mpmath.mpf(float(y.flat[i]))
+        with mpmath.workprec(MP_PREC):
+            r.flat[i] = mp_round(mpmath.sqrt(xi * xi + yi * yi))
+    return r
+
+
+def evaluate(op: UnOp, a: np.ndarray) -> np.ndarray:
+    """``op`` on canonical f32 values: correctly rounded, flushed f32 results."""
+    x = np.asarray(a, dtype=F32).astype(np.float64)
+    with np.errstate(all="ignore"):
+        y = F64[op](x)
+    r = round_flush(y)
+    hard = np.flatnonzero(flagged(y))
+    if hard.size:
+        r = r.copy()
+        for i in hard:
+            r.flat[i] = exact_f32(op, float(x.flat[i]))
+    return r

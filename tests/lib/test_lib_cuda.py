@@ -1,0 +1,83 @@
+"""vyre.lib on CUDA. Without a GPU: one Program of each code shape the library builds (at the
+CUDA defaults; the other builders share these fragments) compiles through NVRTC to an sm_90 cubin. With one (`gpu`): CuPy and torch arrays in,
+the same kind out, the same bytes as numpy input; intermediates stay on the device."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import pytest
+
+import vyre.lib as L
+from vyre.driver.errors import BackendUnavailable
+from vyre.ir import BinOp, DataType
+from vyre.lib import compaction, histograms, radix, reduce, scan, scatter, segmented, superacc
+
+D = DataType
+
+
+def _programs():
+    wg = 256
+    yield "tree f16 min keys", reduce.tree_program(D.F16, BinOp.MIN, wg, True, True)
+    yield "exact digits final f16", reduce.exact_program("digits", superacc.SUM, superacc.F16, wg, True)
+    yield "exact dot", reduce.exact_program("dot", superacc.DOT, superacc.F32, wg, False)
+    yield "scatter f32", scatter.scatter_program(D.F32, D.I64, wg)
+    yield "finish f32", scatter.finish_program(D.F32, wg)
+    yield "block scan u32", scan.block_scan_program(D.U32, wg, 8, True)
+    yield "float block scan", scan.float_block_scan_program(D.F32, 128, 8, False)
+    yield "edges f16", histograms.edges_program(D.F16, wg, 0)
+    yield "sort scatter f32 descending", radix.scatter_program(D.F32, D.U32, wg, 8, True)
+    yield "compact partition", compaction.compact_program(D.F32, wg, True)
+    yield "segment exact f32", segmented.segment_program(D.F32, BinOp.ADD, wg)
+
+
+def test_every_kind_of_library_program_compiles_with_nvrtc():
+    try:
+        from vyre.drivers.cuda import compiler
+        from vyre.drivers.cuda.codegen import generate
+
+        compiler.nvrtc_version()
+    except BackendUnavailable as err:
+        if os.environ.get("VYRE_REQUIRE_NVRTC") == "1":
+            pytest.fail(f"NVRTC is required here but unavailable: {err}")
+        pytest.skip(f"NVRTC unavailable: {err}")
+    for name, program in _programs():
+        assert compiler.compile_cubin(generate(program)[1], "sm_90")[:4] == b"\x7fELF", name
+
+
+@pytest.mark.gpu
+def test_device_arrays_in_give_device_arrays_out(cuda):
+    cupy = pytest.importorskip("cupy")
+    rng = np.random.default_rng(50)
+    x = (rng.standard_normal(1 << 20) * np.exp2(rng.integers(-30, 30, 1 << 20))).astype(np.float32)
+    u = rng.integers(0, 2**32, 1 << 20, dtype=np.uint64).astype(np.uint32)
+    idx = rng.integers(0, 1000, 1 << 20).astype(np.uint32)
+    cx, cu, ci = cupy.asarray(x), cupy.asarray(u), cupy.asarray(idx)
+    got = L.sum(cx, backend=cuda)
+    assert isinstance(got, cupy.ndarray) and got.get().tobytes() == L.sum(x, backend="reference").tobytes()
+    assert L.cumsum(cu, backend=cuda).get().tobytes() == np.cumsum(u, dtype=np.uint32).tobytes()
+    assert L.sort(cu, backend=cuda).get().tobytes() == np.sort(u).tobytes()
+    m = 1 << 16
+    added = L.index_add(cupy.zeros(1000, cupy.float32), ci[:m], cx[:m], backend=cuda)
+    assert isinstance(added, cupy.ndarray)
+    want = [np.float32(math.fsum(x[:m][idx[:m] == s].astype(np.float64))) for s in range(1000)]
+    assert added.get().tobytes() == np.array(want, np.float32).tobytes()
+    assert L.bincount(cu & 255, 256, backend=cuda).get().tobytes() == \
+        np.bincount(u & 255, minlength=256).astype(np.uint32).tobytes()
+
+
+@pytest.mark.gpu
+def test_torch_tensors_in_give_torch_tensors_out(cuda):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(51)
+    x = rng.standard_normal(100_003).astype(np.float32)
+    t = torch.from_numpy(x).cuda()
+    got = L.sum(t, backend=cuda)
+    assert isinstance(got, torch.Tensor) and got.is_cuda
+    assert got.cpu().numpy().tobytes() == L.sum(x, backend="reference").tobytes()
+    bf = torch.from_numpy(x).to(torch.bfloat16).cuda()
+    assert L.sum(bf, backend=cuda).cpu().view(torch.int16).numpy().tobytes() == \
+        L.sum(bf.cpu(), backend="reference").view(torch.int16).numpy().tobytes()
+    assert torch.equal(L.cumsum(t, backend=cuda).cpu(), torch.from_numpy(L.cumsum(x, backend="reference")))

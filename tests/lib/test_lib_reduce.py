@@ -1,0 +1,172 @@
+"""vyre.lib reductions (S34, S1, S10): sum, min, max over every numeric type and the exact
+f32 dot, on every backend, for sizes 0, 1, primes and 2**k±1, several workgroup sizes and
+adversarial floats, against plain Python/numpy models (tests/lib/models.py)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from models import adversarial_f32, exact_dot_bits, exact_sum_bits, float_minmax_bits
+
+import vyre.lib as L
+from vyre.driver import UnsupportedFeature
+from vyre.lib import LibError
+
+SIZES = [1, 2, 7, 61, 255, 257, 1009, 4097]
+INT_TYPES = [np.uint32, np.int32, np.uint64, np.int64]
+
+
+def _wgs(backend) -> list[int]:
+    """Workgroup sizes to try: random ones on the reference (compiles nothing), two fixed odd
+    ones elsewhere (each size is a compile)."""
+    if backend.id() == "reference":
+        return [int(np.random.default_rng(7).integers(1, 200)), 256]
+    return [37, 64]
+
+
+def _run_or_refused(fn, backend, dtype):
+    """wgpu refuses 64-bit integers (UnsupportedFeature): the same error every call."""
+    try:
+        return fn()
+    except UnsupportedFeature:
+        assert backend.id() == "wgpu" and np.dtype(dtype).itemsize == 8
+        return None
+
+
+@pytest.mark.parametrize("dtype", INT_TYPES, ids=lambda d: np.dtype(d).name)
+def test_integer_sum_min_max_wrap_and_match_numpy(backend, dtype):
+    """S1: sums wrap in the array's type; min and max are exact."""
+    rng = np.random.default_rng(1)
+    info = np.iinfo(dtype)
+    for wg in _wgs(backend)[:2]:
+        for n in SIZES:
+            x = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+            got = _run_or_refused(lambda: (L.sum(x, backend=backend, workgroup_size=wg),
+                                           L.min(x, backend=backend, workgroup_size=wg),
+                                           L.max(x, backend=backend, workgroup_size=wg)), backend, dtype)
+            if got is None:
+                return
+            with np.errstate(over="ignore"):
+                want = (np.sum(x, dtype=dtype), x.min(), x.max())
+            assert [type(g) for g in got] == [np.dtype(dtype).type] * 3
+            assert [g.tobytes() for g in got] == [w.tobytes() for w in want], (n, wg)
+
+
+@pytest.mark.parametrize("fmt", ["f32", "f16", "bf16"])
+def test_float_sum_is_the_exact_sum_rounded_once(backend, fmt):
+    """S34 over adversarial values: ±0, subnormals (S9 flushes f32/bf16 ones), extremes,
+    huge cancellation; the same bits for every workgroup size."""
+    rng = np.random.default_rng(2)
+    for n in SIZES:
+        bits = adversarial_f32(rng, n, specials=False)
+        x, blist = _as_fmt(bits, fmt)
+        want = exact_sum_bits(blist, fmt)
+        for wg in _wgs(backend):
+            got = L.sum(x, backend=backend, workgroup_size=wg)
+            assert _bits(got, fmt) == want, (fmt, n, wg, hex(_bits(got, fmt)), hex(want))
+
+
+def _as_fmt(bits32: np.ndarray, fmt: str):
+    if fmt == "f32":
+        return bits32.view(np.float32), [int(b) for b in bits32]
+    if fmt == "f16":
+        with np.errstate(over="ignore"):
+            h = bits32.view(np.float32).astype(np.float16)
+        return h, [int(b) for b in h.view(np.uint16)]
+    b16 = (bits32 >> 16).astype(np.uint16)
+    try:
+        import ml_dtypes
+
+        return b16.view(ml_dtypes.bfloat16), [int(b) for b in b16]
+    except ImportError:
+        pytest.skip("bfloat16 arrays need ml_dtypes or torch")
+
+
+def _bits(value, fmt: str) -> int:
+    a = np.asarray(value).reshape(1)
+    return int(a.view(np.uint32 if fmt == "f32" else np.uint16)[0])
+
+
+@pytest.mark.parametrize("case,want", [
+    ([1e30, 1.0, -1e30], 1.0),                      # huge cancellation
+    ([3e38, 3e38, -3e38], 3e38),                    # the intermediate overflows f32; the sum does not
+    ([3e38, 3e38], float("inf")),                   # rounds past the largest finite value
+    ([1e-45, -1e-45, 0.0], 0.0),                    # subnormals flush (S9); a zero sum is +0
+    ([-0.0, -0.0], 0.0),                            # an exact zero is +0 (as math.fsum)
+    ([float("inf"), 1.0], float("inf")),
+    ([float("inf"), float("-inf")], float("nan")),
+    ([float("nan"), float("inf")], float("nan")),
+    ([2.0**-125, -(2.0**-125 - 2.0**-149)], 0.0),   # the exact 2**-149 is subnormal: flushed
+])
+def test_float_sum_specials_and_cancellation(backend, case, want):
+    x = np.asarray(case, np.float32)
+    got = np.float32(L.sum(x, backend=backend))
+    assert got.tobytes() == np.float32(want).tobytes() or (np.isnan(want) and got.view(np.uint32) == 0x7FC00000)
+
+
+def test_float_sum_equals_math_fsum_rounded_once(backend):
+    """Wide exponent range: numpy's pairwise sum differs, math.fsum rounded to f32 does not."""
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(30001) * np.exp2(rng.integers(-60, 60, 30001))).astype(np.float32)
+    got = L.sum(x, backend=backend)
+    assert got.tobytes() == np.float32(math.fsum(x.astype(np.float64))).tobytes()
+    assert L.sum(rng.permutation(x), backend=backend).tobytes() == got.tobytes()
+
+
+def test_dot_is_exact(backend):
+    rng = np.random.default_rng(4)
+    for n in [1, 61, 1009]:
+        xb, yb = adversarial_f32(rng, n, specials=False), adversarial_f32(rng, n, specials=False)
+        want = exact_dot_bits([int(b) for b in xb], [int(b) for b in yb])
+        for wg in _wgs(backend)[:2]:
+            got = L.dot(xb.view(np.float32), yb.view(np.float32), backend=backend, workgroup_size=wg)
+            assert int(np.float32(got).view(np.uint32)) == want, (n, wg)
+    inf0 = L.dot(np.float32([np.inf, 1]), np.float32([0, 1]), backend=backend)
+    assert np.float32(inf0).view(np.uint32) == 0x7FC00000                  # inf * 0 is NaN
+
+
+@pytest.mark.parametrize("fmt", ["f32", "f16", "bf16"])
+def test_float_min_max_follow_s10(backend, fmt):
+    rng = np.random.default_rng(5)
+    for n in [1, 7, 257, 1009]:
+        bits = adversarial_f32(rng, n, specials=n != 257)
+        x, blist = _as_fmt(bits, fmt)
+        for op, is_min in ((L.min, True), (L.max, False)):
+            got = op(x, backend=backend, workgroup_size=_wgs(backend)[0])
+            assert _bits(got, fmt) == float_minmax_bits(blist, fmt, is_min), (fmt, n, is_min)
+    zeros = np.asarray([0.0, -0.0, 0.0], np.float32)
+    assert L.min(zeros, backend=backend).tobytes() == np.float32(-0.0).tobytes()
+    assert L.max(zeros[::-1].copy(), backend=backend).tobytes() == np.float32(0.0).tobytes()
+
+
+def test_empty_inputs(reference_backend):
+    assert L.sum(np.zeros(0, np.float32), backend=reference_backend).tobytes() == np.float32(0).tobytes()
+    assert L.sum(np.zeros(0, np.int64), backend=reference_backend) == 0
+    for op in (L.min, L.max):
+        with pytest.raises(LibError) as err:
+            op(np.zeros(0, np.uint32), backend=reference_backend)
+        assert err.value.code == "L003" and "Fix:" in str(err.value)
+
+
+@pytest.mark.parametrize("bad,code", [
+    (np.zeros(4, np.float64), "L001"), (np.zeros(4, np.int8), "L001"), ([1, 2, 3], "L001"),
+    (np.zeros((2, 2), np.float32), "L002"), ("x", "L001"),
+])
+def test_bad_arguments_are_lib_errors_with_a_fix(reference_backend, bad, code):
+    with pytest.raises(LibError) as err:
+        L.sum(bad, backend=reference_backend)
+    assert err.value.code == code and str(err.value).rstrip().split("Fix:")[1].strip()
+
+
+def test_dot_refuses_mismatched_vectors(reference_backend):
+    with pytest.raises(LibError) as err:
+        L.dot(np.zeros(3, np.float32), np.zeros(4, np.float32), backend=reference_backend)
+    assert err.value.code == "L002"
+    with pytest.raises(LibError) as err:
+        L.dot(np.zeros(3, np.uint32), np.zeros(3, np.uint32), backend=reference_backend)
+    assert err.value.code == "L001"
+    with pytest.raises(LibError) as err:
+        L.sum(np.zeros(3, np.float32), backend=reference_backend, workgroup_size=0)
+    assert err.value.code == "L005"

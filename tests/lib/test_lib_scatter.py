@@ -1,0 +1,152 @@
+"""vyre.lib.index_add and gather (S34 per slot; S1 for integers): the same bytes as a
+math.fsum / numpy model on every backend, whatever the order of the contributions."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import pytest
+from models import adversarial_f32, exact_sum_bits
+
+import vyre.lib as L
+from vyre.driver import UnsupportedFeature
+from vyre.lib import LibError
+
+
+def _fsum_slots(target: np.ndarray, index: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """math.fsum of each slot's initial value and contributions, rounded once to f32."""
+    order = np.argsort(index, kind="stable")
+    bounds = np.searchsorted(index[order], np.arange(target.size + 1))
+    vals = values[order].astype(np.float64)
+    return np.array([math.fsum([float(target[s]), *vals[bounds[s]:bounds[s + 1]]])
+                     for s in range(target.size)], np.float32)
+
+
+@pytest.mark.parametrize("n,slots", [(1, 1), (7, 3), (257, 61), (4097, 255)])
+def test_float_index_add_is_exact_per_slot_and_order_independent(backend, n, slots):
+    rng = np.random.default_rng(n)
+    bits = adversarial_f32(rng, n, specials=False)
+    tbits = adversarial_f32(rng, slots, specials=False)
+    index = rng.integers(0, slots, n).astype(np.int64)
+    want = np.array([exact_sum_bits([int(tbits[s]), *(int(b) for b in bits[index == s])], "f32")
+                     for s in range(slots)], np.uint32)
+    for wg in ([int(rng.integers(1, 129)), 256] if backend.id() == "reference" else [64]):
+        got = L.index_add(tbits.view(np.float32), index, bits.view(np.float32), backend=backend, workgroup_size=wg)
+        assert got.dtype == np.float32 and got.view(np.uint32).tobytes() == want.tobytes(), wg
+        p = rng.permutation(n)
+        again = L.index_add(tbits.view(np.float32), index[p], bits[p].view(np.float32), backend=backend)
+        assert again.tobytes() == got.tobytes()
+
+
+def test_index_add_specials_per_slot(backend):
+    target = np.float32([0, 0, 1, -0.0])
+    index = np.uint32([0, 0, 1, 1, 2, 2, 3])
+    values = np.float32([np.inf, 1, np.inf, -np.inf, np.nan, 5, -0.0])
+    got = L.index_add(target, index, values, backend=backend).view(np.uint32)
+    assert [hex(v) for v in got] == ["0x7f800000", "0x7fc00000", "0x7fc00000", "0x0"]
+
+
+@pytest.mark.parametrize("fmt", ["f16", "bf16"])
+def test_half_index_add_rounds_once_to_the_half_type(backend, fmt):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+
+    rng = np.random.default_rng(9)
+    n, slots = 300, 7
+    x = rng.standard_normal(n).astype(np.float32)
+    t = rng.standard_normal(slots).astype(np.float32)
+    cast = np.float16 if fmt == "f16" else ml_dtypes.bfloat16
+    xv, tv = x.astype(cast), t.astype(cast)
+    index = rng.integers(0, slots, n).astype(np.uint32)
+    xb, tb = xv.view(np.uint16), tv.view(np.uint16)
+    want = [exact_sum_bits([int(tb[s]), *(int(b) for b in xb[index == s])], fmt) for s in range(slots)]
+    got = L.index_add(tv, index, xv, backend=backend)
+    assert got.dtype == tv.dtype and [int(b) for b in got.view(np.uint16)] == want
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.int32, np.int64])
+def test_integer_index_add_wraps(backend, dtype):
+    rng = np.random.default_rng(10)
+    info = np.iinfo(dtype)
+    t = rng.integers(info.min, info.max, 61, dtype=dtype)
+    v = rng.integers(info.min, info.max, 1009, dtype=dtype)
+    index = rng.integers(0, 61, 1009).astype(np.uint32)
+    want = t.copy()
+    with np.errstate(over="ignore"):
+        np.add.at(want, index, v)
+    try:
+        got = L.index_add(t, index, v, backend=backend)
+    except UnsupportedFeature:
+        assert backend.id() == "wgpu" and dtype is np.int64
+        return
+    assert got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.int32, np.float32, np.float16, np.uint64])
+def test_gather_matches_numpy_indexing(backend, dtype):
+    rng = np.random.default_rng(11)
+    x = rng.integers(0, 1000, 257).astype(dtype)
+    index = rng.integers(0, 257, 1009).astype(np.int64)
+    try:
+        got = L.gather(x, index, backend=backend)
+    except UnsupportedFeature:
+        assert backend.id() == "wgpu" and np.dtype(dtype).itemsize == 8
+        return
+    assert got.dtype == x.dtype and got.tobytes() == x[index].tobytes()
+
+
+def test_out_of_range_indices_are_refused(reference_backend):
+    for bad in (np.array([0, 5], np.int64), np.array([-1], np.int32), np.array([7], np.uint32)):
+        with pytest.raises(LibError) as err:
+            L.index_add(np.zeros(5, np.float32), bad, np.ones(bad.size, np.float32), backend=reference_backend)
+        assert err.value.code == "L004"
+        with pytest.raises(LibError) as err:
+            L.gather(np.zeros(5, np.float32), bad, backend=reference_backend)
+        assert err.value.code == "L004"
+    with pytest.raises(LibError) as err:
+        L.index_add(np.zeros(5, np.float32), np.zeros(3, np.uint32), np.ones(3, np.int32), backend=reference_backend)
+    assert err.value.code == "L001"
+    with pytest.raises(LibError) as err:
+        L.index_add(np.zeros(5, np.float32), np.zeros(3, np.uint32), np.ones(4, np.float32), backend=reference_backend)
+    assert err.value.code == "L002"
+    same = L.index_add(np.arange(3, dtype=np.float32), np.zeros(0, np.uint32), np.zeros(0, np.float32),
+                       backend=reference_backend)
+    assert same.tobytes() == np.arange(3, dtype=np.float32).tobytes()
+
+
+def _fastest_local() -> str:
+    from conftest import get_backend
+
+    for name in ("opencl", "wgpu", "reference"):
+        try:
+            get_backend(name)
+            return name
+        except pytest.skip.Exception:
+            continue
+    return "reference"
+
+
+def test_a_million_contributions_into_a_thousand_slots_give_identical_bytes():
+    """The float-atomics test: 1M contributions into 1K slots, shuffled between runs: identical
+    bytes, equal to math.fsum of each slot rounded once (the 1M case on the fastest local
+    backend; the others run a 20K case)."""
+    from conftest import get_backend
+
+    rng = np.random.default_rng(12)
+    fast = _fastest_local()
+    for name in ("reference", "opencl", "wgpu"):
+        try:
+            b = get_backend(name)
+        except pytest.skip.Exception:
+            continue
+        n = 1 << 20 if name == fast else 20000
+        n = int(os.environ.get("VYRE_LIB_SCATTER_N", n)) if name == fast else n
+        values = (rng.standard_normal(n) * np.exp2(rng.integers(-30, 30, n))).astype(np.float32)
+        index = rng.integers(0, 1000, n).astype(np.uint32)
+        target = np.zeros(1000, np.float32)
+        first = L.index_add(target, index, values, backend=b)
+        p = rng.permutation(n)
+        second = L.index_add(target, index[p], values[p], backend=b)
+        assert first.tobytes() == second.tobytes(), name
+        assert first.tobytes() == _fsum_slots(target, index, values).tobytes(), name
