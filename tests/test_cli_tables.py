@@ -27,3 +27,18 @@ def test_explain_validates_first(tmp_path):
     assert got.exit_code == 2
     assert "invalid program" in got.output and "V002" in got.output
     assert "vyre backends" not in got.output
+
+
+def test_conform_prints_progress_when_piped_and_leaves_the_table_on_ctrl_c(monkeypatch, tmp_path):
+    import vyre.conform as C
+
+    def fake(backend, *, progress=None, **kw):
+        for k in range(60):
+            progress(f"case{k}")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(C, "run_backend", fake)
+    got = CliRunner().invoke(app, ["conform", "--backend", "reference", "--cert-dir", str(tmp_path)])
+    assert got.exit_code == 130
+    assert "reference: " in got.output and "(case" in got.output          # progress lines in a pipe
+    assert "interrupted after 60/" in got.output and "vyre conform" in got.output

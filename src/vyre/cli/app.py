@@ -16,6 +16,7 @@ import platform
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import typer
@@ -276,6 +277,7 @@ def conform(
     for col in ("backend", "pass", "fail", "error", "skip", "certificate"):
         summary.add_column(col)
     total = len(corpus()) + random
+    every = max(1, total // 20)
     for bid in ids:
         try:
             b = acquire(bid)
@@ -284,10 +286,25 @@ def conform(
                 _fail(exc)
             console.print(f"[yellow]skip[/yellow] {bid}: {escape(str(exc))}")
             continue
-        with Progress(console=console, transient=True) as bar:
-            task = bar.add_task(f"{bid}", total=total)
-            report = run_backend(b, random=random, seed=seed, repro_dir=repro_dir,
-                                 progress=lambda name, task=task: bar.advance(task))
+        done = [0]
+
+        def step(name: str, bar: Progress, task: Any, bid: str = bid, done: list[int] = done) -> None:
+            done[0] += 1
+            bar.advance(task)
+            if not console.is_terminal and (done[0] % every == 0 or done[0] == total):
+                console.print(escape(f"{bid}: {done[0]}/{total} ({name})"), highlight=False)
+
+        try:
+            with Progress(console=console, transient=True, disable=not console.is_terminal) as bar:
+                task = bar.add_task(f"{bid}", total=total)
+                report = run_backend(b, random=random, seed=seed, repro_dir=repro_dir,
+                                     progress=lambda name, bar=bar, task=task: step(name, bar, task))
+        except KeyboardInterrupt:   # leave what finished: the table and the certificates written
+            summary.add_row(bid, "-", "-", "-", "-", f"interrupted after {done[0]}/{total}")
+            console.print(summary)
+            errors.print(f"interrupted: {len(reports)} backend(s) finished; their certificates are in "
+                         f"{escape(str(cert_dir))}")
+            raise typer.Exit(130) from None
         cert = certificate(report, random=random, seed=seed)
         cert_dir.mkdir(parents=True, exist_ok=True)
         cpath = cert_dir / f"{bid}.json"
