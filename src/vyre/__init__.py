@@ -12,7 +12,7 @@ cuda) is imported until its backend is acquired.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import ir
 from .ir import (
@@ -29,6 +29,10 @@ from .ir import (
     fingerprint,
     validate,
 )
+
+if TYPE_CHECKING:   # `@vyre.kernel` is the decorator to a type checker (the module is callable)
+    from .kernel import func as func
+    from .kernel import kernel as kernel
 
 __version__ = "0.2.0"
 

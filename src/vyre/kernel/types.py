@@ -13,13 +13,32 @@ in the body is 2-D too). The IR stays 1-D: `vyre.kernel.frontend` flattens N-D i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from vyre.ir import DataType
 
-bool_ = DataType.BOOL
-u8, i8, u16, i16 = DataType.U8, DataType.I8, DataType.U16, DataType.I16
-u32, i32, u64, i64 = DataType.U32, DataType.I32, DataType.U64, DataType.I64
-f16, bf16, f32 = DataType.F16, DataType.BF16, DataType.F32
+if TYPE_CHECKING:   # what a type checker sees: numbers, and buffers indexable like arrays
+    from typing import Annotated, Any, Generic, TypeVar
+
+    _T = TypeVar("_T")
+
+    class bool_(int): ...
+    class u8(int): ...
+    class i8(int): ...
+    class u16(int): ...
+    class i16(int): ...
+    class u32(int): ...
+    class i32(int): ...
+    class u64(int): ...
+    class i64(int): ...
+    class f16(float): ...
+    class bf16(float): ...
+    class f32(float): ...
+else:
+    bool_ = DataType.BOOL
+    u8, i8, u16, i16 = DataType.U8, DataType.I8, DataType.U16, DataType.I16
+    u32, i32, u64, i64 = DataType.U32, DataType.I32, DataType.U64, DataType.I64
+    f16, bf16, f32 = DataType.F16, DataType.BF16, DataType.F32
 
 
 @dataclass(frozen=True)
@@ -76,28 +95,43 @@ def _spec(access: str, item: object) -> BufferSpec:
     return BufferSpec(access, dtype, tuple(dims) or (0,), bool(axes))
 
 
-class In:
+if TYPE_CHECKING:
+    class _Buffer(Generic[_T]):
+        shape: tuple[int, ...]
+
+        def __getitem__(self, index: Any) -> _T: ...
+        def __setitem__(self, index: Any, value: Any) -> None: ...
+        def __len__(self) -> int: ...
+
+    class In(_Buffer[_T]): ...
+    class Out(_Buffer[_T]): ...
+    class InOut(_Buffer[_T]): ...
+
+    Scalar = Annotated[_T, "vyre.kernel.Scalar"]
+
+
+class In:  # type: ignore[no-redef]
     """``In[dtype]`` / ``In[dtype, count]``: a buffer the kernel reads."""
 
     def __class_getitem__(cls, item: object) -> BufferSpec:
         return _spec("read", item)
 
 
-class Out:
+class Out:  # type: ignore[no-redef]
     """``Out[dtype]`` / ``Out[dtype, count]``: a buffer the kernel writes (starts zeroed)."""
 
     def __class_getitem__(cls, item: object) -> BufferSpec:
         return _spec("output", item)
 
 
-class InOut:
+class InOut:  # type: ignore[no-redef]
     """``InOut[dtype]``: a buffer the kernel reads and writes (starts with the input)."""
 
     def __class_getitem__(cls, item: object) -> BufferSpec:
         return _spec("read_write", item)
 
 
-class Scalar:
+class Scalar:  # type: ignore[no-redef]
     """``Scalar[dtype]``: one uniform value the caller passes as a number."""
 
     def __class_getitem__(cls, item: object) -> ScalarSpec:
