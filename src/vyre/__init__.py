@@ -30,9 +30,9 @@ from .ir import (
     validate,
 )
 
-if TYPE_CHECKING:   # `@vyre.kernel` is the decorator to a type checker (the module is callable)
-    from .kernel import func as func
-    from .kernel import kernel as kernel
+if TYPE_CHECKING:   # `@vyre.kernel` / `@vyre.func` are decorators to a type checker (the module is callable)
+    def kernel(fn: Any = None, **options: Any) -> Any: ...
+    def func(fn: Any) -> Any: ...
 
 __version__ = "0.2.0"
 
