@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import vyre
-from kernel.conftest import compile_source
+from kernel.support import compile_source
 from vyre.kernel import CODES, KernelError
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 import vyre
-from kernel.conftest import run
+from kernel.support import run
 from vyre.kernel import (
     In,
     Out,

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import vyre
-from kernel.conftest import compile_source as ksrc
-from kernel.conftest import run
+from kernel.support import compile_source as ksrc
+from kernel.support import run
 from vyre.kernel import (
     In,
     InOut,

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import linecache
 import textwrap
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -29,11 +28,6 @@ def compile_source(src: str, extra: dict[str, Any] | None = None) -> Any:
     ns.update(extra or {})
     exec(compile(text, name, "exec"), ns)
     return ns
-
-
-@pytest.fixture
-def ksrc() -> Callable[..., Any]:
-    return compile_source
 
 
 def run(kernel: Any, backend: Any, *args: Any, refused_on: tuple[str, ...] = (), **kw: Any) -> Any:
