@@ -36,6 +36,7 @@ from .types import BufferSpec, ScalarSpec
 
 log = logging.getLogger("vyre.kernel")
 _ROUTES: dict[bytes, str] = {}
+_PREFERRED: dict[str, Any] = {}
 _LOCK = threading.Lock()
 _F32_EDGE = (2 - 2.0 ** -24) * 2.0 ** 127
 
@@ -70,11 +71,23 @@ def check_workgroup(value: Any, where: str) -> tuple[int, ...]:
     return tuple(int(v) for v in items)
 
 
-def resolve_backend(backend: Any, program: Program, where: str) -> Any:
+def resolve_backend(backend: Any, program: Program | None = None, where: str = "") -> Any:
     """The backend object a call runs on: ``backend=`` (an id or a backend), ``VYRE_BACKEND``,
-    or the first backend by precedence that can run ``program`` (logged when it is not the
-    first by precedence)."""
+    or the first backend by precedence that can run ``program`` (logged when a preferred one
+    that is here cannot). Without a ``program`` (callers such as `vyre.lib`): the id
+    acquired, or the preferred dispatch backend."""
     from vyre.driver import acquire, settings
+
+    if program is None:
+        from vyre.driver import acquire_preferred_dispatch_backend
+
+        if backend is None:
+            with _LOCK:
+                b = _PREFERRED.get("preferred")
+                if b is None or getattr(b, "closed", False):
+                    b = _PREFERRED["preferred"] = acquire_preferred_dispatch_backend()
+            return b
+        return acquire(backend) if isinstance(backend, str) else backend
     from vyre.driver.registry import registered_backends, registered_backends_by_precedence
 
     if backend is None:
