@@ -2,7 +2,11 @@
 adapter wgpu picks (lavapipe on a CPU machine, the GPU through Vulkan elsewhere):
 
 * dispatch overhead: a tiny u32 program (upload 4 KiB, launch, read back);
-* elementwise throughput: 2^24 (--quick) or 2^26 u32 ``a*3 + b`` and f32 ``a*b + a``;
+* elementwise throughput: 2^24 (--quick) or 2^26 u32 ``a*3 + b``, f32 ``a*b + a`` and f32
+  ``a / b`` (vyre's exact integer division, `vyre.lower.legalize.f32_div`, against WGSL's
+  native ``/``, which may be 2.5 ULP off), and u64 ``a + b`` and ``a * b`` (vyre's u32-pair
+  lowering, `vyre.lower.legalize.int64`, against a hand-written u32-pair WGSL kernel) over
+  2^21 (--quick) or 2^23 elements;
 * the shared-memory tiled f32 matmul (`vyre.examples.matmul_tiled`) against its WGSL twin.
 
 The hand-written kernels are what a WGSL programmer writes (hardware float ops, no bounds or
@@ -27,6 +31,25 @@ EW_U32 = """@group(0) @binding(0) var<storage, read> a: array<u32>;
     if (i < arrayLength(&o)) { o[i] = a[i] * 3u + b[i]; }
 }"""
 EW_F32 = EW_U32.replace("array<u32>", "array<f32>").replace("a[i] * 3u + b[i]", "a[i] * b[i] + a[i]")
+EW_FDIV = EW_U32.replace("array<u32>", "array<f32>").replace("a[i] * 3u + b[i]", "a[i] / b[i]")
+EW_U64 = """@group(0) @binding(0) var<storage, read> a: array<u32>;
+@group(0) @binding(1) var<storage, read> b: array<u32>;
+@group(0) @binding(2) var<storage, read_write> o: array<u32>;
+fn umulhi(x: u32, y: u32) -> u32 {
+    let xl = x & 0xFFFFu; let xh = x >> 16u; let yl = y & 0xFFFFu; let yh = y >> 16u;
+    let ll = xl * yl; let lh = xl * yh; let hl = xh * yl; let hh = xh * yh;
+    let mid = (ll >> 16u) + (lh & 0xFFFFu) + (hl & 0xFFFFu);
+    return hh + (lh >> 16u) + (hl >> 16u) + (mid >> 16u);
+}
+@compute @workgroup_size(256) fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+    let i = g.x + g.y * 65535u * 256u;
+    if (i < arrayLength(&o) / 2u) {
+        let al = a[2u * i]; let ah = a[2u * i + 1u]; let bl = b[2u * i]; let bh = b[2u * i + 1u];
+        OP
+    }
+}"""
+U64_ADD = "let lo = al + bl; o[2u * i] = lo; o[2u * i + 1u] = ah + bh + select(0u, 1u, lo < al);"
+U64_MUL = "o[2u * i] = al * bl; o[2u * i + 1u] = umulhi(al, bl) + al * bh + ah * bl;"
 MATMUL = """@group(0) @binding(0) var<storage, read> a: array<f32>;
 @group(0) @binding(1) var<storage, read> b: array<f32>;
 @group(0) @binding(2) var<storage, read_write> c: array<f32>;
@@ -112,9 +135,13 @@ def main() -> None:
                             BufferDecl.output("o", 2, DataType.F32)], 256,
                            [Node.let_bind("i", gx + Expr.gid_y() * (65535 * 256)),
                             Node.store("o", Expr.var("i"), fa * Expr.load("b", Expr.var("i")) + fa)])
+    ew_div = Program.wrapped(ew_f.buffers, 256, [Node.let_bind("i", gx + Expr.gid_y() * (65535 * 256)),
+                                                 Node.store("o", Expr.var("i"), fa / Expr.load("b", Expr.var("i")))])
     cfg = DispatchConfig(grid_override=grid_for(n))
     hand_f = Hand(dev, EW_F32, 3)
-    for name, prog, data, hand in (("u32", ew_u, big_u, hand_u), ("f32", ew_f, big_f, hand_f)):
+    hand_div = Hand(dev, EW_FDIV, 3)
+    for name, prog, data, hand in (("u32", ew_u, big_u, hand_u), ("f32", ew_f, big_f, hand_f),
+                                   ("fdiv", ew_div, big_f, hand_div)):
         pp = P.compile(b, prog)
         got = pp.dispatch(data, cfg)[0]
         want = hand.run(data, 4 * n, grid_for(n))
@@ -123,9 +150,34 @@ def main() -> None:
             exact = (data[0] * data[1] + data[0]).tobytes()
             res["ew_f32_vyre_equals_numpy"] = str(got == exact)
             res["ew_f32_hand_equals_numpy"] = str(want == exact)
+        if name == "fdiv":  # numpy's float32 division is correctly rounded (normal data here)
+            exact = (data[0] / data[1]).tobytes()
+            res["ew_fdiv_vyre_equals_numpy"] = str(got == exact)
+            res["ew_fdiv_hand_equals_numpy"] = str(want == exact)
         res[f"ew_{name}_vyre_ms"] = seconds_median(lambda pp=pp, data=data: pp.dispatch(data, cfg), 3 if a.quick else 7) * 1e3
         res[f"ew_{name}_hand_ms"] = seconds_median(lambda hand=hand, data=data: hand.run(data, 4 * n, grid_for(n)),
                                            3 if a.quick else 7) * 1e3
+        res[f"ratio_ew_{name}_vyre_vs_hand"] = res[f"ew_{name}_vyre_ms"] / res[f"ew_{name}_hand_ms"]
+    # u64 elementwise: vyre's u32 pairs against hand-written pairs
+    n64 = 1 << (21 if a.quick else 23)
+    big_64 = [rng.integers(0, 2**64, n64, dtype=np.uint64), rng.integers(0, 2**64, n64, dtype=np.uint64)]
+    cfg64 = DispatchConfig(grid_override=grid_for(n64))
+    for name, op, hand_op in (("u64_add", lambda x, y: x + y, U64_ADD), ("u64_mul", lambda x, y: x * y, U64_MUL)):
+        i64 = Expr.var("i")
+        prog = Program.wrapped([BufferDecl.read("a", 0, DataType.U64), BufferDecl.read("b", 1, DataType.U64),
+                                BufferDecl.output("o", 2, DataType.U64)], 256,
+                               [Node.let_bind("i", gx + Expr.gid_y() * (65535 * 256)),
+                                Node.store("o", i64, op(Expr.load("a", i64), Expr.load("b", i64)))])
+        pp = P.compile(b, prog)
+        hand = Hand(dev, EW_U64.replace("OP", hand_op), 3)
+        got = pp.dispatch(big_64, cfg64)[0]
+        want = hand.run(big_64, 8 * n64, grid_for(n64))
+        with np.errstate(over="ignore"):
+            exact = op(big_64[0], big_64[1]).tobytes()
+        res[f"ew_{name}_same_bytes"] = str(got == want == exact)
+        res[f"ew_{name}_vyre_ms"] = seconds_median(lambda pp=pp: pp.dispatch(big_64, cfg64), 3 if a.quick else 7) * 1e3
+        res[f"ew_{name}_hand_ms"] = seconds_median(lambda hand=hand: hand.run(big_64, 8 * n64, grid_for(n64)),
+                                                   3 if a.quick else 7) * 1e3
         res[f"ratio_ew_{name}_vyre_vs_hand"] = res[f"ew_{name}_vyre_ms"] / res[f"ew_{name}_hand_ms"]
     # tiled matmul
     m = 256 if a.quick else 512

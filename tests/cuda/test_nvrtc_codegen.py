@@ -100,5 +100,5 @@ def test_precompile_then_dispatch_loads_from_disk(cuda):
     assert built > before
     for seed in range(100, 108):
         p, inputs = random_program(seed)
-        assert diverges(cuda, p, inputs, None, False) is None
+        assert diverges(cuda, p, inputs, None) is None
     assert cuda.device.rt.cubins.compiled == built            # every dispatch loaded its cubin

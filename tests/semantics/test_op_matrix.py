@@ -20,7 +20,13 @@ from vyre.ir.types import TRANSCENDENTAL
 
 from helpers import as_u32, map_program, run_checked
 
-TYPES = [DataType.U32, DataType.I32, DataType.F32, DataType.BOOL]
+TYPES = [DataType.U32, DataType.I32, DataType.F32, DataType.BOOL, DataType.U64, DataType.I64, DataType.F16,
+         DataType.BF16]
+
+
+def _word(t: DataType):
+    """The unsigned dtype test values of type ``t`` are written in (bool: u32 words)."""
+    return np.uint32 if t is DataType.BOOL else t.storage
 
 
 def _valid_bin():
@@ -46,18 +52,15 @@ def _valid_un():
 def _pairs(t: DataType):
     e = edges(t)
     a, b = zip(*itertools.product(e, e))
-    a, b = np.array(a, dtype=np.uint32), np.array(b, dtype=np.uint32)
-    if t is DataType.BOOL:  # bool inputs load as (word != 0)
-        return a, b
-    return a, b
+    return np.array(a, dtype=_word(t)), np.array(b, dtype=_word(t))
 
 
 @pytest.mark.parametrize(("op", "t", "rt"), list(_valid_bin()), ids=lambda v: getattr(v, "value", v))
 def test_binary_operator_matches_reference_on_boundary_pairs(backend, op, t, rt):
     a, b = _pairs(t)
-    if t is DataType.I32 and op in (BinOp.DIV, BinOp.MOD):
-        ai, bi = a.view(np.int32), b.view(np.int32)
-        keep = (bi != 0) & ~((ai == -(2**31)) & (bi == -1))  # S3 errors are tested separately
+    if t in (DataType.I32, DataType.I64) and op in (BinOp.DIV, BinOp.MOD):
+        ai, bi = a.view(t.numpy), b.view(t.numpy)
+        keep = (bi != 0) & ~((ai == np.iinfo(t.numpy).min) & (bi == -1))  # S3 errors: tested separately
         a, b = a[keep], b[keep]
     # wg 1: no padding lanes, whose out-of-bounds loads (zero) would divide by zero
     program = map_program([t, t], rt, lambda x, y: Expr.bin(op, x, y), wg=1)
@@ -66,17 +69,22 @@ def test_binary_operator_matches_reference_on_boundary_pairs(backend, op, t, rt)
 
 @pytest.mark.parametrize(("op", "t", "rt"), list(_valid_un()), ids=lambda v: getattr(v, "value", v))
 def test_unary_operator_matches_reference_on_boundary_values(backend, op, t, rt):
-    x = np.array(edges(t) * 2, dtype=np.uint32)
+    x = np.array(edges(t) * 2, dtype=_word(t))
     program = map_program([t], rt, lambda v: Expr.un(op, v))
     run_checked(backend, program, [x])
 
 
-@pytest.mark.parametrize("src", [DataType.U32, DataType.I32, DataType.F32, DataType.BOOL], ids=lambda v: v.value)
-@pytest.mark.parametrize("dst", [DataType.U32, DataType.I32, DataType.F32, DataType.BOOL], ids=lambda v: v.value)
+@pytest.mark.parametrize("src", TYPES, ids=lambda v: v.value)
+@pytest.mark.parametrize("dst", TYPES, ids=lambda v: v.value)
 def test_casts_match_reference(backend, src, dst):
-    """S12: f32->int truncates and saturates, NaN->0; int->f32 rounds to nearest even."""
-    extra = [0x4F7FFFFF, 0x4F800000, 0xCF000001, 0x3F7FFFFF, 0xBF7FFFFF, 16777217, 0xFFFFFF7F]
-    x = np.array(edges(src) + extra, dtype=np.uint32)
+    """S12, S28: f32->int truncates and saturates, NaN->0; int->f32 rounds to nearest even."""
+    extra = [0x4F7FFFFF, 0x4F800000, 0xCF000001, 0x3F7FFFFF, 0xBF7FFFFF, 16777217, 0xFFFFFF7F,
+             0x5F000000, 0x5F800000, 0xDF000000, 0xDF000001]
+    if src.is_wide:
+        extra = [0x0000000100000001, 0x0020000020000001, 0xFFFFFF7FFFFFFFFF, 0x8000008000000001]
+    elif src.is_half:
+        extra = [0x3555, 0x7BFF, 0x0001, 0x8001, 0x5A00, 0xDA01]
+    x = np.array(edges(src) + extra, dtype=_word(src))
     program = map_program([src], dst, lambda v: Expr.cast(dst, v))
     run_checked(backend, program, [x])
 

@@ -71,6 +71,8 @@ class GenOptions:
     grid_sync: bool = True
     returns: bool = True
     types: bool = True       # u64/i64/f16/bf16 values, u8/i16 storage
+    wide: tuple[DataType, ...] = tuple(WIDE)   # which of u64/i64/f16/bf16 `types` brings
+    narrow: bool = True                        # whether `types` brings u8/i16 storage
     functions: bool = True
     whiles: bool = True
     locals: bool = True
@@ -143,9 +145,9 @@ def _expr(ctx: _Ctx, t: DataType, depth: int) -> Expr:
             choices += ["load", "load"]
         if t is U:
             choices += ["gid", "lid", "wgid", "len"]
-        if t is U and ctx.opts.types:
+        if t is U and ctx.opts.types and ctx.opts.narrow:
             choices += ["narrow"]
-        if t is I and ctx.opts.types:
+        if t is I and ctx.opts.types and ctx.opts.narrow:
             choices += ["narrow"]
         if t is U and ctx.local:
             choices += ["local"]
@@ -321,12 +323,14 @@ def random_program(seed: int, opts: GenOptions | None = None) -> tuple[Program, 
                BufferDecl.output("out_u", 3, U, n), BufferDecl.output("out_i", 4, I, n),
                BufferDecl.output("out_f", 5, F, n), BufferDecl.read_write("acc", 6, U, 5)]
     extended = opts.types and rng.random() < 0.5
+    wide = [t for t in WIDE if t in opts.wide]
     if extended:
-        ctx.types = BASIC + WIDE
-        buffers += [BufferDecl.read(IN[t], 10 + i, t) for i, t in enumerate(WIDE)]
-        buffers += [BufferDecl.output(OUT[t], 20 + i, t, n) for i, t in enumerate(WIDE)]
-        buffers += [BufferDecl.read("in_b8", 30, DataType.U8), BufferDecl.read("in_s16", 31, DataType.I16),
-                    BufferDecl.output("out_b8", 32, DataType.U8, n)]
+        ctx.types = BASIC + wide
+        buffers += [BufferDecl.read(IN[t], 10 + i, t) for i, t in enumerate(WIDE) if t in wide]
+        buffers += [BufferDecl.output(OUT[t], 20 + i, t, n) for i, t in enumerate(WIDE) if t in wide]
+        if opts.narrow:
+            buffers += [BufferDecl.read("in_b8", 30, DataType.U8), BufferDecl.read("in_s16", 31, DataType.I16),
+                        BufferDecl.output("out_b8", 32, DataType.U8, n)]
     else:
         opts.types = False
     if opts.locals and rng.random() < 0.3:
@@ -335,7 +339,7 @@ def random_program(seed: int, opts: GenOptions | None = None) -> tuple[Program, 
     functions = _functions(ctx) if opts.functions and rng.random() < 0.3 else []
     body: list[Node] = []
     body += _stmts(ctx, 0, rng.randint(1, opts.max_stmts), True)
-    if extended:
+    if extended and opts.narrow:
         body.append(Node.store("out_b8", Expr.gid_x(), _expr(ctx, U, 2)))
     if use_wg:
         buffers.append(BufferDecl.workgroup("tile", wg, U))
@@ -366,9 +370,9 @@ def random_program(seed: int, opts: GenOptions | None = None) -> tuple[Program, 
     inputs = [witness_words(U, n, seed * 3 + 1), witness_words(I, n, seed * 3 + 2),
               witness_words(F, n, seed * 3 + 3), witness_words(U, 5, seed * 3 + 4)]
     if extended:
-        inputs += [witness_words(U64, n, seed * 7 + 1), witness_words(I64, n, seed * 7 + 2),
-                   witness_words(H, n, seed * 7 + 3), witness_words(BH, n, seed * 7 + 4),
-                   witness_words(DataType.U8, n, seed * 7 + 5), witness_words(DataType.I16, n, seed * 7 + 6)]
+        inputs += [witness_words(t, n, seed * 7 + 1 + i) for i, t in enumerate(WIDE) if t in wide]
+        if opts.narrow:
+            inputs += [witness_words(DataType.U8, n, seed * 7 + 5), witness_words(DataType.I16, n, seed * 7 + 6)]
     return program, typed_inputs(program, inputs)
 
 
@@ -386,7 +390,9 @@ def options_for(backend, base: GenOptions | None = None) -> GenOptions:
     for op in ("sqrt", "reciprocal", *(o.value for o in TRANSCENDENTAL)):
         if f"vyre.un_op.{op}" in missing or f"vyre.bin_op.{op}" in missing:
             excluded.add(op)
-    if any(f"vyre.dtype.{t.value}" in missing for t in WIDE + [DataType.U8, DataType.I16]):
+    opts.wide = tuple(t for t in opts.wide if f"vyre.dtype.{t.value}" not in missing)
+    opts.narrow = opts.narrow and not any(f"vyre.dtype.{t.value}" in missing for t in (DataType.U8, DataType.I16))
+    if not opts.wide and not opts.narrow:
         opts.types = False
     if any(op.startswith("vyre.expr.call") for op in missing):
         opts.functions = False

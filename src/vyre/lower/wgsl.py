@@ -20,10 +20,15 @@ code produces the reference's bits anyway:
   whatever the loops are; such a loop sets the ``device_loops`` error instead of giving
   short results.
 
-What WGSL cannot give exactly is refused before printing (`refusals`): f32 division, sqrt,
-reciprocal and fmod (WGSL allows 2.5 ULP), ``fma`` (WGSL does not promise one rounding),
-the transcendentals, 64-bit integers and 16-bit/8-bit element types (no such WGSL types in
-core), and subgroup operations.
+f32 division, fmod, sqrt, reciprocal (WGSL allows 2.5 ULP) and ``fma`` (WGSL does not
+promise one rounding) are rewritten before planning into exact integer algorithms
+(`vyre.lower.legalize`, the features in `LACKS`), and u64/i64 values become pairs of u32
+words (`vyre.lower.legalize.int64`; drivers scale those buffers' count words by
+`word_scale`), and u8/i8/u16/i16 storage is packed into u32 words
+(`vyre.lower.legalize.narrow`), and f16/bf16 values are their bits in u32 through integer
+helpers (`vyre.lower.legalize.half`): `legalized`. What WGSL still cannot give exactly is
+refused before printing (`refusals`): the transcendentals, 64-bit atomics and subgroup
+operations.
 """
 
 from __future__ import annotations
@@ -37,6 +42,10 @@ from vyre.ir.program import Program
 from vyre.ir.types import TRANSCENDENTAL, AtomicOp, BinOp, Builtin, DataType, UnOp
 
 from .floats import CANON, Flags
+from .legalize import Feature, legalize
+from .legalize.half import HALF, HalfRefusal, lower_half
+from .legalize.int64 import Int64Refusal, lower_int64
+from .legalize.narrow import NARROW, lower_narrow
 from .plan import KernelPlan, lower
 from .printer import emit
 from .syntax import ERR_DEVICE_LOOPS, Syntax, error_bits
@@ -47,29 +56,46 @@ if TYPE_CHECKING:
 U32, I32, F32, BOOL = DataType.U32, DataType.I32, DataType.F32, DataType.BOOL
 WT = {U32: "u32", I32: "i32", F32: "f32", BOOL: "bool"}
 _INEXACT_BIN = {BinOp.DIV: "f32 division", BinOp.MOD: "f32 remainder (fmod)"}
-_INEXACT_UN = {UnOp.SQRT: "f32 sqrt", UnOp.RECIPROCAL: "f32 reciprocal"}
+# what WGSL lacks and `vyre.lower.legalize` rewrites (drivers legalize before planning)
+LACKS = frozenset({Feature.F32_DIV, Feature.F32_MOD, Feature.F32_SQRT, Feature.F32_RECIPROCAL,
+                   Feature.FMA})
 
 
 class WgslRefusal(Exception):
     """The program needs something WGSL cannot give exactly (the reason is the message)."""
 
 
+def legalized(program: Program) -> Program:
+    """The Program WGSL prints for ``program``: 64-bit integers as u32 pairs
+    (`vyre.lower.legalize.int64`) and the float operations in `LACKS` as exact integer
+    helpers. Raises `WgslRefusal` for what the pair lowering refuses."""
+    try:
+        program = lower_int64(lower_narrow(lower_half(program)))
+    except (Int64Refusal, HalfRefusal) as exc:
+        raise WgslRefusal(str(exc)) from None
+    return legalize(program, LACKS)
+
+
+# 64-bit integers run as u32 pairs, u8/i8/u16/i16 storage packed in u32 words
+# and f16/bf16 as u32 bits through integer helpers
+_PAIRED = set(WT) | {DataType.U64, DataType.I64} | set(NARROW) | set(HALF)
+
+
 def refusals(program: Program) -> list[str]:
     """Why WGSL cannot give this program the reference's bytes, as far as the program's
-    text says (f32 division and fmod are found while printing: `WgslRefusal`)."""
+    text says (f32 division, fmod, sqrt, reciprocal and fma are legalized first, `LACKS`)."""
     why: list[str] = []
-    for t in sorted({b.dtype for b in program.buffers} - set(WT), key=lambda d: d.value):
+    for t in sorted({b.dtype for b in program.buffers} - _PAIRED, key=lambda d: d.value):
         why.append(f"{t.value} buffers (no {t.value} storage type in core WGSL)")
+    wide = {b.name for b in program.buffers if b.dtype in (DataType.U64, DataType.I64)}
     for e in N.program_exprs(program):
-        if isinstance(e, E.Lit | E.Cast | E.Bitcast | E.Spec) and e.dtype not in WT:
+        if isinstance(e, E.Lit | E.Cast | E.Bitcast | E.Spec) and e.dtype not in _PAIRED:
             why.append(f"{e.dtype.value} values (not in core WGSL)")
-        elif isinstance(e, E.Un) and e.op in _INEXACT_UN:
-            why.append(_INEXACT_UN[e.op] + " (WGSL allows 2.5 ULP)")
+        elif isinstance(e, E.Atomic) and e.buffer in wide:
+            why.append("64-bit atomics (core WGSL has no 64-bit atomics)")
         elif isinstance(e, E.Un | E.Bin) and e.op in TRANSCENDENTAL:
             why.append(f"{e.op.value} (vyre's correctly rounded math needs f64, which WGSL "
                        "lacks: run it on cuda, opencl or reference)")
-        elif isinstance(e, E.Fma):
-            why.append("fma (WGSL does not promise a single rounding)")
         elif isinstance(e, E.Subgroup):
             why.append("subgroup operations (not in core WGSL)")
     return sorted(set(why))
@@ -474,11 +500,25 @@ class WgslSyntax(Syntax):
         # a zero the compiler cannot see: f32 literals are xored with it, so no float
         # operation on constants is folded at compile time (where signed zeros and NaNs have
         # been seen to come out differently)
-        p.out(f"let vy_z: u32 = vy_n[{len(p.plan.bound)}];")
+        nb = len(p.plan.bound)
+        wx, wy, wz = p.program.workgroup_size
+        p.out(f"let vy_z: u32 = vy_n[{nb}];")
+        # a grid over the adapter's per-axis limit is launched folded (the driver writes the
+        # logical grid to vy_n[nb + 1..3], 0 when unfolded): the workgroup's linear index over
+        # the launched grid gives its logical id, and gid stays the flat id
+        for line in ("var vy_wgid: vec3<u32> = vy_wgp;",
+                     f"let vy_fold: u32 = vy_n[{nb + 1}];",
+                     "if (vy_fold != 0u) {",
+                     "    let vy_l: u32 = vy_wgp.x + vy_nwg.x * (vy_wgp.y + vy_nwg.y * vy_wgp.z);",
+                     f"    let vy_gy: u32 = vy_n[{nb + 2}];",
+                     "    vy_wgid = vec3<u32>(vy_l % vy_fold, (vy_l / vy_fold) % vy_gy, vy_l / (vy_fold * vy_gy));",
+                     f"    if (vy_wgid.z >= vy_n[{nb + 3}]) {{ return; }}",
+                     "}",
+                     f"let vy_gid: vec3<u32> = vy_wgid * vec3<u32>({wx}u, {wy}u, {wz}u) + vy_lid;"):
+            p.out(line)
         for loc in p.program.local_buffers:
             p.out(f"var l_{loc.name}: array<u32, {loc.count}>;")
         if p.plan.workgroup:
-            wx, wy, wz = p.program.workgroup_size
             p.out(f"let vy_lin: u32 = vy_lid.x + {wx}u * (vy_lid.y + {wy}u * vy_lid.z);")
             for w in p.plan.workgroup:
                 zero = f"w_{w.name}[z] = 0u"
@@ -490,8 +530,8 @@ class WgslSyntax(Syntax):
     def kernel_head(self, p: Printer, index: int) -> str:
         wx, wy, wz = p.program.workgroup_size
         return (f"@compute @workgroup_size({wx}, {wy}, {wz})\nfn {p.plan.entries[index]}("
-                "@builtin(global_invocation_id) vy_gid: vec3<u32>, @builtin(local_invocation_id) vy_lid: vec3<u32>, "
-                "@builtin(workgroup_id) vy_wgid: vec3<u32>)")
+                "@builtin(local_invocation_id) vy_lid: vec3<u32>, @builtin(workgroup_id) vy_wgp: vec3<u32>, "
+                "@builtin(num_workgroups) vy_nwg: vec3<u32>)")
 
     def module(self, p: Printer, kernels: list[str]) -> str:
         decls = []
@@ -521,10 +561,10 @@ def emit_wgsl(plan: KernelPlan) -> str:
 
 
 def generate(program: Program) -> tuple[KernelPlan, str]:
-    """Plan and WGSL module of a validated program that `refusals` accepts (`WgslRefusal`
-    for what is found only while printing). A program with loops reports through the control
+    """Plan and WGSL module of a validated program that `refusals` accepts, legalized first
+    (`legalized`; `WgslRefusal` for what legalizing or printing refuses). A program with loops reports through the control
     block: the device may stop a loop (`ERR_DEVICE_LOOPS`)."""
-    plan = lower(program, vector=False)
+    plan = lower(legalized(program), vector=False)
     if any(plan.phase_loops) and not plan.needs_error_flag:
         plan = replace(plan, needs_error_flag=True)
     return plan, emit_wgsl(plan)

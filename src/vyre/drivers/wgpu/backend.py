@@ -39,16 +39,21 @@ from vyre.driver.errors import (
 from vyre.ir.ops import all_op_ids
 from vyre.ir.program import Program
 from vyre.ir.types import TRANSCENDENTAL, UnOp
+from vyre.lower.legalize.int64 import word_scale
 from vyre.lower.wgsl import WgslRefusal, generate, refusals
 
 ID = "wgpu"
 # op ids WGSL cannot run with the reference's bytes (see vyre.lower.wgsl)
-REFUSED_OPS = frozenset({
-    "vyre.expr.fma", "vyre.un_op.sqrt", "vyre.un_op.reciprocal", "vyre.dtype.u64", "vyre.dtype.i64", "vyre.dtype.u8", "vyre.dtype.i8",
-    "vyre.dtype.u16", "vyre.dtype.i16", "vyre.dtype.f16", "vyre.dtype.bf16",
-}) | frozenset(op for op in all_op_ids() if op.startswith("vyre.subgroup.")) \
+REFUSED_OPS = frozenset(op for op in all_op_ids() if op.startswith("vyre.subgroup.")) \
     | frozenset(f"vyre.{'un' if isinstance(op, UnOp) else 'bin'}_op.{op.value}"   # need f64 (vyre.lower.crmath)
                 for op in TRANSCENDENTAL)
+
+
+def _fix(why: list[str]) -> str:
+    """Where a refused program runs (OpenCL has no subgroup operations either)."""
+    if any("subgroup" in w for w in why):
+        return "run this program on the cuda or reference backend."
+    return "run this program on the cuda, opencl or reference backend."
 
 
 def _wgpu():
@@ -77,22 +82,48 @@ class _Fence:
 
     __slots__ = ("__weakref__", "done", "error", "lock", "pool", "promises", "reads")
 
-    def __init__(self, reads: list, promises: list, pool: dict) -> None:
+    def __init__(self, reads: list, promises: list, pool: _StagingPool) -> None:
         self.reads, self.promises, self.pool = reads, promises, pool
         self.done = False
         self.error: BaseException | None = None
         self.lock = threading.Lock()
 
 
+class _StagingPool:
+    """Mapped-read buffers returned by completed fences, by size, up to `CAP_BYTES` in all
+    (``list.pop``/``append`` are atomic; the byte count is approximate under races)."""
+
+    CAP_BYTES = 64 << 20
+
+    def __init__(self) -> None:
+        self.free: dict[int, list] = {}
+        self.bytes = 0
+
+    def take(self, size: int) -> Any:
+        try:
+            buf = self.free[size].pop()
+        except (KeyError, IndexError):
+            return None
+        self.bytes -= size
+        return buf
+
+    def give(self, size: int, buf: Any) -> bool:
+        if self.bytes + size > self.CAP_BYTES:
+            return False
+        self.free.setdefault(size, []).append(buf)
+        self.bytes += size
+        return True
+
+
 _LIVE: weakref.WeakSet = weakref.WeakSet()
 EXIT_WAIT_S = 10.0   # how long the interpreter's exit waits for work still on a wgpu queue
 
 
-@atexit.register
 def _shutdown_all() -> None:
-    """At interpreter exit (before wgpu-py's own exit hook, registered earlier): wait a
-    bounded time for work still queued, then stop each device's poll thread, so no wgpu
-    callback runs into Python while the interpreter is torn down."""
+    """At interpreter exit (registered after wgpu-py is imported, so it runs before
+    wgpu-py's own exit hook): wait a bounded time for work still queued, then stop each
+    device's poll thread, so no wgpu callback runs into Python while the interpreter is
+    torn down."""
     limit = time.monotonic() + EXIT_WAIT_S
     try:   # maps and work-done callbacks of fences nobody waits for any more
         from wgpu._async import GPUPromise
@@ -131,6 +162,9 @@ class WgpuDevice(Device):
         self.usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
         self.read_usage = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
         self._open()
+        if not _LIVE and not getattr(_shutdown_all, "registered", False):
+            atexit.register(_shutdown_all)   # after wgpu-py's hooks: atexit runs it first
+            _shutdown_all.registered = True  # type: ignore[attr-defined]
         _LIVE.add(self)
 
     def _open(self) -> None:
@@ -151,7 +185,7 @@ class WgpuDevice(Device):
         # a dispatch's kernels and read-back copies go in one submit)
         self._enc: Any = None
         self._qlock = threading.Lock()
-        self._staging: dict[int, list] = {}   # free MAP_READ buffers by size
+        self._staging = _StagingPool()        # free MAP_READ buffers of this device
         self._fences: weakref.WeakSet = weakref.WeakSet()   # fences not yet complete
         # a fence with no reads maps a copy of these 4 bytes (wgpu-py 0.32's work-done
         # callback has the wrong C signature): it completes after everything before it
@@ -166,11 +200,15 @@ class WgpuDevice(Device):
 
     # ---- compile ---------------------------------------------------------------------------
     def source(self, program: Program) -> tuple[Any, str]:
+        cached = program.__dict__.get("_vyre_wgsl")    # refuse() and compile() both ask
+        if cached is not None:
+            return cached
         why = refusals(program)
         if why:
-            raise UnsupportedFeature("; ".join(why), ID, "run this program on the cuda, opencl or reference backend.")
+            raise UnsupportedFeature("; ".join(why), ID, _fix(why))
         try:
-            return generate(program)
+            program.__dict__["_vyre_wgsl"] = generate(program)
+            return program.__dict__["_vyre_wgsl"]
         except WgslRefusal as exc:
             raise UnsupportedFeature(str(exc), ID, "run this program on the cuda, opencl or reference backend.") from None
 
@@ -179,17 +217,21 @@ class WgpuDevice(Device):
 
     def compile(self, program: Program) -> tuple[Kernel, dict, bytes]:
         plan, src = self.source(program)
+        scale = word_scale(program)         # u64/i64 buffers are u32 words in WGSL
+        words = [scale.get(b.name, 1) for b in plan.bound]
         kernel = self._kernel(src, plan.entries, len(plan.bound), [b.writable for b in plan.bound],
-                              plan.uses_ctl, plan.fully_written, plan.stoppable, Kernel.indirect_of(plan))
-        return kernel, kernel.meta(plan.entries) | {"writable": [b.writable for b in plan.bound]}, src.encode()
+                              plan.uses_ctl, plan.fully_written, plan.stoppable, Kernel.indirect_of(plan),
+                              words=words)
+        return kernel, kernel.meta(plan.entries) | {"writable": [b.writable for b in plan.bound],
+                                                     "words": words}, src.encode()
 
     def load(self, meta: dict, artifact: bytes) -> Kernel:
         k = Kernel.from_meta(None, meta)
         return self._kernel(artifact.decode(), tuple(meta["entries"]), len(meta["writable"]), meta["writable"],
-                            k.uses_ctl, k.fully_written, k.stoppable, k.indirect, "disk")
+                            k.uses_ctl, k.fully_written, k.stoppable, k.indirect, "disk", meta.get("words"))
 
     def _kernel(self, src: str, entries, n_bound: int, writable, uses_ctl, fully, stoppable, indirect,
-                built_from: str = "compiled") -> Kernel:
+                built_from: str = "compiled", words: list[int] | None = None) -> Kernel:
         wgpu = self.wgpu
         try:
             module = self.device.create_shader_module(code=src)
@@ -214,7 +256,7 @@ class WgpuDevice(Device):
                 raise self.error(exc) from None
             raise KernelCompileFailed(f"WGSL pipeline creation failed: {exc}", "this is a vyre code-generation "
                                       "bug: report it with `vyre inspect --backend wgpu`.", backend=ID) from None
-        return Kernel((pipes, layout, n_bound), uses_ctl, frozenset(fully), built_from, src, stoppable, 1, indirect)
+        return Kernel((pipes, layout, n_bound, tuple(words or [1] * n_bound)), uses_ctl, frozenset(fully), built_from, src, stoppable, 1, indirect)
 
     # ---- memory --------------------------------------------------------------------------------
     def alloc(self, nbytes: int) -> Any:
@@ -253,9 +295,8 @@ class WgpuDevice(Device):
         ``src`` can never change what this read returns; the fence maps it."""
         size = (nbytes + 3) & ~3
         try:
-            try:
-                staging = self._staging[size].pop()
-            except (KeyError, IndexError):
+            staging = self._staging.take(size)
+            if staging is None:
                 staging = self.device.create_buffer(size=max(4, size), usage=self.read_usage)
             with self._qlock:
                 self._encoder().copy_buffer_to_buffer(src, 0, staging, 0, size)
@@ -302,20 +343,23 @@ class WgpuDevice(Device):
             raise self.error(exc) from None
 
     def _pack(self, kernel: Kernel, buffers: list[Any], counts: tuple[int, ...], ctl: Ctl) -> Any:
-        _, layout, n_bound = kernel.handle
-        words = np.array(list(counts) + [0], dtype=np.uint32)   # + the kernels' opaque zero (vy_z)
+        _, layout, n_bound, scale = kernel.handle
+        counts = tuple(c * w for c, w in zip(counts, scale)) + tuple(counts[len(scale):])
+        # + the kernels' opaque zero (vy_z) and the folded grid (vy_n[n+1..3], see `launch`)
+        words = np.array(list(counts) + [0, 0, 0, 0], dtype=np.uint32)
         cbuf = self.device.create_buffer(size=max(4, words.nbytes), usage=self.usage)
         self.queue.write_buffer(cbuf, 0, words)
         entries = [{"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
                    for i, b in enumerate(buffers[:n_bound])]
         entries.append({"binding": n_bound, "resource": {"buffer": cbuf, "offset": 0, "size": cbuf.size}})
         entries.append({"binding": n_bound + 1, "resource": {"buffer": ctl.arg, "offset": 0, "size": 8}})
-        return self.device.create_bind_group(layout=layout, entries=entries), cbuf
+        return [self.device.create_bind_group(layout=layout, entries=entries), cbuf, False]
 
     def launch(self, kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int],
                packed: Any, timed: Any = False, phases: slice | None = None) -> Any:
         pipes = kernel.handle[0] if phases is None else kernel.handle[0][phases]
         with self._qlock:
+            grid = self._fold(kernel, grid, packed)
             enc = self._encoder()
             for p in pipes:          # one pass per phase: passes end in order (grid_sync)
                 cp = enc.begin_compute_pass()
@@ -326,6 +370,34 @@ class WgpuDevice(Device):
         return None
 
     # ---- completion ----------------------------------------------------------------------------
+    def _fold(self, kernel: Kernel, grid: tuple[int, int, int], packed: list) -> tuple[int, int, int]:
+        """The grid to launch: ``grid`` itself when every axis is within the adapter's limit;
+        otherwise its workgroups laid out over more axes, with the logical grid written to
+        the kernel's count words (the kernel recovers each workgroup's logical id). The
+        caller holds ``_qlock``; a count-word write first submits what was recorded, which
+        may read the words as they were."""
+        lim = self.limits["max-compute-workgroups-per-dimension"]
+        gx, gy, gz = grid
+        n_bound = kernel.handle[2]
+        if max(grid) <= lim:
+            if packed[2]:
+                self._flush()
+                self.queue.write_buffer(packed[1], 4 * (n_bound + 1), np.zeros(3, np.uint32))
+                packed[2] = False
+            return grid
+        total = gx * gy * gz
+        px = min(total, lim)
+        py = min(-(-total // px), lim)
+        pz = -(-total // (px * py))
+        if total >= 2**32 or pz > lim:
+            raise DispatchFailed(f"a grid of {gx}x{gy}x{gz} workgroups is more than this adapter launches "
+                                 f"({lim} per axis, 2^32 in all).", "use larger workgroups or split the "
+                                 "dispatch.", backend=ID)
+        self._flush()
+        self.queue.write_buffer(packed[1], 4 * (n_bound + 1), np.array([gx, gy, gz], np.uint32))
+        packed[2] = True
+        return (px, py, pz)
+
     def fence(self) -> _Fence:
         try:
             if not self._pending():
@@ -370,10 +442,7 @@ class WgpuDevice(Device):
                 for words, staging, size in fence.reads:
                     words.view(np.uint8)[:size] = np.frombuffer(staging.read_mapped(0, size), np.uint8)
                     staging.unmap()
-                    free = fence.pool.setdefault(size, [])   # the pool of the fence's device
-                    if len(free) < 16:
-                        free.append(staging)
-                    else:
+                    if not fence.pool.give(size, staging):   # the pool of the fence's device
                         staging.destroy()
             except Exception as exc:
                 fence.error = self.error(exc)
@@ -435,8 +504,8 @@ class WgpuBackend(EngineBackend):
         return frozenset(op for op in super().supported_ops() if op not in REFUSED_OPS)
 
     def refuse(self, program: Program) -> None:
-        # what WGSL cannot give the reference's bytes for, including what only printing finds
-        # (f32 division and remainder): routing must refuse exactly what the dispatch refuses
+        # what WGSL cannot give the reference's bytes for, including what only legalizing or
+        # printing finds: routing must refuse exactly what the dispatch refuses
         self.dev.source(program)
         n = len(program.facts.bound) + 2
         limit = self.dev.limits.get("max-storage-buffers-per-shader-stage", 8)
@@ -467,6 +536,10 @@ class WgpuBackend(EngineBackend):
 
     def max_compute_workgroups_per_dimension(self) -> int:
         return self.dev.limits["max-compute-workgroups-per-dimension"]
+
+    def max_grid_size(self) -> tuple[int, int, int]:
+        # larger grids are launched folded onto more axes (WgpuDevice._fold)
+        return (2**31 - 1, 2**31 - 1, 2**31 - 1)
 
     def max_invocations_per_dispatch(self) -> int:
         return 2**32 - 1

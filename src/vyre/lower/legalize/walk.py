@@ -1,0 +1,75 @@
+"""The typed statement walk every legalization rewrite shares, with no per-kind code: how a
+statement is taken apart and rebuilt, which local it declares and which it binds for its
+bodies come from the one list of kinds (`vyre.ir.kinds`).
+
+`walk_body(nodes, scope, rw)` rebuilds a body: each statement is first offered to
+``rw.stmt(n, scope)`` (a rewrite that replaces it returns the new statements, else None);
+otherwise its root expressions go through ``rw.expr(e, scope)`` (with the types of the
+locals visible there) and its bodies through the walk again. A declared local (``let``)
+takes the type of the statement's first expression; a bound local (a loop variable) the
+type of its first expression too (the loop's start).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from vyre.ir import node as N
+from vyre.ir.kinds import NODE_MAP, Role, kind_of
+from vyre.ir.program import Function, Program
+from vyre.ir.typecheck import TypeFault, body_scope, infer
+from vyre.ir.types import DataType
+
+Scope = dict[str, DataType]
+
+
+class Rewrite(Protocol):
+    p: Program
+
+    def expr(self, e: Any, scope: Scope) -> Any: ...
+
+    def stmt(self, n: N.Node, scope: Scope) -> list[N.Node] | None: ...
+
+
+def first_type(n: N.Node, scope: Scope, program: Program) -> DataType | None:
+    exprs = N.node_exprs(n)
+    if not exprs:
+        return None
+    try:
+        return infer(exprs[0], scope, program)
+    except TypeFault:
+        return None
+
+
+def walk_body(nodes, scope: Scope, rw: Rewrite) -> tuple[N.Node, ...]:
+    scope = dict(scope)
+    out: list[N.Node] = []
+    for n in nodes:
+        replaced = rw.stmt(n, scope)
+        kind = kind_of(n)
+        if replaced is not None:
+            out.extend(replaced)
+        else:
+            inner = dict(scope)
+            for name_field in kind.roles(Role.BINDS):
+                t = first_type(n, scope, rw.p)
+                if t is not None:
+                    inner[getattr(n, name_field)] = t
+            mapper = NODE_MAP.get(type(n))
+            out.append(n if mapper is None else
+                       mapper(n, lambda e: rw.expr(e, scope), lambda ns, inner=inner: walk_body(ns, inner, rw)))
+        for name_field in kind.roles(Role.DECLARES):
+            t = first_type(n, scope, rw.p)
+            if t is not None:
+                scope[getattr(n, name_field)] = t
+    return tuple(out)
+
+
+def walk_function(f: Function, rw: Rewrite, params=None, result=None) -> Function:
+    """``f`` with its body walked (and its result through ``rw.expr``); ``params`` and
+    ``result`` replace its parameter list and result expression when given."""
+    scope = dict(f.params)
+    body = walk_body(f.body, scope, rw)
+    if result is None and f.result is not None:
+        result = rw.expr(f.result, body_scope(f.body, scope, rw.p))
+    return Function(f.name, tuple(params if params is not None else f.params), body, result)

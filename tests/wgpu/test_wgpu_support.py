@@ -1,0 +1,42 @@
+"""wgpu's supported_ops() and refusals tell the truth: it leaves out only the
+transcendentals (accuracy) and subgroup operations, refuses only those and 64-bit atomics
+(with a Fix naming a backend that runs them), and conformance generates programs with
+every type for it."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import get_backend
+from vyre.conform.generator import WIDE, options_for
+from vyre.driver import UnsupportedFeature
+from vyre.ir import AtomicOp, BufferDecl, DataType, Expr, Node, Program, UnOp
+from vyre.ir.ops import all_op_ids
+from vyre.ir.types import TRANSCENDENTAL
+
+
+@pytest.fixture
+def wgpu():
+    return get_backend("wgpu")
+
+
+def test_supported_ops_leave_out_only_transcendentals_and_subgroups(wgpu):
+    missing = all_op_ids() - set(wgpu.supported_ops())
+    expected = {f"vyre.{'un' if isinstance(op, UnOp) else 'bin'}_op.{op.value}" for op in TRANSCENDENTAL}
+    expected |= {op for op in all_op_ids() if op.startswith("vyre.subgroup.")}
+    assert missing == expected
+
+
+@pytest.mark.parametrize("t", [DataType.U64, DataType.I64], ids=lambda t: t.value)
+def test_64_bit_atomics_are_refused_with_a_fix(wgpu, t):
+    p = Program.wrapped([BufferDecl.output("o", 0, t, 4)], 1,
+                        [Node.expr(Expr.atomic(AtomicOp.ADD, "o", Expr.gid_x(), Expr.lit(t, 1)))])
+    with pytest.raises(UnsupportedFeature, match="64-bit atomics") as err:
+        wgpu.dispatch(p, [])
+    assert "cuda" in str(err.value) and "Fix:" in str(err.value)
+
+
+def test_conformance_generates_every_type_for_wgpu(wgpu):
+    opts = options_for(wgpu)
+    assert opts.types and opts.narrow and set(opts.wide) == set(WIDE)
+    assert not {"f32_div", "f32_mod", "fma", "sqrt", "reciprocal"} & set(opts.excluded)
