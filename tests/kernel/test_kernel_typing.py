@@ -33,7 +33,7 @@ from vyre.kernel import (
     u64,
 )
 
-NARROW = ("wgpu",)     # wgpu refuses u64/i64/u8/f16 values (documented)
+NARROW: tuple[str, ...] = ()     # every backend runs u64/i64/u8/f16 values now (wgpu legalizes them)
 
 
 @vyre.kernel
