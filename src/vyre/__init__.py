@@ -12,7 +12,7 @@ cuda) is imported until its backend is acquired.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import ir
 from .ir import (
@@ -30,9 +30,13 @@ from .ir import (
     validate,
 )
 
+if TYPE_CHECKING:   # `@vyre.kernel` / `@vyre.func` are decorators to a type checker (the module is callable)
+    def kernel(fn: Any = None, **options: Any) -> Any: ...
+    def func(fn: Any) -> Any: ...
+
 __version__ = "0.2.0"
 
-_LAZY = ("conform", "driver", "drivers", "examples", "kernel", "lib", "lower", "reference", "cli", "settings")
+_LAZY = ("conform", "driver", "drivers", "examples", "kernel", "lib", "lower", "reference", "cli")
 # the kernel frontend's names, at the top level: @vyre.kernel, @vyre.func, vyre.In[vyre.f32], ...
 _KERNEL_NAMES = ("func", "In", "Out", "InOut", "Scalar", "gid", "lid", "wgid", "barrier", "u8", "i8",
                  "u16", "i16", "u32", "i32", "u64", "i64", "f16", "bf16", "f32", "bool_")

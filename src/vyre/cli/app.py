@@ -16,6 +16,7 @@ import platform
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import typer
@@ -145,14 +146,25 @@ def backends(explain: Path | None = typer.Option(None, help="say which backends 
                             "pass the path of a file written by vyre.ir.wire.encode()."))
         except VyreError as exc:
             _fail(exc)
+        from vyre.ir import ValidationError
+
+        diags = validate(program)
+        if diags:     # an invalid program: no backend runs it, so none is named
+            _fail(ValidationError(diags))
     t = Table(title="vyre backends")
-    for col in ("id", "precedence", "available", "version", "capabilities"):
-        t.add_column(col)
+    for col in ("id", "prec.", "available", "version", "capabilities"):
+        t.add_column(col, overflow="fold")
+    notes: list[str] = []     # long reasons go under the table, so it reads at 80 columns
+
+    def note(text: str) -> str:
+        notes.append(text)
+        return f"see [{len(notes)}]"
+
     for reg in registered_backends_by_precedence():
         try:
             b = acquire(reg.id)
         except BackendError as exc:
-            t.add_row(reg.id, str(reg.precedence), f"[red]no[/red]: {escape(str(exc))}", "-", "-")
+            t.add_row(reg.id, str(reg.precedence), f"[red]no[/red], {escape(note(str(exc)))}", "-", "-")
             continue
         caps = [f"wg≤{b.max_compute_invocations_per_workgroup()}", f"mem≤{b.max_storage_buffer_bytes() >> 20}MiB"]
         caps += [n for n, f in (("async", b.supports_async_compute), ("grid_sync", b.supports_grid_sync),
@@ -160,12 +172,14 @@ def backends(explain: Path | None = typer.Option(None, help="say which backends 
         avail = "[green]yes[/green]" + (" (reference oracle)" if reg.reference_oracle else "")
         if program is not None:
             reasons = why_not(program, b)
-            avail += "; runs program" if not reasons else f"; cannot run: {escape('; '.join(reasons))}"
+            avail += "; runs program" if not reasons else f"; cannot run it, {escape(note('; '.join(reasons)))}"
         t.add_row(reg.id, str(reg.precedence), avail + f"\n{escape(b.device_profile().device_name)}",
                   escape(b.version()), escape(", ".join(caps)))
     for name, why in broken_registrations().items():
-        t.add_row(escape(name), "-", f"[red]broken[/red]: {escape(str(why))}", "-", "-")
+        t.add_row(escape(name), "-", f"[red]broken[/red], {escape(note(str(why)))}", "-", "-")
     console.print(t)
+    for i, text in enumerate(notes, 1):
+        console.print(escape(f"[{i}] {text}"), highlight=False)
     if program is not None:
         from vyre.driver.routing import Router
 
@@ -263,6 +277,7 @@ def conform(
     for col in ("backend", "pass", "fail", "error", "skip", "certificate"):
         summary.add_column(col)
     total = len(corpus()) + random
+    every = max(1, total // 20)
     for bid in ids:
         try:
             b = acquire(bid)
@@ -271,10 +286,25 @@ def conform(
                 _fail(exc)
             console.print(f"[yellow]skip[/yellow] {bid}: {escape(str(exc))}")
             continue
-        with Progress(console=console, transient=True) as bar:
-            task = bar.add_task(f"{bid}", total=total)
-            report = run_backend(b, random=random, seed=seed, repro_dir=repro_dir,
-                                 progress=lambda name, task=task: bar.advance(task))
+        done = [0]
+
+        def step(name: str, bar: Progress, task: Any, bid: str = bid, done: list[int] = done) -> None:
+            done[0] += 1
+            bar.advance(task)
+            if not console.is_terminal and (done[0] % every == 0 or done[0] == total):
+                console.print(escape(f"{bid}: {done[0]}/{total} ({name})"), highlight=False)
+
+        try:
+            with Progress(console=console, transient=True, disable=not console.is_terminal) as bar:
+                task = bar.add_task(f"{bid}", total=total)
+                report = run_backend(b, random=random, seed=seed, repro_dir=repro_dir,
+                                     progress=lambda name, bar=bar, task=task: step(name, bar, task))
+        except KeyboardInterrupt:   # leave what finished: the table and the certificates written
+            summary.add_row(bid, "-", "-", "-", "-", f"interrupted after {done[0]}/{total}")
+            console.print(summary)
+            errors.print(f"interrupted: {len(reports)} backend(s) finished; their certificates are in "
+                         f"{escape(str(cert_dir))}")
+            raise typer.Exit(130) from None
         cert = certificate(report, random=random, seed=seed)
         cert_dir.mkdir(parents=True, exist_ok=True)
         cpath = cert_dir / f"{bid}.json"

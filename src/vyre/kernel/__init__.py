@@ -21,13 +21,17 @@ The IR builders (`vyre.ir`) remain the low-level API: ``saxpy.program`` is the P
 from __future__ import annotations
 
 import functools
+import logging
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 from vyre.ir import Program
 
 from . import intrinsics
-from .frontend import KernelError, build_program
+from .errors import CODES, KernelError
+from .frontend import Built, build_program, capture
 from .intrinsics import (
     acos,
     asin,
@@ -82,7 +86,7 @@ from .intrinsics import (
     trunc,
     wgid,
 )
-from .launch import call
+from .launch import call, check_workgroup, resolve_backend
 from .types import (
     In,
     InOut,
@@ -103,40 +107,65 @@ from .types import (
 )
 
 DEFAULT_MAX_ITERATIONS = 1 << 20
+_log = logging.getLogger("vyre.kernel")
 
 
 class Kernel:
     """A compiled-on-first-use kernel. Call it like the function (In/InOut/Scalar arguments
     in order; Out buffers come back), index it with a grid (``k[(blocks,)](...)``), or read
-    ``.program`` for the IR."""
+    ``.program`` for the IR and ``.source(backend)`` for the generated code."""
 
-    def __init__(self, fn: Callable, workgroup_size: int | tuple[int, ...] = 256,
+    def __init__(self, fn: Callable, workgroup_size: Any = 256,
                  max_iterations: int = DEFAULT_MAX_ITERATIONS) -> None:
+        cap = capture(fn)            # the source as it is now (a later edit does not change it)
+        if cap.error is not None:
+            raise cap.error
+        self._where = cap.where()
+        self.workgroup_size = check_workgroup(workgroup_size, self._where)
+        if isinstance(max_iterations, bool) or not isinstance(max_iterations, int) or max_iterations < 1:
+            raise KernelError(f"max_iterations={max_iterations!r} is not a positive integer.",
+                              "pass max_iterations=n (the cap on every while loop).", "K021", self._where)
         functools.update_wrapper(self, fn)
         self.fn = fn
-        self.workgroup_size = workgroup_size
         self.max_iterations = max_iterations
-        self._built: tuple[Program, list] | None = None
+        self._built: Built | None = None
+        self._lock = threading.Lock()
 
-    def _build(self) -> tuple[Program, list]:
-        if self._built is None:
-            self._built = build_program(self.fn, self.workgroup_size, self.max_iterations)
-        return self._built
+    def _build(self) -> Built:
+        with self._lock:
+            if self._built is None:
+                start = time.perf_counter()
+                self._built = build_program(self.fn, self.workgroup_size, self.max_iterations)
+                _log.debug("vyre.kernel: compiled %s to IR in %.1f ms", self.__name__,
+                          (time.perf_counter() - start) * 1e3)
+            return self._built
 
     @property
     def program(self) -> Program:
         """The kernel as a `vyre.ir.Program` (built once)."""
-        return self._build()[0]
+        return self._build().program
 
-    def __call__(self, *args: Any, out: Any = None, grid: Any = None, elements: int | None = None,
-                 backend: Any = None, config: Any = None) -> Any:
-        """Run the kernel. ``backend``: an id or backend object (default: the preferred
-        dispatch backend, ``VYRE_BACKEND`` overrides); ``grid``: workgroups per axis;
-        ``elements``: the count of runtime-sized outputs; ``config``: a DispatchConfig;
-        ``out``: arrays to write the outputs into. Returns writable numpy arrays."""
-        program, params = self._build()
-        return call(program, params, self.__name__, args, out=out, grid=grid, elements=elements,
-                    backend=backend, config=config)
+    def source(self, backend: Any = None) -> str:
+        """The code ``backend`` (an id or backend object; default: the one a call would use)
+        generates for this kernel: CUDA C, OpenCL C or WGSL; for the reference, the IR."""
+        built = self._build()
+        b = resolve_backend(backend, built.program, built.where)
+        text = None
+        gen = getattr(b, "generated_source", None)
+        if callable(gen):
+            text = gen(built.program)
+        return text if text is not None else str(built.program)
+
+    def __call__(self, *args: Any, out: Any = None, grid: Any = None, elements: Any = None,
+                 backend: Any = None, config: Any = None, dim: Any = None, shape: Any = None) -> Any:
+        """Run the kernel. ``backend``: an id or backend object (default: the first backend by
+        precedence that can run it; ``VYRE_BACKEND`` overrides); ``grid``: workgroups per
+        axis; ``dim``: invocations per axis (the grid is derived); ``elements``: the count of
+        runtime-sized outputs; ``shape``: the shape of runtime-sized N-D outputs; ``config``: a
+        DispatchConfig; ``out``: arrays to write the outputs into. Returns writable numpy
+        arrays shaped like their inputs (N-D outputs: their N-D shape)."""
+        return call(self._build(), self.__name__, args, out=out, grid=grid, elements=elements,
+                    backend=backend, config=config, dim=dim, shape=shape)
 
     def __getitem__(self, grid: Any) -> Callable[..., Any]:
         return functools.partial(self.__call__, grid=grid)
@@ -150,6 +179,9 @@ class DeviceFunction:
     """A ``@vyre.func``: callable from kernels (and other device functions) only."""
 
     def __init__(self, fn: Callable) -> None:
+        cap = capture(fn)            # the source as it is now
+        if cap.error is not None:
+            raise cap.error
         functools.update_wrapper(self, fn)
         self.__vyre_func__ = fn
 
@@ -169,6 +201,9 @@ def kernel(fn: Callable | None = None, *, workgroup_size: int | tuple[int, ...] 
     caps every ``while`` loop (exceeding it fails the dispatch with a clear error)."""
     if fn is None:
         return lambda f: Kernel(f, workgroup_size, max_iterations)
+    if not callable(fn):
+        raise KernelError(f"@vyre.kernel decorates a function, not {fn!r}.",
+                          "write @vyre.kernel or @vyre.kernel(workgroup_size=64) above a def.", "K021")
     return Kernel(fn, workgroup_size, max_iterations)
 
 
@@ -178,7 +213,7 @@ def func(fn: Callable) -> DeviceFunction:
     return DeviceFunction(fn)
 
 
-__all__ = ["DeviceFunction", "In", "InOut", "Kernel", "KernelError", "Out", "Scalar", "atomic_add",
+__all__ = ["CODES", "DeviceFunction", "In", "InOut", "Kernel", "KernelError", "Out", "Scalar", "atomic_add",
            "atomic_and", "atomic_cas", "atomic_exchange", "atomic_max", "atomic_min", "atomic_or",
            "atomic_xor", "barrier", "bf16", "bitcast", "bool_", "byte_swap", "ceil", "clz", "cos", "ctz",
            "exp", "exp2", "f16", "f32", "floor", "fma", "func", "gid", "grid_sync", "i8", "i16", "i32",

@@ -12,8 +12,7 @@ from vyre import examples as X
 from vyre.cli.bench import saxpy_program
 from vyre.examples import kernels as KX
 from vyre.ir import VyreError
-from vyre.kernel import In, InOut, Out, Scalar, f32, gid, i32, u32
-from vyre.kernel.frontend import KernelError
+from vyre.kernel import In, InOut, KernelError, Out, Scalar, f32, gid, i32, u32
 
 
 def test_saxpy_kernel_is_its_builder_twin(backend):
@@ -138,3 +137,8 @@ def test_missing_annotation_and_recursion_are_refused():
 
     with pytest.raises(KernelError, match="calls itself"):
         _ = uses.program
+
+
+def test_source_shows_the_generated_code():
+    assert "__kernel" in KX.saxpy.source("opencl")
+    assert "Store" in KX.saxpy.source("reference") or "store" in KX.saxpy.source("reference").lower()

@@ -1,0 +1,190 @@
+"""Calling kernels (issue 25 "no silent paths", issue 28 item 10): every argument and launch
+option is checked; a wrong one is a KernelError with a stable code naming the kernel's def
+line — never a bare exception, a silent conversion, or a partial launch."""
+
+from __future__ import annotations
+
+import decimal
+
+import numpy as np
+import pytest
+
+import vyre
+from vyre.kernel import In, KernelError, Out, Scalar, f32, gid, u32
+
+
+@vyre.kernel
+def _add(a: In[f32], b: In[f32], o: Out[f32]):
+    i = gid()
+    o[i] = a[i] + b[i]
+
+
+@vyre.kernel
+def _copy(a: In[u32], o: Out[u32]):
+    i = gid()
+    o[i] = a[i]
+
+
+@vyre.kernel
+def _put(o: Out[f32, 1], v: Scalar[f32]):
+    o[0] = v
+
+
+@vyre.kernel
+def _put_u(o: Out[u32, 1], v: Scalar[u32]):
+    o[0] = v
+
+
+@vyre.kernel(workgroup_size=(8, 8))
+def _square(o: Out[u32]):
+    o[gid(1) * 16 + gid(0)] = 1
+
+
+ONES = np.ones(8, np.float32)
+
+
+def _code(fn, *args, **kw) -> str:
+    with pytest.raises(KernelError) as err:
+        fn(*args, **kw)
+    text = str(err.value)
+    assert "Fix:" in text and "test_kernel_calls.py:" in text, text
+    return err.value.code
+
+
+@pytest.mark.parametrize("value", [[1.5, 2.7], [-1], [1e20], ["a"], [[1], [2, 3]], [True, None]])
+def test_lists_are_checked_like_arrays(value):
+    assert _code(_copy, value, backend="reference") == "K020"
+
+
+def test_good_lists_and_nd_lists_pass():
+    assert _copy([1, 2, 2**32 - 1], backend="reference").tolist() == [1, 2, 2**32 - 1]
+    assert _add([[1.5, 2]], [[0.5, 1]], backend="reference").tolist() == [[2.0, 3.0]]
+    assert _code(_add, [1e300], [1.0], backend="reference") == "K020"
+
+
+@pytest.mark.parametrize("kw", [
+    {"grid": 1.5}, {"grid": (1, 1, 1, 5)}, {"grid": "abc"}, {"grid": -1}, {"grid": True},
+    {"elements": "abc"}, {"elements": 1.7}, {"elements": -1},
+    {"config": "abc", "grid": 1}, {"backend": 5}, {"backend": "opencll"},
+    {"dim": (0.5,)}, {"dim": 4, "grid": 1}, {"shape": "x"},
+])
+def test_launch_options_are_checked(kw):
+    kw.setdefault("backend", "reference")
+    assert _code(_add, ONES, ONES, **kw) == "K021"
+
+
+def test_numpy_integers_are_fine_launch_values():
+    assert _add(ONES, ONES, grid=np.int64(1), elements=np.uint32(8), backend="reference").tolist() == [2.0] * 8
+
+
+def test_backend_ids_get_a_did_you_mean():
+    with pytest.raises(KernelError, match="did you mean 'opencl'"):
+        _add(ONES, ONES, backend="opencll")
+
+
+@pytest.mark.parametrize("value", ["5", b"5", None, [5], 2**32, -1, 1.5, complex(1, 0), 10**400])
+def test_unsigned_scalars_are_checked(value):
+    assert _code(_put_u, value, backend="reference") == "K020"
+
+
+@pytest.mark.parametrize("value", ["nan", 10**400, 1e300, "1.0"])
+def test_float_scalars_are_checked(value):
+    assert _code(_put, value, backend="reference") == "K020"
+
+
+def test_float_scalars_accept_numbers_and_decimals():
+    assert _put(decimal.Decimal("1.5"), backend="reference").tolist() == [1.5]
+    assert np.isinf(_put(decimal.Decimal("Infinity"), backend="reference")[0])
+    assert _put(np.float32(2.5), backend="reference").tolist() == [2.5]
+    assert _put_u(np.uint64(7), backend="reference").tolist() == [7]
+
+
+def test_workgroup_size_and_decorator_arguments_are_checked():
+    for bad in ("abc", 0, (1, 1, 1, 1), 2.5, (0, 4)):
+        with pytest.raises(KernelError) as err:
+            vyre.kernel(workgroup_size=bad)(_add.fn)
+        assert err.value.code == "K021"
+    with pytest.raises(KernelError) as err:
+        vyre.kernel(max_iterations=0)(_add.fn)
+    assert err.value.code == "K021"
+
+
+def test_lambdas_are_refused_when_decorated():
+    with pytest.raises(KernelError) as err:
+        vyre.kernel(lambda x: None)
+    assert err.value.code == "K001"
+    f = lambda x: None  # noqa: E731
+    with pytest.raises(KernelError):
+        vyre.func(f)
+
+
+def test_inputs_of_different_lengths_are_refused_unless_elements_says_so():
+    assert _code(_add, np.ones(3, np.float32), np.ones(4, np.float32), backend="reference") == "K023"
+    got = _add(np.ones(3, np.float32), np.ones(4, np.float32), elements=4, backend="reference")
+    assert got.tolist() == [2, 2, 2, 1]
+
+
+def test_a_multi_axis_workgroup_without_a_grid_is_refused_not_sliced():
+    assert _code(_square, elements=256, backend="reference") == "K021"
+    assert _square(elements=256, dim=(16, 16), backend="reference").tolist() == [1] * 256
+    assert _square(elements=256, grid=(2, 2), backend="reference").tolist() == [1] * 256
+
+
+@pytest.mark.parametrize("make", [
+    lambda: np.zeros((4, 4), np.float32)[:, ::2].T,      # non-contiguous, transposed
+    lambda: np.zeros(16, np.float32)[::2],                 # strided
+    lambda: np.asfortranarray(np.zeros((2, 4), np.float32)),
+])
+def test_out_writes_into_any_writable_layout(make):
+    dst = make()
+    a = np.arange(8, dtype=np.float32)
+    assert _add(a, a, out=dst, backend="reference") is dst
+    assert dst.reshape(-1).tolist() == (a + a).tolist() or np.array_equal(dst, (a + a).reshape(dst.shape))
+
+
+def test_out_refuses_what_it_cannot_fill():
+    ro = np.zeros(8, np.float32)
+    ro.flags.writeable = False
+    for bad in (ro, np.zeros(7, np.float32), np.zeros(8, np.float64), [0.0] * 8):
+        assert _code(_add, ONES, ONES, out=bad, backend="reference") == "K022"
+
+
+def test_wrong_dtypes_say_how_to_convert():
+    with pytest.raises(KernelError, match=r"astype\(np.float32\)") as err:
+        _add(np.ones(8), ONES, backend="reference")
+    assert err.value.code == "K020"
+
+
+def test_the_preferred_backend_is_routed_and_logged(monkeypatch, caplog):
+    """Without backend= the call runs on the first backend by precedence that can run the
+    kernel; when a preferred one that is here cannot, one log line says where it runs and why."""
+    import logging
+
+    from vyre.driver import BackendError, acquire
+    from vyre.kernel import launch
+
+    here = []
+    for bid in ("opencl", "wgpu"):
+        try:
+            acquire(bid)
+            here.append(bid)
+        except BackendError:
+            pass
+    if len(here) < 2:
+        pytest.skip("needs opencl and wgpu")
+    monkeypatch.setattr(launch, "_ROUTES", {})
+    monkeypatch.setattr(launch, "_CHECKED", {})
+    real = launch.refusal
+    monkeypatch.setattr(launch, "refusal", lambda b, p: "uses exp()" if b.id() != "wgpu" else real(b, p))
+    a = np.arange(8, dtype=np.float32)
+    with caplog.at_level(logging.INFO, logger="vyre.kernel"):
+        assert _add(a, a).tolist() == (a + a).tolist()
+    assert list(launch._ROUTES.values()) == ["wgpu"]
+    assert any("runs on wgpu" in r.message and "opencl cannot run it: uses exp()" in r.message
+               for r in caplog.records)
+    monkeypatch.setattr(launch, "_ROUTES", {})
+    monkeypatch.setattr(launch, "refusal", real)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="vyre.kernel"):
+        _add(a, a)
+    assert list(launch._ROUTES.values()) != ["wgpu"] and not caplog.records

@@ -1,0 +1,152 @@
+"""Kernel errors speak the user's language (issue 25; issue 28 items 11 and 13): every error
+has a stable K code from `vyre.kernel.CODES`, names the Python ``file:line`` (validator
+findings included) and ends in a Fix in kernel words; generated names never collide with the
+user's; a kernel compiles the source it had when it was decorated."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import vyre
+from kernel.support import compile_source
+from vyre.kernel import CODES, KernelError
+
+ROOT = Path(__file__).resolve().parents[2]
+IR_WORDS = ("Expr.", "Node.", "DataType.", "BufferDecl", "DispatchConfig", "let_bind", "grid_override")
+
+
+def _error(src: str) -> KernelError:
+    ns = compile_source(src)
+    k = next(v for v in ns.values() if isinstance(v, vyre.kernel.Kernel))
+    with pytest.raises(KernelError) as err:
+        _ = k.program
+    return err.value
+
+
+def test_every_code_raised_is_in_the_table_and_documented():
+    used = set()
+    for path in (ROOT / "src/vyre/kernel").glob("*.py"):
+        used |= set(re.findall(r'"(K\d{3})"', path.read_text()))
+    assert used <= set(CODES), used - set(CODES)
+    doc = (ROOT / "docs/kernels.md").read_text()
+    assert all(code in doc for code in CODES), [c for c in CODES if c not in doc]
+
+
+BAD = [
+    ("o[i] = x[i] ** 2", "K003", "Pow"),
+    ("o[i] = math.sqrt(x[i])", "K009", "vyre.kernel.sqrt"),
+    ("o[i] = np.exp(x[i])", "K009", "vyre.kernel.exp"),
+    ("o[i] = u32(x[i]) / 2", "K004", "//"),
+    ("x[i] = 1.0", "K015", "read-only"),
+    ("o[i] = x[-1]", "K014", "len(x) - 1"),
+    ("o[i] = x[i, 0] + x[i]", "K014", "2 axis"),
+    ("o[i] = x", "K008", "index it"),
+    ("o[i] = nothing", "K007", "assign it first"),
+    ("y = 1\ny = 2.5", "K005", "float literal"),
+    ("while x[i]:\n    pass", "K004", "!= 0"),
+    ("o[i] = x[i] + i", "K004", "cast one operand"),
+    ("o[i] = u8(x[i])", "K004", "storage type"),
+    ("for k in [1, 2]:\n    pass", "K011", "range"),
+    ("t = shared(f32, 0)", "K012", "shared(f32, 256)"),
+    ("o[i] = x[0:2]", "K014", "slices"),
+    ("o[i] = x.shape", "K014", "x.shape[0]"),
+]
+
+
+@pytest.mark.parametrize("line, code, words", BAD, ids=[b[1] + ":" + b[0][:20] for b in BAD])
+def test_errors_have_a_code_a_line_and_a_fix_in_kernel_words(line, code, words):
+    body = line.replace("\n", "\n    ")
+    err = _error(f"import math\nimport numpy as np\n\n\n@vyre.kernel\ndef bad(x: In[f32], o: Out[f32]):\n"
+                 f"    i = gid()\n    {body}\n")
+    text = str(err)
+    assert err.code == code, text
+    assert words in text, text
+    assert re.match(r"<kernel-src-\d+>:\d+: \[K\d{3}\] ", text), text
+    line_no = int(text.split(":")[1])
+    assert line_no >= 8, text                  # the statement's own line, not the def
+    assert not any(w in err.fix for w in IR_WORDS), err.fix
+
+
+def test_validator_findings_name_the_python_line():
+    err = _error("""
+        @vyre.kernel(workgroup_size=64)
+        def bad(x: In[u32], o: Out[u32]):
+            i = gid()
+            if x[i] > 0:
+                o[i] = 1
+                barrier()
+    """)
+    assert err.code == "K015" and ":7:" in str(err) and "barrier" in str(err)
+
+
+def test_generated_names_never_collide_with_the_users():
+    ns = compile_source("""
+        @vyre.kernel
+        def names(a: In[u32], o: Out[u32], n: Scalar[u32], n_value: In[u32]):
+            i = gid()
+            tuple_ = 1
+            tuple = 2
+            trip = 3
+            index = 4
+            start = 5
+            x, y = a[i], n
+            y, x = x, y
+            o[i + 0] += x + y + tuple_ + tuple + trip + index + start + n_value[0]
+            for k in range(start, 9, 2):
+                o[i] += u32(k)
+    """)
+    got = ns["names"](np.ones(2, np.uint32), 5, np.full(2, 7, np.uint32), backend="reference")
+    assert got.tolist() == [5 + 1 + 1 + 2 + 3 + 4 + 5 + 7 + 5 + 7] * 2
+
+
+def test_a_kernel_compiles_the_source_it_had_when_decorated(tmp_path, monkeypatch):
+    path = tmp_path / "user_kernel_mod.py"
+    path.write_text("import vyre\nfrom vyre.kernel import In, Out, u32, gid\n\n"
+                    "@vyre.kernel\ndef k(x: In[u32], o: Out[u32]):\n    o[gid()] = x[gid()] + 1\n")
+    spec = importlib.util.spec_from_file_location("user_kernel_mod", path)
+    mod = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "user_kernel_mod", mod)
+    spec.loader.exec_module(mod)
+    path.write_text(path.read_text().replace("+ 1", "+ 100"))
+    import linecache
+
+    linecache.checkcache(str(path))
+    assert mod.k(np.zeros(3, np.uint32), backend="reference").tolist() == [1, 1, 1]
+
+
+def test_recursion_and_missing_annotations():
+    err = _error("""
+        @vyre.kernel
+        def bad(x, o: Out[f32]):
+            o[gid()] = 1.0
+    """)
+    assert err.code == "K006"
+    ns = compile_source("""
+        @vyre.func
+        def again(n: u32) -> u32:
+            return again(n)
+
+        @vyre.kernel
+        def uses(o: Out[u32]):
+            o[gid()] = again(3)
+    """)
+    with pytest.raises(KernelError) as e:
+        _ = ns["uses"].program
+    assert e.value.code == "K013" and "calls itself" in str(e.value)
+
+
+def test_deep_expressions_are_an_error_not_a_crash():
+    terms = " + ".join(["x[i]"] * 1200)
+    err = _error(f"""
+        @vyre.kernel
+        def deep(x: In[f32], o: Out[f32]):
+            i = gid()
+            o[i] = {terms}
+    """)
+    assert err.code in ("K003", "K015")
