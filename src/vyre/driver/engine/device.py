@@ -144,9 +144,10 @@ class Device(abc.ABC):
     def launcher(self, kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int],
                  packed: Any) -> Any:
         """A no-argument callable that enqueues exactly what `launch` (untimed, every phase)
-        would, with everything bound in advance, for a bound dispatch's hot path; valid until
-        the backend's epoch changes (a recovery may replace the queue). None (the default):
-        the hot path calls `launch`."""
+        would, with everything bound in advance, for a bound dispatch's hot path; valid in the
+        calling thread (a device may make its context current there once) until the backend's
+        epoch changes (a recovery may replace the queue). None (the default): the hot path
+        calls `launch`."""
         return None
 
     def precompile(self, programs: list[Program]) -> int:

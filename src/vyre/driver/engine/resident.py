@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from threading import get_ident
 from typing import Any
 
 from .. import observability
@@ -55,6 +56,7 @@ class Bound:
         self._armed = False
         self._lock = threading.Lock()
         self._fast: Any = None     # the device's prebound launch, where nothing else is due
+        self._fast_thread = 0      # the thread it was bound in (it is valid there only)
         self._fast_ok = not self.zero and not self.uses_ctl and not self.prep.kernel.indirect \
             and not self.prep.empty
         outs = [b.name for b in pipe.effective.outputs]
@@ -70,9 +72,10 @@ class Bound:
     def _check(self) -> None:
         b = self.backend
         if not (self.stale or b._closed or b._runaway or self.pipe.generation != b.generation):
-            if self._epoch != b.epoch and self._fast_ok:   # (re)bind to this epoch's queue
-                p = self.prep
+            if self._fast_ok and (self._epoch != b.epoch or self._fast_thread != get_ident()):
+                p = self.prep   # (re)bind to this epoch's queue, in this thread
                 self._fast = b.device.launcher(p.kernel, p.grid, p.block, self.packed)
+                self._fast_thread = get_ident()
             self._epoch = b.epoch
             return
         b._usable()
@@ -114,12 +117,15 @@ class Bound:
             # hot path: checked clean in this epoch and nothing freed since: the same rules
             # hold without re-checking; counted without the lock (enqueue only)
             fast = self._fast
-            if fast is not None:
+            if fast is not None and self._fast_thread == get_ident():
                 fast()
-            else:
+                next(self._series.launches)
+                return
+            if fast is None:
                 self._launch_now(self.backend.device)
-            next(self._series.launches)
-            return
+                next(self._series.launches)
+                return
+            # another thread: the locked path below binds the launch there
         t0 = _now()
         ok = False
         b = self.backend

@@ -208,15 +208,10 @@ class CudaDevice(Device):
         if len(kernel.handle) != 1:
             return None
         # on the dispatch stream itself, never a capture in progress (captures are locked);
-        # it may run in any thread, so it makes the context current first
-        launch = functools.partial(cc.launch, self.stream, self._config(grid, block), kernel.handle[0], *packed)
-        current = self.rt.ensure_current
-
-        def run(*args: Any) -> Any:
-            current()
-            return launch(*args)
-
-        return run
+        # bound in the calling thread, whose context is made current now (the engine calls
+        # it only from this thread)
+        self.rt.ensure_current()
+        return functools.partial(cc.launch, self.stream, self._config(grid, block), kernel.handle[0], *packed)
 
     def timer(self) -> Any:
         self.rt.ensure_current()
