@@ -64,4 +64,6 @@ def test_facts_equal_a_plain_recomputation(p):
     assert f.while_loop == any(isinstance(n, N.While) for n in nodes)
     assert f.returns == any(isinstance(n, N.Return) for n in nodes)
     assert dict(f.specs).keys() == {e.name for e in exprs if isinstance(e, E.Spec)}
+    assert f.types == ({b.dtype for b in p.buffers} | {t for fn in p.functions for _, t in fn.params}
+                       | {e.dtype for e in exprs if isinstance(e, E.Lit | E.Cast | E.Bitcast | E.Spec)})
     assert f.wide_atomics == any(isinstance(e, E.Atomic) and p.buffer(e.buffer).dtype.is_wide for e in exprs)

@@ -40,7 +40,8 @@ class ProgramFacts:
     atomic_buffers: frozenset[str]        # buffers an atomic touches
     wide_atomics: bool                    # an atomic on a 64-bit buffer
     read: frozenset[str]                  # buffers loaded or touched by an atomic
-    types: frozenset[DataType]            # every type a buffer, literal, cast or bitcast names
+    types: frozenset[DataType]            # every type a buffer, literal, cast, bitcast,
+                                          # specialization constant or function parameter names
     division: bool                        # any DIV/MOD (a signed division may fault)
     transcendental: bool
     subgroup_ops: frozenset[SubgroupOp]
@@ -168,6 +169,7 @@ def _compute(program: Program) -> ProgramFacts:
     for f in program.functions:
         for _, ptype in f.params:
             ops[f"vyre.dtype.{ptype.value}"] = None
+            a.types.add(ptype)
         if f.result is not None:
             roots.append(f.result)
     expr_rule = EXPR_FACTS.get

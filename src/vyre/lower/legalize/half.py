@@ -34,11 +34,8 @@ class HalfRefusal(Exception):
 
 
 def uses_half(program: Program) -> bool:
-    if any(b.dtype in HALF for b in program.buffers) or any(t in HALF for f in program.functions
-                                                            for _, t in f.params):
-        return True
-    return any(isinstance(e, E.Lit | E.Cast | E.Bitcast | E.Spec) and e.dtype in HALF
-               for e in N.program_exprs(program))
+    """Whether ``program`` names f16 or bf16 anywhere (a fact of the program)."""
+    return not program.facts.types.isdisjoint(HALF)
 
 
 def _rnd(b: Body, m: E.Expr, s: E.Expr) -> E.Expr:

@@ -43,12 +43,8 @@ class Int64Refusal(Exception):
 
 
 def uses_int64(program: Program) -> bool:
-    """Whether ``program`` has 64-bit integer buffers or values."""
-    if any(b.dtype in WIDE for b in program.buffers) or any(t in WIDE for f in program.functions
-                                                           for _, t in f.params):
-        return True
-    return any(isinstance(e, E.Lit | E.Cast | E.Bitcast | E.Spec) and e.dtype in WIDE
-               for e in N.program_exprs(program))
+    """Whether ``program`` has 64-bit integer buffers or values (a fact of the program)."""
+    return not program.facts.types.isdisjoint(WIDE)
 
 
 def word_scale(program: Program) -> dict[str, int]:
