@@ -21,6 +21,7 @@ from . import (
     program_walks,
     registry,
     routing,
+    settings,
     shadow,
     specialization,
     speculate,
@@ -87,3 +88,5 @@ __all__ = [
     "AdaptiveSpeculator", "SpeculationMode", "SpeculationReport", "SpeculativeDispatchPlan",
     "dispatch_prefilter_confirm", "speculate",
 ]
+
+settings.configure_logging()   # VYRE_LOG, applied once when the driver layer loads

@@ -39,6 +39,9 @@ SETTINGS: tuple[Setting, ...] = (
             "GPU, else 2)."),
     Setting("VYRE_REQUIRE_OPENCL", "0", "1 (tests): a missing OpenCL platform fails the run instead "
             "of skipping the OpenCL tests (CI sets it)."),
+    Setting("VYRE_LOG", "", "debug, info or warning: print vyre's log at that level to stderr "
+            "(compiles, disk-cache loads, routing, kernel timings); it is the `logging` logger "
+            "'vyre', which an application may configure itself instead."),
 )
 _BY_NAME = {s.name: s for s in SETTINGS}
 
@@ -57,6 +60,28 @@ def flag(name: str, default: bool = False) -> bool:
     if value is None:
         return default
     return value.lower() in ("1", "on", "true", "yes")
+
+
+def configure_logging() -> None:
+    """Apply ``VYRE_LOG``: send the 'vyre' logger's records at that level to stderr (once; an
+    application that configured the logger itself keeps its handlers). An unknown level is
+    reported on stderr and ignored."""
+    import logging
+
+    value = get("VYRE_LOG")
+    if value is None:
+        return
+    level = logging.getLevelName(value.upper())
+    logger = logging.getLogger("vyre")
+    if not isinstance(level, int):
+        logging.getLogger("vyre.settings").warning(
+            "VYRE_LOG=%s is not a logging level; use debug, info or warning.", value)
+        return
+    logger.setLevel(level)
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("vyre %(levelname)s: %(message)s"))
+        logger.addHandler(handler)
 
 
 def table_markdown() -> str:

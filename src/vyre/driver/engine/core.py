@@ -407,11 +407,14 @@ class EngineBackend(VyreBackend):
                 return pipe
             art = self._artifacts()
             akey = art.key(ident, code) if art is not None else b""
+            started = time.perf_counter()
             loaded = self._load(art, akey, program, config) if art is not None else None
             if loaded is not None:
                 eff, kernel = loaded
+                how = "loaded from the disk cache"
             else:
                 eff, kernel, meta, binary = self._compile(program, config)
+                how = f"built ({kernel.built_from})"
                 if art is not None and meta is not None and binary is not None:
                     meta["atomics"] = uses_atomics(eff)
                     meta["fingerprint"] = fingerprint(program).hex()
@@ -419,6 +422,9 @@ class EngineBackend(VyreBackend):
             pipe = EnginePipeline(self, program, eff, config, kernel)
             self._pipes[key] = pipe
             self._misses += 1
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("vyre.engine: %s: program %s %s in %.1f ms", self.id(), ident.hex()[:12], how,
+                          (time.perf_counter() - started) * 1e3)
             while len(self._pipes) > PIPELINES_PER_BACKEND:
                 _, old = self._pipes.popitem(last=False)
                 self._drop(old)
