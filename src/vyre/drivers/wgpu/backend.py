@@ -56,7 +56,28 @@ def _fix(why: list[str]) -> str:
     return "run this program on the cuda, opencl or reference backend."
 
 
+def _runtime_dir() -> None:
+    """Mesa's Vulkan drivers print "XDG_RUNTIME_DIR is invalid or not set" twice when the
+    variable names no private directory (headless machines, containers, CI). Where it is unset
+    or unusable, point it at a private directory of this user's (0700, as the XDG spec asks);
+    a usable one is left alone."""
+    import os
+    import tempfile
+
+    current = os.environ.get("XDG_RUNTIME_DIR", "")
+    if current and os.path.isdir(current) and os.access(current, os.W_OK | os.X_OK):
+        return
+    path = os.path.join(tempfile.gettempdir(), f"vyre-runtime-{os.getuid()}")
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        os.chmod(path, 0o700)
+    except OSError:
+        return   # nowhere to make one: Mesa only complains
+    os.environ["XDG_RUNTIME_DIR"] = path
+
+
 def _wgpu():
+    _runtime_dir()
     try:
         import wgpu
     except ImportError as exc:
