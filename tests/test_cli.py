@@ -83,7 +83,9 @@ def test_markup_is_never_swallowed_and_source_is_not_wrapped(tmp_path):
     src = acquire("opencl").generated_source(p)
     assert src.strip() in r.stdout          # every line whole, even at 60 columns and piped
     r = vyre_cmd("backends", check_code=0, env={"COLUMNS": "400"})
-    assert "vyre[cuda]" in r.stdout        # the cuda Fix keeps its brackets
+    from vyre.driver.install import install_hint
+
+    assert install_hint("cuda") in r.stdout   # the cuda Fix keeps its brackets
 
 
 def test_user_errors_go_to_stderr_with_exit_2(tmp_path):

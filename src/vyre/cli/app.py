@@ -26,6 +26,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 import vyre
+from vyre.driver.install import install_hint
 from vyre.ir import VyreError, fingerprint, validate, wire
 
 from .show import program_text
@@ -332,7 +333,7 @@ def _conform_cluster(address: str, random: int, seed: int, cert_dir: Path, json_
     try:
         from vyre.conform.distributed import run_cluster
     except ImportError as exc:
-        _fail(VyreError(f"dask.distributed is not installed ({exc}).", "pip install 'vyre[dask]'."))
+        _fail(VyreError(f"dask.distributed is not installed ({exc}).", f"{install_hint('dask')}."))
     total = len(corpus()) + random
     with Progress(console=console, transient=True) as bar:
         task = bar.add_task(f"cluster {escape(address)}", total=total)

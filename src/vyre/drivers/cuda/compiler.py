@@ -15,6 +15,7 @@ from concurrent.futures import ProcessPoolExecutor
 import blake3
 
 from vyre.driver.errors import BackendUnavailable, KernelCompileFailed
+from vyre.driver.install import install_hint
 from vyre.driver.pipeline import DiskCache, cache_root
 
 ID = "cuda"
@@ -26,7 +27,7 @@ def _nvrtc():
         from cuda.bindings import nvrtc
     except ImportError as exc:
         raise BackendUnavailable(ID, f"NVRTC is not importable ({exc}).",
-                                 "pip install 'vyre[cuda]' (cuda-bindings and nvidia-cuda-nvrtc).") from None
+                                 f"{install_hint('cuda')} (cuda-bindings and nvidia-cuda-nvrtc).") from None
     return nvrtc
 
 

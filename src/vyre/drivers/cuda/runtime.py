@@ -12,6 +12,7 @@ import blake3
 import numpy as np
 
 from vyre.driver.errors import BackendUnavailable, DeviceLost, DeviceOutOfMemory, DispatchFailed
+from vyre.driver.install import install_hint
 
 from .compiler import CubinCache
 
@@ -23,7 +24,7 @@ try:
     from cuda.bindings import driver as cu
 except ImportError as exc:  # the package is optional: `pip install 'vyre[cuda]'`
     raise BackendUnavailable(ID, f"cuda.core / cuda.bindings are not installed ({exc}).",
-                             "pip install 'vyre[cuda]' on a machine with an NVIDIA GPU.") from None
+                             f"{install_hint('cuda')} on a machine with an NVIDIA GPU.") from None
 
 _STICKY = ("ILLEGAL_ADDRESS", "LAUNCH_FAILED", "HARDWARE_STACK_ERROR", "ILLEGAL_INSTRUCTION",
            "MISALIGNED_ADDRESS", "INVALID_PC", "ECC_UNCORRECTABLE", "CONTEXT_IS_DESTROYED")

@@ -3,6 +3,7 @@ workers of a Dask cluster, each running its best local backend. ``is_distributed
 true. Never picked implicitly: acquire it by name (``acquire("dask")``). Importing this
 package imports no dask."""
 
+from vyre.driver.install import install_hint
 from vyre.driver.registry import BackendRegistration
 
 REGISTRATION = BackendRegistration(
@@ -10,6 +11,6 @@ REGISTRATION = BackendRegistration(
     precedence=800,
     factory="vyre.drivers.dask.backend:DaskBackend",
     summary="partitions dispatches across a Dask cluster (LocalCluster by default)",
-    requires="pip install 'vyre[dask]' (dask.distributed); VYRE_DASK_SCHEDULER for a real cluster",
+    requires=f"{install_hint('dask')} (dask.distributed); VYRE_DASK_SCHEDULER for a real cluster",
     implicit=False,
 )

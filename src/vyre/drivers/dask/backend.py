@@ -36,6 +36,7 @@ from vyre.driver.errors import (
     from_foundation,
 )
 from vyre.driver.inputs import check_inputs
+from vyre.driver.install import install_hint
 from vyre.driver.partition import PartitionDecision, decide, merge, offset_program, owned, split
 from vyre.driver.validation import VALIDATION_CACHE
 from vyre.ir import VyreError
@@ -65,7 +66,7 @@ class DaskBackend(VyreBackend):
             import distributed  # noqa: F401
         except ImportError as exc:
             raise BackendUnavailable(ID, f"dask.distributed is not installed ({exc}).",
-                                     "pip install 'vyre[dask]'.") from None
+                                     f"{install_hint('dask')}.") from None
         from .cluster import connect
 
         try:

@@ -1,6 +1,7 @@
 """The OpenCL driver (PyOpenCL): OpenCL C generated from `vyre.lower`, run on any OpenCL
 1.2 device (PoCL on the CPU in CI). Importing this package imports no pyopencl."""
 
+from vyre.driver.install import install_hint
 from vyre.driver.registry import BackendRegistration
 
 REGISTRATION = BackendRegistration(
@@ -8,6 +9,6 @@ REGISTRATION = BackendRegistration(
     precedence=50,
     factory="vyre.drivers.opencl.backend:OpenCLBackend",
     summary="OpenCL C through PyOpenCL (PoCL on CPUs, any OpenCL 1.2 GPU)",
-    requires="pip install 'vyre[opencl]' and an OpenCL ICD (Debian: apt-get install "
+    requires=f"{install_hint('opencl')} and an OpenCL ICD (Debian: apt-get install "
              "pocl-opencl-icd ocl-icd-libopencl1)",
 )

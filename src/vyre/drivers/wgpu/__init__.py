@@ -2,6 +2,7 @@
 Vulkan, Metal, D3D12, OpenGL, and CPU adapters such as lavapipe/llvmpipe. Importing this
 package imports no wgpu."""
 
+from vyre.driver.install import install_hint
 from vyre.driver.registry import BackendRegistration
 
 REGISTRATION = BackendRegistration(
@@ -9,6 +10,6 @@ REGISTRATION = BackendRegistration(
     precedence=60,
     factory="vyre.drivers.wgpu.backend:WgpuBackend",
     summary="WGSL through wgpu-py (Vulkan, Metal, D3D12, GL; lavapipe/llvmpipe on CPUs)",
-    requires="pip install 'vyre[wgpu]' and a wgpu adapter (Debian CPU: apt-get install "
+    requires=f"{install_hint('wgpu')} and a wgpu adapter (Debian CPU: apt-get install "
              "mesa-vulkan-drivers libvulkan1)",
 )

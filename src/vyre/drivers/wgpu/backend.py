@@ -36,6 +36,7 @@ from vyre.driver.errors import (
     KernelCompileFailed,
     UnsupportedFeature,
 )
+from vyre.driver.install import install_hint
 from vyre.ir.ops import all_op_ids
 from vyre.ir.program import Program
 from vyre.ir.types import TRANSCENDENTAL, UnOp
@@ -81,7 +82,7 @@ def _wgpu():
     try:
         import wgpu
     except ImportError as exc:
-        raise BackendUnavailable(ID, f"wgpu is not installed ({exc}).", "pip install 'vyre[wgpu]'.") from None
+        raise BackendUnavailable(ID, f"wgpu is not installed ({exc}).", f"{install_hint('wgpu')}.") from None
     return wgpu
 
 
