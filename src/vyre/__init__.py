@@ -34,7 +34,17 @@ if TYPE_CHECKING:   # `@vyre.kernel` / `@vyre.func` are decorators to a type che
     def kernel(fn: Any = None, **options: Any) -> Any: ...
     def func(fn: Any) -> Any: ...
 
-__version__ = "0.2.0"
+def _version() -> str:
+    """The installed distribution's version (pyproject.toml is the one place it is written)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("vyre")
+    except PackageNotFoundError:   # vyre on sys.path without being installed
+        return "0+unknown"
+
+
+__version__ = _version()
 
 _LAZY = ("conform", "driver", "drivers", "examples", "kernel", "lib", "lower", "reference", "cli")
 # the kernel frontend's names, at the top level: @vyre.kernel, @vyre.func, vyre.In[vyre.f32], ...

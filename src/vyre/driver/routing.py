@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from vyre.ir.fingerprint import fingerprint
 from vyre.ir.program import Program
 
 from . import settings
+from .atomic_file import write_atomic
 from .errors import BackendError, UnsupportedFeature
 from .pipeline.disk import cache_root
 from .registry import acquire, registered_backends_by_precedence, why_not
@@ -133,10 +133,7 @@ class Router:
         timings[fingerprint(program).hex()] = result
         path = self._file(runnable)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(timings))
-            os.replace(tmp, path)
+            write_atomic(path, json.dumps(timings))   # a unique temp file: processes never clobber
         except OSError as exc:
             log.warning("vyre routing: cannot persist timings (%s)", exc)
         return result

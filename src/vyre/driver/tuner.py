@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from vyre.ir.program import Program
 from vyre.ir.types import Builtin
 
 from . import settings
+from .atomic_file import write_atomic
 from .capability import DeviceProfile
 from .config import DEFAULT, DispatchConfig
 from .pipeline.disk import cache_root
@@ -137,10 +137,7 @@ class TuningCache:
         data = self._load()
         data[fingerprint(program).hex()] = list(best)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(data))
-            os.replace(tmp, self.path)
+            write_atomic(self.path, json.dumps(data))   # a unique temp file: processes never clobber
         except OSError as exc:
             log.warning("vyre tuner: cannot write %s (%s)", self.path, exc)
 

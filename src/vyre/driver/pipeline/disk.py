@@ -24,6 +24,7 @@ from pathlib import Path
 import blake3
 
 from .. import settings
+from ..atomic_file import write_atomic
 
 log = logging.getLogger("vyre.cache")
 
@@ -222,18 +223,7 @@ class DiskCache:
             self.dir.mkdir(parents=True, exist_ok=True)
             head = _HEAD.pack(MAGIC, FORMAT, blake3.blake3(key).digest(),
                               self._mac(secret, key, payload), len(payload))
-            fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-", suffix=".bin")
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(head)
-                    f.write(payload)
-                os.replace(tmp, self._path(key))
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
+            write_atomic(self._path(key), head + payload)
         except OSError as exc:
             log.warning("vyre cache: cannot write to %s (%s); continuing without it", self.dir, exc)
             return
