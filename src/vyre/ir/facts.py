@@ -52,6 +52,11 @@ class ProgramFacts:
     indirect: bool                        # an IndirectDispatch statement
     returns: bool                         # a Return statement (an invocation may end early)
     specs: tuple[tuple[str, E.Spec], ...]  # specialization constants: first use of each name
+    statements: int                       # statements of the body and every function body
+    body_statements: tuple[int, ...]      # per body (`N.program_bodies` order): its statements
+    body_calls: tuple[tuple[str, ...], ...]  # per body: the functions its calls name (a
+                                          # function's result included), once per call
+    assigned: frozenset[str]              # locals some Assign statement writes
 
     @functools.cached_property
     def op_set(self) -> frozenset[OpId]:
@@ -95,6 +100,7 @@ class _Acc:
         self.subgroups: set[SubgroupOp] = set()
         self.specs: dict[str, E.Spec] = {}
         self.flags: set[str] = set()      # the boolean facts that hold
+        self.assigned: set[str] = set()
 
 
 def _barrier(a: _Acc, n: N.Barrier) -> None:
@@ -126,6 +132,7 @@ NODE_FACTS: dict[type, Callable[[_Acc, Any], None]] = {
     N.While: lambda a, n: a.flags.update(("loops", "while_loop")),
     N.IndirectDispatch: lambda a, n: a.flags.add("indirect"),
     N.Return: lambda a, n: a.flags.add("returns"),
+    N.Assign: lambda a, n: a.assigned.add(n.name),
 }
 #: the expression kinds that set a fact
 EXPR_FACTS: dict[type, Callable[[_Acc, Any], None]] = {
@@ -157,29 +164,36 @@ def _compute(program: Program) -> ProgramFacts:
         else:
             bound.append(b)
     bound.sort(key=lambda b: b.binding)
-    roots: list[E.Expr] = []
+    roots: list[tuple[int, E.Expr]] = []    # (the body it belongs to, an expression root)
     node_rule = NODE_FACTS.get
-    for body in N.program_bodies(program):
+    sizes: list[int] = []
+    for k, body in enumerate(N.program_bodies(program)):
+        size = 0
         for node in N.walk_nodes(body):
+            size += 1
             ops[node_op(node)] = None
             rule = node_rule(type(node))
             if rule is not None:
                 rule(a, node)
-            roots.extend(N.node_exprs(node))
-    for f in program.functions:
+            roots.extend((k, r) for r in N.node_exprs(node))
+        sizes.append(size)
+    for k, f in enumerate(program.functions, 1):
         for _, ptype in f.params:
             ops[f"vyre.dtype.{ptype.value}"] = None
             a.types.add(ptype)
         if f.result is not None:
-            roots.append(f.result)
+            roots.append((k, f.result))
+    calls: list[list[str]] = [[] for _ in sizes]
     expr_rule = EXPR_FACTS.get
-    for root in roots:
+    for k, root in roots:
         for e in E.walk(root):
             for op in expr_ops(e):
                 ops[op] = None
             rule = expr_rule(type(e))
             if rule is not None:
                 rule(a, e)
+            if type(e) is E.Call:
+                calls[k].append(e.function)
     has = a.flags.__contains__
     return ProgramFacts(
         bound=tuple(bound), workgroup_bytes=wg_bytes, local_bytes=local_bytes, ops=tuple(ops),
@@ -187,4 +201,6 @@ def _compute(program: Program) -> ProgramFacts:
         types=frozenset(a.types), division=has("division"), transcendental=has("transcendental"),
         subgroup_ops=frozenset(a.subgroups), barrier=has("barrier"), grid_sync=has("grid_sync"),
         loops=has("loops"), while_loop=has("while_loop"), indirect=has("indirect"),
-        returns=has("returns"), specs=tuple(a.specs.items()))
+        returns=has("returns"), specs=tuple(a.specs.items()), statements=sum(sizes),
+        body_statements=tuple(sizes), body_calls=tuple(tuple(c) for c in calls),
+        assigned=frozenset(a.assigned))

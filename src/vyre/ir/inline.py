@@ -69,27 +69,25 @@ def _calls(e: E.Expr) -> list[str]:
 def inlined_statements(program: Program) -> int:
     """How many statements ``program`` has once every call is inlined (an upper bound,
     counted per function, callees first, without expanding anything; capped just past
-    `MAX_NODES`, so a program that would expand exponentially costs no more to count)."""
+    `MAX_NODES`, so a program that would expand exponentially costs no more to count).
+    Read from the program's facts (statements and calls per body): no walk of its own."""
     cap = MAX_NODES + 1
+    facts = program.facts
+    index = {id(f): k for k, f in enumerate(program.functions, 1)}
     size: dict[str, int] = {}
 
-    def count(body, result) -> int:
-        total = 0
-        exprs = [] if result is None else [result]
-        for n in N.walk_nodes(tuple(body)):
-            total += 1
-            exprs.extend(N.node_exprs(n))
-        for e in exprs:
-            for name in _calls(e):
-                fn = program.function(name)
-                total += size.get(name, 0) + (len(fn.params) if fn is not None else 0) + 3
-                if total >= cap:
-                    return cap
+    def count(k: int) -> int:
+        total = facts.body_statements[k]
+        for name in facts.body_calls[k]:
+            fn = program.function(name)
+            total += size.get(name, 0) + (len(fn.params) if fn is not None else 0) + 3
+            if total >= cap:
+                return cap
         return min(total, cap)
 
     for f in callees_first(program.functions, program):
-        size[f.name] = count(f.body, f.result)
-    return count(program.body, None)
+        size[f.name] = count(index[id(f)])
+    return count(0)
 
 
 def call_depth(program: Program) -> int:

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from . import expr as E
 from . import node as N
+from .facts import facts_of
 from .kinds import JUMPS, LOOPS, WRITES_LOCAL
 from .limits import MAX_BUFFERS, MAX_NODES
 from .limits import MAX_STMT_NESTING as MAX_DEPTH
@@ -114,6 +115,7 @@ class _Validator:
         self.phase_dead: set[str] = set()
         self.in_loop = False        # break/continue allowed here
         self.in_function = False    # validating a function body
+        self.broken_decls = False   # a buffer's dtype or count is not even of the right kind
 
     def add(self, code: str, loc: str, message: str, fix: str) -> None:
         self.out.append(Diagnostic(code, loc, f"{message} Fix: {fix}"))
@@ -129,15 +131,34 @@ class _Validator:
         if len(wg) != 3 or any((not isinstance(v, int)) or v <= 0 for v in wg):
             self.add("V009", "workgroup_size", f"workgroup size {wg} has an axis <= 0.",
                      "give every axis a positive size, e.g. (64, 1, 1).")
-        self.nonuniform = self.uniformity()
-        has_grid_sync = any(isinstance(n, N.Barrier) and n.ordering is MemoryOrdering.GRID_SYNC
-                            for n in N.walk_nodes(self.p.body))
-        self.block(self.p.body, "body", {}, set(), True, 0, top=True, grid=has_grid_sync)
+        f = self.facts()
+        # which locals differ between invocations matters only to barriers and subgroups
+        if f.barrier or f.subgroups:
+            self.nonuniform = self.uniformity()
+        self.block(self.p.body, "body", {}, set(), True, 0, top=True, grid=f.grid_sync)
         self.functions()
-        self.indirect()
-        self.specs()
-        self.subgroups()
+        if f.indirect:
+            self.indirect()
+        if f.specs:
+            self.specs()
+        if f.subgroups:
+            self.subgroups(f.returns)
         return self.out
+
+    def facts(self) -> _Needs:
+        """Which of the program-wide checks apply, read from the program's facts (one walk,
+        cached on the program for every later stage). Declarations too broken to derive
+        facts from (V019) make every check apply, each finding out for itself."""
+        if any(not isinstance(b.dtype, DataType) or not isinstance(b.count, int) for b in self.p.buffers):
+            self.broken_decls = True
+            body = self.p.body
+            return _Needs(True, any(isinstance(n, N.Barrier) and n.ordering is MemoryOrdering.GRID_SYNC
+                                    for n in N.walk_nodes(body)), True, True,
+                          any(isinstance(e, E.Subgroup) for e in N.walk_exprs(body)),
+                          any(isinstance(n, N.Return) for n in N.walk_nodes(body)))
+        facts = facts_of(self.p)
+        return _Needs(facts.barrier, facts.grid_sync, facts.indirect, bool(facts.specs),
+                      bool(facts.subgroup_ops), facts.returns)
 
     # ---- functions ---------------------------------------------------------------------
     def functions(self) -> None:
@@ -167,7 +188,7 @@ class _Validator:
             if f.result is not None:
                 self.expr(f.result, f"{loc}.result", inner, what="function result")
             self.in_function = False
-        if not self.recursion():
+        if not self.recursion() and not self.broken_decls:   # (V019 refuses the program anyway)
             self.inlined_size()
 
     def inlined_size(self) -> None:
@@ -228,11 +249,10 @@ class _Validator:
                          f"{n.buffer!r} (count {decl.count}).", "use an offset with three words "
                          "inside the buffer.")
 
-    def subgroups(self) -> None:
-        uses = any(isinstance(e, E.Subgroup) for e in N.walk_exprs(self.p.body))
-        if not uses:
-            return
-        if any(isinstance(n, N.Return) for n in N.walk_nodes(self.p.body)):
+    def subgroups(self, returns: bool) -> None:
+        """V028/V027 for a program that uses subgroup operations (``returns``: it has a
+        return_ statement)."""
+        if returns:
             self.add("V028", "body", "return_ in a program that uses subgroup operations.",
                      "guard the remaining work with Node.if_ instead: every lane of a subgroup must "
                      "reach each subgroup operation.")
@@ -544,6 +564,17 @@ class _Validator:
                 self.expr(a, loc, scope)
         else:
             self.expr(n.value, loc, scope)
+
+
+class _Needs(NamedTuple):
+    """What the program uses that the program-wide checks look at (`_Validator.facts`)."""
+
+    barrier: bool
+    grid_sync: bool
+    indirect: bool
+    specs: bool
+    subgroups: bool
+    returns: bool
 
 
 class _At(NamedTuple):

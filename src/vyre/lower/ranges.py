@@ -15,7 +15,6 @@ division by literals, min/max, select). Anything it cannot bound is ``[0, 2**32 
 from __future__ import annotations
 
 from vyre.ir import expr as E
-from vyre.ir import node as N
 from vyre.ir.program import Program
 from vyre.ir.types import BinOp, Builtin, DataType
 
@@ -34,7 +33,7 @@ class Ranges:
     def __init__(self, program: Program) -> None:
         self.program = program
         self.env: dict[str, tuple[int, int]] = {}
-        self.assigned = {n.name for n in N.walk_nodes(program.body) if isinstance(n, N.Assign)}
+        self.assigned = program.facts.assigned   # the plan's program: inlined, no functions
 
     def bind(self, name: str, value: tuple[int, int] | None) -> None:
         if value is None or name in self.assigned:

@@ -19,7 +19,6 @@ import vyre
 from vyre.driver.capability import DeviceProfile
 from vyre.driver.engine import Ctl, Device, EngineBackend, HostBuffer, Kernel
 from vyre.driver.errors import BackendError, UnsupportedFeature
-from vyre.ir import node as N
 from vyre.ir.program import Program
 
 from .codegen import INT64_ATOMICS, generate
@@ -53,7 +52,7 @@ class OpenCLDevice(Device):
 
     def compile(self, program: Program) -> tuple[Kernel, dict, bytes]:
         plan, source = generate(program)
-        statements = sum(1 for _ in N.walk_nodes(plan.program.body))
+        statements = plan.program.facts.statements   # inlined: the body is all of it
         if statements > PROBE_STATEMENTS and not self.rt.cached(source):
             build_in_child(source, statements)   # PoCL may crash on it: never in this process
         prg, built_from = self.rt.build(source)
