@@ -223,3 +223,19 @@ def test_literals_that_do_not_fit_are_refused(line, code, words):
     with pytest.raises(KernelError) as err:
         _ = ns["bad"].program
     assert err.value.code == code and words in str(err.value) and ":5:" in str(err.value)
+
+
+@pytest.mark.parametrize("expr, code", [("0 >> -2", "K005"), ("1 << -1", "K005"), ("2 ** -1", None)])
+def test_constant_shifts_by_negative_counts_are_not_folded(expr, code):
+    """``0 >> -2`` once escaped as a bare ValueError from constant folding (found by
+    tests/fuzz/test_kernel_fuzz.py): a negative shift count is left to the typing rules."""
+    ns = ksrc(f"""
+        @vyre.kernel
+        def k(x: In[u32], o: Out[u32]):
+            i = gid()
+            o[i] = x[i] + u32({expr} + 0)
+    """)
+    try:
+        _ = ns["k"].program
+    except KernelError as err:
+        assert err.code == (code or err.code) and ":5:" in str(err) and "Fix:" in str(err)

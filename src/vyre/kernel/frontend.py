@@ -671,7 +671,7 @@ class Translator:
         if isinstance(node, ast.BinOp) and type(node.op) in _CONST_OPS:   # 2**30, 1 << 20, N - 1
             a, b = self.constant(node.left), self.constant(node.right)
             if isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool) and not isinstance(b, bool):
-                if isinstance(node.op, ast.Pow | ast.LShift) and not 0 <= b <= 128:
+                if isinstance(node.op, ast.Pow | ast.LShift | ast.RShift) and not 0 <= b <= 128:
                     return None
                 if isinstance(node.op, ast.FloorDiv | ast.Mod) and b == 0:
                     return None
