@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections import OrderedDict
+
+from cachetools import LRUCache
 
 from vyre.ir.fingerprint import identity
 from vyre.ir.ops import all_op_ids
@@ -27,7 +28,7 @@ class ValidationCache:
     """Remembers programs that validated, so a hot path validates each program once."""
 
     def __init__(self, capacity: int = 4096) -> None:
-        self._ok: OrderedDict[bytes, None] = OrderedDict()
+        self._ok: LRUCache[bytes, None] = LRUCache(capacity)
         self._lock = threading.Lock()
         self.capacity = capacity
         self.hits = self.misses = 0
@@ -42,7 +43,7 @@ class ValidationCache:
                 "constructors.")], backend)
         with self._lock:
             if fp in self._ok:
-                self._ok.move_to_end(fp)
+                self._ok[fp]          # a lookup refreshes the entry's recency
                 self.hits += 1
                 return fp
         diags = validate(program)
@@ -51,8 +52,6 @@ class ValidationCache:
         with self._lock:
             self.misses += 1
             self._ok[fp] = None
-            if len(self._ok) > self.capacity:
-                self._ok.popitem(last=False)
         return fp
 
 

@@ -7,11 +7,12 @@ declaration order. Any bad input raises a `VyreError` whose text ends in ``Fix: 
 
 from __future__ import annotations
 
-from collections import OrderedDict
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from cachetools import LRUCache, cached
 
 from vyre.ir.errors import ExecutionError, ValidationError
 from vyre.ir.fingerprint import identity
@@ -29,7 +30,12 @@ from .interp import (
 
 __all__ = ["MAX_BATCH_LANES", "MAX_LOOP_TRIPS", "MAX_WORKGROUP_WORDS", "execute", "run"]
 
-_VALID: OrderedDict[bytes, tuple] = OrderedDict()
+_VALID: LRUCache[bytes, tuple] = LRUCache(1024)   # validation results by exact identity
+
+
+@cached(_VALID, key=lambda fp, program: fp, lock=threading.Lock())
+def _diagnostics(fp: bytes, program: Program) -> tuple:
+    return tuple(validate(program))
 
 
 def _check(program: Program) -> None:
@@ -40,12 +46,7 @@ def _check(program: Program) -> None:
         fp = identity(program)
     except Exception:  # malformed: validate() reports why
         raise ValidationError(validate(program)) from None
-    diags = _VALID.get(fp)
-    if diags is None:
-        diags = tuple(validate(program))
-        _VALID[fp] = diags
-        if len(_VALID) > 1024:
-            _VALID.popitem(last=False)
+    diags = _diagnostics(fp, program)
     if diags:
         raise ValidationError(list(diags))
 
