@@ -56,6 +56,7 @@ class LoopFacts:
     unpolled: frozenset[int] = frozenset()   # loops of bounded work: no cancel poll
     polling: tuple[bool, ...] = ()           # per phase: a loop that polls (when it may)
     capping: tuple[bool, ...] = ()           # per phase: a while that keeps its cap
+    work: int = 0                            # loop trips an invocation makes at most (`work_bound`)
 
     def capped(self, n: N.While) -> bool:
         return id(n) not in self.uncapped
@@ -72,6 +73,7 @@ def analyse(program: Program, phases: tuple[tuple[N.Node, ...], ...]) -> LoopFac
     unpolled: set[int] = set()
     polling: list[bool] = []
     capping: list[bool] = []
+    work = sum(work_bound(n, ranges, u32, alive) for phase in phases for n in _child_loops(phase))
     for phase in phases:
         polls = caps = False
         for n in N.walk_nodes(phase):
@@ -89,7 +91,7 @@ def analyse(program: Program, phases: tuple[tuple[N.Node, ...], ...]) -> LoopFac
                 polls = True
         polling.append(polls)
         capping.append(caps)
-    return LoopFacts(frozenset(uncapped), frozenset(unpolled), tuple(polling), tuple(capping))
+    return LoopFacts(frozenset(uncapped), frozenset(unpolled), tuple(polling), tuple(capping), work)
 
 
 def trip_bound(n: N.Loop | N.While, ranges: Ranges, u32: frozenset[str], alive: bool = False) -> int | None:

@@ -98,13 +98,18 @@ def _fully_written(program: Program) -> frozenset[str]:
 
 
 MAX_VECTOR_STATEMENTS = 64
+# the vector form runs four invocations one after another in each thread: it pays for
+# streaming kernels (one 128-bit access for four) but not where loops do the work, where it
+# leaves a quarter of the threads to hide latency (an n-body step of 16K bodies ran on 4K)
+MAX_VECTOR_TRIPS = 64
 
 
 def _vector_form(program: Program) -> tuple[frozenset[str], frozenset[str]] | None:
     """(buffers loaded at gid.x, buffers stored at gid.x) when the program may run four
     consecutive invocations per thread without any change of meaning: one phase, no
     barriers, workgroup memory, atomics, subgroups or early returns, gid.x the only id, a 1-D
-    workgroup, and a small body. Loads of READ buffers at exactly gid.x become vector loads;
+    workgroup, and a small body (and, `lower` checks, few loop trips: `MAX_VECTOR_TRIPS`).
+    Loads of READ buffers at exactly gid.x become vector loads;
     OUTPUT buffers stored exactly once, unconditionally at top level at gid.x and never read,
     become vector stores. Everything else stays a scalar access of its invocation."""
     if program.workgroup_buffers or program.local_buffers or program.workgroup_size[1:] != (1, 1):
@@ -184,7 +189,7 @@ def lower(program: Program, vector: bool = False) -> KernelPlan:
     verdicts = analyse(program, tuple(tuple(p) for p in phases)) if facts.loops else LoopFacts()
     long = verdicts.polling or loops
     cancel = tuple(lp and not b for lp, b in zip(long, barriers))
-    form = _vector_form(program) if vector and len(phases) == 1 else None
+    form = _vector_form(program) if vector and len(phases) == 1 and verdicts.work <= MAX_VECTOR_TRIPS else None
     indirect = tuple((p[0].buffer, p[0].offset) if p and isinstance(p[0], N.IndirectDispatch) else None
                      for p in phases)
     return KernelPlan(program, facts.bound, program.workgroup_buffers, tuple(tuple(p) for p in phases),

@@ -46,6 +46,9 @@ typedef short vy_i16;
 static __device__ __forceinline__ float vy_ieee_mul(float a, float b) { float r; asm("mul.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
 static __device__ __forceinline__ float vy_ieee_div(float a, float b) { float r; asm("div.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
 static __device__ __forceinline__ float vy_ieee_fma(float a, float b, float c) { float r; asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(r) : "f"(a), "f"(b), "f"(c)); return r; }
+// 1/x as rcp.rn.f32: the same correctly rounded IEEE quotient as div.rn.f32 1, x, in fewer
+// instructions (no general-dividend path).
+static __device__ __forceinline__ float vy_ieee_rcp(float a) { float r; asm("rcp.rn.f32 %0, %1;" : "=f"(r) : "f"(a)); return r; }
 #define VY_TRUNC(x) truncf(x)
 #define VY_FLOOR(x) floorf(x)
 #define VY_CEIL(x) ceilf(x)
@@ -110,7 +113,7 @@ CUDA = CSyntax(
     barrier_line="__syncthreads();",
     builtins=_builtin,
     atomics=_atomic,
-    fn={"fma": "vy_ieee_fma", "fmod": "fmodf", "fabs": "fabsf", "sqrt": "__fsqrt_rn",
+    fn={"fma": "vy_ieee_fma", "rcp": "vy_ieee_rcp", "fmod": "fmodf", "fabs": "fabsf", "sqrt": "__fsqrt_rn",
         "floor": "floorf", "ceil": "ceilf", "trunc": "truncf", "popcount": "__popc",
         "clz": "__clz", "brev": "__brev", "u2f": "__uint2float_rn", "i2f": "__int2float_rn"},
     subgroup_ops=_subgroup,
