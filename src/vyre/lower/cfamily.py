@@ -314,6 +314,8 @@ class CSyntax(Syntax):
 
     types = CT
     cancel_poll = ("if ((++vy_trips & 1023u) == 0u && VY_CANCELLED(vy_ctl)) return;",)
+    chunk_poll = ("vy_trips += {n};",
+                  "if (vy_trips >= 1024u) {{ vy_trips &= 1023u; if (VY_CANCELLED(vy_ctl)) return; }}")
 
     @property
     def barrier(self) -> tuple[str, ...]:   # type: ignore[override]

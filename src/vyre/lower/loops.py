@@ -204,10 +204,19 @@ def _step(name: str, body: tuple[N.Node, ...]) -> int | None:
 
 def _continues(body: tuple[N.Node, ...]) -> bool:
     """Whether ``body`` holds a `continue_` of the loop it is in (not of a nested loop)."""
+    return _own(body, N.Continue)
+
+
+def breaks(body: tuple[N.Node, ...]) -> bool:
+    """Whether ``body`` holds a `break_` of the loop it is in (not of a nested loop)."""
+    return _own(body, N.Break)
+
+
+def _own(body: tuple[N.Node, ...], kind: type) -> bool:
     for s in body:
-        if isinstance(s, N.Continue):
+        if isinstance(s, kind):
             return True
-        if not isinstance(s, N.Loop | N.While) and any(_continues(sub) for _, sub in N.node_bodies(s)):
+        if not isinstance(s, N.Loop | N.While) and any(_own(sub, kind) for _, sub in N.node_bodies(s)):
             return True
     return False
 

@@ -43,6 +43,7 @@ from .floats import (
     numeric_only_buffers,
     var_flags,
 )
+from .loops import POLL_TRIPS, breaks
 from .plan import KernelPlan
 from .ranges import Ranges
 from .syntax import BOOL_SYM, CMP, ERR_DEVICE_LOOPS, ERR_LOOP_LIMIT, PREDICATES, Syntax
@@ -450,7 +451,20 @@ class Printer:
         name = f"v_{n.var}"
         head = self.s.var(name, self.s.types[t], lo)[:-1]
         done = self.checked_open()
-        if done is None:
+        if done is None and self.chunked(n, t):
+            # the cancel poll once per chunk of up to POLL_TRIPS trips, outside an inner loop
+            # with one exit (which the compiler can unroll), not on every trip
+            u = "" if t is U32 else f"({self.s.types[U32]})"   # i32: the distance in u32
+            self.open(f"for ({head}; {name} < {hi};)")
+            left = self.fresh(U32, f"{u}{hi} - {u}{name}")
+            trips = self.fresh(U32, f"{left} < {POLL_TRIPS}u ? {left} : {POLL_TRIPS}u")
+            for line in self.s.chunk_poll:
+                self.out(line.format(n=trips))
+            end = self.fresh(t, f"{name} + {trips}" if t is U32 else f"({self.s.types[t]})({u}{name} + {trips})")
+            self.open(f"for (; {name} < {end}; {name}++)")
+            self.loop_trip(n, guarded, t)
+            self.close()
+        elif done is None:
             self.open(f"for ({head}; {name} < {hi}; {name}++)")
             self.poll(n)
             self.loop_trip(n, guarded, t)
@@ -474,10 +488,18 @@ class Printer:
         self.scope.pop()
         self.hoisted = saved
 
+    def chunked(self, n: N.Loop, t: DataType) -> bool:
+        """Whether a polling `loop` runs as chunks of at most `POLL_TRIPS` trips with one poll
+        each (`Syntax.chunk_poll`): a 32-bit loop variable (the trips left fit in a u32) and
+        no `break_` of its own (the chunk's loop would leave only the chunk)."""
+        return bool(self.s.chunk_poll) and self.cancel and self.plan.loops.polls(n) \
+            and t in (U32, DataType.I32) and not breaks(n.body)
+
     def loop_trip(self, n: N.Loop, guarded: bool, t: DataType) -> None:
         saved = dict(self.ranges.env)
         if t is U32:
             self.ranges.bind(n.var, self.ranges.loop(n.var, n.from_, n.to))
+        self.ranges.below[n.var] = n.to.buffer if isinstance(n.to, E.BufLen) else None
         self.loop_body(n, guarded)
         self.ranges.env = saved
 

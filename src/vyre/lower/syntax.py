@@ -48,6 +48,9 @@ class Syntax:
     subgroups: bool = False       # `subgroup` spells subgroup operations
     barrier: tuple[str, ...]      # the lines of a workgroup barrier
     cancel_poll: tuple[str, ...]  # lines polling the cancel word every 1024 trips
+    # lines counting ``{n}`` trips of a loop at once and polling when 1024 have accumulated,
+    # for a `loop` run in chunks (`Printer.chunked`); empty: the loop polls on every trip
+    chunk_poll: tuple[str, ...] = ()
     # every loop's exit is checked: a device that stops loops on its own is reported
     # (`ERR_DEVICE_LOOPS`) instead of giving short results
     checked_loops: bool = False
