@@ -296,3 +296,54 @@ def test_products_and_reciprocal_roots_give_the_canonical_bytes(backend):
     got = backend.dispatch(_products(), [x, y])
     for g, w in zip(got, want):
         assert np.frombuffer(g, np.uint32).tolist() == w.tolist()
+
+
+# ---- chunked polls -------------------------------------------------------------------------
+
+
+def _sum_loop(var_type: DataType, lo: int, hi: int, extra: list | None = None) -> Program:
+    """out[0] = the (wrapping) sum of the loop variable over [lo, k + hi), k an input 0."""
+    lit = Expr.u32 if var_type is U else Expr.i32
+    to = Expr.load("k", 0) + Expr.u32(hi) if var_type is U else E.Cast(I, Expr.load("k", 0)) + Expr.i32(hi)
+    add = Expr.var("s") + (Expr.var("i") if var_type is U else E.Cast(U, Expr.var("i")))
+    return Program.wrapped(
+        [BufferDecl.read("k", 0, U, 1), BufferDecl.output("out", 1, U, 1)], 1,
+        [Node.let_bind("s", Expr.u32(0)),
+         Node.loop("i", lit(lo), to, [*(extra or []), Node.assign("s", add)]),
+         Node.store("out", Expr.u32(0), Expr.var("s"))])
+
+
+def test_a_long_loop_polls_once_per_chunk_of_trips():
+    source = cuda_source(_sum_loop(U, 0, 5000))[1].split("vyre_phase_0")[1]
+    assert "vy_trips += " in source and "++vy_trips" not in source
+    with_break = _sum_loop(U, 0, 5000, [Node.if_(Expr.var("i").eq(Expr.u32(7)), [Node.break_()])])
+    assert "++vy_trips" in cuda_source(with_break)[1]   # a chunk's loop would leave only the chunk
+
+
+@pytest.mark.parametrize("var_type, lo, hi", [(U, 0, 1023), (U, 0, 1024), (U, 0, 1025), (U, 7, 5000),
+                                              (U, 9, 3), (I, -1500, 1700), (I, -(2**31), -(2**31) + 2100)])
+def test_chunked_loops_make_every_trip(backend, var_type, lo, hi):
+    skip_thirds = [Node.if_((Expr.var("s") % Expr.u32(3)).eq(Expr.u32(1)), [Node.continue_()])]
+    program = _sum_loop(var_type, lo, hi, skip_thirds)
+    s = 0
+    for i in range(lo, hi):
+        if s % 3 == 1:
+            continue
+        s = (s + i) & 0xFFFFFFFF
+    got = backend.dispatch(program, [np.zeros(1, np.uint32)])[0]
+    assert np.frombuffer(got, np.uint32).tolist() == [s]
+
+
+def test_a_loop_to_a_buffer_length_reads_it_without_a_check(backend):
+    program = Program.wrapped(
+        [BufferDecl.read("a", 0, U), BufferDecl.read("b", 1, U), BufferDecl.output("out", 2, U, 1)], 1,
+        [Node.let_bind("s", Expr.u32(0)),
+         Node.loop("i", Expr.u32(2), E.BufLen("a"), [
+             Node.assign("s", Expr.var("s") + Expr.load("a", Expr.var("i")) * Expr.load("b", Expr.var("i")))]),
+         Node.store("out", Expr.u32(0), Expr.var("s"))])
+    source = cuda_source(program)[1]
+    assert "b_a[v_i]" in source and "(v_i < n_a)" not in source and "(v_i < n_b)" in source
+    a = np.arange(1, 3000, dtype=np.uint32)
+    b = np.arange(5, 1005, dtype=np.uint32)   # shorter: its loads past 1000 give zero (S6)
+    want = sum(int(a[i]) * int(b[i]) for i in range(2, 1000)) & 0xFFFFFFFF
+    assert np.frombuffer(backend.dispatch(program, [a, b])[0], np.uint32).tolist() == [want]
