@@ -276,7 +276,7 @@ def _results_of(source: str, call: str) -> list[str]:
 def test_products_by_a_literal_and_reciprocal_roots_flush_only_where_they_must():
     source = opencl_source(_products())[1]
     two, half = _results_of(source, "VY_FMUL(VY_U2F(0x40000000u)"), _results_of(source, "VY_FMUL(VY_U2F(0x3F000000u)")
-    roots = _results_of(source, "VY_FDIV(1.0f")
+    roots = _results_of(source, "VY_FDIV(VY_U2F(0x3F800000u)")
     assert two and half and roots
     # 0.5 * x may be subnormal: flushed before the next product; 2 * x and 1/sqrt(x) never are
     assert all(f"vy_daz({t})" in source for t in half)

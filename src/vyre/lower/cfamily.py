@@ -462,7 +462,7 @@ class CSyntax(Syntax):
         return f"{a} {CMP[op]} {b}"
 
     def f32_bin(self, op: BinOp, a: str, b: str) -> str:
-        if op is BinOp.DIV and a == _ONE:   # 1 / x is the reciprocal, rounded once either way
+        if op is BinOp.DIV and a == _ONE and "rcp" in self.fn:   # 1 / x: the same rounding
             return self.reciprocal(b)
         body = _F32_BIN.get(op)   # else a correctly rounded function (S13): vyre.lower.crmath
         return body.format(a=a, b=b, **self.fn) if body is not None else f"{crmath.HELPER[op]}({a}, {b})"
