@@ -311,6 +311,7 @@ class CSyntax(Syntax):
     make4: Callable[[list[str]], str] | None = None            # four u32 expressions -> uint4
     # scalar bit-exact helpers in the prelude (a host C target may leave out what it lacks)
     preludes: tuple[str, ...] = ()
+    daz: str = "vy_daz"   # the flush (`Syntax.daz`); the header may define a faster one
 
     types = CT
     cancel_poll = ("if ((++vy_trips & 1023u) == 0u && VY_CANCELLED(vy_ctl)) return;",)

@@ -138,7 +138,7 @@ class Printer:
         """``v`` as the operand of a numeric operation: subnormals flushed, unless the
         target's hardware form of the operation flushes them itself."""
         if f.sub and not (hardware and self.hw):
-            return self.fresh(F32, f"vy_daz({v})")
+            return self.fresh(F32, f"{self.s.daz}({v})")
         return v
 
     def observed(self, v: str, f: Flags) -> str:
@@ -146,7 +146,7 @@ class Printer:
         raw bits): raw bits as they are, results of arithmetic canonical."""
         if f.raw or not (f.sub or f.nan):
             return v
-        fn = "vy_canon" if f.sub and f.nan else ("vy_cnan" if f.nan else "vy_daz")
+        fn = "vy_canon" if f.sub and f.nan else ("vy_cnan" if f.nan else self.s.daz)
         return self.fresh(F32, f"{fn}({v})")
 
     def flags(self, e: E.Expr, *operands: Flags) -> Flags:

@@ -44,6 +44,10 @@ class Syntax:
     name: str
     types: dict[DataType, str]   # value types
     hw_ftz: bool = False          # flush-to-zero forms exact for S9 (vyre.lower.floats)
+    # the prelude function that flushes a subnormal f32 to zero of its sign (S9) where a value
+    # that cannot be NaN is observed or any value is consumed numerically (a NaN's payload may
+    # change: it is canonicalised wherever it could be observed)
+    daz: str = "vy_daz"
     vector: bool = False          # the elementwise vector form (`vector_body`)
     subgroups: bool = False       # `subgroup` spells subgroup operations
     barrier: tuple[str, ...]      # the lines of a workgroup barrier
