@@ -4,8 +4,13 @@ same exact-rounding intrinsics, same launch shape) and against what a user would
 
 Kernels: tiled f32 matmul 2048 (16x16 tiles), workgroup-privatised histogram of 2^26 values,
 workgroup scan of 2^24, workgroup bitonic sort of 2^24 (512-element blocks), SHA-256 of 2^20
-one-block messages. Also: the time to a first dispatch of the ~700-statement SHA-256 program
-in a fresh process, cold and with the disk cache filled.
+one-block messages, Mandelbrot escape times over 4096^2 points (at most 256 iterations, a
+`while` loop with `break`, written with `@vyre.kernel`), and an n-body step (the f32
+acceleration of each of 16K bodies from all of them: sqrt and reciprocal). Loop kernels'
+twins use the same IEEE operations (no contraction, the same NVRTC flags as vyre, so the same
+flushes); the benchmark checks both give the same bytes before timing. Also: the time to a
+first dispatch of the ~700-statement SHA-256 program in a fresh process, cold and with the
+disk cache filled.
 """
 
 from __future__ import annotations
@@ -18,9 +23,12 @@ import time
 
 import numpy as np
 
+import vyre
 import vyre.driver as d
 from vyre import examples as X
 from vyre.driver import DispatchConfig
+from vyre.drivers.cuda.compiler import OPTIONS as VYRE_NVRTC  # the loop twins get vyre's flags
+from vyre.kernel import In, Out, f32, gid, sqrt, u32
 
 from _common import args, emit
 
@@ -102,6 +110,97 @@ extern "C" __global__ void sha(const unsigned* blocks, unsigned* digests, unsign
 }'''.replace("K_WORDS", ", ".join(str(k) for k in X.sha256.K))
 
 
+# ---- loop kernels, written as users write them, and their hand-written twins ----
+
+
+@vyre.kernel
+def mandelbrot(cx: In[f32], cy: In[f32], out: Out[u32]):
+    i = gid()
+    x = 0.0
+    y = 0.0
+    n = u32(0)
+    while n < 256:
+        x2 = x * x
+        y2 = y * y
+        if x2 + y2 > 4.0:
+            break
+        y = 2.0 * x * y + cy[i]
+        x = x2 - y2 + cx[i]
+        n += 1
+    out[i] = n
+
+
+MANDEL = r'''extern "C" __global__ void mandel(const float* __restrict__ cx, const float* __restrict__ cy,
+                                  unsigned* __restrict__ out, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float a = cx[i], b = cy[i], x = 0.0f, y = 0.0f;
+    unsigned k = 0;
+    while (k < 256u) {
+        float x2 = __fmul_rn(x, x), y2 = __fmul_rn(y, y);
+        if (__fadd_rn(x2, y2) > 4.0f) break;
+        y = __fadd_rn(__fmul_rn(__fmul_rn(2.0f, x), y), b);
+        x = __fadd_rn(__fsub_rn(x2, y2), a);
+        k++;
+    }
+    out[i] = k;
+}'''
+
+
+@vyre.kernel
+def nbody(px: In[f32], py: In[f32], pz: In[f32], m: In[f32], ax: Out[f32], ay: Out[f32], az: Out[f32]):
+    i = gid()
+    sx = 0.0
+    sy = 0.0
+    sz = 0.0
+    for j in range(len(px)):
+        dx = px[j] - px[i]
+        dy = py[j] - py[i]
+        dz = pz[j] - pz[i]
+        d2 = dx * dx + dy * dy + dz * dz + 0.01
+        inv = 1.0 / sqrt(d2)
+        s = m[j] * (inv * inv * inv)
+        sx = sx + dx * s
+        sy = sy + dy * s
+        sz = sz + dz * s
+    ax[i] = sx
+    ay[i] = sy
+    az[i] = sz
+
+
+NBODY = r'''extern "C" __global__ void nbody(const float* __restrict__ px, const float* __restrict__ py,
+        const float* __restrict__ pz, const float* __restrict__ m, float* __restrict__ ax,
+        float* __restrict__ ay, float* __restrict__ az, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float xi = px[i], yi = py[i], zi = pz[i], sx = 0.0f, sy = 0.0f, sz = 0.0f;
+    for (unsigned j = 0; j < n; j++) {
+        float dx = __fsub_rn(px[j], xi), dy = __fsub_rn(py[j], yi), dz = __fsub_rn(pz[j], zi);
+        float d2 = __fadd_rn(__fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)), __fmul_rn(dz, dz)), 0.01f);
+        float inv = __frcp_rn(__fsqrt_rn(d2));
+        float s = __fmul_rn(m[j], __fmul_rn(__fmul_rn(inv, inv), inv));
+        sx = __fadd_rn(sx, __fmul_rn(dx, s));
+        sy = __fadd_rn(sy, __fmul_rn(dy, s));
+        sz = __fadd_rn(sz, __fmul_rn(dz, s));
+    }
+    ax[i] = sx; ay[i] = sy; az[i] = sz;
+}'''
+
+
+def torch_mandelbrot(torch, cx, cy):
+    """The same escape count with whole-array torch operations (no contraction: one kernel
+    per operation)."""
+    x, y = torch.zeros_like(cx), torch.zeros_like(cy)
+    n = torch.zeros(cx.shape, dtype=torch.int32, device=cx.device)
+    for _ in range(256):
+        x2, y2 = x * x, y * y
+        alive = (x2 + y2) <= 4.0
+        n += alive
+        y = torch.where(alive, 2.0 * x * y + cy, y)
+        x = torch.where(alive, x2 - y2 + cx, x)
+    return n
+
+
 def median_ms(fn, sync) -> float:
     fn()
     sync()
@@ -118,8 +217,9 @@ def median_ms(fn, sync) -> float:
     return float(np.median(times))
 
 
-def vyre_ms(b, program, host_inputs, config, out_count) -> tuple[float, bytes]:
-    """Device time of the kernel on resident buffers (dispatch_resident_timed, median)."""
+def vyre_ms(b, program, host_inputs, config, out_count, outputs: int = 1) -> tuple[float, bytes]:
+    """Device time of the kernel on resident buffers (dispatch_resident_timed, median), and
+    the first ``out_count`` elements of each of its first ``outputs`` outputs."""
     from vyre.ir.launch import resolve
 
     cfg = config or DispatchConfig()
@@ -134,10 +234,11 @@ def vyre_ms(b, program, host_inputs, config, out_count) -> tuple[float, bytes]:
     pipe = d.pipeline.compile(b, program, DispatchConfig(workgroup_override=cfg.workgroup_override))
     pipe.dispatch_resident_timed(res, cfg)
     times = [pipe.dispatch_resident_timed(res, cfg).device_ns for _ in range(REPS)]
-    out = b.read_resident(res[[x.name for x in decls].index(program.outputs[0].name)])
+    names = [x.name for x in decls]
+    out = b"".join(b.read_resident(res[names.index(o.name)])[: out_count * 4] for o in program.outputs[:outputs])
     for r in res:
         b.free_resident(r)
-    return float(np.median(times)) / 1e6, out[: out_count * 4]
+    return float(np.median(times)) / 1e6, out
 
 
 def first_dispatch_ms(cache: str) -> tuple[float, float]:
@@ -226,7 +327,35 @@ def main() -> None:
     cbk, cdg = cp.asarray(blocks), cp.empty(8 * m, cp.uint32)
     res.update(sha256_vyre_ms=ms, sha256_hand_ms=median_ms(lambda: k((m // 64,), (64,), (cbk, cdg, np.uint32(m))), sync))
 
-    for name in ("matmul", "histogram", "scan", "sort", "sha256"):
+    # ---- Mandelbrot 4096^2, <= 256 iterations (while / break) ----
+    side = 2048 if a.quick else 4096
+    cols, rows = np.meshgrid(np.arange(side, dtype=np.float32), np.arange(side, dtype=np.float32))
+    cx = (np.float32(-2.0) + cols * np.float32(3.0 / side)).astype(np.float32).ravel()
+    cy = (np.float32(-1.5) + rows * np.float32(3.0 / side)).astype(np.float32).ravel()
+    n = side * side
+    ms, out = vyre_ms(b, mandelbrot.program, [cx, cy], None, n)
+    k = cp.RawKernel(MANDEL, "mandel", options=VYRE_NVRTC)
+    ccx, ccy, cco = cp.asarray(cx), cp.asarray(cy), cp.empty(n, cp.uint32)
+    hand = median_ms(lambda: k((n // 256,), (256,), (ccx, ccy, cco, np.uint32(n))), sync)
+    assert out == cco.get().tobytes(), "mandelbrot: vyre and the hand-written kernel differ"
+    tcx, tcy = torch.from_numpy(cx).cuda(), torch.from_numpy(cy).cuda()
+    same = np.array_equal(torch_mandelbrot(torch, tcx, tcy).cpu().numpy().view(np.uint32), np.frombuffer(out, np.uint32))
+    res.update(mandelbrot_torch_same_counts=float(same), mandelbrot_vyre_ms=ms, mandelbrot_hand_ms=hand,
+               mandelbrot_torch_ms=median_ms(lambda: torch_mandelbrot(torch, tcx, tcy), sync))
+
+    # ---- n-body step, 16K bodies ----
+    n = 4096 if a.quick else 16384
+    pos = rng.standard_normal((3, n)).astype(np.float32)
+    mass = rng.uniform(0.5, 1.0, n).astype(np.float32)
+    ms, out = vyre_ms(b, nbody.program, [pos[0], pos[1], pos[2], mass], None, n, outputs=3)
+    k = cp.RawKernel(NBODY, "nbody", options=VYRE_NVRTC)
+    cpx, cpy, cpz, cm = (cp.asarray(v) for v in (pos[0], pos[1], pos[2], mass))
+    cax, cay, caz = (cp.empty(n, cp.float32) for _ in range(3))
+    hand = median_ms(lambda: k((n // 256,), (256,), (cpx, cpy, cpz, cm, cax, cay, caz, np.uint32(n))), sync)
+    assert out == b"".join(v.get().tobytes() for v in (cax, cay, caz)), "n-body: vyre and the hand-written kernel differ"
+    res.update(nbody_vyre_ms=ms, nbody_hand_ms=hand)
+
+    for name in ("matmul", "histogram", "scan", "sort", "sha256", "mandelbrot", "nbody"):
         res[f"ratio_{name}_vyre_vs_hand"] = res[f"{name}_vyre_ms"] / res[f"{name}_hand_ms"]
 
     # ---- build time of a ~700-statement program in a fresh process ----

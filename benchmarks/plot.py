@@ -35,7 +35,7 @@ def bars(ax, groups: list[str], series: dict[str, list[float]], ylabel: str, log
 
 def cuda_kernels() -> None:
     r = load("cuda_kernels")
-    names = ["matmul", "histogram", "scan", "sort", "sha256"]
+    names = [n for n in ("matmul", "histogram", "scan", "sort", "sha256", "mandelbrot", "nbody") if f"{n}_vyre_ms" in r]
     fig, ax = plt.subplots(figsize=(7, 3.5))
     series = {"vyre": [r[f"{n}_vyre_ms"] for n in names], "hand-written CUDA C": [r[f"{n}_hand_ms"] for n in names],
               "torch": [r.get(f"{n}_torch_ms", float("nan")) for n in names]}

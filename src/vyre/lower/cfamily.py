@@ -272,7 +272,8 @@ _F32_BIN = {BinOp.ADD: "VY_FADD({a}, {b})", BinOp.SUB: "VY_FSUB({a}, {b})", BinO
             BinOp.MAX: "vy_fmax({a}, {b})", BinOp.ABS_DIFF: "{fabs}(VY_FSUB({a}, {b}))"}
 _F32_UN = {UnOp.NEGATE: "-{a}", UnOp.ABS: "{fabs}({a})", UnOp.SQRT: "{sqrt}({a})",
            UnOp.FLOOR: "vy_floor({a})", UnOp.CEIL: "vy_ceil({a})", UnOp.TRUNC: "vy_trunc({a})",
-           UnOp.ROUND: "vy_fround({a})", UnOp.SIGN: "vy_fsign({a})", UnOp.RECIPROCAL: "VY_FDIV(1.0f, {a})"}
+           UnOp.ROUND: "vy_fround({a})", UnOp.SIGN: "vy_fsign({a})"}   # RECIPROCAL: `reciprocal`
+_ONE = "VY_U2F(0x3F800000u)"   # the f32 literal 1.0 as `CSyntax.lit` spells it
 _F2I = {DataType.U32: "vy_f2u", DataType.I32: "vy_f2i", DataType.U64: "vy_f2ul", DataType.I64: "vy_f2l"}
 
 
@@ -298,7 +299,7 @@ class CSyntax(Syntax):
     barrier_line: str
     builtins: Callable[[Builtin, int], str]
     atomics: Callable[[AtomicOp, str, str, str | None, bool, bool], str]  # (op, ptr, val, expected, signed, wide)
-    fn: dict[str, str]                            # math/intrinsic function names
+    fn: dict[str, str]                            # math/intrinsic function names ("rcp" optional)
     # (op, C type, value, lane, linear-lid expr) -> C expression; None: no subgroup support
     subgroup_ops: Callable[[SubgroupOp, str, str | None, str | None, str], str] | None = None
     # the target's flush-to-zero forms of the operations in vyre.lower.floats.HW_FTZ_* flush
@@ -310,9 +311,12 @@ class CSyntax(Syntax):
     make4: Callable[[list[str]], str] | None = None            # four u32 expressions -> uint4
     # scalar bit-exact helpers in the prelude (a host C target may leave out what it lacks)
     preludes: tuple[str, ...] = ()
+    daz: str = "vy_daz"   # the flush (`Syntax.daz`); the header may define a faster one
 
     types = CT
     cancel_poll = ("if ((++vy_trips & 1023u) == 0u && VY_CANCELLED(vy_ctl)) return;",)
+    chunk_poll = ("vy_trips += {n};",
+                  "if (vy_trips >= 1024u) {{ vy_trips &= 1023u; if (VY_CANCELLED(vy_ctl)) return; }}")
 
     @property
     def barrier(self) -> tuple[str, ...]:   # type: ignore[override]
@@ -459,10 +463,20 @@ class CSyntax(Syntax):
         return f"{a} {CMP[op]} {b}"
 
     def f32_bin(self, op: BinOp, a: str, b: str) -> str:
+        if op is BinOp.DIV and a == _ONE and "rcp" in self.fn:   # 1 / x: the same rounding
+            return self.reciprocal(b)
         body = _F32_BIN.get(op)   # else a correctly rounded function (S13): vyre.lower.crmath
         return body.format(a=a, b=b, **self.fn) if body is not None else f"{crmath.HELPER[op]}({a}, {b})"
 
+    def reciprocal(self, a: str) -> str:
+        """The correctly rounded ``1 / a``: the target's reciprocal function (``fn["rcp"]``)
+        where it has one, else its division."""
+        rcp = self.fn.get("rcp")
+        return f"{rcp}({a})" if rcp else f"VY_FDIV(1.0f, {a})"
+
     def f32_un(self, op: UnOp, a: str) -> str:
+        if op is UnOp.RECIPROCAL:
+            return self.reciprocal(a)
         body = _F32_UN.get(op)    # else a correctly rounded function (S13): vyre.lower.crmath
         return body.format(a=a, **self.fn) if body is not None else f"{crmath.HELPER[op]}({a})"
 

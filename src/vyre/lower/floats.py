@@ -23,6 +23,7 @@ f32 local may hold; the emitter (`vyre.lower.cfamily`) combines them per express
 
 from __future__ import annotations
 
+import struct
 from collections import Counter
 from dataclasses import dataclass
 
@@ -73,6 +74,44 @@ def hardware_bin(e: E.Bin) -> bool:
 def hardware_un(e: E.Un) -> bool:
     """As `hardware_bin`, for a unary operation."""
     return e.op in HW_FTZ_UN and not _known(e.operand)
+def _magnitude(e: E.Expr) -> float | None:
+    """|value| of an f32 literal (NaN: None)."""
+    if not (isinstance(e, E.Lit) and e.dtype is F):
+        return None
+    m = abs(struct.unpack("<f", struct.pack("<I", e.bits))[0])
+    return None if m != m else m
+
+
+_SQRT_BOUND = 2.0 ** -62   # 2**-62 / sqrt(largest f32) > 2**-126: c / sqrt(x) is never tiny
+
+
+def no_subnormal(e: E.Expr) -> bool:
+    """Whether the IEEE result of ``e`` can never be subnormal, whatever its other operands.
+    The printers flush the operands of MUL, DIV and RECIPROCAL first, so a non-zero operand
+    has magnitude at least 2**-126, and:
+
+    * ``c * x`` (either way round) with a literal ``|c| >= 1``: ``|c x| >= |x|``, so the
+      product is zero, at least 2**-126, infinite or NaN (Mandelbrot's ``2 * x * y``);
+    * ``c / sqrt(x)`` with a literal ``|c| >= 2**-62``, and ``reciprocal(sqrt(x))``: a square
+      root is at most 2**64 (or infinite: the quotient is then an exact zero), so the quotient
+      is at least 2**-126 (n-body's ``1 / sqrt(d2)``).
+
+    Only the exact IEEE result is reasoned about, never a hardware flush, so the rule holds on
+    every target."""
+    if isinstance(e, E.Bin) and e.op is BinOp.MUL:
+        return any((m := _magnitude(k)) is not None and m >= 1.0 for k in (e.left, e.right))
+    if isinstance(e, E.Bin) and e.op is BinOp.DIV:
+        m = _magnitude(e.left)
+        return m is not None and m >= _SQRT_BOUND and _is_sqrt(e.right)
+    if isinstance(e, E.Un) and e.op is UnOp.RECIPROCAL:
+        return _is_sqrt(e.operand)
+    return False
+
+
+def _is_sqrt(e: E.Expr) -> bool:
+    return isinstance(e, E.Un) and e.op is UnOp.SQRT
+
+
 # Operations whose result is IEEE-rounded arithmetic (so it may be subnormal without ftz).
 ROUNDED_BIN = frozenset({BinOp.ADD, BinOp.SUB, BinOp.MUL, BinOp.DIV, BinOp.MOD, BinOp.ABS_DIFF})
 # Unary results that are never subnormal (a NaN passes through): TRUNC and ROUND of a
@@ -166,9 +205,11 @@ def flags_of(e: E.Expr, var: dict[str, Flags], hw_ftz: bool, scope: dict[str, Da
     if isinstance(e, E.Bin):
         if e.op in (BinOp.MIN, BinOp.MAX, BinOp.HYPOT):
             return CANON  # operands flushed first; a NaN operand gives the canonical NaN
+        if no_subnormal(e):
+            return Flags(False, False, True)
         return result_flags(hw_ftz, rounded=e.op in ROUNDED_BIN, hardware=hardware_bin(e))
     if isinstance(e, E.Un):
-        if e.op in NO_SUBNORMAL_UN or e.op is UnOp.ABS or e.op is UnOp.NEGATE:
+        if e.op in NO_SUBNORMAL_UN or e.op is UnOp.ABS or e.op is UnOp.NEGATE or no_subnormal(e):
             return Flags(False, False, True)  # a NaN operand's payload passes through
         return result_flags(hw_ftz, rounded=True, hardware=hardware_un(e))
     return CANON

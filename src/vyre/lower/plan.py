@@ -11,13 +11,15 @@ early in a program with barriers (then it must keep reaching barriers: the "aliv
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from vyre.ir import expr as E
 from vyre.ir import node as N
 from vyre.ir.inline import inline
 from vyre.ir.program import BufferDecl, Program
 from vyre.ir.types import MemoryOrdering
+
+from .loops import LoopFacts, analyse
 
 ENTRY = "vyre_phase_{}"
 
@@ -45,12 +47,15 @@ class KernelPlan:
     # per phase: (buffer, word offset) of an indirect_dispatch grid, or None
     indirect: tuple[tuple[str, int] | None, ...] = ()
     phase_loops: tuple[bool, ...] = ()     # per phase: whether it has a loop
+    # which loops keep the while cap and the cancel poll (`vyre.lower.loops`)
+    loops: LoopFacts = field(default_factory=LoopFacts)
 
     @property
     def stoppable(self) -> bool:
-        """Every phase that loops polls the cancel word (phases without loops end soon anyway):
-        a cancelled dispatch of this plan stops."""
-        return all(checked or not loops for checked, loops in zip(self.cancel_checked, self.phase_loops))
+        """Every phase with a loop of unbounded work polls the cancel word (phases without
+        such loops end soon anyway): a cancelled dispatch of this plan stops."""
+        long = self.loops.polling or self.phase_loops
+        return all(checked or not loops for checked, loops in zip(self.cancel_checked, long))
 
     @property
     def uses_ctl(self) -> bool:
@@ -93,13 +98,18 @@ def _fully_written(program: Program) -> frozenset[str]:
 
 
 MAX_VECTOR_STATEMENTS = 64
+# the vector form runs four invocations one after another in each thread: it pays for
+# streaming kernels (one 128-bit access for four) but not where loops do the work, where it
+# leaves a quarter of the threads to hide latency (an n-body step of 16K bodies ran on 4K)
+MAX_VECTOR_TRIPS = 64
 
 
 def _vector_form(program: Program) -> tuple[frozenset[str], frozenset[str]] | None:
     """(buffers loaded at gid.x, buffers stored at gid.x) when the program may run four
     consecutive invocations per thread without any change of meaning: one phase, no
     barriers, workgroup memory, atomics, subgroups or early returns, gid.x the only id, a 1-D
-    workgroup, and a small body. Loads of READ buffers at exactly gid.x become vector loads;
+    workgroup, and a small body (and, `lower` checks, few loop trips: `MAX_VECTOR_TRIPS`).
+    Loads of READ buffers at exactly gid.x become vector loads;
     OUTPUT buffers stored exactly once, unconditionally at top level at gid.x and never read,
     become vector stores. Everything else stays a scalar access of its invocation."""
     if program.workgroup_buffers or program.local_buffers or program.workgroup_size[1:] != (1, 1):
@@ -167,20 +177,25 @@ def lower(program: Program, vector: bool = False) -> KernelPlan:
             phases[-1].append(n)
     facts = program.facts   # of the inlined program: one walk, shared with every later stage
     # A kernel can only run long in a loop; where no barrier needs every lane to arrive, its
-    # loops poll the cancel word so a timed-out dispatch stops instead of running on.
+    # loops poll the cancel word so a timed-out dispatch stops instead of running on. Loops
+    # of bounded work need not poll, nor whiles that cannot reach their cap count trips
+    # (`vyre.lower.loops`).
     if len(phases) == 1:   # the program's facts are the phase's
         loops, barriers = (facts.loops,), (facts.barrier or facts.grid_sync,)
     else:
         walks = [list(N.walk_nodes(p)) for p in phases]
         loops = tuple(any(isinstance(n, N.Loop | N.While) for n in w) for w in walks)
         barriers = tuple(any(isinstance(n, N.Barrier) for n in w) for w in walks)
-    cancel = tuple(lp and not b for lp, b in zip(loops, barriers))
-    form = _vector_form(program) if vector and len(phases) == 1 else None
+    verdicts = analyse(program, tuple(tuple(p) for p in phases)) if facts.loops else LoopFacts()
+    long = verdicts.polling or loops
+    cancel = tuple(lp and not b for lp, b in zip(long, barriers))
+    form = _vector_form(program) if vector and len(phases) == 1 and verdicts.work <= MAX_VECTOR_TRIPS else None
     indirect = tuple((p[0].buffer, p[0].offset) if p and isinstance(p[0], N.IndirectDispatch) else None
                      for p in phases)
     return KernelPlan(program, facts.bound, program.workgroup_buffers, tuple(tuple(p) for p in phases),
-                      facts.division or facts.while_loop, facts.barrier, facts.transcendental,
+                      facts.division or any(verdicts.capping), facts.barrier, facts.transcendental,
                       _fully_written(program), cancel,
                       4 if form else 1, *(form or (frozenset(), frozenset())),
                       uses_wide=facts.uses_wide, uses_half=facts.uses_half,
-                      wide_atomics=facts.wide_atomics, indirect=indirect, phase_loops=loops)
+                      wide_atomics=facts.wide_atomics, indirect=indirect, phase_loops=loops,
+                      loops=verdicts)

@@ -21,7 +21,15 @@ from vyre.ir import node as N
 from vyre.ir.errors import VyreError
 from vyre.ir.program import Program
 from vyre.ir.typecheck import bin_result, infer, un_result
-from vyre.ir.types import SUBGROUP_REDUCTIONS, Builtin, DataType, MemoryOrdering, SubgroupOp, UnOp
+from vyre.ir.types import (
+    SUBGROUP_REDUCTIONS,
+    BinOp,
+    Builtin,
+    DataType,
+    MemoryOrdering,
+    SubgroupOp,
+    UnOp,
+)
 
 from .floats import (
     CANON,
@@ -31,9 +39,11 @@ from .floats import (
     flags_of,
     hardware_bin,
     hardware_un,
+    no_subnormal,
     numeric_only_buffers,
     var_flags,
 )
+from .loops import POLL_TRIPS, breaks
 from .plan import KernelPlan
 from .ranges import Ranges
 from .syntax import BOOL_SYM, CMP, ERR_DEVICE_LOOPS, ERR_LOOP_LIMIT, PREDICATES, Syntax
@@ -67,6 +77,10 @@ class Printer:
         self.lane_stores: dict[str, str] = {}
         self.loops: list[str] = []   # with `Syntax.checked_loops`: the done flag of each open loop
         self.checked = 0
+        # loads printed once before the loops they are invariant in (`hoist`)
+        self.hoisted: dict[E.Load, Value] = {}
+        self.written = self.atomic_buffers | {n.buffer for n in N.walk_nodes(self.program.body)
+                                              if isinstance(n, N.Store)}
 
     # ---- output -------------------------------------------------------------------------------
     def out(self, line: str) -> None:
@@ -124,7 +138,7 @@ class Printer:
         """``v`` as the operand of a numeric operation: subnormals flushed, unless the
         target's hardware form of the operation flushes them itself."""
         if f.sub and not (hardware and self.hw):
-            return self.fresh(F32, f"vy_daz({v})")
+            return self.fresh(F32, f"{self.s.daz}({v})")
         return v
 
     def observed(self, v: str, f: Flags) -> str:
@@ -132,7 +146,7 @@ class Printer:
         raw bits): raw bits as they are, results of arithmetic canonical."""
         if f.raw or not (f.sub or f.nan):
             return v
-        fn = "vy_canon" if f.sub and f.nan else ("vy_cnan" if f.nan else "vy_daz")
+        fn = "vy_canon" if f.sub and f.nan else ("vy_cnan" if f.nan else self.s.daz)
         return self.fresh(F32, f"{fn}({v})")
 
     def flags(self, e: E.Expr, *operands: Flags) -> Flags:
@@ -140,7 +154,9 @@ class Printer:
         merged = CANON
         for f in operands:
             merged = merged | f
-        return flags_of(_Opaque.of(e), {_Opaque.NAME: merged}, self.hw, {_Opaque.NAME: F32}, self.program)
+        f = flags_of(_Opaque.of(e), {_Opaque.NAME: merged}, self.hw, {_Opaque.NAME: F32}, self.program)
+        # what only the operands' own form shows (a square root divisor)
+        return Flags(f.raw, False, f.nan) if f.sub and no_subnormal(e) else f
 
     # ---- expressions ------------------------------------------------------------------------------
     def expr(self, e: E.Expr) -> Value:
@@ -168,6 +184,8 @@ class Printer:
         return self.s.builtin(e.kind, e.axis), U32, CANON
 
     def load(self, e: E.Load) -> Value:
+        if self.hoisted and e in self.hoisted:
+            return self.hoisted[e]
         t = self.program.buffer(e.buffer).dtype
         if e.buffer in self.lane_loads and e.index == _GX:
             return self.s.from_word(self, self.lane_loads[e.buffer], t), t, RAW if t is F32 else CANON
@@ -355,8 +373,10 @@ class Printer:
             self.block(n.otherwise, guarded)
             self.close()
 
-    def poll(self) -> None:
-        if self.cancel:  # every 1024 trips: stop if the engine cancelled the dispatch
+    def poll(self, n: N.Loop | N.While) -> None:
+        # every 1024 trips: stop if the engine cancelled the dispatch (loops of bounded work
+        # need not: vyre.lower.loops)
+        if self.cancel and self.plan.loops.polls(n):
             for line in self.s.cancel_poll:
                 self.out(line)
 
@@ -365,16 +385,88 @@ class Printer:
         # trips: guard the whole body
         self.block(n.body, guarded or (self.alive and _contains(n, N.Return)))
 
+    # ---- loop-invariant loads ---------------------------------------------------------------
+    def hoist(self, n: N.Loop | N.While) -> dict[E.Load, Value]:
+        """Print, before loop ``n``, every load in it that gives the same value on every trip,
+        with its bounds check, and use that value inside (returns the map to restore after
+        the loop). A load qualifies when no statement of the program writes its buffer (no
+        store, no atomic: nothing else in the dispatch can change it) and its index changes
+        with no trip: only locals declared outside the loop and never assigned in it, ids,
+        literals, lengths and such loads, and no operation with an effect (atomics, subgroup
+        operations, signed division, which may set the error flag). A load has no effect of
+        its own (S6: out of range it gives zero), so reading it once, even when the loop makes
+        no trip or never reaches it, gives the same bytes."""
+        saved = self.hoisted
+        changing = {n.var} if isinstance(n, N.Loop) else set()
+        for s in N.walk_nodes(n.body):
+            if isinstance(s, N.Let | N.Assign):
+                changing.add(s.name)
+            elif isinstance(s, N.Loop):
+                changing.add(s.var)
+        visible = self.visible()
+        stable: dict[E.Expr, bool] = {}
+
+        def invariant(e: E.Expr) -> bool:
+            if e not in stable:
+                stable[e] = _invariant(e)
+            return stable[e]
+
+        def _invariant(e: E.Expr) -> bool:
+            if isinstance(e, E.Var):
+                return e.name not in changing
+            if isinstance(e, E.Atomic | E.Subgroup | E.Call | E.WeakLit):
+                return False
+            if not all(invariant(k) for k in E.children(e)):
+                return False
+            if isinstance(e, E.Load):
+                decl = self.program.buffer(e.buffer)
+                return decl.is_bound and e.buffer not in self.written and \
+                    not (e.buffer in self.lane_loads and e.index == _GX)
+            if isinstance(e, E.Bin) and e.op in (BinOp.DIV, BinOp.MOD):
+                return not infer(e.left, visible, self.program).is_signed
+            return True
+
+        found: dict[E.Load, None] = {}
+
+        def collect(e: E.Expr) -> None:   # children first: an index's loads before the load
+            for k in E.children(e):
+                collect(k)
+            if isinstance(e, E.Load) and e not in found and e not in self.hoisted and invariant(e):
+                found[e] = None
+
+        roots = [x for s in N.walk_nodes(n.body) for x in N.node_exprs(s)]
+        for root in ([n.cond] if isinstance(n, N.While) else []) + roots:
+            collect(root)
+        if found:
+            self.hoisted = dict(saved)
+            for e in found:
+                self.hoisted[e] = self.expr(e)
+        return saved
+
     def loop(self, n: N.Loop, guarded: bool) -> None:
+        saved = self.hoist(n)
         lo, t, _ = self.expr(n.from_)
         hi, _, _ = self.expr(n.to)
         self.scope.append({n.var: t})
         name = f"v_{n.var}"
         head = self.s.var(name, self.s.types[t], lo)[:-1]
         done = self.checked_open()
-        if done is None:
+        if done is None and self.chunked(n, t):
+            # the cancel poll once per chunk of up to POLL_TRIPS trips, outside an inner loop
+            # with one exit (which the compiler can unroll), not on every trip
+            u = "" if t is U32 else f"({self.s.types[U32]})"   # i32: the distance in u32
+            self.open(f"for ({head}; {name} < {hi};)")
+            left = self.fresh(U32, f"{u}{hi} - {u}{name}")
+            trips = self.fresh(U32, f"{left} < {POLL_TRIPS}u ? {left} : {POLL_TRIPS}u")
+            for line in self.s.chunk_poll:
+                self.out(line.format(n=trips))
+            end = self.fresh(t, f"{name} + {trips}" if t is U32 else f"({self.s.types[t]})({u}{name} + {trips})")
+            self.open(f"for (; {name} < {end}; {name}++)")
+            self.loop_trip(n, guarded, t)
+            self.close()
+        elif done is None:
             self.open(f"for ({head}; {name} < {hi}; {name}++)")
-            self.poll()
+            self.poll(n)
             self.loop_trip(n, guarded, t)
         else:   # the condition inside, so that leaving through it is seen; innermost loops
             # run `Syntax.unroll` trips per back edge (a device may limit back edges)
@@ -385,7 +477,7 @@ class Printer:
                     self.out(f"{name}++;")
                 self.out(self.s.inline(f"if (!({name} < {hi}))", f"{done} = true;", "break;"))
                 if not j:
-                    self.poll()
+                    self.poll(n)
                 if k > 1:
                     self.open("")
                 self.loop_trip(n, guarded, t)
@@ -394,21 +486,33 @@ class Printer:
         self.close()
         self.checked_close()
         self.scope.pop()
+        self.hoisted = saved
+
+    def chunked(self, n: N.Loop, t: DataType) -> bool:
+        """Whether a polling `loop` runs as chunks of at most `POLL_TRIPS` trips with one poll
+        each (`Syntax.chunk_poll`): a 32-bit loop variable (the trips left fit in a u32) and
+        no `break_` of its own (the chunk's loop would leave only the chunk)."""
+        return bool(self.s.chunk_poll) and self.cancel and self.plan.loops.polls(n) \
+            and t in (U32, DataType.I32) and not breaks(n.body)
 
     def loop_trip(self, n: N.Loop, guarded: bool, t: DataType) -> None:
         saved = dict(self.ranges.env)
         if t is U32:
             self.ranges.bind(n.var, self.ranges.loop(n.var, n.from_, n.to))
+        self.ranges.below[n.var] = n.to.buffer if isinstance(n.to, E.BufLen) else None
         self.loop_body(n, guarded)
         self.ranges.env = saved
 
     def while_(self, n: N.While, guarded: bool) -> None:
-        count = self.name("vy_w")
+        saved = self.hoist(n)
+        # a loop whose condition fails before its cap (vyre.lower.loops) counts no trips
+        capped = self.plan.loops.capped(n)
+        count = self.name("vy_w") if capped else ""
         done = self.checked_open()
         # trips so far, in 32-bit words: a second word where the cap does not fit in one
         # (the inliner's cap + 1 of a loop whose condition calls a function)
         wide = n.max_iterations > 0xFFFFFFFF
-        decls = [self.s.var(w, self.s.types[U32], "0u") for w in (count, count + "h")[:1 + wide]]
+        decls = [self.s.var(w, self.s.types[U32], "0u") for w in (count, count + "h")[:1 + wide]] if capped else []
         self.s.while_open(self, decls)
         leave = ("break;",) if done is None else (f"{done} = true;", "break;")
         cap = n.max_iterations
@@ -420,12 +524,13 @@ class Printer:
                 self.out(self.s.inline("if (!vy_alive)", *leave))   # a returned lane leaves, as in the reference
             c, _, _ = self.expr(n.cond)
             self.out(self.s.inline(f"if (!{c})", *leave))
-            self.out(f"if ({at_cap}) {{ {self.s.error(ERR_LOOP_LIMIT)} {flag}break; }}")
-            self.out(f"{count}++;")
-            if wide:
-                self.out(self.s.inline(f"if ({count} == 0u)", f"{count}h++;"))
+            if capped:
+                self.out(f"if ({at_cap}) {{ {self.s.error(ERR_LOOP_LIMIT)} {flag}break; }}")
+                self.out(f"{count}++;")
+                if wide:
+                    self.out(self.s.inline(f"if ({count} == 0u)", f"{count}h++;"))
             if not j:
-                self.poll()
+                self.poll(n)
             if k > 1:
                 self.open("")
             saved = dict(self.ranges.env)
@@ -435,6 +540,7 @@ class Printer:
                 self.close()
         self.s.while_close(self)
         self.checked_close()
+        self.hoisted = saved
 
     def unrolled(self, n: N.Loop | N.While) -> int:
         """Trips per back edge of a checked loop: for an innermost loop `Syntax.unroll`, or up
@@ -521,16 +627,16 @@ class _Opaque:
     """Stands in for an already-lowered operand when asking `flags_of` for a result's flags."""
 
     NAME = "__vyre_operand__"
-    # a float literal operand stays a literal: whether the compiler knows an operand decides
-    # whether hardware flushes may be relied on (`hardware_bin`, `hardware_un`)
-    KNOWN = E.Lit(DataType.F32, 0x3F800000)
 
     @staticmethod
     def of(e: E.Expr) -> E.Expr:
         v = E.Var(_Opaque.NAME)
 
         def stand_in(k: E.Expr) -> E.Expr:
-            return _Opaque.KNOWN if isinstance(k, E.Lit) and k.dtype.is_float else v
+            # a float literal operand stays itself: whether the compiler knows an operand
+            # decides whether hardware flushes may be relied on (`hardware_bin`,
+            # `hardware_un`), and its magnitude may rule out a subnormal result (`no_subnormal`)
+            return k if isinstance(k, E.Lit) and k.dtype.is_float else v
 
         if isinstance(e, E.Bin):
             return E.Bin(e.op, stand_in(e.left), stand_in(e.right))

@@ -7,9 +7,10 @@ the buffer's element count, which is known before launch for workgroup buffers a
 buffers declared with a static count (an input must then be passed with exactly that count).
 
 `Ranges` computes a conservative interval ``[lo, hi]`` for u32 expressions from literals,
-local ids (below the workgroup size), loop variables (inside ``[from, to)``), locals bound
-once, and arithmetic that cannot wrap (add, mul, shifts, masks, or/xor, modulo and
-division by literals, min/max, select). Anything it cannot bound is ``[0, 2**32 - 1]``: the check stays.
+local ids (below the workgroup size), loop variables (inside ``[from, to)``, and below a
+buffer's count, whatever it is, when ``to`` is that buffer's length), locals bound once,
+and arithmetic that cannot wrap (add, mul, shifts, masks, or/xor, modulo and division by
+literals, min/max, select). Anything it cannot bound is ``[0, 2**32 - 1]``: the check stays.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ class Ranges:
         self.program = program
         self.env: dict[str, tuple[int, int]] = {}
         self.assigned = program.facts.assigned   # the plan's program: inlined, no functions
+        # loop variables of ``loop(v, from, buf_len(b))``: v < b's count, whatever the count
+        # (set by the emitter when it enters each loop, so a reused name is overwritten)
+        self.below: dict[str, str | None] = {}
 
     def bind(self, name: str, value: tuple[int, int] | None) -> None:
         if value is None or name in self.assigned:
@@ -101,6 +105,8 @@ class Ranges:
 
     def in_bounds(self, buffer: str, index: E.Expr) -> bool:
         """True when ``index`` is provably below ``buffer``'s element count."""
+        if isinstance(index, E.Var) and self.below.get(index.name) == buffer:
+            return True
         decl = self.program.buffer(buffer)
         if decl is None or not decl.count:
             return False

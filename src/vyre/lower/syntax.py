@@ -44,10 +44,17 @@ class Syntax:
     name: str
     types: dict[DataType, str]   # value types
     hw_ftz: bool = False          # flush-to-zero forms exact for S9 (vyre.lower.floats)
+    # the prelude function that flushes a subnormal f32 to zero of its sign (S9) where a value
+    # that cannot be NaN is observed or any value is consumed numerically (a NaN's payload may
+    # change: it is canonicalised wherever it could be observed)
+    daz: str = "vy_daz"
     vector: bool = False          # the elementwise vector form (`vector_body`)
     subgroups: bool = False       # `subgroup` spells subgroup operations
     barrier: tuple[str, ...]      # the lines of a workgroup barrier
     cancel_poll: tuple[str, ...]  # lines polling the cancel word every 1024 trips
+    # lines counting ``{n}`` trips of a loop at once and polling when 1024 have accumulated,
+    # for a `loop` run in chunks (`Printer.chunked`); empty: the loop polls on every trip
+    chunk_poll: tuple[str, ...] = ()
     # every loop's exit is checked: a device that stops loops on its own is reported
     # (`ERR_DEVICE_LOOPS`) instead of giving short results
     checked_loops: bool = False

@@ -46,6 +46,15 @@ typedef short vy_i16;
 static __device__ __forceinline__ float vy_ieee_mul(float a, float b) { float r; asm("mul.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
 static __device__ __forceinline__ float vy_ieee_div(float a, float b) { float r; asm("div.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
 static __device__ __forceinline__ float vy_ieee_fma(float a, float b, float c) { float r; asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(r) : "f"(a), "f"(b), "f"(c)); return r; }
+// S9's flush of one value in one instruction (vy_daz takes two integer ones, and kept NVVM
+// from unrolling loops): x * 1 is exact, and the .ftz form flushes a subnormal operand to zero
+// of its sign. In inline PTX, so that no compiler pass folds x * 1 to x. A NaN comes out as
+// NVIDIA's canonical NaN: the printer only flushes values whose NaN payload is canonicalised
+// wherever it could be observed (Syntax.daz).
+static __device__ __forceinline__ float vy_ftz(float a) { float r; asm("mul.rn.ftz.f32 %0, %1, 0f3F800000;" : "=f"(r) : "f"(a)); return r; }
+// 1/x as rcp.rn.f32: the same correctly rounded IEEE quotient as div.rn.f32 1, x, in fewer
+// instructions (no general-dividend path).
+static __device__ __forceinline__ float vy_ieee_rcp(float a) { float r; asm("rcp.rn.f32 %0, %1;" : "=f"(r) : "f"(a)); return r; }
 #define VY_TRUNC(x) truncf(x)
 #define VY_FLOOR(x) floorf(x)
 #define VY_CEIL(x) ceilf(x)
@@ -110,11 +119,12 @@ CUDA = CSyntax(
     barrier_line="__syncthreads();",
     builtins=_builtin,
     atomics=_atomic,
-    fn={"fma": "vy_ieee_fma", "fmod": "fmodf", "fabs": "fabsf", "sqrt": "__fsqrt_rn",
+    fn={"fma": "vy_ieee_fma", "rcp": "vy_ieee_rcp", "fmod": "fmodf", "fabs": "fabsf", "sqrt": "__fsqrt_rn",
         "floor": "floorf", "ceil": "ceilf", "trunc": "truncf", "popcount": "__popc",
         "clz": "__clz", "brev": "__brev", "u2f": "__uint2float_rn", "i2f": "__int2float_rn"},
     subgroup_ops=_subgroup,
     hw_ftz=True,
+    daz="vy_ftz",
     vload4=lambda p, i: f"*(const uint4*)({p} + {i})",
     vstore4=lambda p, i, v: f"*(uint4*)({p} + {i}) = {v};",
     make4=lambda parts: f"make_uint4({', '.join(parts)})",
