@@ -57,6 +57,7 @@ class ProgramFacts:
     body_calls: tuple[tuple[str, ...], ...]  # per body: the functions its calls name (a
                                           # function's result included), once per call
     assigned: frozenset[str]              # locals some Assign statement writes
+    stored: frozenset[str]                # buffers some Store statement writes
 
     @functools.cached_property
     def op_set(self) -> frozenset[OpId]:
@@ -101,6 +102,7 @@ class _Acc:
         self.specs: dict[str, E.Spec] = {}
         self.flags: set[str] = set()      # the boolean facts that hold
         self.assigned: set[str] = set()
+        self.stored: set[str] = set()
 
 
 def _barrier(a: _Acc, n: N.Barrier) -> None:
@@ -133,6 +135,7 @@ NODE_FACTS: dict[type, Callable[[_Acc, Any], None]] = {
     N.IndirectDispatch: lambda a, n: a.flags.add("indirect"),
     N.Return: lambda a, n: a.flags.add("returns"),
     N.Assign: lambda a, n: a.assigned.add(n.name),
+    N.Store: lambda a, n: a.stored.add(n.buffer),
 }
 #: the expression kinds that set a fact
 EXPR_FACTS: dict[type, Callable[[_Acc, Any], None]] = {
@@ -203,4 +206,4 @@ def _compute(program: Program) -> ProgramFacts:
         loops=has("loops"), while_loop=has("while_loop"), indirect=has("indirect"),
         returns=has("returns"), specs=tuple(a.specs.items()), statements=sum(sizes),
         body_statements=tuple(sizes), body_calls=tuple(tuple(c) for c in calls),
-        assigned=frozenset(a.assigned))
+        assigned=frozenset(a.assigned), stored=frozenset(a.stored))

@@ -79,8 +79,7 @@ class Printer:
         self.checked = 0
         # loads printed once before the loops they are invariant in (`hoist`)
         self.hoisted: dict[E.Load, Value] = {}
-        self.written = self.atomic_buffers | {n.buffer for n in N.walk_nodes(self.program.body)
-                                              if isinstance(n, N.Store)}
+        self.written = self.atomic_buffers | self.program.facts.stored
 
     # ---- output -------------------------------------------------------------------------------
     def out(self, line: str) -> None:
