@@ -4,7 +4,7 @@ cached on the Program.
 Drivers, the engine, the registry, the planner and the code generators all need the same
 few facts (bound buffers in binding order, workgroup and local bytes, the ops used, the
 buffers touched by atomics, whether there are barriers, loops, divisions, transcendentals,
-subgroup operations). Each is derived here, once per Program object, and read through
+subgroup operations, matrix multiply-accumulates). Each is derived here, once per Program object, and read through
 ``program.facts`` (or `facts_of`). Nothing else recomputes them: a fact written twice will
 diverge.
 
@@ -51,6 +51,7 @@ class ProgramFacts:
     while_loop: bool                      # a While (its iteration cap may fault)
     indirect: bool                        # an IndirectDispatch statement
     returns: bool                         # a Return statement (an invocation may end early)
+    matmul: frozenset[tuple[DataType, DataType]]  # (a, b) element types of each matmul_acc
     specs: tuple[tuple[str, E.Spec], ...]  # specialization constants: first use of each name
 
     @functools.cached_property
@@ -95,10 +96,17 @@ class _Acc:
         self.subgroups: set[SubgroupOp] = set()
         self.specs: dict[str, E.Spec] = {}
         self.flags: set[str] = set()      # the boolean facts that hold
+        self.matmul: set[tuple[DataType, DataType]] = set()
 
 
 def _barrier(a: _Acc, n: N.Barrier) -> None:
     a.flags.add("grid_sync" if n.ordering is MemoryOrdering.GRID_SYNC else "barrier")
+
+
+def _matmul(a: _Acc, n: N.MatMulAcc) -> None:
+    da, db = a.program.buffer(n.a), a.program.buffer(n.b)
+    if da is not None and db is not None:
+        a.matmul.add((da.dtype, db.dtype))
 
 
 def _atomic(a: _Acc, e: E.Atomic) -> None:
@@ -126,6 +134,7 @@ NODE_FACTS: dict[type, Callable[[_Acc, Any], None]] = {
     N.While: lambda a, n: a.flags.update(("loops", "while_loop")),
     N.IndirectDispatch: lambda a, n: a.flags.add("indirect"),
     N.Return: lambda a, n: a.flags.add("returns"),
+    N.MatMulAcc: _matmul,
 }
 #: the expression kinds that set a fact
 EXPR_FACTS: dict[type, Callable[[_Acc, Any], None]] = {
@@ -187,4 +196,4 @@ def _compute(program: Program) -> ProgramFacts:
         types=frozenset(a.types), division=has("division"), transcendental=has("transcendental"),
         subgroup_ops=frozenset(a.subgroups), barrier=has("barrier"), grid_sync=has("grid_sync"),
         loops=has("loops"), while_loop=has("while_loop"), indirect=has("indirect"),
-        returns=has("returns"), specs=tuple(a.specs.items()))
+        returns=has("returns"), matmul=frozenset(a.matmul), specs=tuple(a.specs.items()))
