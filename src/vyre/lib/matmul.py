@@ -89,18 +89,42 @@ def program(ta: DataType, tb: DataType, packed: bool, t: Tiles) -> Program:
                 *(Node.store("wa", r * bk + c + j, _byte(Expr.var("aw"), j, ta)) for j in range(4))]
 
     def load_b(e: Expr) -> list[Node]:
-        # B is K x N: consecutive slots walk n (coalesced reads); wb is its transpose, N x K
+        # B is K x N and wb its transpose (N x K). Element by element, consecutive slots walk
+        # k: the workgroup-memory writes of a warp hit distinct banks (walking n, each of them
+        # would hit one bank), and the tile's rows stay in L1 for the reads.
         if not packed:
-            kk, nn = e / bn, e % bn
+            kk, nn = e % bk, e / bk
             ok = (k0 + kk).lt(K_).and_((col0 + nn).lt(N_))
             v = Expr.load("b", (k0 + kk) * N_ + col0 + nn)
             return [Node.store("wb", nn * bk + kk, Expr.select(ok, v, Expr.lit(tb.value_type, 0)))]
-        per = bn // 4
-        kk, nn = e / per, (e % per) * 4
-        ok = (k0 + kk).lt(K_).and_((col0 + nn).lt(N_))
-        word = Expr.select(ok, Expr.bitcast(U, Expr.load("b", ((k0 + kk) * N_ + col0 + nn) >> 2)), Expr.u32(0))
-        return [Node.let_bind("bw", word),
-                *(Node.store("wb", (nn + j) * bk + kk, _byte(Expr.var("bw"), j, tb)) for j in range(4))]
+        # packed: a 4 x 4 block of bytes (k rows 4kq.., n columns 4nq..) per slot: four word
+        # reads (a warp reads 8 consecutive words of 4 rows), transposed in registers, written
+        # as four runs of 4 bytes; the run written at step j is row (j + nq) & 3 of the block,
+        # so a warp's writes spread over 16 banks
+        nk = bk // 4
+        nq = (e % 8) + (e / 8 / nk) * 8
+        kq = (e / 8) % nk
+        out: list[Node] = [Node.let_bind("bkq", kq * 4), Node.let_bind("bnq", nq * 4)]
+        k4, n4 = Expr.var("bkq"), Expr.var("bnq")
+        ok_n = (col0 + n4).lt(N_)
+        for i in range(4):
+            ok = ok_n.and_((k0 + k4 + i).lt(K_))
+            word = Expr.bitcast(U, Expr.load("b", ((k0 + k4 + i) * N_ + col0 + n4) >> 2))
+            out.append(Node.let_bind(f"bw{i}", Expr.select(ok, word, Expr.u32(0))))
+        for j in range(4):   # column j of the block: byte j of each row word, row i in byte i
+            col = Expr.u32(0)
+            for i in range(4):
+                byte = (Expr.var(f"bw{i}") >> (8 * j)) & 0xFF if j else Expr.var(f"bw{i}") & 0xFF
+                col = col | (byte << (8 * i)) if i else byte
+            out.append(Node.let_bind(f"bt{j}", col))
+        for step in range(4):
+            jj = (nq + step) & 3
+            run = Expr.select(jj.eq(0), Expr.var("bt0"), Expr.select(jj.eq(1), Expr.var("bt1"),
+                              Expr.select(jj.eq(2), Expr.var("bt2"), Expr.var("bt3"))))
+            out.append(Node.let_bind(f"br{step}", run))
+            base = (n4 + jj) * bk + k4
+            out += [Node.store("wb", base + i, _byte(Expr.var(f"br{step}"), i, tb)) for i in range(4)]
+        return out
 
     def store_out(e: Expr) -> list[Node]:
         r, c = e / bn, e % bn
@@ -108,7 +132,7 @@ def program(ta: DataType, tb: DataType, packed: bool, t: Tiles) -> Program:
                          [Node.store("out", (row0 + r) * N_ + col0 + c, Expr.load("wd", e))])]
 
     per_a = bm * bk // 4 if packed else bm * bk
-    per_b = bk * bn // 4 if packed else bk * bn
+    per_b = bk * bn // 16 if packed else bk * bn
     body = [
         Node.let_bind("row0", (WGID / TILES_N) * bm),
         Node.let_bind("col0", (WGID % TILES_N) * bn),
