@@ -62,7 +62,7 @@ def check_small(b, rng) -> dict:
     return out
 
 
-def timed(b, program, inputs: list[np.ndarray], cfg: DispatchConfig) -> tuple[float, bytes]:
+def timed(b, program, inputs: list[np.ndarray], cfg: DispatchConfig, reps: int = REPS) -> tuple[float, bytes]:
     """(median device ms, output bytes) of ``program`` on resident buffers."""
     counts = dict(resolve(program, [x.nbytes for x in inputs], cfg).counts)
     decls = [x for x in program.buffers if not x.is_workgroup]
@@ -75,14 +75,15 @@ def timed(b, program, inputs: list[np.ndarray], cfg: DispatchConfig) -> tuple[fl
         res.append(r)
     pipe = d.pipeline.compile(b, program, DispatchConfig())
     pipe.dispatch_resident_timed(res, cfg)
-    times = [pipe.dispatch_resident_timed(res, cfg).device_ns for _ in range(REPS)]
+    times = [pipe.dispatch_resident_timed(res, cfg).device_ns for _ in range(reps)]
     out = b.read_resident(res[[x.name for x in decls].index(program.outputs[0].name)])
     for r in res:
         b.free_resident(r)
     return float(np.median(times)) / 1e6, out
 
 
-def lib_run(b, ta: DataType, tb: DataType, a: np.ndarray, bm: np.ndarray, words: bool) -> tuple[float, bytes]:
+def lib_run(b, ta: DataType, tb: DataType, a: np.ndarray, bm: np.ndarray, words: bool,
+            reps: int = REPS) -> tuple[float, bytes]:
     """vyre.lib.matmul's own Program and launch (as `matmul` builds them) on resident buffers."""
     m, k = a.shape
     n = bm.shape[1]
@@ -94,26 +95,13 @@ def lib_run(b, ta: DataType, tb: DataType, a: np.ndarray, bm: np.ndarray, words:
     src = [a.reshape(-1), bm.reshape(-1)]
     if packed:
         src = [s.view(np.int32) for s in src]
-    return timed(b, prog, [*src, params(m, n, k, tiles_n)], cfg)
+    return timed(b, prog, [*src, params(m, n, k, tiles_n)], cfg, reps)
 
 
-def main() -> None:
-    a = args(__doc__)
+def torch_int_mm(A: np.ndarray, B: np.ndarray) -> tuple[float, np.ndarray]:
+    """(median device ms, result) of torch._int_mm (cuBLASLt's int8 GEMM, i32 out)."""
     import torch
 
-    res: dict = {}
-    b = d.acquire("cuda")
-    res["device"] = b.device_profile().device_name
-    res["tensor_cores"] = b.supports_tensor_cores()
-    assert res["tensor_cores"], "this device does not run matmul_acc on IMMA (sm_80+ needed)"
-    rng = np.random.default_rng(26)
-    t0 = time.perf_counter()
-    res.update(check_small(b, rng))
-
-    # ---- i8 GEMM vs torch._int_mm (cuBLASLt) ----
-    n = 4096 if a.quick else 8192
-    A, B = full(rng, np.int8, (n, n)), full(rng, np.int8, (n, n))
-    ms, out = lib_run(b, DataType.I8, DataType.I8, A, B, False)
     ta, tb = torch.from_numpy(A).cuda(), torch.from_numpy(B).cuda()
     ref = torch._int_mm(ta, tb)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -125,34 +113,61 @@ def main() -> None:
         end.synchronize()
         if i:
             samples.append(start.elapsed_time(end))
-    torch_ms = float(np.median(samples))
-    same = np.frombuffer(out, np.int32)[:n * n].tobytes() == ref.cpu().numpy().tobytes()
-    assert same, "i8 GEMM: vyre differs from torch._int_mm"
-    ops = 2 * n ** 3
-    res.update(i8_n=n, i8_vyre_ms=ms, i8_vyre_tops=ops / ms / 1e9, i8_torch_int_mm_ms=torch_ms,
-               i8_torch_int_mm_tops=ops / torch_ms / 1e9, i8_equal_to_torch=same,
-               ratio_i8_vyre_vs_torch=torch_ms / ms)
-    del ta, tb, ref
+    return float(np.median(samples)), ref.cpu().numpy()
 
-    # ---- u32 wrapping GEMM: byte planes on IMMA vs vyre's SIMT (scalar matmul_acc) ----
-    n = 2048 if a.quick else 4096
-    A, B = full(rng, np.uint32, (n, n)), full(rng, np.uint32, (n, n))
-    ms, out = lib_run(b, DataType.U32, DataType.U32, A, B, True)
-    from vyre.drivers.cuda.backend import CudaBackend
 
-    os.environ["VYRE_CUDA_TENSOR_CORES"] = "0"
-    simt = CudaBackend(0)
-    del os.environ["VYRE_CUDA_TENSOR_CORES"]
-    assert not simt.supports_tensor_cores()
-    simt_ms, simt_out = lib_run(simt, DataType.U32, DataType.U32, A, B, True)
-    simt.shutdown()
-    same = out[:4 * n * n] == simt_out[:4 * n * n]
-    assert same, "u32 GEMM: the IMMA byte planes differ from the SIMT loops"
-    ops = 2 * n ** 3
-    res.update(u32_n=n, u32_imma_ms=ms, u32_imma_tops=ops / ms / 1e9, u32_simt_ms=simt_ms,
-               u32_simt_tops=ops / simt_ms / 1e9, u32_equal_to_simt=same, ratio_u32_imma_vs_simt=simt_ms / ms)
-    res["wall_s"] = time.perf_counter() - t0
-    emit("cuda_imma", res, a.json)
+def main() -> None:
+    a = args(__doc__)
+    res: dict = {}
+    t0 = time.perf_counter()
+    try:   # whatever was measured is written, also when a check fails
+        b = d.acquire("cuda")
+        res["device"] = b.device_profile().device_name
+        res["tensor_cores"] = b.supports_tensor_cores()
+        assert res["tensor_cores"], "this device does not run matmul_acc on IMMA (sm_80+ needed)"
+        rng = np.random.default_rng(26)
+        res.update(check_small(b, rng))
+
+        # ---- i8 GEMM vs torch._int_mm (cuBLASLt) ----
+        n = 4096 if a.quick else 8192
+        A, B = full(rng, np.int8, (n, n)), full(rng, np.int8, (n, n))
+        ms, out = lib_run(b, DataType.I8, DataType.I8, A, B, False)
+        ops = 2 * n ** 3
+        res.update(i8_n=n, i8_vyre_ms=ms, i8_vyre_tops=ops / ms / 1e9)
+        try:
+            torch_ms, ref = torch_int_mm(A, B)
+        except Exception as exc:   # an older torch without _int_mm: vyre's figure still stands
+            res["i8_torch_int_mm"] = f"unavailable: {exc}"[:200]
+        else:
+            same = np.frombuffer(out, np.int32)[:n * n].tobytes() == ref.tobytes()
+            res.update(i8_torch_int_mm_ms=torch_ms, i8_torch_int_mm_tops=ops / torch_ms / 1e9,
+                       i8_equal_to_torch=same, ratio_i8_vyre_vs_torch=torch_ms / ms)
+            assert same, "i8 GEMM: vyre differs from torch._int_mm"
+        del A, B, out
+
+        # ---- u32 wrapping GEMM: byte planes on IMMA vs vyre's SIMT (scalar matmul_acc) ----
+        n = 2048 if a.quick else 4096
+        A, B = full(rng, np.uint32, (n, n)), full(rng, np.uint32, (n, n))
+        ms, out = lib_run(b, DataType.U32, DataType.U32, A, B, True)
+        ops = 2 * n ** 3
+        res.update(u32_n=n, u32_imma_ms=ms, u32_imma_tops=ops / ms / 1e9)
+        from vyre.drivers.cuda.backend import CudaBackend
+
+        os.environ["VYRE_CUDA_TENSOR_CORES"] = "0"
+        try:
+            simt = CudaBackend(0)
+        finally:
+            del os.environ["VYRE_CUDA_TENSOR_CORES"]
+        assert not simt.supports_tensor_cores()
+        simt_ms, simt_out = lib_run(simt, DataType.U32, DataType.U32, A, B, True, reps=3)
+        simt.shutdown()
+        same = out[:4 * n * n] == simt_out[:4 * n * n]
+        res.update(u32_simt_ms=simt_ms, u32_simt_tops=ops / simt_ms / 1e9, u32_equal_to_simt=same,
+                   ratio_u32_imma_vs_simt=simt_ms / ms)
+        assert same, "u32 GEMM: the IMMA byte planes differ from the SIMT loops"
+    finally:
+        res["wall_s"] = time.perf_counter() - t0
+        emit("cuda_imma", res, a.json)
 
 
 if __name__ == "__main__":
