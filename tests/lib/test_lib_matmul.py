@@ -102,6 +102,13 @@ def test_bad_arguments_are_lib_errors_with_a_fix(a, b, code: str) -> None:
     assert err.value.code == code and "Fix:" in str(err.value)
 
 
+def test_matrices_of_2_32_elements_are_refused_before_anything_is_copied() -> None:
+    big = np.broadcast_to(np.int8(1), (70_000, 70_000))     # a view: nothing allocated
+    with pytest.raises(LibError) as err:
+        L.matmul(big, np.broadcast_to(np.int8(1), (70_000, 8)), backend="reference")
+    assert err.value.code == "L004" and "Fix:" in str(err.value)
+
+
 def test_asking_for_tensor_cores_where_there_are_none_is_refused_with_a_fix() -> None:
     with pytest.raises(UnsupportedFeature) as err:
         L.matmul(np.ones((2, 2), np.int8), np.ones((2, 2), np.int8), backend="reference", tensor_cores=True)

@@ -14,6 +14,7 @@ arrays fit every device. Neither changes a bit of the result.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +32,8 @@ BYTES = (DataType.I8, DataType.U8)
 WORDS = (DataType.U32, DataType.I32)
 _NP = {np.dtype(np.int8): DataType.I8, np.dtype(np.uint8): DataType.U8,
        np.dtype(np.int32): DataType.I32, np.dtype(np.uint32): DataType.U32}
-M_, N_, K_, TILES_N = (Expr.load("prm", k) for k in range(4))
+# the shape, read once into locals (`program`): M, N, K and the number of tiles along N
+M_, N_, K_, TILES_N = (Expr.var(v) for v in ("pm", "pn", "pk", "ptn"))
 
 
 @dataclass(frozen=True)
@@ -83,10 +85,38 @@ def program(ta: DataType, tb: DataType, packed: bool, t: Tiles) -> Program:
             return [Node.store("wa", e, Expr.select(ok, v, Expr.lit(ta.value_type, 0)))]
         per = bk // 4
         r, c = e / per, (e % per) * 4
-        ok = (row0 + r).lt(M_).and_((k0 + c).lt(K_))
+        ok = (k0 + c).lt(K_)      # rows past M are past the end of `a`: they read 0 (S6)
         word = Expr.select(ok, Expr.bitcast(U, Expr.load("a", ((row0 + r) * K_ + k0 + c) >> 2)), Expr.u32(0))
         return [Node.let_bind("aw", word),
                 *(Node.store("wa", r * bk + c + j, _byte(Expr.var("aw"), j, ta)) for j in range(4))]
+
+    # packed A with the slot pattern periodic in the thread's iterations: each thread's rows
+    # and word columns are computed once (before the k loop), not per word
+    nk = bk // 4
+    lcm = T * nk // math.gcd(T, nk)
+    period, rows = lcm // T, lcm // nk
+    hoist_a = packed and bm % rows == 0
+
+    def a_bases() -> list[Node]:
+        out: list[Node] = []
+        for j in range(period):
+            e = LID + j * T
+            out += [Node.let_bind(f"aoff{j}", (row0 + e / nk) * (K_ >> 2) + e % nk),
+                    Node.let_bind(f"asm{j}", (e / nk) * bk + (e % nk) * 4),
+                    Node.let_bind(f"ac4{j}", (e % nk) * 4)]
+        return out
+
+    def copy_a_hoisted() -> Node:
+        q = Expr.var("aq")
+        body: list[Node] = [Node.let_bind("aqo", q * (rows * (K_ >> 2)) + (k0 >> 2)),
+                            Node.let_bind("aqs", q * (rows * bk))]
+        for j in range(period):
+            ok = (k0 + Expr.var(f"ac4{j}")).lt(K_)   # rows past M read 0 (S6)
+            word = Expr.bitcast(U, Expr.load("a", Expr.var(f"aoff{j}") + Expr.var("aqo")))
+            body.append(Node.let_bind(f"aw{j}", Expr.select(ok, word, Expr.u32(0))))
+            at = Expr.var(f"asm{j}") + Expr.var("aqs")
+            body += [Node.store("wa", at + i, _byte(Expr.var(f"aw{j}"), i, ta)) for i in range(4)]
+        return Node.loop("aq", Expr.u32(0), Expr.u32(bm // rows), body)
 
     def load_b(e: Expr) -> list[Node]:
         # B is K x N and wb its transpose (N x K). Element by element, consecutive slots walk
@@ -107,10 +137,9 @@ def program(ta: DataType, tb: DataType, packed: bool, t: Tiles) -> Program:
         out: list[Node] = [Node.let_bind("bkq", kq * 4), Node.let_bind("bnq", nq * 4)]
         k4, n4 = Expr.var("bkq"), Expr.var("bnq")
         ok_n = (col0 + n4).lt(N_)
-        for i in range(4):
-            ok = ok_n.and_((k0 + k4 + i).lt(K_))
+        for i in range(4):   # k rows past K are past the end of `b`: they read 0 (S6)
             word = Expr.bitcast(U, Expr.load("b", ((k0 + k4 + i) * N_ + col0 + n4) >> 2))
-            out.append(Node.let_bind(f"bw{i}", Expr.select(ok, word, Expr.u32(0))))
+            out.append(Node.let_bind(f"bw{i}", Expr.select(ok_n, word, Expr.u32(0))))
         for j in range(4):   # column j of the block: byte j of each row word, row i in byte i
             col = Expr.u32(0)
             for i in range(4):
@@ -134,11 +163,13 @@ def program(ta: DataType, tb: DataType, packed: bool, t: Tiles) -> Program:
     per_a = bm * bk // 4 if packed else bm * bk
     per_b = bk * bn // 16 if packed else bk * bn
     body = [
+        *(Node.let_bind(v, Expr.load("prm", Expr.u32(i))) for i, v in enumerate(("pm", "pn", "pk", "ptn"))),
         Node.let_bind("row0", (WGID / TILES_N) * bm),
         Node.let_bind("col0", (WGID % TILES_N) * bn),
+        *(a_bases() if hoist_a else []),
         Node.loop("kt", Expr.u32(0), (K_ + (bk - 1)) / bk, [
             Node.let_bind("k0", Expr.var("kt") * bk),
-            _copy(per_a, T, "a", load_a),
+            copy_a_hoisted() if hoist_a else _copy(per_a, T, "a", load_a),
             _copy(per_b, T, "b", load_b),
             Node.matmul_acc("wd", "wa", "wb", bm, bn, bk),
         ]),
@@ -162,7 +193,10 @@ class _Matrix:
 
     def flat(self, packed: bool) -> Any:
         """The elements in row order (``packed``: as int32 words of four bytes)."""
-        x = self.data.reshape(-1)
+        x = self.data
+        if self.kind == "numpy":
+            x = np.ascontiguousarray(x).astype(x.dtype.newbyteorder("<"), copy=False)
+        x = x.reshape(-1)
         if not packed:
             return x
         if self.kind == "torch" and self.on_device:
@@ -191,8 +225,7 @@ def _matrix(x: Any, name: str) -> _Matrix:
         data, kind, on_device = cupy.ascontiguousarray(x), "cupy", True
     elif isinstance(x, np.ndarray):
         dt, shape = _NP.get(x.dtype.newbyteorder("=")), x.shape
-        data = np.ascontiguousarray(x).astype(x.dtype.newbyteorder("<"), copy=False)
-        kind, on_device = "numpy", False
+        data, kind, on_device = x, "numpy", False   # made contiguous when read (`flat`)
     else:
         raise LibError("L001", f"{name} is a {type(x).__name__}, not an array.",
                        "pass a 2-D numpy, CuPy or torch array.")
@@ -223,9 +256,11 @@ def matmul(a: Any, b: Any, *, backend: Any = None, tensor_cores: bool | None = N
         raise LibError("L001", f"vyre.lib.matmul of {x.dtype.value} and {y.dtype.value}.",
                        "pass two 8-bit matrices (int8/uint8, any mix) or two matrices of one "
                        "32-bit type (cast one: the bits mod 2**32 are the same).")
-    if max(m * k, k * n, m * n) >= 2**32:
-        raise LibError("L004", f"vyre.lib.matmul of {m}x{k} by {k}x{n}: a matrix has 2**32 or more "
-                       "elements.", "split the product into blocks of fewer than 2**32 elements.")
+    # element indices are u32, also those of the tiles hanging past the edges (tiles are at
+    # most 64 x 64 x 160)
+    if max((m + 64) * k, (k + 160) * (n + 64), m * n) >= 2**32:
+        raise LibError("L004", f"vyre.lib.matmul of {m}x{k} by {k}x{n}: a matrix has 2**32 elements "
+                       "or nearly.", "split the product into blocks of fewer than 2**31 elements each.")
     r = Runner(backend, None)
     if tensor_cores and not r.backend.supports_tensor_cores():
         from vyre.driver.errors import UnsupportedFeature
