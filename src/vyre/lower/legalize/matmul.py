@@ -99,7 +99,3 @@ def expand_matmul(program: Program, keep: Keep | None = None) -> Program:
         return program
     return Program(program.buffers, program.workgroup_size, body, program.functions)
 
-
-def native_matmuls(program: Program) -> bool:
-    """Whether ``program`` still holds a matmul_acc (a target prints it natively)."""
-    return bool(program.facts.matmul)
