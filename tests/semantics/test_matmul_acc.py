@@ -147,3 +147,24 @@ def test_wire_round_trip_text_and_facts() -> None:
     assert p.facts.matmul == frozenset({(D.U8, D.I8)})
     assert "vyre.node.matmul_acc" in p.facts.ops
     assert [n for n in N.walk_nodes(p.body) if isinstance(n, N.MatMulAcc)]
+
+
+@pytest.mark.parametrize("ta, tb, td", COMBOS, ids=lambda t: t.value)
+def test_the_scalar_loops_every_target_prints_run_like_the_statement(ta, tb, td, monkeypatch) -> None:
+    """vyre.lower.legalize.matmul's rewrite, run on the reference, gives the statement's bytes
+    (the targets print exactly these loops). Its locals use the prefix reserved for vyre's
+    own rewrites (V025 for a user's program), so it runs here without that check."""
+    import vyre.reference
+    from vyre.lower.legalize.matmul import expand_matmul
+
+    rng = np.random.default_rng(11)
+    for m, n, k, wg in SHAPES:
+        p = matmul_acc_program(ta, tb, td, m, n, k, wg)
+        loops = expand_matmul(p)
+        assert not loops.facts.matmul
+        assert {(d.code, "__vymm" in d.message) for d in validate(loops)} == {("V025", True)}
+        ins = [_full(rng, ta, 2 * m * k), _full(rng, tb, 2 * n * k), _full(rng, td, 2 * m * n)]
+        want = run(p, ins, _grid(2))
+        with monkeypatch.context() as mp:
+            mp.setattr(vyre.reference, "_check", lambda program: None)
+            assert run(loops, ins, _grid(2)) == want
