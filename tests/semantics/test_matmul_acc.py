@@ -60,11 +60,13 @@ def test_backends_give_the_references_bytes(backend_id: str, monkeypatch) -> Non
     monkeypatch.setenv("XDG_RUNTIME_DIR", "/tmp")
     be = get_backend(backend_id)
     rng = np.random.default_rng(7)
-    for ta, tb, td in COMBOS:
-        for m, n, k, wg in SHAPES[1:]:
-            p = matmul_acc_program(ta, tb, td, m, n, k, wg)
-            ins = [_full(rng, ta, 2 * m * k), _full(rng, tb, 2 * n * k), _full(rng, td, 2 * m * n)]
-            assert be.dispatch(p, ins, _grid(2)) == run(p, ins, _grid(2)), (ta, tb, td, m, n, k, wg)
+    # each (types, shape) is a kernel to compile: a spread of both (the scalar loops are one
+    # rewrite for every type; tests/lib/test_lib_matmul.py adds the library's programs)
+    for (ta, tb, td), (m, n, k, wg) in [(COMBOS[0], SHAPES[2]), (COMBOS[2], SHAPES[3]), (COMBOS[4], SHAPES[2]),
+                                        (COMBOS[6], SHAPES[3]), (COMBOS[1], SHAPES[1])]:
+        p = matmul_acc_program(ta, tb, td, m, n, k, wg)
+        ins = [_full(rng, ta, 2 * m * k), _full(rng, tb, 2 * n * k), _full(rng, td, 2 * m * n)]
+        assert be.dispatch(p, ins, _grid(2)) == run(p, ins, _grid(2)), (ta, tb, td, m, n, k, wg)
 
 
 def test_only_workgroups_that_reach_it_accumulate() -> None:

@@ -5,11 +5,13 @@ form instead where `vyre.drivers.cuda.imma` can, sm_80 and newer).
 local id ``l`` of ``W``) computing the outputs ``e = l, l + W, ...`` below ``m*n``::
 
     acc = d[e]
-    for p in [0, k): acc = acc + a[i*k + p] * b[j*k + p]     (i = e / n, j = e % n)
+    for p in [0, k): acc = acc + a[i*k + p'] * b[j*k + p']   (i = e / n, j = e % n)
     d[e] = acc
 
-in u32 arithmetic (wrapping: the residue mod 2**32 of the exact sum, whatever the order), then
-a barrier again. Loads of i8 and i32 elements are cast to u32 (sign-extended bits, the same
+with ``p' = (p + l) mod k``: each invocation starts at its own k, so neighbouring invocations
+read different workgroup-memory banks (the rows of a and b are k apart: in k order they
+would all hit one bank). The sum is in u32 arithmetic, wrapping: the residue mod 2**32 of the
+exact sum, whatever the order. Then a barrier again. Loads of i8 and i32 elements are cast to u32 (sign-extended bits, the same
 residue). Each output is written by exactly one invocation, between the two barriers, so the
 result is the reference's (S37) on any workgroup size. The locals are named ``__vymm<c>_...``,
 a prefix programs may not use (V025).
@@ -44,25 +46,30 @@ def scalar_loops(program: Program, n: N.MatMulAcc, c: int) -> list[N.Node]:
     w = wx * wy * wz
     lid = [E.Id(Builtin.LID, axis) for axis in range(3)]
     lin = lid[0] + E.Expr.u32(wx) * (lid[1] + E.Expr.u32(wy) * lid[2])
-    v = {s: f"__vymm{c}_{s}" for s in ("l", "q", "e", "i", "j", "acc", "p")}
+    v = {s: f"__vymm{c}_{s}" for s in ("l", "q", "e", "i", "j", "acc", "p", "r", "pp")}
     var = {s: E.Var(name) for s, name in v.items()}
     total = n.m * n.n
     k = E.Expr.u32(n.k)
     acc = var["acc"]
-    product = _u32(E.Load(n.a, var["i"] * k + var["p"]), a.dtype) * \
-        _u32(E.Load(n.b, var["j"] * k + var["p"]), b.dtype)
+    pp = var["pp"]
+    product = _u32(E.Load(n.a, var["i"] * k + pp), a.dtype) * \
+        _u32(E.Load(n.b, var["j"] * k + pp), b.dtype)
     stored = acc if d.dtype is U else E.Bitcast(d.dtype, acc)
     output = [
         N.Let(v["i"], var["e"] / E.Expr.u32(n.n)),
         N.Let(v["j"], var["e"] % E.Expr.u32(n.n)),
         N.Let(v["acc"], _u32(E.Load(n.d, var["e"]), d.dtype)),
-        N.Loop(v["p"], E.Expr.u32(0), k, (N.Assign(v["acc"], acc + product),)),
+        N.Loop(v["p"], E.Expr.u32(0), k, (
+            N.Let(v["pp"], var["p"] + var["r"]),
+            N.Assign(v["pp"], E.Select(pp.ge(k), pp - k, pp)),
+            N.Assign(v["acc"], acc + product))),
         N.Store(n.d, var["e"], stored),
     ]
     return [
         N.Barrier(),
         N.Block((
             N.Let(v["l"], lin),
+            N.Let(v["r"], var["l"] % k),
             N.Loop(v["q"], E.Expr.u32(0), E.Expr.u32(-(-total // w)), (
                 N.Let(v["e"], var["q"] * E.Expr.u32(w) + var["l"]),
                 N.If(var["e"].lt(E.Expr.u32(total)), tuple(output)),
