@@ -47,6 +47,7 @@ class Tiles:
 
 
 def tiles(backend_id: str, words: bool) -> Tiles:
+    """The tiles `matmul` uses on a backend, for 32-bit (``words``) or 8-bit matrices."""
     if backend_id == "cuda":
         return Tiles(64, 64, 32, 128) if words else Tiles(64, 64, 160, 128)
     return Tiles(32, 32, 32, 64)
@@ -271,7 +272,7 @@ def matmul(a: Any, b: Any, *, backend: Any = None, tensor_cores: bool | None = N
     td = I if not words else x.dtype
     like = Arr(x.kind, td, m * n, None, x.on_device, x.original)
     if 0 in (m, n, k):
-        return _shaped(to_kind(np.zeros(m * n, td.host), like, td), like, (m, n))
+        return _shaped(to_kind(np.zeros(m * n, td.host), like, td), (m, n))
     t = tiles(r.id, words)
     packed = not words and k % 4 == 0 and n % 4 == 0
     prog = program(x.dtype, y.dtype, packed, t)
@@ -281,8 +282,8 @@ def matmul(a: Any, b: Any, *, backend: Any = None, tensor_cores: bool | None = N
     ins = [_source(x, packed, device), _source(y, packed, device), params(m, n, k, tiles_n)]
     out = r.run(prog, ins, groups, m * n, keep=device)[0]
     if isinstance(out, np.ndarray):
-        return _shaped(to_kind(out[:m * n].view(td.host).copy(), like, td), like, (m, n))
-    return _shaped(device_like(out, like, td)[:m * n], like, (m, n))
+        return _shaped(to_kind(out[:m * n].view(td.host).copy(), like, td), (m, n))
+    return _shaped(device_like(out, like, td)[:m * n], (m, n))
 
 
 def _source(x: _Matrix, packed: bool, device: bool) -> Any:
@@ -294,7 +295,7 @@ def _source(x: _Matrix, packed: bool, device: bool) -> Any:
     return x.flat(packed)
 
 
-def _shaped(v: Any, like: Arr, shape: tuple[int, int]) -> Any:
+def _shaped(v: Any, shape: tuple[int, int]) -> Any:
     return v.reshape(shape)
 
 
