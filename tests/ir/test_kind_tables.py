@@ -52,7 +52,7 @@ TABLES = [
     ("kinds.REBUILD", kinds.REBUILD, EXPR_KINDS,                           # leaves: nothing to rebuild
      frozenset({E.Lit, E.WeakLit, E.Var, E.BufLen, E.Id, E.Spec})),
     ("kinds.NODE_MAP", kinds.NODE_MAP, NODE_KINDS,                         # no expressions, no bodies
-     frozenset({N.Return, N.Barrier, N.Break, N.Continue, N.IndirectDispatch})),
+     frozenset({N.Return, N.Barrier, N.Break, N.Continue, N.IndirectDispatch, N.MatMulAcc})),
     ("structure._SPEC", structure._SPEC, KINDS, frozenset({E.WeakLit})),
     ("typecheck._INFER", typecheck._INFER, EXPR_KINDS, frozenset()),
     ("validate._STMT", validate._STMT, NODE_KINDS, frozenset()),

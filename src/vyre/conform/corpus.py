@@ -226,9 +226,50 @@ def _subgroups() -> list[CorpusEntry]:
     return out
 
 
+def matmul_acc_program(ta: DataType, tb: DataType, td: DataType, m: int, n: int, k: int,
+                       wg: int) -> Program:
+    """Workgroup ``g`` copies its slices of ``A`` (m x k), ``B`` (n x k) and ``D`` (m x n) into
+    workgroup arrays, runs ``matmul_acc`` (whose own barriers order the copies, S37) and
+    writes ``d`` to ``O[g*m*n ...]``; a 1-D workgroup of ``wg`` invocations."""
+    lid, g = Expr.lid_x(), Expr.wgid_x()
+
+    def copy(src: str, dst: str, count: int, tag: str, out: bool = False) -> Node:
+        e = Expr.var(f"{tag}e")
+        store = Node.store(src, g * count + e, Expr.load(dst, e)) if out else \
+            Node.store(dst, e, Expr.load(src, g * count + e))
+        return Node.loop(f"{tag}q", Expr.u32(0), Expr.u32(-(-count // wg)), [
+            Node.let_bind(f"{tag}e", Expr.var(f"{tag}q") * wg + lid),
+            Node.if_(e.lt(Expr.u32(count)), [store])])
+
+    bufs = [BufferDecl.read("A", 0, ta), BufferDecl.read("B", 1, tb), BufferDecl.read("D", 2, td),
+            BufferDecl.output("O", 3, td), BufferDecl.workgroup("wa", m * k, ta),
+            BufferDecl.workgroup("wb", n * k, tb), BufferDecl.workgroup("wd", m * n, td)]
+    body = [copy("A", "wa", m * k, "a"), copy("B", "wb", n * k, "b"), copy("D", "wd", m * n, "d"),
+            Node.matmul_acc("wd", "wa", "wb", m, n, k), copy("O", "wd", m * n, "o", out=True)]
+    return Program.wrapped(bufs, wg, body)
+
+
+def _matmuls() -> list[CorpusEntry]:
+    """matmul_acc (S37) over three workgroups: byte and word operands, shapes that are and are
+    not whole tiles, workgroups that are and are not whole warps."""
+    out = []
+    groups = 3
+    for ta, tb, td, (m, n, k, wg) in [
+            (DataType.I8, DataType.I8, I, (16, 8, 32, 32)), (DataType.I8, DataType.U8, I, (33, 17, 70, 96)),
+            (DataType.U8, DataType.U8, U, (5, 7, 37, 48)), (U, U, U, (33, 17, 70, 96)),
+            (I, U, I, (16, 8, 32, 32)), (U, I, U, (5, 7, 37, 48))]:
+        def make(seed: int, ta=ta, tb=tb, td=td, m=m, n=n, k=k) -> list[np.ndarray]:
+            return [witness_words(ta, groups * m * k, seed), witness_words(tb, groups * n * k, seed + 1),
+                    witness_words(td, groups * m * n, seed + 2)]
+        out.append(CorpusEntry(f"matmul_acc.{ta.value}.{tb.value}.{m}x{n}x{k}.wg{wg}",
+                               matmul_acc_program(ta, tb, td, m, n, k, wg), make, ("S37",),
+                               grid_override=(groups, 1, 1)))
+    return out
+
+
 def corpus() -> list[CorpusEntry]:
     """Every corpus entry, in a stable order."""
-    return _elementwise() + _structured() + _subgroups()
+    return _elementwise() + _structured() + _subgroups() + _matmuls()
 
 
 def corpus_by_name() -> dict[str, CorpusEntry]:

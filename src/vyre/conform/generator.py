@@ -3,7 +3,8 @@
 
 Generated programs use divergent `if`s, bounded loops, `while_` loops with `break_` and
 `continue_`, early returns, workgroup memory behind top-level barriers, commuting atomics,
-grid_sync phases (some starting with an `indirect_dispatch` an earlier phase wrote), local
+grid_sync phases (some starting with an `indirect_dispatch` an earlier phase wrote), matmul_acc
+on workgroup arrays, local
 arrays, functions, and every value type: u32, i32, f32, bool, u64, i64, f16, bf16, with
 u8/i16 storage. Every invocation writes outputs only at its own index, reads inputs anywhere
 (out-of-bounds included) and reads workgroup memory only between barriers, so the result is
@@ -77,6 +78,7 @@ class GenOptions:
     whiles: bool = True
     locals: bool = True
     indirect: bool = True
+    matmul: bool = True      # matmul_acc on workgroup arrays (then no early returns: V039)
     # features a backend refuses by design (see `options_for`): "f32_div", "f32_mod", "fma",
     # "sqrt", "reciprocal", and the transcendentals by name ("exp", "sin", ...)
     excluded: frozenset[str] = frozenset()
@@ -316,6 +318,10 @@ def random_program(seed: int, opts: GenOptions | None = None) -> tuple[Program, 
     use_wg = opts.workgroup and rng.random() < 0.3
     use_sync = opts.grid_sync and rng.random() < 0.2
     opts.grid_sync = use_sync
+    mm_rng = random.Random(seed * 7919 + 26)   # its own stream: other programs stay as they were
+    use_mm = use_wg and opts.matmul and mm_rng.random() < 0.5
+    if use_mm:
+        opts.returns = False
     ctx = _Ctx(rng, opts, wg, n)
     ctx.atomic_op = rng.choice([AtomicOp.ADD, AtomicOp.OR, AtomicOp.AND, AtomicOp.XOR,
                                 AtomicOp.MIN, AtomicOp.MAX])
@@ -349,6 +355,8 @@ def random_program(seed: int, opts: GenOptions | None = None) -> tuple[Program, 
                  Node.let_bind(name, Expr.load("tile", (Expr.lid_x() + Expr.u32(shift)) % Expr.u32(wg))),
                  Node.barrier(), Node.store("out_u", Expr.gid_x(), Expr.var(name) ^ Expr.load("out_u", Expr.gid_x()))]
         ctx.scopes[-1][name] = U
+    if use_mm:
+        body += _matmul(ctx, mm_rng, buffers)
     if use_sync:
         buffers.append(BufferDecl.output("out_g", 7, U, n))
         indirect = opts.indirect and rng.random() < 0.5
@@ -374,6 +382,31 @@ def random_program(seed: int, opts: GenOptions | None = None) -> tuple[Program, 
         if opts.narrow:
             inputs += [witness_words(DataType.U8, n, seed * 7 + 5), witness_words(DataType.I16, n, seed * 7 + 6)]
     return program, typed_inputs(program, inputs)
+
+
+def _matmul(ctx: _Ctx, rng: random.Random, buffers: list[BufferDecl]) -> list[Node]:
+    """A matmul_acc (S37) on workgroup arrays filled by the invocations (each slot by one),
+    its result xor-ed into ``out_u``."""
+    pairs = [(DataType.I8, DataType.U8), (DataType.U8, DataType.U8), (DataType.I8, DataType.I8), (U, U), (I, U)]
+    ta, tb = rng.choice(pairs)
+    td = rng.choice([U, I])
+    m, n, k = rng.choice([1, 3, 16]), rng.choice([1, 5, 8]), rng.choice([1, 4, 32, 37])
+    wg = ctx.wg
+    out: list[Node] = []
+    for name, t, count in (("mma", ta, m * k), ("mmb", tb, n * k), ("mmd", td, m * n)):
+        buffers.append(BufferDecl.workgroup(name, count, t))
+        q, e = ctx.fresh("q"), ctx.fresh("e")
+        out.append(Node.loop(q, Expr.u32(0), Expr.u32(-(-count // wg)), [
+            Node.let_bind(e, Expr.var(q) * wg + Expr.lid_x()),
+            Node.if_(Expr.var(e).lt(Expr.u32(count)),
+                     [Node.store(name, Expr.var(e), _expr(ctx, t.value_type, 2) +
+                                 Expr.cast(t.value_type, Expr.var(e) * 0x9E3779B1))])]))
+    out.append(Node.matmul_acc("mmd", "mma", "mmb", m, n, k))
+    got = Expr.load("mmd", Expr.lid_x() % Expr.u32(m * n))
+    if td is I:
+        got = Expr.bitcast(U, got)
+    out.append(Node.store("out_u", Expr.gid_x(), got ^ Expr.load("out_u", Expr.gid_x())))
+    return out
 
 
 def options_for(backend, base: GenOptions | None = None) -> GenOptions:

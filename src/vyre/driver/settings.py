@@ -39,6 +39,9 @@ SETTINGS: tuple[Setting, ...] = (
             "GPU, else 2)."),
     Setting("VYRE_REQUIRE_OPENCL", "0", "1 (tests): a missing OpenCL platform fails the run instead "
             "of skipping the OpenCL tests (CI sets it)."),
+    Setting("VYRE_CUDA_TENSOR_CORES", "1", "0: run matmul_acc (and so vyre.lib.matmul) as scalar loops "
+            "on CUDA instead of on the tensor cores (IMMA), e.g. to compare; the bytes are the same. "
+            "Read when a CUDA backend is created."),
     Setting("VYRE_LOG", "", "debug, info or warning: print vyre's log at that level to stderr "
             "(compiles, disk-cache loads, routing, kernel timings); it is the `logging` logger "
             "'vyre', which an application may configure itself instead."),

@@ -4,7 +4,7 @@ cached on the Program.
 Drivers, the engine, the registry, the planner and the code generators all need the same
 few facts (bound buffers in binding order, workgroup and local bytes, the ops used, the
 buffers touched by atomics, whether there are barriers, loops, divisions, transcendentals,
-subgroup operations). Each is derived here, once per Program object, and read through
+subgroup operations, matrix multiply-accumulates). Each is derived here, once per Program object, and read through
 ``program.facts`` (or `facts_of`). Nothing else recomputes them: a fact written twice will
 diverge.
 
@@ -51,6 +51,7 @@ class ProgramFacts:
     while_loop: bool                      # a While (its iteration cap may fault)
     indirect: bool                        # an IndirectDispatch statement
     returns: bool                         # a Return statement (an invocation may end early)
+    matmul: frozenset[tuple[DataType, DataType]]  # (a, b) element types of each matmul_acc
     specs: tuple[tuple[str, E.Spec], ...]  # specialization constants: first use of each name
     statements: int                       # statements of the body and every function body
     body_statements: tuple[int, ...]      # per body (`N.program_bodies` order): its statements
@@ -103,10 +104,17 @@ class _Acc:
         self.flags: set[str] = set()      # the boolean facts that hold
         self.assigned: set[str] = set()
         self.stored: set[str] = set()
+        self.matmul: set[tuple[DataType, DataType]] = set()
 
 
 def _barrier(a: _Acc, n: N.Barrier) -> None:
     a.flags.add("grid_sync" if n.ordering is MemoryOrdering.GRID_SYNC else "barrier")
+
+
+def _matmul(a: _Acc, n: N.MatMulAcc) -> None:
+    da, db = a.program.buffer(n.a), a.program.buffer(n.b)
+    if da is not None and db is not None:
+        a.matmul.add((da.dtype, db.dtype))
 
 
 def _atomic(a: _Acc, e: E.Atomic) -> None:
@@ -136,6 +144,7 @@ NODE_FACTS: dict[type, Callable[[_Acc, Any], None]] = {
     N.Return: lambda a, n: a.flags.add("returns"),
     N.Assign: lambda a, n: a.assigned.add(n.name),
     N.Store: lambda a, n: a.stored.add(n.buffer),
+    N.MatMulAcc: _matmul,
 }
 #: the expression kinds that set a fact
 EXPR_FACTS: dict[type, Callable[[_Acc, Any], None]] = {
@@ -204,6 +213,6 @@ def _compute(program: Program) -> ProgramFacts:
         types=frozenset(a.types), division=has("division"), transcendental=has("transcendental"),
         subgroup_ops=frozenset(a.subgroups), barrier=has("barrier"), grid_sync=has("grid_sync"),
         loops=has("loops"), while_loop=has("while_loop"), indirect=has("indirect"),
-        returns=has("returns"), specs=tuple(a.specs.items()), statements=sum(sizes),
+        returns=has("returns"), matmul=frozenset(a.matmul), specs=tuple(a.specs.items()), statements=sum(sizes),
         body_statements=tuple(sizes), body_calls=tuple(tuple(c) for c in calls),
         assigned=frozenset(a.assigned), stored=frozenset(a.stored))

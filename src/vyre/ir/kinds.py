@@ -199,6 +199,9 @@ NODE_KINDS: tuple[Kind, ...] = (
     Kind(N.Continue, (), ("vyre.node.continue",), 13, lambda n, t: "continue", jump=True),
     Kind(N.IndirectDispatch, (_f("buffer", BUFFER), _f("offset", INT)), ("vyre.node.indirect_dispatch",), 14,
          lambda n, t: f"indirect_dispatch(grid = {n.buffer}[{n.offset}:{n.offset + 3}])"),
+    Kind(N.MatMulAcc, (_f("d", BUFFER), _f("a", BUFFER), _f("b", BUFFER), _f("m", INT), _f("n", INT),
+                       _f("k", INT)), ("vyre.node.matmul_acc",), 15,
+         lambda n, t: f"matmul_acc {n.d}[{n.m}x{n.n}] += {n.a}[{n.m}x{n.k}] * {n.b}[{n.n}x{n.k}]^T"),
 )
 KINDS: tuple[Kind, ...] = EXPR_KINDS + NODE_KINDS
 KIND: dict[type, Kind] = {k.cls: k for k in KINDS}

@@ -99,6 +99,16 @@ class Node:
         return IndirectDispatch(buffer, int(offset))
 
     @staticmethod
+    def matmul_acc(d: str, a: str, b: str, m: int, n: int, k: int) -> MatMulAcc:
+        """``d += a · bᵀ`` on workgroup arrays, by the whole workgroup together: for every
+        ``i < m``, ``j < n``, ``d[i*n + j] += sum(a[i*k + p] * b[j*k + p] for p < k)``,
+        wrapping mod 2**32. ``a`` (m x k) and ``b`` (n x k: its rows are the columns of the
+        right-hand matrix) are both u8/i8 or both u32/i32; ``d`` (m x n) is u32 or i32. Every
+        invocation of the workgroup must reach it (as a barrier); it orders memory as a
+        barrier before and after. On CUDA sm_80+ it runs on the tensor cores (IMMA)."""
+        return MatMulAcc(d, a, b, int(m), int(n), int(k))
+
+    @staticmethod
     def block(body: Iterable[Node]) -> Block:
         """A sequence of statements with its own scope."""
         return Block(tuple(body))
@@ -181,6 +191,19 @@ class IndirectDispatch(Node):
 
     buffer: str
     offset: int
+
+
+@dataclass(frozen=True)
+class MatMulAcc(Node):
+    """``d[i*n + j] += sum_p a[i*k + p] * b[j*k + p]`` (mod 2**32) over workgroup arrays,
+    by the whole workgroup (`Node.matmul_acc`)."""
+
+    d: str
+    a: str
+    b: str
+    m: int
+    n: int
+    k: int
 
 
 @dataclass(frozen=True)

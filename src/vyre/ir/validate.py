@@ -24,6 +24,9 @@ from .typecheck import TypeFault, call_check, infer
 from .types import VALUE_TYPES, Builtin, DataType, MemoryOrdering, SubgroupOp
 
 MAX_LOCAL_ELEMENTS = 4096   # per local array: private memory is per invocation
+# matmul_acc operand types: bytes (u8/i8, any mix) or words (u32/i32); d is a word type
+MATMUL_BYTES = frozenset({DataType.U8, DataType.I8})
+MATMUL_WORDS = frozenset({DataType.U32, DataType.I32})
 
 
 def _local_name(name: str) -> bool:
@@ -89,6 +92,8 @@ CODES: dict[str, str] = {
     "V035": "statement not allowed in a function",
     "V036": "while loop without a valid iteration cap",
     "V037": "misplaced or invalid indirect_dispatch",
+    "V038": "invalid matmul_acc (arrays, types or shape)",
+    "V039": "matmul_acc that not every invocation of the workgroup reaches",
 }
 
 
@@ -133,7 +138,7 @@ class _Validator:
                      "give every axis a positive size, e.g. (64, 1, 1).")
         f = self.facts()
         # which locals differ between invocations matters only to barriers and subgroups
-        if f.barrier or f.subgroups:
+        if f.barrier or f.subgroups or f.matmul:
             self.nonuniform = self.uniformity()
         self.block(self.p.body, "body", {}, set(), True, 0, top=True, grid=f.grid_sync)
         self.functions()
@@ -143,6 +148,8 @@ class _Validator:
             self.specs()
         if f.subgroups:
             self.subgroups(f.returns)
+        if f.matmul:
+            self.matmuls(f.returns)
         return self.out
 
     def facts(self) -> _Needs:
@@ -155,10 +162,11 @@ class _Validator:
             return _Needs(True, any(isinstance(n, N.Barrier) and n.ordering is MemoryOrdering.GRID_SYNC
                                     for n in N.walk_nodes(body)), True, True,
                           any(isinstance(e, E.Subgroup) for e in N.walk_exprs(body)),
-                          any(isinstance(n, N.Return) for n in N.walk_nodes(body)))
+                          any(isinstance(n, N.Return) for n in N.walk_nodes(body)),
+                          any(isinstance(n, N.MatMulAcc) for n in N.walk_nodes(body)))
         facts = facts_of(self.p)
         return _Needs(facts.barrier, facts.grid_sync, facts.indirect, bool(facts.specs),
-                      bool(facts.subgroup_ops), facts.returns)
+                      bool(facts.subgroup_ops), facts.returns, bool(facts.matmul))
 
     # ---- functions ---------------------------------------------------------------------
     def functions(self) -> None:
@@ -270,6 +278,13 @@ class _Validator:
                 u = self.inner_uniform(n, uniform, self.nonuniform)
                 for label, sub in bodies:
                     self._subgroup_uniform(sub, f"{here}.{label}", u)
+
+    def matmuls(self, returns: bool) -> None:
+        """V039 for a program that uses matmul_acc (``returns``: it has a return_ statement)."""
+        if returns:
+            self.add("V039", "body", "return_ in a program that uses matmul_acc.",
+                     "guard the remaining work with Node.if_ instead: every invocation of the "
+                     "workgroup must reach each matmul_acc.")
 
     def specs(self) -> None:
         seen: dict[str, E.Spec] = {}
@@ -521,6 +536,51 @@ class _Validator:
             self.add("V035", at.loc, "indirect_dispatch inside a function.",
                      "place it at the start of a phase of the program body.")
 
+    def _matmul(self, n: N.MatMulAcc, at: _At) -> None:
+        loc = at.loc
+        if self.in_function:
+            self.add("V035", loc, "matmul_acc inside a function.",
+                     "place it in the program body, where the whole workgroup reaches it.")
+        elif not at.uniform:
+            self.add("V039", loc, "matmul_acc under control flow that differs between invocations.",
+                     "move it out of the divergent if/loop: every invocation of the workgroup must "
+                     "reach it (it acts as a barrier).")
+        decls = {}
+        for role, name in (("d", n.d), ("a", n.a), ("b", n.b)):
+            decl = self.p.buffer(name)
+            if decl is None:
+                self.add("V001", loc, f"matmul_acc {role}={name!r} is not a declared buffer.",
+                         "declare it with BufferDecl.workgroup(name, count, dtype).")
+                return
+            if not decl.is_workgroup:
+                self.add("V038", loc, f"matmul_acc {role}={name!r} is a {decl.access.value} buffer, not a "
+                         "workgroup array.", "copy the tile into a BufferDecl.workgroup array first "
+                         "(vyre.lib.matmul does this for whole matrices).")
+                return
+            decls[role] = decl
+        d, a, b = decls["d"], decls["a"], decls["b"]
+        if n.d in (n.a, n.b):
+            self.add("V038", loc, f"matmul_acc writes {n.d!r}, which it also reads as an operand.",
+                     "accumulate into a separate workgroup array.")
+        ta, tb, td = a.dtype, b.dtype, d.dtype
+        narrow = ta in MATMUL_BYTES and tb in MATMUL_BYTES
+        wide = ta in MATMUL_WORDS and tb in MATMUL_WORDS
+        if not (narrow or wide) or td not in MATMUL_WORDS:
+            self.add("V038", loc, f"matmul_acc of {ta.value} x {tb.value} into {td.value}.",
+                     "use u8/i8 operands (any mix) or u32/i32 operands, with a u32 or i32 "
+                     "accumulator d.")
+        shape = (n.m, n.n, n.k)
+        if any(not isinstance(v, int) or isinstance(v, bool) or v < 1 for v in shape):
+            self.add("V038", loc, f"matmul_acc shape m={n.m}, n={n.n}, k={n.k} has a size below 1.",
+                     "give m, n and k as positive ints.")
+            return
+        for role, decl, need, what in (("d", d, n.m * n.n, "m*n"), ("a", a, n.m * n.k, "m*k"),
+                                       ("b", b, n.n * n.k, "n*k")):
+            if need > decl.count:
+                self.add("V038", loc, f"matmul_acc needs {what} = {need} elements of {role}={decl.name!r}, "
+                         f"which has {decl.count}.", f"declare {decl.name!r} with at least {need} "
+                         "elements, or use a smaller tile.")
+
     def _block(self, n: N.Block | N.Region, at: _At) -> None:
         self.block(n.body, f"{at.loc}.body", at.scope, at.loops, at.uniform, at.depth + 1, grid=at.grid,
                    in_loop=self.in_loop)
@@ -575,6 +635,7 @@ class _Needs(NamedTuple):
     specs: bool
     subgroups: bool
     returns: bool
+    matmul: bool
 
 
 class _At(NamedTuple):
@@ -596,6 +657,7 @@ V = _Validator
 _STMT: dict[type, Callable[[_Validator, Any, _At], None]] = {
     N.Let: V._let, N.Assign: V._assign, N.Store: V._store, N.If: V._if, N.Loop: V._loop,
     N.While: V._while, N.Break: V._jump, N.Continue: V._jump, N.IndirectDispatch: V._indirect,
+    N.MatMulAcc: V._matmul,
     N.Block: V._block, N.Region: V._block, N.Return: V._return, N.Barrier: V._barrier, N.Eval: V._eval,
 }
 # expression kinds that can differ between invocations, each with the rule saying when

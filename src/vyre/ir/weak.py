@@ -133,7 +133,7 @@ R = Resolver
 # statements whose expressions have a context (the rest: none; Let: `Resolver.stmt`)
 _STMT = {N.Assign: R._assign, N.Store: R._store, N.If: R._if, N.Loop: R._loop, N.While: R._while}
 STMT_EXEMPT = frozenset({N.Let, N.Block, N.Region, N.Eval, N.Return, N.Barrier, N.Break, N.Continue,
-                         N.IndirectDispatch})
+                         N.IndirectDispatch, N.MatMulAcc})
 
 
 def resolve(program: Any) -> tuple[tuple[N.Node, ...], tuple[Any, ...]]:

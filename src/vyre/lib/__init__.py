@@ -18,10 +18,11 @@ from __future__ import annotations
 from .compaction import partition, run_length_encode, select, top_k, unique
 from .errors import CODES, LibError
 from .histograms import bincount, histogram
+from .matmul import matmul
 from .radix import argsort, sort
 from .reduce import dot, max, min, sum
 from .scan import cumsum, exclusive_cumsum
 from .scatter import gather, index_add
 from .segmented import reduce_by_key, segment_max, segment_min, segment_sum
 
-__all__ = ["CODES", "LibError", "argsort", "bincount", "cumsum", "dot", "exclusive_cumsum", "gather", "histogram", "index_add", "max", "min", "partition", "reduce_by_key", "run_length_encode", "segment_max", "segment_min", "segment_sum", "select", "sort", "sum", "top_k", "unique"]
+__all__ = ["CODES", "LibError", "argsort", "bincount", "cumsum", "dot", "exclusive_cumsum", "gather", "histogram", "index_add", "matmul", "max", "min", "partition", "reduce_by_key", "run_length_encode", "segment_max", "segment_min", "segment_sum", "select", "sort", "sum", "top_k", "unique"]

@@ -312,6 +312,10 @@ class CSyntax(Syntax):
     # scalar bit-exact helpers in the prelude (a host C target may leave out what it lacks)
     preludes: tuple[str, ...] = ()
     daz: str = "vy_daz"   # the flush (`Syntax.daz`); the header may define a faster one
+    # a target's own matmul_acc: (printer, statement) -> lines, and the helpers those lines
+    # call (emitted when the plan leaves a matmul_acc to the target); None: scalar loops
+    matmul_native: Callable[[Printer, N.MatMulAcc], list[str]] | None = None
+    matmul_prelude: str = ""
 
     types = CT
     cancel_poll = ("if ((++vy_trips & 1023u) == 0u && VY_CANCELLED(vy_ctl)) return;",)
@@ -540,6 +544,13 @@ class CSyntax(Syntax):
         assert self.subgroup_ops is not None
         return self.subgroup_ops(op, ctype, value, lane, lin)
 
+    def matmul(self, p: Printer, n: N.MatMulAcc) -> None:
+        if self.matmul_native is None:
+            super().matmul(p, n)
+            return
+        for line in self.matmul_native(p, n):
+            p.out(line)
+
     # ---- kernels ------------------------------------------------------------------------------
     def prologue(self, p: Printer, index: int) -> None:
         plan = p.plan
@@ -611,6 +622,8 @@ class CSyntax(Syntax):
             preludes.append(PRELUDE64)
         if p.plan.uses_half:
             preludes.append(PRELUDE16)
+        if p.plan.native_matmul:
+            preludes.append(self.matmul_prelude)
         if p.plan.uses_transcendentals:
             preludes.append(crmath.prelude({e.op for e in N.program_exprs(p.plan.program)
                                             if isinstance(e, E.Un | E.Bin)}))

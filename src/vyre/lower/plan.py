@@ -19,6 +19,7 @@ from vyre.ir.inline import inline
 from vyre.ir.program import BufferDecl, Program
 from vyre.ir.types import MemoryOrdering
 
+from .legalize.matmul import Keep, expand_matmul
 from .loops import LoopFacts, analyse
 
 ENTRY = "vyre_phase_{}"
@@ -49,6 +50,7 @@ class KernelPlan:
     phase_loops: tuple[bool, ...] = ()     # per phase: whether it has a loop
     # which loops keep the while cap and the cancel poll (`vyre.lower.loops`)
     loops: LoopFacts = field(default_factory=LoopFacts)
+    native_matmul: bool = False          # matmul_acc statements left for the target to print
 
     @property
     def stoppable(self) -> bool:
@@ -164,11 +166,13 @@ def propagate_ids(program: Program) -> Program:
     return Program(program.buffers, program.workgroup_size, map_body(program.body, sub), program.functions)
 
 
-def lower(program: Program, vector: bool = False) -> KernelPlan:
+def lower(program: Program, vector: bool = False, matmul: Keep | None = None) -> KernelPlan:
     """Plan the kernels of a *validated* program (``vector``: the target can emit the
     elementwise vector form, see `_vector_form`). Functions are inlined first
-    (`vyre.ir.inline`): the plan's program has none."""
-    program = propagate_ids(inline(program))
+    (`vyre.ir.inline`): the plan's program has none. Each matmul_acc becomes scalar loops
+    (`vyre.lower.legalize.matmul`) unless ``matmul(program, statement)`` says the target
+    prints it itself (`Syntax.matmul`); a matmul_acc left acts as a barrier here."""
+    program = expand_matmul(propagate_ids(inline(program)), matmul)
     phases: list[list[N.Node]] = [[]]
     for n in program.body:
         if isinstance(n, N.Barrier) and n.ordering is MemoryOrdering.GRID_SYNC:
@@ -176,16 +180,17 @@ def lower(program: Program, vector: bool = False) -> KernelPlan:
         else:
             phases[-1].append(n)
     facts = program.facts   # of the inlined program: one walk, shared with every later stage
+    native = bool(facts.matmul)
     # A kernel can only run long in a loop; where no barrier needs every lane to arrive, its
     # loops poll the cancel word so a timed-out dispatch stops instead of running on. Loops
     # of bounded work need not poll, nor whiles that cannot reach their cap count trips
     # (`vyre.lower.loops`).
     if len(phases) == 1:   # the program's facts are the phase's
-        loops, barriers = (facts.loops,), (facts.barrier or facts.grid_sync,)
+        loops, barriers = (facts.loops,), (facts.barrier or facts.grid_sync or native,)
     else:
         walks = [list(N.walk_nodes(p)) for p in phases]
         loops = tuple(any(isinstance(n, N.Loop | N.While) for n in w) for w in walks)
-        barriers = tuple(any(isinstance(n, N.Barrier) for n in w) for w in walks)
+        barriers = tuple(any(isinstance(n, N.Barrier | N.MatMulAcc) for n in w) for w in walks)
     verdicts = analyse(program, tuple(tuple(p) for p in phases)) if facts.loops else LoopFacts()
     long = verdicts.polling or loops
     cancel = tuple(lp and not b for lp, b in zip(long, barriers))
@@ -193,9 +198,9 @@ def lower(program: Program, vector: bool = False) -> KernelPlan:
     indirect = tuple((p[0].buffer, p[0].offset) if p and isinstance(p[0], N.IndirectDispatch) else None
                      for p in phases)
     return KernelPlan(program, facts.bound, program.workgroup_buffers, tuple(tuple(p) for p in phases),
-                      facts.division or any(verdicts.capping), facts.barrier, facts.transcendental,
+                      facts.division or any(verdicts.capping), facts.barrier or native, facts.transcendental,
                       _fully_written(program), cancel,
                       4 if form else 1, *(form or (frozenset(), frozenset())),
                       uses_wide=facts.uses_wide, uses_half=facts.uses_half,
                       wide_atomics=facts.wide_atomics, indirect=indirect, phase_loops=loops,
-                      loops=verdicts)
+                      loops=verdicts, native_matmul=native)

@@ -597,6 +597,11 @@ class Printer:
     def eval(self, n: N.Eval, guarded: bool) -> None:
         self.expr(n.value)
 
+    def matmul(self, n: N.MatMulAcc, guarded: bool) -> None:
+        """A matmul_acc the plan left to the target (`Syntax.matmul`; every other target gets
+        it as scalar loops before printing, `vyre.lower.legalize.matmul`)."""
+        self.s.matmul(self, n)
+
     # ---- kernels ---------------------------------------------------------------------------------
     def kernel(self, index: int, body: tuple[N.Node, ...]) -> str:
         self.lines = []
@@ -659,6 +664,7 @@ NODES: dict[type, Callable[[Printer, N.Node, bool], None]] = {
     N.Loop: Printer.loop, N.While: Printer.while_, N.Break: Printer.break_,
     N.Continue: Printer.continue_, N.IndirectDispatch: Printer.nothing, N.Block: Printer.scoped,
     N.Region: Printer.scoped, N.Return: Printer.return_, N.Barrier: Printer.barrier, N.Eval: Printer.eval,
+    N.MatMulAcc: Printer.matmul,
 }
 
 

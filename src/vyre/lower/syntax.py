@@ -96,6 +96,10 @@ class Syntax:
         raise NotImplementedError
 
     # kernels: what runs before the body, the vector form, the signature, the whole source
+    def matmul(self, p: Printer, n: Any) -> None:   # a matmul_acc the plan left to the target
+        raise TypeError(f"the {self.name} printer has no native matmul_acc: the plan expands it into "
+                        "scalar loops (vyre.lower.legalize.matmul) unless the target claims it")
+
     def prologue(self, p: Printer, index: int) -> None: raise NotImplementedError
     def vector_body(self, p: Printer, body: tuple) -> None: raise NotImplementedError
     def kernel_head(self, p: Printer, index: int) -> str: raise NotImplementedError

@@ -45,6 +45,7 @@ from .floats import CANON, Flags
 from .legalize import Feature, legalize
 from .legalize.half import HALF, HalfRefusal, lower_half
 from .legalize.int64 import Int64Refusal, lower_int64
+from .legalize.matmul import expand_matmul
 from .legalize.narrow import NARROW, lower_narrow
 from .plan import KernelPlan, lower
 from .printer import emit
@@ -66,11 +67,12 @@ class WgslRefusal(Exception):
 
 
 def legalized(program: Program) -> Program:
-    """The Program WGSL prints for ``program``: 64-bit integers as u32 pairs
+    """The Program WGSL prints for ``program``: matmul_acc as scalar loops
+    (`vyre.lower.legalize.matmul`, before narrow storage is packed), 64-bit integers as u32 pairs
     (`vyre.lower.legalize.int64`) and the float operations in `LACKS` as exact integer
     helpers. Raises `WgslRefusal` for what the pair lowering refuses."""
     try:
-        program = lower_int64(lower_narrow(lower_half(program)))
+        program = lower_int64(lower_narrow(lower_half(expand_matmul(program))))
     except (Int64Refusal, HalfRefusal) as exc:
         raise WgslRefusal(str(exc)) from None
     return legalize(program, LACKS)

@@ -250,6 +250,26 @@ class Machine:
         """Barrier: lockstep execution has every earlier statement complete for all lanes.
         IndirectDispatch: read when its phase starts (`run`)."""
 
+    def _matmul(self, n: N.MatMulAcc, idx: np.ndarray | None) -> None:
+        """``d += a · bᵀ`` once for each workgroup with a lane here (every lane of a
+        workgroup reaches it together: V039). Products and sums in uint64, which wraps mod
+        2**64 and so is exact mod 2**32; elements enter as their values (i8 sign-extended,
+        u8 zero-extended; u32/i32 as their bits, the same residue mod 2**32)."""
+        groups = np.unique(self.wg_of(idx))
+        m, nn, k = n.m, n.n, n.k
+        d, a, b = (self.p.buffer(x) for x in (n.d, n.a, n.b))
+
+        def tile(decl, rows: int, cols: int) -> np.ndarray:
+            mem = self.wgmem[decl.name].reshape(-1, decl.count)[groups, :rows * cols]
+            vals = from_storage(decl.dtype, mem).astype(np.int64).view(np.uint64)
+            return vals.reshape(groups.size, rows, cols)
+
+        with np.errstate(over="ignore"):
+            prod = np.matmul(tile(a, m, k), tile(b, nn, k).transpose(0, 2, 1))
+            acc = (tile(d, m, nn) + prod) & np.uint64(0xFFFFFFFF)
+        mem = self.wgmem[n.d].reshape(-1, d.count)
+        mem[groups, :m * nn] = acc.reshape(groups.size, m * nn).astype(np.uint32)
+
     def _eval_stmt(self, n: N.Eval, idx: np.ndarray | None) -> None:
         self.eval(n.value, idx, discard=True)
 
@@ -557,7 +577,7 @@ _STMT: dict[type, Callable[[Machine, Any, Any], None]] = {
     N.Let: M._let_assign, N.Assign: M._let_assign, N.Store: M._store, N.If: M._if, N.Loop: M.loop,
     N.Block: M._block, N.Region: M._block, N.Return: M._return, N.Barrier: M._nothing,
     N.Eval: M._eval_stmt, N.While: M.while_, N.Break: M._jump, N.Continue: M._jump,
-    N.IndirectDispatch: M._nothing,
+    N.IndirectDispatch: M._nothing, N.MatMulAcc: M._matmul,
 }
 # how each expression kind evaluates; a WeakLit never reaches a built Program (EVAL_EXEMPT)
 _EVAL: dict[type, Callable[[Machine, Any, Any, bool], tuple[Any, DataType]]] = {

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 import vyre
+from vyre.driver import settings
 from vyre.driver.capability import DeviceProfile
 from vyre.driver.engine import Ctl, Device, EngineBackend, HostBuffer, Kernel
 from vyre.driver.errors import BackendError, InvalidInput
@@ -90,13 +91,16 @@ class CudaDevice(Device):
         self._configs: dict[tuple, Any] = {}
         self._order = _ok(cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DISABLE_TIMING))
         self.pinned = _PinnedPool(self.rt)
+        # matmul_acc on IMMA (vyre.drivers.cuda.imma): mma.sync m16n8k32 needs sm_80
+        self.tensor_cores = self.rt.facts.compute_capability >= (8, 0) and \
+            settings.flag("VYRE_CUDA_TENSOR_CORES", default=True)
 
     def build(self, program: Program) -> Kernel:
         return self.compile(program)[0]
 
     def compile(self, program: Program) -> tuple[Kernel, dict, bytes]:
         self.rt.ensure_current()
-        plan, source = generate(program)
+        plan, source = generate(program, self.tensor_cores)
         cubin, built_from = self.rt.cubins.get_or_compile(source, self.rt.facts.arch)
         module = self.rt.load(cubin)
         kernels = tuple(module.get_kernel(name) for name in plan.entries)
@@ -105,7 +109,7 @@ class CudaDevice(Device):
         return kernel, kernel.meta(plan.entries), cubin
 
     def precompile(self, programs: list[Program]) -> int:
-        sources = [generate(p)[1] for p in programs]
+        sources = [generate(p, self.tensor_cores)[1] for p in programs]
         return self.rt.cubins.precompile(sources, self.rt.facts.arch)
 
     def load(self, meta: dict, artifact: bytes) -> Kernel:
@@ -357,6 +361,11 @@ class CudaBackend(EngineBackend):
         # the lowering emits __reduce_*_sync / __shfl_sync / __ballot_sync (sm_80 and newer)
         return self.rt.facts.compute_capability >= (8, 0) and self.rt.facts.warp_size == 32
 
+    def supports_tensor_cores(self) -> bool:
+        # matmul_acc runs as mma.sync IMMA (sm_80+, unless VYRE_CUDA_TENSOR_CORES=0);
+        # tests/cuda/test_imma_gpu.py checks the PTX and the bytes on the device
+        return self.device.tensor_cores
+
     def supported_ops(self) -> frozenset[str]:
         ops = super().supported_ops()
         if self.supports_subgroup_ops():
@@ -395,7 +404,8 @@ class CudaBackend(EngineBackend):
                        device_name=f"{f.name} ({f.arch})")
 
     def device_fingerprint(self) -> bytes:
-        return self.rt.fingerprint
+        # the kernels differ with the matmul_acc form (IMMA or scalar loops)
+        return self.rt.fingerprint + (b"" if self.device.tensor_cores else b"|scalar-matmul")
 
     def device_lost(self) -> bool:
         try:

@@ -59,6 +59,17 @@ def _save_source(source: str) -> str:
 def compile_cubin(source: str, arch: str, name: str = "vyre.cu") -> bytes:
     """Compile ``source`` to a cubin for ``arch`` (e.g. ``"sm_90"``); raises
     `KernelCompileFailed` with NVRTC's log and the saved source path."""
+    return _compile(source, arch, name, ptx=False)
+
+
+def compile_ptx(source: str, arch: str, name: str = "vyre.cu") -> str:
+    """The PTX NVRTC makes of ``source`` for ``arch`` (``"sm_90"`` compiles for
+    ``compute_90``), with the options cubins get: what tests read to see which instructions a
+    kernel uses (``mma.sync`` for IMMA) without a GPU."""
+    return _compile(source, arch.replace("sm_", "compute_"), name, ptx=True).rstrip(b"\0").decode()
+
+
+def _compile(source: str, arch: str, name: str, ptx: bool) -> bytes:
     nvrtc = _nvrtc()
     opts = [f"--gpu-architecture={arch}".encode(), *(o.encode() for o in OPTIONS)]
     (prog,) = _check(nvrtc, nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], []))
@@ -74,10 +85,12 @@ def compile_cubin(source: str, arch: str, name: str = "vyre.cu") -> bytes:
                 f"NVRTC failed for {arch}: {text[:2000]} (source: {path})",
                 "this is a vyre code-generation bug: report it with the source file; meanwhile "
                 "run on another backend.", backend=ID, log=text, source_path=path)
-        (size,) = _check(nvrtc, nvrtc.nvrtcGetCUBINSize(prog))
-        cubin = b" " * size
-        _check(nvrtc, nvrtc.nvrtcGetCUBIN(prog, cubin))
-        return cubin
+        get_size, get = (nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX) if ptx else \
+            (nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN)
+        (size,) = _check(nvrtc, get_size(prog))
+        out = b" " * size
+        _check(nvrtc, get(prog, out))
+        return out
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
 

@@ -1,0 +1,254 @@
+"""matmul_acc on the tensor cores: integer ``mma.sync.aligned.m16n8k32`` (IMMA, sm_80 and newer).
+
+Owns the CUDA form of `vyre.ir.node.MatMulAcc` (``d += a · bᵀ`` on workgroup arrays, S37) and
+when it is used (`claims`); every other matmul_acc is printed as the scalar loops of
+`vyre.lower.legalize.matmul`, with the same bytes.
+
+Integer MMA is exact: s8/u8 products are exact in s32 and, without ``.satfinite``, the s32
+accumulation wraps mod 2**32, which is S37's rule. u32/i32 operands go through byte planes:
+with ``a = sum_i a_i 2**(8i)`` and ``b = sum_j b_j 2**(8j)`` (bytes ``a_i, b_j`` unsigned),
+``a*b mod 2**32 = sum_{i+j<=3} a_i b_j 2**(8(i+j)) mod 2**32``: ten u8 x u8 products, summed
+per shift ``s = i+j`` in four accumulators and combined as ``acc0 + acc1<<8 + acc2<<16 +
+acc3<<24`` (each accumulator is right mod 2**32, and so is its shift).
+
+The block's warps share the m x n output in warp tiles of TM x TN mma tiles (16 x 8 each);
+each warp loads its accumulators from ``d``, runs k in steps of 32 with fragments read from
+the workgroup arrays, and writes ``d`` back. Rows, columns and k past the shape (a shape
+that is not a multiple of the tile) read as zero and are not written: the template's
+``CHECK_*`` flags, known when the kernel is compiled, leave the checks out where the shape
+is a multiple of the tile. The fragment layout (lane ``4g + t``), as probed on the H100:
+
+* A register r: row ``g + 8(r&1)``, columns ``4t .. 4t+3`` (+16 for r >= 2), byte j = column 4t+j;
+* B register r: k = ``4t .. 4t+3`` (+16 for r = 1) of column (n index) ``g``;
+* C/D element r: row ``g + 8(r>>1)``, column ``2t + (r&1)``.
+
+tests/cuda/test_imma_emulated.py runs `BLOCK` on the host against an emulated mma with this
+layout; the GPU tests run it on the device.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from vyre.ir import node as N
+from vyre.ir.program import Program
+from vyre.ir.types import DataType
+
+if TYPE_CHECKING:
+    from vyre.lower.printer import Printer
+
+_PTX = {DataType.I8: "s8", DataType.U8: "u8"}
+
+
+def _mma_case(a: str, b: str) -> str:
+    return (f'asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.{a}.{b}.s32 '
+            '{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\\n"\n'
+            '                     : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])\n'
+            '                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));')
+
+
+# one m16n8k32 MMA, c += a * b (s32 accumulators, wrapping), A and B signed (s8) or not (u8)
+MMA = r"""
+// ---- matmul_acc on the tensor cores (vyre.drivers.cuda.imma) ----
+template <bool AS, bool BS>
+static __device__ __forceinline__ void vy_mma(uint* c, const uint* a, const uint* b) {
+    if constexpr (AS && BS) {
+        %SS%
+    } else if constexpr (AS) {
+        %SU%
+    } else if constexpr (BS) {
+        %US%
+    } else {
+        %UU%
+    }
+}
+""".replace("%SS%", _mma_case("s8", "s8")).replace("%SU%", _mma_case("s8", "u8")) \
+   .replace("%US%", _mma_case("u8", "s8")).replace("%UU%", _mma_case("u8", "u8"))
+
+# the block-level routines (target-neutral C++ apart from vy_mma, __byte_perm, uint4)
+BLOCK = r"""
+// 4 consecutive bytes (columns col..col+3, col a multiple of 4) of row `row` of an R x K byte
+// array, lowest column in the lowest byte; zero outside the array
+template <int R, int K, bool CR, bool CK>
+static __device__ __forceinline__ uint vy_frag8(const vy_u8* p, uint row, uint col) {
+    if (CR && row >= (uint)R) return 0u;
+    if constexpr (K % 4 == 0) {
+        if (CK && col >= (uint)K) return 0u;
+        return *(const uint*)(p + row * (uint)K + col);
+    } else {
+        uint v = 0u;
+        #pragma unroll
+        for (uint j = 0u; j < 4u; j++)
+            if (col + j < (uint)K) v |= (uint)p[row * (uint)K + col + j] << (8u * j);
+        return v;
+    }
+}
+
+// the four byte planes of 4 consecutive words (columns col..col+3) of row `row` of an R x K
+// word array: planes[i] holds byte i of each word, the word of column col in the lowest byte
+template <int R, int K, bool CR, bool CK>
+static __device__ __forceinline__ void vy_frag32(const uint* p, uint row, uint col, uint* planes) {
+    uint w0 = 0u, w1 = 0u, w2 = 0u, w3 = 0u;
+    if (!CR || row < (uint)R) {
+        const uint* q = p + row * (uint)K + col;
+        if constexpr (K % 4 == 0) {
+            if (!CK || col < (uint)K) {
+                const uint4 v = *(const uint4*)q;
+                w0 = v.x; w1 = v.y; w2 = v.z; w3 = v.w;
+            }
+        } else {
+            if (col < (uint)K) w0 = q[0];
+            if (col + 1u < (uint)K) w1 = q[1];
+            if (col + 2u < (uint)K) w2 = q[2];
+            if (col + 3u < (uint)K) w3 = q[3];
+        }
+    }
+    const uint t0 = __byte_perm(w0, w1, 0x5140u), t1 = __byte_perm(w0, w1, 0x7362u);
+    const uint t2 = __byte_perm(w2, w3, 0x5140u), t3 = __byte_perm(w2, w3, 0x7362u);
+    planes[0] = __byte_perm(t0, t2, 0x5410u);
+    planes[1] = __byte_perm(t0, t2, 0x7632u);
+    planes[2] = __byte_perm(t1, t3, 0x5410u);
+    planes[3] = __byte_perm(t1, t3, 0x7632u);
+}
+
+// d (M x N words) += a (M x K bytes) * b (N x K bytes)^T, by the T threads of the block
+// (T a multiple of 32; lin the thread's linear index); AS/BS: a/b are signed bytes
+template <int M, int N, int K, int T, bool AS, bool BS>
+static __device__ __forceinline__ void vy_imma8(uint* d, const vy_u8* a, const vy_u8* b, uint lin) {
+    constexpr int TM = M >= 32 ? 2 : 1, TN = N >= 32 ? 4 : (N >= 16 ? 2 : 1);
+    constexpr int WM = 16 * TM, WN = 8 * TN, GM = (M + WM - 1) / WM, GN = (N + WN - 1) / WN;
+    constexpr bool CM = M % WM != 0, CN = N % WN != 0, CK = K % 32 != 0;
+    const uint lane = lin & 31u, g = lane >> 2, t = lane & 3u;
+    for (uint w = lin >> 5; w < (uint)(GM * GN); w += (uint)(T / 32)) {
+        const uint m0 = (w / (uint)GN) * (uint)WM, n0 = (w % (uint)GN) * (uint)WN;
+        uint acc[TM][TN][4];
+        #pragma unroll
+        for (int i = 0; i < TM; i++)
+            #pragma unroll
+            for (int j = 0; j < TN; j++)
+                #pragma unroll
+                for (int r = 0; r < 4; r++) {
+                    const uint row = m0 + 16u * i + g + 8u * (r >> 1), col = n0 + 8u * j + 2u * t + (r & 1);
+                    acc[i][j][r] = ((!CM || row < (uint)M) && (!CN || col < (uint)N)) ? d[row * (uint)N + col] : 0u;
+                }
+        for (uint k0 = 0u; k0 < (uint)K; k0 += 32u) {
+            uint af[TM][4], bf[TN][2];
+            #pragma unroll
+            for (int i = 0; i < TM; i++)
+                #pragma unroll
+                for (int r = 0; r < 4; r++)
+                    af[i][r] = vy_frag8<M, K, CM, CK>(a, m0 + 16u * i + g + 8u * (r & 1), k0 + 4u * t + 16u * (r >> 1));
+            #pragma unroll
+            for (int j = 0; j < TN; j++)
+                #pragma unroll
+                for (int r = 0; r < 2; r++)
+                    bf[j][r] = vy_frag8<N, K, CN, CK>(b, n0 + 8u * j + g, k0 + 4u * t + 16u * r);
+            #pragma unroll
+            for (int i = 0; i < TM; i++)
+                #pragma unroll
+                for (int j = 0; j < TN; j++)
+                    vy_mma<AS, BS>(acc[i][j], af[i], bf[j]);
+        }
+        #pragma unroll
+        for (int i = 0; i < TM; i++)
+            #pragma unroll
+            for (int j = 0; j < TN; j++)
+                #pragma unroll
+                for (int r = 0; r < 4; r++) {
+                    const uint row = m0 + 16u * i + g + 8u * (r >> 1), col = n0 + 8u * j + 2u * t + (r & 1);
+                    if ((!CM || row < (uint)M) && (!CN || col < (uint)N)) d[row * (uint)N + col] = acc[i][j][r];
+                }
+    }
+}
+
+// d (M x N words) += a (M x K words) * b (N x K words)^T mod 2^32 through byte planes: the ten
+// u8 x u8 products of planes i, j with i + j <= 3, accumulated per shift s = i + j
+template <int M, int N, int K, int T>
+static __device__ __forceinline__ void vy_imma32(uint* d, const uint* a, const uint* b, uint lin) {
+    constexpr int TM = M >= 32 ? 2 : 1, TN = N >= 16 ? 2 : 1;
+    constexpr int WM = 16 * TM, WN = 8 * TN, GM = (M + WM - 1) / WM, GN = (N + WN - 1) / WN;
+    constexpr bool CM = M % WM != 0, CN = N % WN != 0, CK = K % 32 != 0;
+    const uint lane = lin & 31u, g = lane >> 2, t = lane & 3u;
+    for (uint w = lin >> 5; w < (uint)(GM * GN); w += (uint)(T / 32)) {
+        const uint m0 = (w / (uint)GN) * (uint)WM, n0 = (w % (uint)GN) * (uint)WN;
+        uint acc[4][TM][TN][4];
+        #pragma unroll
+        for (int i = 0; i < TM; i++)
+            #pragma unroll
+            for (int j = 0; j < TN; j++)
+                #pragma unroll
+                for (int r = 0; r < 4; r++) {
+                    const uint row = m0 + 16u * i + g + 8u * (r >> 1), col = n0 + 8u * j + 2u * t + (r & 1);
+                    acc[0][i][j][r] = ((!CM || row < (uint)M) && (!CN || col < (uint)N)) ? d[row * (uint)N + col] : 0u;
+                    acc[1][i][j][r] = acc[2][i][j][r] = acc[3][i][j][r] = 0u;
+                }
+        for (uint k0 = 0u; k0 < (uint)K; k0 += 32u) {
+            uint af[TM][4][4], bf[TN][4][2], planes[4];
+            #pragma unroll
+            for (int i = 0; i < TM; i++)
+                #pragma unroll
+                for (int r = 0; r < 4; r++) {
+                    vy_frag32<M, K, CM, CK>(a, m0 + 16u * i + g + 8u * (r & 1), k0 + 4u * t + 16u * (r >> 1), planes);
+                    #pragma unroll
+                    for (int pl = 0; pl < 4; pl++) af[i][pl][r] = planes[pl];
+                }
+            #pragma unroll
+            for (int j = 0; j < TN; j++)
+                #pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    vy_frag32<N, K, CN, CK>(b, n0 + 8u * j + g, k0 + 4u * t + 16u * r, planes);
+                    #pragma unroll
+                    for (int pl = 0; pl < 4; pl++) bf[j][pl][r] = planes[pl];
+                }
+            #pragma unroll
+            for (int s = 0; s < 4; s++)
+                #pragma unroll
+                for (int pa = 0; pa <= s; pa++)
+                    #pragma unroll
+                    for (int i = 0; i < TM; i++)
+                        #pragma unroll
+                        for (int j = 0; j < TN; j++)
+                            vy_mma<false, false>(acc[s][i][j], af[i][pa], bf[j][s - pa]);
+        }
+        #pragma unroll
+        for (int i = 0; i < TM; i++)
+            #pragma unroll
+            for (int j = 0; j < TN; j++)
+                #pragma unroll
+                for (int r = 0; r < 4; r++) {
+                    const uint row = m0 + 16u * i + g + 8u * (r >> 1), col = n0 + 8u * j + 2u * t + (r & 1);
+                    if ((!CM || row < (uint)M) && (!CN || col < (uint)N))
+                        d[row * (uint)N + col] = acc[0][i][j][r] + (acc[1][i][j][r] << 8) +
+                                                 (acc[2][i][j][r] << 16) + (acc[3][i][j][r] << 24);
+                }
+    }
+}
+"""
+
+PRELUDE = MMA + BLOCK
+
+
+def threads(program: Program) -> int:
+    wx, wy, wz = program.workgroup_size
+    return wx * wy * wz
+
+
+def claims(program: Program, n: N.MatMulAcc) -> bool:
+    """Whether this matmul_acc runs on the tensor cores: its block is whole warps (an
+    mma.sync needs all 32 lanes). Otherwise it is printed as scalar loops."""
+    t = threads(program)
+    return t % 32 == 0 and t > 0
+
+
+def call(p: Printer, n: N.MatMulAcc) -> list[str]:
+    """The lines of one matmul_acc: barrier, the block routine, barrier."""
+    prog = p.program
+    a, b = prog.buffer(n.a), prog.buffer(n.b)
+    shape = f"{n.m}, {n.n}, {n.k}, {threads(prog)}"
+    if a.dtype in _PTX:
+        signed = ", ".join("true" if t.dtype is DataType.I8 else "false" for t in (a, b))
+        fn = f"vy_imma8<{shape}, {signed}>"
+    else:
+        fn = f"vy_imma32<{shape}>"
+    return ["__syncthreads();", f"{fn}({p.ptr(n.d)}, {p.ptr(n.a)}, {p.ptr(n.b)}, {p.lin()});",
+            "__syncthreads();"]

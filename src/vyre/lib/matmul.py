@@ -1,0 +1,302 @@
+"""Integer matrix multiply: ``matmul(a, b)``, exact and wrapping mod 2**32 (S37), on every
+backend; on CUDA sm_80+ it runs on the tensor cores (IMMA).
+
+Owns the tiled Program: one workgroup per BM x BN tile of the output. For each BK-wide slice
+of k it copies the A tile and the transposed B tile into workgroup arrays (elements past the
+matrix edges as zeros, so every shape is exact) and runs `Node.matmul_acc` on them, which
+accumulates into the workgroup's i32/u32 output tile; the tile is written out at the end.
+8-bit matrices whose k and n are multiples of 4 are read as 32-bit words (four elements a
+load). The tile sizes are CUDA's (64 x 64 x 160 for bytes: the A fragment loads then hit two
+banks at most; 64 x 64 x 32 for words) or, elsewhere, small (32 x 32 x 32) so the workgroup
+arrays fit every device. Neither changes a bit of the result.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from vyre.ir import BufferDecl, DataType, Expr, Node, Program
+
+from .arrays import Arr, device_like, to_kind
+from .errors import LibError
+from .kernels import LID, WGID
+from .runner import Runner, params
+
+U, I = DataType.U32, DataType.I32
+BYTES = (DataType.I8, DataType.U8)
+WORDS = (DataType.U32, DataType.I32)
+_NP = {np.dtype(np.int8): DataType.I8, np.dtype(np.uint8): DataType.U8,
+       np.dtype(np.int32): DataType.I32, np.dtype(np.uint32): DataType.U32}
+# the shape, read once into locals (`program`): M, N, K and the number of tiles along N
+M_, N_, K_, TILES_N = (Expr.var(v) for v in ("pm", "pn", "pk", "ptn"))
+
+
+@dataclass(frozen=True)
+class Tiles:
+    """One workgroup's output tile (bm x bn), the k slice (bk) and the workgroup size."""
+
+    bm: int
+    bn: int
+    bk: int
+    threads: int
+
+
+def tiles(backend_id: str, words: bool) -> Tiles:
+    """The tiles `matmul` uses on a backend, for 32-bit (``words``) or 8-bit matrices."""
+    if backend_id == "cuda":
+        return Tiles(64, 64, 32, 128) if words else Tiles(64, 64, 160, 128)
+    return Tiles(32, 32, 32, 64)
+
+
+def _copy(count: int, threads: int, tag: str, body) -> Node:
+    """``body(e)`` for this invocation's slots ``e = lid + q * threads`` below ``count``."""
+    e = Expr.var(f"{tag}e")
+    return Node.loop(f"{tag}q", Expr.u32(0), Expr.u32(-(-count // threads)), [
+        Node.let_bind(f"{tag}e", Expr.var(f"{tag}q") * threads + LID),
+        Node.if_(e.lt(Expr.u32(count)), body(e))])
+
+
+def _byte(word: Expr, j: int, t: DataType) -> Expr:
+    """Byte ``j`` of a u32 word as a value storable into a ``t`` array (low bits kept)."""
+    v = word >> (8 * j) if j else word
+    return Expr.bitcast(I, v) if t is DataType.I8 else v
+
+
+@functools.cache
+def program(ta: DataType, tb: DataType, packed: bool, t: Tiles) -> Program:
+    """The tiled matmul of an ``ta`` (M x K, row-major) and a ``tb`` (K x N) matrix.
+    ``packed``: 8-bit matrices are read as 32-bit words (K and N multiples of 4). Shapes come
+    from ``prm = [M, N, K, tiles along N]``."""
+    td = I if ta in BYTES else ta
+    bm, bn, bk, T = t.bm, t.bn, t.bk, t.threads
+    row0, col0, k0 = Expr.var("row0"), Expr.var("col0"), Expr.var("k0")
+    src_a = I if packed else ta
+    src_b = I if packed else tb
+
+    def load_a(e: Expr) -> list[Node]:
+        if not packed:
+            r, c = e / bk, e % bk
+            ok = (row0 + r).lt(M_).and_((k0 + c).lt(K_))
+            v = Expr.load("a", (row0 + r) * K_ + k0 + c)
+            return [Node.store("wa", e, Expr.select(ok, v, Expr.lit(ta.value_type, 0)))]
+        per = bk // 4
+        r, c = e / per, (e % per) * 4
+        ok = (k0 + c).lt(K_)      # rows past M are past the end of `a`: they read 0 (S6)
+        word = Expr.select(ok, Expr.bitcast(U, Expr.load("a", ((row0 + r) * K_ + k0 + c) >> 2)), Expr.u32(0))
+        return [Node.let_bind("aw", word),
+                *(Node.store("wa", r * bk + c + j, _byte(Expr.var("aw"), j, ta)) for j in range(4))]
+
+    # packed A with the slot pattern periodic in the thread's iterations: each thread's rows
+    # and word columns are computed once (before the k loop), not per word
+    nk = bk // 4
+    lcm = T * nk // math.gcd(T, nk)
+    period, rows = lcm // T, lcm // nk
+    hoist_a = packed and bm % rows == 0
+
+    def a_bases() -> list[Node]:
+        out: list[Node] = []
+        for j in range(period):
+            e = LID + j * T
+            out += [Node.let_bind(f"aoff{j}", (row0 + e / nk) * (K_ >> 2) + e % nk),
+                    Node.let_bind(f"asm{j}", (e / nk) * bk + (e % nk) * 4),
+                    Node.let_bind(f"ac4{j}", (e % nk) * 4)]
+        return out
+
+    def copy_a_hoisted() -> Node:
+        q = Expr.var("aq")
+        body: list[Node] = [Node.let_bind("aqo", q * (rows * (K_ >> 2)) + (k0 >> 2)),
+                            Node.let_bind("aqs", q * (rows * bk))]
+        for j in range(period):
+            ok = (k0 + Expr.var(f"ac4{j}")).lt(K_)   # rows past M read 0 (S6)
+            word = Expr.bitcast(U, Expr.load("a", Expr.var(f"aoff{j}") + Expr.var("aqo")))
+            body.append(Node.let_bind(f"aw{j}", Expr.select(ok, word, Expr.u32(0))))
+            at = Expr.var(f"asm{j}") + Expr.var("aqs")
+            body += [Node.store("wa", at + i, _byte(Expr.var(f"aw{j}"), i, ta)) for i in range(4)]
+        return Node.loop("aq", Expr.u32(0), Expr.u32(bm // rows), body)
+
+    def load_b(e: Expr) -> list[Node]:
+        # B is K x N and wb its transpose (N x K). Element by element, consecutive slots walk
+        # k: the workgroup-memory writes of a warp hit distinct banks (walking n, each of them
+        # would hit one bank), and the tile's rows stay in L1 for the reads.
+        if not packed:
+            kk, nn = e % bk, e / bk
+            ok = (k0 + kk).lt(K_).and_((col0 + nn).lt(N_))
+            v = Expr.load("b", (k0 + kk) * N_ + col0 + nn)
+            return [Node.store("wb", nn * bk + kk, Expr.select(ok, v, Expr.lit(tb.value_type, 0)))]
+        # packed: a 4 x 4 block of bytes (k rows 4kq.., n columns 4nq..) per slot: four word
+        # reads (a warp reads 8 consecutive words of 4 rows), transposed in registers, written
+        # as four runs of 4 bytes; the run written at step j is row (j + nq) & 3 of the block,
+        # so a warp's writes spread over 16 banks
+        nk = bk // 4
+        nq = (e % 8) + (e / 8 / nk) * 8
+        kq = (e / 8) % nk
+        out: list[Node] = [Node.let_bind("bkq", kq * 4), Node.let_bind("bnq", nq * 4)]
+        k4, n4 = Expr.var("bkq"), Expr.var("bnq")
+        ok_n = (col0 + n4).lt(N_)
+        for i in range(4):   # k rows past K are past the end of `b`: they read 0 (S6)
+            word = Expr.bitcast(U, Expr.load("b", ((k0 + k4 + i) * N_ + col0 + n4) >> 2))
+            out.append(Node.let_bind(f"bw{i}", Expr.select(ok_n, word, Expr.u32(0))))
+        for j in range(4):   # column j of the block: byte j of each row word, row i in byte i
+            col = Expr.u32(0)
+            for i in range(4):
+                byte = (Expr.var(f"bw{i}") >> (8 * j)) & 0xFF if j else Expr.var(f"bw{i}") & 0xFF
+                col = col | (byte << (8 * i)) if i else byte
+            out.append(Node.let_bind(f"bt{j}", col))
+        for step in range(4):
+            jj = (nq + step) & 3
+            run = Expr.select(jj.eq(0), Expr.var("bt0"), Expr.select(jj.eq(1), Expr.var("bt1"),
+                              Expr.select(jj.eq(2), Expr.var("bt2"), Expr.var("bt3"))))
+            out.append(Node.let_bind(f"br{step}", run))
+            base = (n4 + jj) * bk + k4
+            out += [Node.store("wb", base + i, _byte(Expr.var(f"br{step}"), i, tb)) for i in range(4)]
+        return out
+
+    def store_out(e: Expr) -> list[Node]:
+        r, c = e / bn, e % bn
+        return [Node.if_((row0 + r).lt(M_).and_((col0 + c).lt(N_)),
+                         [Node.store("out", (row0 + r) * N_ + col0 + c, Expr.load("wd", e))])]
+
+    per_a = bm * bk // 4 if packed else bm * bk
+    per_b = bk * bn // 16 if packed else bk * bn
+    body = [
+        *(Node.let_bind(v, Expr.load("prm", Expr.u32(i))) for i, v in enumerate(("pm", "pn", "pk", "ptn"))),
+        Node.let_bind("row0", (WGID / TILES_N) * bm),
+        Node.let_bind("col0", (WGID % TILES_N) * bn),
+        *(a_bases() if hoist_a else []),
+        Node.loop("kt", Expr.u32(0), (K_ + (bk - 1)) / bk, [
+            Node.let_bind("k0", Expr.var("kt") * bk),
+            copy_a_hoisted() if hoist_a else _copy(per_a, T, "a", load_a),
+            _copy(per_b, T, "b", load_b),
+            Node.matmul_acc("wd", "wa", "wb", bm, bn, bk),
+        ]),
+        _copy(bm * bn, T, "o", store_out),
+    ]
+    bufs = [BufferDecl.read("a", 0, src_a), BufferDecl.read("b", 1, src_b),
+            BufferDecl.read("prm", 2, U, 4), BufferDecl.output("out", 3, td),
+            BufferDecl.workgroup("wa", bm * bk, ta), BufferDecl.workgroup("wb", bn * bk, tb),
+            BufferDecl.workgroup("wd", bm * bn, td)]
+    return Program.wrapped(bufs, T, body)
+
+
+@dataclass
+class _Matrix:
+    kind: str          # "numpy", "cupy", "torch"
+    dtype: DataType
+    shape: tuple[int, int]
+    data: Any          # contiguous: a host numpy array or the caller's device array
+    on_device: bool
+    original: Any
+
+    def flat(self, packed: bool) -> Any:
+        """The elements in row order (``packed``: as int32 words of four bytes)."""
+        x = self.data
+        if self.kind == "numpy":
+            x = np.ascontiguousarray(x).astype(x.dtype.newbyteorder("<"), copy=False)
+        x = x.reshape(-1)
+        if not packed:
+            return x
+        if self.kind == "torch" and self.on_device:
+            import torch
+
+            return x.view(torch.int32)
+        return x.view("int32")   # numpy, or CuPy
+
+
+def _matrix(x: Any, name: str) -> _Matrix:
+    mod = type(x).__module__.split(".")[0]
+    if mod == "torch":
+        import torch
+
+        names = {torch.int8: DataType.I8, torch.uint8: DataType.U8, torch.int32: DataType.I32,
+                 getattr(torch, "uint32", None): DataType.U32}
+        dt = names.get(x.dtype)
+        shape = tuple(x.shape)
+        host = None if x.is_cuda else x.detach().cpu().contiguous().numpy()
+        data = x.contiguous() if x.is_cuda else host
+        kind, on_device = "torch", bool(x.is_cuda)
+    elif mod == "cupy":
+        import cupy
+
+        dt, shape = _NP.get(np.dtype(x.dtype)), tuple(x.shape)
+        data, kind, on_device = cupy.ascontiguousarray(x), "cupy", True
+    elif isinstance(x, np.ndarray):
+        dt, shape = _NP.get(x.dtype.newbyteorder("=")), x.shape
+        data, kind, on_device = x, "numpy", False   # made contiguous when read (`flat`)
+    else:
+        raise LibError("L001", f"{name} is a {type(x).__name__}, not an array.",
+                       "pass a 2-D numpy, CuPy or torch array.")
+    if dt is None:
+        raise LibError("L001", f"vyre.lib.matmul does not take {name} of {x.dtype}.",
+                       "pass int8/uint8 matrices (an int32 result) or uint32/int32 matrices "
+                       "(a result of their type, wrapping mod 2**32).")
+    if len(shape) != 2:
+        raise LibError("L002", f"{name} has shape {shape}; vyre.lib.matmul takes 2-D matrices.",
+                       "pass a matrix (a.reshape(rows, cols)).")
+    return _Matrix(kind, dt, (int(shape[0]), int(shape[1])), data, on_device, x)
+
+
+def matmul(a: Any, b: Any, *, backend: Any = None, tensor_cores: bool | None = None) -> Any:
+    """``a @ b`` of integer matrices, exact mod 2**32 (S37): int8/uint8 (any mix) give int32;
+    uint32 x uint32 gives uint32 and int32 x int32 int32. numpy, CuPy or torch in, the same
+    kind out (device arrays stay on the device on CUDA). On CUDA sm_80+ it runs on the tensor
+    cores (IMMA; u32/i32 through byte planes); elsewhere on scalar loops, with the same bytes.
+    ``tensor_cores=True`` refuses a backend that would not use them; ``False`` is not a
+    request for scalar loops (set VYRE_CUDA_TENSOR_CORES=0 for that)."""
+    x, y = _matrix(a, "a"), _matrix(b, "b")
+    (m, k), (k2, n) = x.shape, y.shape
+    if k != k2:
+        raise LibError("L002", f"vyre.lib.matmul: a is {m}x{k} and b is {k2}x{n}.",
+                       "pass b with as many rows as a has columns.")
+    words = x.dtype in WORDS
+    if (x.dtype in WORDS) != (y.dtype in WORDS) or (words and x.dtype is not y.dtype):
+        raise LibError("L001", f"vyre.lib.matmul of {x.dtype.value} and {y.dtype.value}.",
+                       "pass two 8-bit matrices (int8/uint8, any mix) or two matrices of one "
+                       "32-bit type (cast one: the bits mod 2**32 are the same).")
+    # element indices are u32, also those of the tiles hanging past the edges (tiles are at
+    # most 64 x 64 x 160)
+    if max((m + 64) * k, (k + 160) * (n + 64), m * n) >= 2**32:
+        raise LibError("L004", f"vyre.lib.matmul of {m}x{k} by {k}x{n}: a matrix has 2**32 elements "
+                       "or nearly.", "split the product into blocks of fewer than 2**31 elements each.")
+    r = Runner(backend, None)
+    if tensor_cores and not r.backend.supports_tensor_cores():
+        from vyre.driver.errors import UnsupportedFeature
+
+        raise UnsupportedFeature("tensor cores (IMMA)", r.id, "run on a CUDA GPU of compute capability "
+                                 "8.0 or newer (with VYRE_CUDA_TENSOR_CORES unset), or drop "
+                                 "tensor_cores=True to run the same product on scalar loops.")
+    td = I if not words else x.dtype
+    like = Arr(x.kind, td, m * n, None, x.on_device, x.original)
+    if 0 in (m, n, k):
+        return _shaped(to_kind(np.zeros(m * n, td.host), like, td), (m, n))
+    t = tiles(r.id, words)
+    packed = not words and k % 4 == 0 and n % 4 == 0
+    prog = program(x.dtype, y.dtype, packed, t)
+    tiles_n = -(-n // t.bn)
+    groups = -(-m // t.bm) * tiles_n
+    device = r.device and (x.on_device or y.on_device)
+    ins = [_source(x, packed, device), _source(y, packed, device), params(m, n, k, tiles_n)]
+    out = r.run(prog, ins, groups, m * n, keep=device)[0]
+    if isinstance(out, np.ndarray):
+        return _shaped(to_kind(out[:m * n].view(td.host).copy(), like, td), (m, n))
+    return _shaped(device_like(out, like, td)[:m * n], (m, n))
+
+
+def _source(x: _Matrix, packed: bool, device: bool) -> Any:
+    """What the dispatch reads: the matrix in row order (on the device where the backend
+    reads device arrays, else a host copy)."""
+    if x.on_device and not device:
+        host = x.original.detach().cpu().numpy() if x.kind == "torch" else x.original.get()
+        return _matrix(np.ascontiguousarray(host), "a").flat(packed)
+    return x.flat(packed)
+
+
+def _shaped(v: Any, shape: tuple[int, int]) -> Any:
+    return v.reshape(shape)
+
+
+__all__ = ["Tiles", "matmul", "program", "tiles"]

@@ -1,0 +1,108 @@
+"""matmul_acc as plain scalar loops: the form every target prints (CUDA prints the tensor-core
+form instead where `vyre.drivers.cuda.imma` can, sm_80 and newer).
+
+``matmul_acc(d, a, b, m, n, k)`` becomes a workgroup barrier, then each invocation (linear
+local id ``l`` of ``W``) computing the outputs ``e = l, l + W, ...`` below ``m*n``::
+
+    acc = d[e]
+    for p in [0, k): acc = acc + a[i*k + p'] * b[j*k + p']   (i = e / n, j = e % n)
+    d[e] = acc
+
+with ``p' = (p + l) mod k``: each invocation starts at its own k, so neighbouring invocations
+read different workgroup-memory banks (the rows of a and b are k apart: in k order they
+would all hit one bank). The sum is in u32 arithmetic, wrapping: the residue mod 2**32 of the
+exact sum, whatever the order. Then a barrier again. Loads of i8 and i32 elements are cast to u32 (sign-extended bits, the same
+residue). Each output is written by exactly one invocation, between the two barriers, so the
+result is the reference's (S37) on any workgroup size. The locals are named ``__vymm<c>_...``,
+a prefix programs may not use (V025).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from vyre.ir import expr as E
+from vyre.ir import node as N
+from vyre.ir.program import Program
+from vyre.ir.types import Builtin, DataType
+
+from .walk import Scope, walk_body
+
+U = DataType.U32
+Keep = Callable[[Program, N.MatMulAcc], bool]
+
+
+def _u32(e: E.Expr, t: DataType) -> E.Expr:
+    """An element's value as u32 bits (narrow loads widen first: i8 sign-extends)."""
+    vt = t.value_type
+    return e if vt is U else E.Bitcast(U, e)
+
+
+def scalar_loops(program: Program, n: N.MatMulAcc, c: int) -> list[N.Node]:
+    """The statements that do ``n`` with scalar loops (module docstring); ``c`` makes the
+    local names unique."""
+    d, a, b = (program.buffer(x) for x in (n.d, n.a, n.b))
+    wx, wy, wz = program.workgroup_size
+    w = wx * wy * wz
+    lid = [E.Id(Builtin.LID, axis) for axis in range(3)]
+    lin = lid[0] + E.Expr.u32(wx) * (lid[1] + E.Expr.u32(wy) * lid[2])
+    v = {s: f"__vymm{c}_{s}" for s in ("l", "q", "e", "i", "j", "acc", "p", "r", "pp")}
+    var = {s: E.Var(name) for s, name in v.items()}
+    total = n.m * n.n
+    k = E.Expr.u32(n.k)
+    acc = var["acc"]
+    pp = var["pp"]
+    product = _u32(E.Load(n.a, var["i"] * k + pp), a.dtype) * \
+        _u32(E.Load(n.b, var["j"] * k + pp), b.dtype)
+    stored = acc if d.dtype is U else E.Bitcast(d.dtype, acc)
+    output = [
+        N.Let(v["i"], var["e"] / E.Expr.u32(n.n)),
+        N.Let(v["j"], var["e"] % E.Expr.u32(n.n)),
+        N.Let(v["acc"], _u32(E.Load(n.d, var["e"]), d.dtype)),
+        N.Loop(v["p"], E.Expr.u32(0), k, (
+            N.Let(v["pp"], var["p"] + var["r"]),
+            N.Assign(v["pp"], E.Select(pp.ge(k), pp - k, pp)),
+            N.Assign(v["acc"], acc + product))),
+        N.Store(n.d, var["e"], stored),
+    ]
+    return [
+        N.Barrier(),
+        N.Block((
+            N.Let(v["l"], lin),
+            N.Let(v["r"], var["l"] % k),
+            N.Loop(v["q"], E.Expr.u32(0), E.Expr.u32(-(-total // w)), (
+                N.Let(v["e"], var["q"] * E.Expr.u32(w) + var["l"]),
+                N.If(var["e"].lt(E.Expr.u32(total)), tuple(output)),
+            )),
+        )),
+        N.Barrier(),
+    ]
+
+
+class _Expand:
+    def __init__(self, program: Program, keep: Keep | None) -> None:
+        self.p = program
+        self.keep = keep
+        self.count = 0
+
+    def expr(self, e: E.Expr, scope: Scope) -> E.Expr:
+        return e
+
+    def stmt(self, n: N.Node, scope: Scope) -> list[N.Node] | None:
+        if not isinstance(n, N.MatMulAcc) or (self.keep is not None and self.keep(self.p, n)):
+            return None
+        self.count += 1
+        return scalar_loops(self.p, n, self.count)
+
+
+def expand_matmul(program: Program, keep: Keep | None = None) -> Program:
+    """``program`` with every matmul_acc that ``keep`` does not claim as scalar loops; the same
+    object when there is none to expand. A matmul_acc is only in the program body (V035)."""
+    if not program.facts.matmul:
+        return program
+    x = _Expand(program, keep)
+    body = walk_body(program.body, {}, x)
+    if not x.count:
+        return program
+    return Program(program.buffers, program.workgroup_size, body, program.functions)
+

@@ -1,0 +1,90 @@
+"""CUDA code for matmul_acc without a GPU (NVRTC only): on the tensor-core path the PTX holds
+``mma.sync.aligned.m16n8k32.row.col.s32.<a>.<b>.s32`` with the operands' signedness (u8
+planes for u32/i32), and where cuobjdump is installed the sm_90 SASS holds IMMA; with
+``tensor_cores=False``, or a block that is not whole warps, there is no mma at all (the
+scalar loops of vyre.lower.legalize.matmul). VYRE_REQUIRE_NVRTC=1 turns a missing NVRTC into
+a failure."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from vyre.conform.corpus import corpus, matmul_acc_program
+from vyre.driver.errors import BackendUnavailable
+from vyre.ir import DataType
+
+D = DataType
+MM = importlib.import_module("vyre.lib.matmul")
+PTX_TYPE = {D.I8: "s8", D.U8: "u8", D.U32: "u8", D.I32: "u8"}
+
+
+def _compiler():
+    try:
+        from vyre.drivers.cuda import compiler
+
+        compiler.nvrtc_version()
+        return compiler
+    except BackendUnavailable as err:
+        if os.environ.get("VYRE_REQUIRE_NVRTC") == "1":
+            pytest.fail(f"NVRTC is required here but unavailable: {err}")
+        pytest.skip(f"NVRTC unavailable: {err}")
+
+
+def _programs():
+    for e in corpus():   # blocks of whole warps (48 lanes: scalar loops, tested below)
+        if e.program.facts.matmul and e.program.invocations_per_workgroup % 32 == 0:
+            yield e.name, e.program
+    for words in (False, True):
+        t = MM.tiles("cuda", words)
+        for ta, tb, packed in ([(D.U32, D.U32, False), (D.I32, D.I32, False)] if words else
+                               [(D.I8, D.U8, True), (D.U8, D.I8, False), (D.I8, D.I8, True)]):
+            yield f"lib {ta.value}x{tb.value} packed={packed}", MM.program(ta, tb, packed, t)
+
+
+@pytest.mark.parametrize("name, program", list(_programs()), ids=lambda v: v if isinstance(v, str) else "")
+def test_the_tensor_core_path_emits_mma_sync_with_the_operand_types(name, program) -> None:
+    compiler = _compiler()
+    from vyre.drivers.cuda.codegen import generate
+
+    (ta, tb), = program.facts.matmul
+    ptx = compiler.compile_ptx(generate(program)[1], "sm_90")
+    want = f"mma.sync.aligned.m16n8k32.row.col.s32.{PTX_TYPE[ta]}.{PTX_TYPE[tb]}.s32"
+    assert want in ptx, name
+    assert "mma" not in compiler.compile_ptx(generate(program, tensor_cores=False)[1], "sm_90")
+
+
+def test_ampere_compiles_the_tensor_core_path() -> None:
+    compiler = _compiler()
+    from vyre.drivers.cuda.codegen import generate
+
+    program = MM.program(D.I8, D.U8, True, MM.tiles("cuda", False))
+    assert compiler.compile_cubin(generate(program)[1], "sm_80")[:4] == b"\x7fELF"
+
+
+def test_a_block_that_is_not_whole_warps_gets_scalar_loops() -> None:
+    compiler = _compiler()
+    from vyre.drivers.cuda.codegen import generate
+
+    p = matmul_acc_program(D.I8, D.I8, D.I32, 5, 7, 37, 48)
+    plan, source = generate(p)
+    assert not plan.native_matmul and "vy_imma" not in source
+    assert "mma" not in compiler.compile_ptx(source, "sm_90")
+
+
+def test_sass_holds_imma_where_cuobjdump_is_installed(tmp_path) -> None:
+    compiler = _compiler()
+    from vyre.drivers.cuda.codegen import generate
+
+    if shutil.which("cuobjdump") is None:
+        pytest.skip("cuobjdump (with nvdisasm) is not on PATH")
+    for ta, tb, packed, op in [(D.I8, D.U8, True, "IMMA.16832.S8.U8"), (D.U32, D.U32, False, "IMMA.16832.U8.U8")]:
+        cubin = tmp_path / "k.cubin"
+        cubin.write_bytes(compiler.compile_cubin(generate(MM.program(ta, tb, packed, MM.tiles("cuda", ta is D.U32)))[1],
+                                                 "sm_90"))
+        sass = subprocess.run(["cuobjdump", "-sass", str(cubin)], capture_output=True, text=True, timeout=120).stdout
+        assert op in sass

@@ -1,0 +1,158 @@
+"""The IMMA block routines of vyre.drivers.cuda.imma, run on the host without a GPU: the
+exact C++ of `imma.BLOCK` compiled with g++, each warp's 32 lanes as threads, and `vy_mma`
+replaced by an emulation of ``mma.sync.m16n8k32`` that follows the fragment layout the issue
+reports from the H100 probe (A register r: row g + 8(r&1), columns 4t..4t+3, +16 for r >= 2;
+B register r: k = 4t..4t+3, +16 for r = 1, of column g; C/D element r: row g + 8(r>>1),
+column 2t + (r&1)). Expected values: numpy int64 products reduced mod 2**32 (S37).
+
+This checks the tiling, the edges (shapes that are not multiples of the tile), the byte
+planes of u32/i32 operands and the fragment addressing; the GPU tests
+(tests/cuda/test_imma_gpu.py) check the real instruction with the same routines."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vyre.drivers.cuda import imma
+
+HARNESS_HEAD = r"""
+#include <barrier>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+#include <vector>
+typedef unsigned int uint;
+typedef unsigned char vy_u8;
+struct uint4 { uint x, y, z, w; };
+#define __device__
+#define __forceinline__ inline
+static uint __byte_perm(uint x, uint y, uint s) {
+    unsigned long long v = (unsigned long long)x | ((unsigned long long)y << 32);
+    uint r = 0;
+    for (int n = 0; n < 4; n++) r |= (uint)((v >> (8 * ((s >> (4 * n)) & 7))) & 255u) << (8 * n);
+    return r;
+}
+struct Warp { std::barrier<>* bar; uint a[32][4]; uint b[32][2]; };
+static thread_local int tl_lane, tl_warp;
+static Warp* g_warps;
+static int value(uint v, bool s) { return s ? (int)(signed char)(v & 255u) : (int)(v & 255u); }
+// mma.sync.m16n8k32 for one warp: every lane publishes its fragments, then computes its own
+// four D elements from the layout below
+template <bool AS, bool BS>
+static void vy_mma(uint* c, const uint* a, const uint* b) {
+    Warp& w = g_warps[tl_warp];
+    const int L = tl_lane;
+    for (int r = 0; r < 4; r++) w.a[L][r] = a[r];
+    for (int r = 0; r < 2; r++) w.b[L][r] = b[r];
+    w.bar->arrive_and_wait();
+    const int g = L >> 2, t = L & 3;
+    for (int r = 0; r < 4; r++) {
+        const int row = g + 8 * (r >> 1), col = 2 * t + (r & 1);
+        uint sum = c[r];
+        for (int k = 0; k < 32; k++) {
+            const uint av = w.a[4 * (row & 7) + ((k & 15) >> 2)][(row >> 3) + 2 * (k >> 4)] >> (8 * (k & 3));
+            const uint bv = w.b[4 * col + ((k & 15) >> 2)][k >> 4] >> (8 * (k & 3));
+            sum += (uint)(value(av, AS) * value(bv, BS));
+        }
+        c[r] = sum;
+    }
+    w.bar->arrive_and_wait();
+}
+"""
+
+HARNESS_RUN = r"""
+template <typename E, typename F>
+static void run(const char* dir, int id, int m, int n, int k, int T, F body) {
+    char path[512];
+    std::snprintf(path, sizeof path, "%s/in%d.bin", dir, id);
+    FILE* f = std::fopen(path, "rb");
+    alignas(16) static unsigned char mem[1 << 20];
+    E* a = (E*)mem;
+    E* b = (E*)(mem + ((m * k * sizeof(E) + 15) / 16) * 16);
+    uint* d = (uint*)((unsigned char*)b + ((n * k * sizeof(E) + 15) / 16) * 16);
+    if (std::fread(a, sizeof(E), m * k, f) != (size_t)(m * k) || std::fread(b, sizeof(E), n * k, f) != (size_t)(n * k)
+        || std::fread(d, 4, m * n, f) != (size_t)(m * n)) std::abort();
+    std::fclose(f);
+    std::vector<Warp> warps(T / 32);
+    std::vector<std::barrier<>*> bars;
+    for (auto& w : warps) { w.bar = new std::barrier<>(32); bars.push_back(w.bar); }
+    g_warps = warps.data();
+    std::vector<std::thread> threads;
+    for (int lin = 0; lin < T; lin++)
+        threads.emplace_back([=] { tl_lane = lin & 31; tl_warp = lin >> 5; body(d, a, b, (uint)lin); });
+    for (auto& th : threads) th.join();
+    for (auto* bar : bars) delete bar;
+    std::snprintf(path, sizeof path, "%s/out%d.bin", dir, id);
+    f = std::fopen(path, "wb");
+    std::fwrite(d, 4, m * n, f);
+    std::fclose(f);
+}
+"""
+
+# (m, n, k, threads, a type, b type): tiles, edges in every dimension, idle warps, K % 4 != 0
+CASES = [
+    (16, 8, 32, 32, "i8", "i8"), (5, 7, 37, 64, "i8", "u8"), (64, 64, 128, 128, "u8", "i8"),
+    (33, 17, 70, 96, "u8", "u8"), (48, 40, 96, 256, "i8", "i8"), (1, 1, 1, 32, "i8", "i8"),
+    (17, 33, 4, 64, "i8", "u8"), (80, 24, 64, 64, "u8", "u8"),
+    (16, 8, 32, 32, "u32", "u32"), (5, 7, 37, 64, "i32", "u32"), (33, 17, 70, 96, "u32", "i32"),
+    (32, 32, 64, 128, "i32", "i32"), (20, 24, 8, 64, "u32", "u32"), (48, 40, 36, 128, "u32", "u32"),
+    # vyre.lib.matmul's CUDA tiles (vyre.lib.matmul.tiles)
+    (64, 64, 160, 128, "i8", "u8"), (64, 64, 32, 128, "u32", "u32"), (31, 9, 33, 32, "u8", "i8"),
+]
+NP = {"i8": np.int8, "u8": np.uint8, "i32": np.int32, "u32": np.uint32}
+
+
+def _harness() -> str:
+    lines = [HARNESS_HEAD, imma.BLOCK, HARNESS_RUN, "int main(int argc, char** argv) {", "    const char* dir = argv[1];"]
+    for i, (m, n, k, t, ta, tb) in enumerate(CASES):
+        if ta in ("i8", "u8"):
+            fn = f"vy_imma8<{m}, {n}, {k}, {t}, {str(ta == 'i8').lower()}, {str(tb == 'i8').lower()}>"
+            lines.append(f"    run<vy_u8>(dir, {i}, {m}, {n}, {k}, {t}, [](uint* d, vy_u8* a, vy_u8* b, uint lin) "
+                         f"{{ {fn}(d, a, b, lin); }});")
+        else:
+            fn = f"vy_imma32<{m}, {n}, {k}, {t}>"
+            lines.append(f"    run<uint>(dir, {i}, {m}, {n}, {k}, {t}, [](uint* d, uint* a, uint* b, uint lin) "
+                         f"{{ {fn}(d, a, b, lin); }});")
+    lines += ["    return 0;", "}"]
+    return "\n".join(lines)
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    cxx = shutil.which("g++")
+    if cxx is None:
+        pytest.skip("g++ is not installed")
+    work = tmp_path_factory.mktemp("imma")
+    src = work / "harness.cpp"
+    src.write_text(_harness())
+    exe = work / "harness"
+    subprocess.run([cxx, "-std=c++20", "-O1", "-pthread", str(src), "-o", str(exe)], check=True,
+                   capture_output=True, timeout=600)
+    rng = np.random.default_rng(26)
+    expected = {}
+    for i, (m, n, k, _, ta, tb) in enumerate(CASES):
+        a = _full_range(rng, NP[ta], (m, k))
+        b = _full_range(rng, NP[tb], (n, k))
+        d = _full_range(rng, np.uint32, (m, n))
+        Path(work / f"in{i}.bin").write_bytes(a.tobytes() + b.tobytes() + d.tobytes())
+        exact = a.astype(np.int64) @ b.astype(np.int64).T + d.astype(np.int64)   # int64 wraps mod 2**64
+        expected[i] = (exact & 0xFFFFFFFF).astype(np.uint32)
+    subprocess.run([str(exe), str(work)], check=True, timeout=600)
+    return {i: (expected[i], np.fromfile(work / f"out{i}.bin", np.uint32).reshape(expected[i].shape))
+            for i in expected}
+
+
+def _full_range(rng: np.random.Generator, dt, shape) -> np.ndarray:
+    info = np.iinfo(dt)
+    return rng.integers(int(info.min), int(info.max), size=shape, endpoint=True, dtype=np.int64).astype(dt)
+
+
+@pytest.mark.parametrize("case", range(len(CASES)), ids=[f"{m}x{n}x{k}-t{t}-{a}x{b}" for m, n, k, t, a, b in CASES])
+def test_imma_block_routine_gives_the_wrapped_int64_product(results, case: int) -> None:
+    want, got = results[case]
+    assert np.array_equal(got, want)
