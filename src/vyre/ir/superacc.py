@@ -2,7 +2,8 @@
 
 Owns the one recipe for adding floats exactly with integer operations and rounding the exact
 total once: every float sum, dot, scatter-add and scan of `vyre.lib` is built from these
-fragments, and the later IR rewrite of float ``atomic_add`` reuses them. Nothing here
+fragments, and the later IR rewrite of float ``atomic_add`` reuses them. It lives in `vyre.ir`
+(it builds IR only) so that both `vyre.lib` and `vyre.lower` can use it. Nothing here
 dispatches; each function returns IR statements (`vyre.ir.Node`) to splice into a Program.
 
 The representation. A canonicalised finite float is ``m * 2**(s + base)`` with an integer
@@ -30,7 +31,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vyre.ir import AtomicOp, BufferDecl, DataType, Expr, Node
+from .expr import Expr
+from .node import Node
+from .program import BufferDecl
+from .types import AtomicOp, DataType
 
 U, I = DataType.U32, DataType.I32
 DIGIT_BITS = 16
