@@ -44,9 +44,11 @@ def jumps(body) -> bool:
     return False
 
 
-def _all_nodes(program: Program):
-    """(statement, location) for every statement of the body (pre-order)."""
-    stack = [(n, f"body[{i}]") for i, n in reversed(list(enumerate(program.body)))]
+def _all_nodes(program: Program, body=None, where: str = "body"):
+    """(statement, location) for every statement of the body (or of ``body``, located at
+    ``where``), in pre-order."""
+    body = program.body if body is None else body
+    stack = [(n, f"{where}[{i}]") for i, n in reversed(list(enumerate(body)))]
     while stack:
         n, loc = stack.pop()
         yield n, loc
@@ -62,7 +64,7 @@ CODES: dict[str, str] = {
     "V004": "assignment to an undeclared variable",
     "V005": "assignment to a loop variable",
     "V006": "barrier under non-uniform control flow",
-    "V007": "atomic on a non-integer buffer",
+    "V007": "atomic on a buffer that does not take it (float buffers: ADD, MIN, MAX only)",
     "V008": "write to a read-only buffer",
     "V009": "workgroup size axis not positive",
     "V010": "duplicate binding",
@@ -88,6 +90,8 @@ CODES: dict[str, str] = {
     "V035": "statement not allowed in a function",
     "V036": "while loop without a valid iteration cap",
     "V037": "misplaced or invalid indirect_dispatch",
+    "V038": "the value of a float atomic is used",
+    "V039": "a float-atomic buffer is also loaded, stored or given atomics of another kind",
 }
 
 
@@ -137,7 +141,57 @@ class _Validator:
         self.indirect()
         self.specs()
         self.subgroups()
+        self.float_atomics()
         return self.out
+
+    # ---- float atomics (S36) ---------------------------------------------------------------
+    def float_atomics(self) -> None:
+        """A float atomic is a statement of its own (its value would expose the order the
+        contributions arrived in: V038), and its buffer is touched by nothing else in the
+        dispatch but float atomics of that one kind and ``buf_len`` (V039)."""
+        p = self.p
+        targets = {b.name for b in p.buffers if b.dtype.is_float}
+        if not targets or not any(isinstance(e, E.Atomic) and e.buffer in targets
+                                  for e in N.program_exprs(p)):
+            return
+        ops: dict[str, dict] = {}    # buffer -> {op: first location}
+        mixed: list[tuple[str, str, str]] = []   # (location, buffer, what)
+        used: list[tuple[str, E.Atomic]] = []
+        sites = list(_all_nodes(p))
+        for i, f in enumerate(p.functions):
+            sites += list(_all_nodes(p, f.body, f"functions[{i}].body"))
+        roots = [(loc, root, isinstance(n, N.Eval) and n.value is root)
+                 for n, loc in sites for root in N.node_exprs(n)]
+        roots += [(f"functions[{i}].result", f.result, False) for i, f in enumerate(p.functions)
+                  if f.result is not None]
+        for n, loc in sites:
+            if isinstance(n, N.Store) and n.buffer in targets:
+                mixed.append((loc, n.buffer, "stored to"))
+        for loc, root, statement in roots:
+            for e in E.walk(root):
+                if isinstance(e, E.Atomic) and e.buffer in targets:
+                    ops.setdefault(e.buffer, {}).setdefault(e.op, loc)
+                    if not (statement and e is root):
+                        used.append((loc, e))
+                elif isinstance(e, E.Load) and e.buffer in targets:
+                    mixed.append((loc, e.buffer, "loaded"))
+        for loc, e in used:
+            self.add("V038", loc, f"the value of atomic {e.op.name} on float buffer {e.buffer!r} is used.",
+                     "make the float atomic a statement of its own (Node.expr(Expr.atomic(...)); in a "
+                     "kernel, a line `atomic_add(buf, i, v)`) and read the buffer after the dispatch: "
+                     "its old value would depend on the order the invocations ran in (S36).")
+        for loc, name, what in mixed:
+            if name in ops:
+                self.add("V039", loc, f"buffer {name!r} gets float atomics and is also {what} in the "
+                         "same dispatch.", "read or write it in a later dispatch (its exact total is "
+                         "rounded once when the dispatch ends, S36), or accumulate into a separate "
+                         "buffer.")
+        for name, seen in ops.items():
+            if len(seen) > 1:
+                kinds = sorted(op.name for op in seen)
+                self.add("V039", list(seen.values())[1], f"buffer {name!r} gets float atomics of several "
+                         f"kinds ({', '.join(kinds)}).", "give each kind of float accumulation (ADD, "
+                         "MIN, MAX) its own buffer: mixed, the result would depend on the order.")
 
     # ---- functions ---------------------------------------------------------------------
     def functions(self) -> None:
