@@ -11,6 +11,7 @@ early in a program with barriers (then it must keep reaching barriers: the "aliv
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from vyre.ir import expr as E
@@ -18,6 +19,8 @@ from vyre.ir import node as N
 from vyre.ir.inline import inline
 from vyre.ir.program import BufferDecl, Program
 from vyre.ir.types import MemoryOrdering
+
+from .accumulate import Scratch, accumulate
 
 ENTRY = "vyre_phase_{}"
 
@@ -45,6 +48,9 @@ class KernelPlan:
     # per phase: (buffer, word offset) of an indirect_dispatch grid, or None
     indirect: tuple[tuple[str, int] | None, ...] = ()
     phase_loops: tuple[bool, ...] = ()     # per phase: whether it has a loop
+    # hidden u32 buffers of float atomics (S36, `vyre.lower.accumulate`), bound last in this
+    # order; when any, the last phase finalises their targets over a grid of its own
+    scratch: tuple[Scratch, ...] = ()
 
     @property
     def stoppable(self) -> bool:
@@ -154,10 +160,14 @@ def propagate_ids(program: Program) -> Program:
     return Program(program.buffers, program.workgroup_size, map_body(program.body, sub), program.functions)
 
 
-def lower(program: Program, vector: bool = False) -> KernelPlan:
+def lower(program: Program, vector: bool = False,
+          legalize: Callable[[Program], Program] | None = None) -> KernelPlan:
     """Plan the kernels of a *validated* program (``vector``: the target can emit the
-    elementwise vector form, see `_vector_form`). Functions are inlined first
-    (`vyre.ir.inline`): the plan's program has none."""
+    elementwise vector form, see `_vector_form`). Float atomics are rewritten onto u32
+    atomics first (`vyre.lower.accumulate`), then the target's ``legalize`` rewrite runs, if
+    any. Functions are inlined (`vyre.ir.inline`): the plan's program has none."""
+    acc = accumulate(program)
+    program = acc.program if legalize is None else legalize(acc.program)
     program = propagate_ids(inline(program))
     phases: list[list[N.Node]] = [[]]
     for n in program.body:
@@ -183,4 +193,5 @@ def lower(program: Program, vector: bool = False) -> KernelPlan:
                       _fully_written(program), cancel,
                       4 if form else 1, *(form or (frozenset(), frozenset())),
                       uses_wide=facts.uses_wide, uses_half=facts.uses_half,
-                      wide_atomics=facts.wide_atomics, indirect=indirect, phase_loops=loops)
+                      wide_atomics=facts.wide_atomics, indirect=indirect, phase_loops=loops,
+                      scratch=acc.scratch)
