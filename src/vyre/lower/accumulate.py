@@ -121,22 +121,22 @@ def _contribute(op: AtomicOp, e: E.Atomic, t: DataType, scratch: str, p: str) ->
 def _finalise(op: AtomicOp, target: str, t: DataType, scratch: str, acc: str, slot: E.Expr,
               p: str) -> list[N.Node]:
     """Element ``slot`` of ``target``, if it was contributed: its S36 result."""
-    if op is AtomicOp.ADD:
-        base = slot * ADD_WORDS
-        touched = E.Expr.load(scratch, base)
-        for k in range(1, ADD_WORDS):
-            touched = touched | E.Expr.load(scratch, base + k)
+    if op is AtomicOp.ADD:   # once per element: loops rather than unrolled code (compile time)
+        base, touched = _v(f"{p}_base"), _v(f"{p}_touched")
         span = sa.SUM.digits + 2
         bits = E.Expr.bitcast(U, E.Expr.load(target, slot))
-        result = _v(f"{p}_r")
-        body = [*sa.load_slot(acc, scratch, base, sa.SUM, f"{p}l"),
+        body = [*sa.load_slot(acc, scratch, base, sa.SUM, f"{p}l", looped=True),
                 *sa.DECODE[t](bits, f"{p}t"),
                 *sa.add_local(acc, _v(f"{p}t_m"), _u(0), _v(f"{p}t_s"), _v(f"{p}t_neg"), f"{p}c", sa.SUM),
-                *sa.normalise(acc, span, f"{p}n"),
+                *sa.normalise(acc, span, f"{p}n", looped=True),
                 *sa.round_digits(acc, span, _v(f"{p}l_flags") | _v(f"{p}t_flags"), sa.SUM, sa.FORMATS[t],
-                                 f"{p}_r", f"{p}rd"),
-                N.Node.store(target, slot, E.Expr.bitcast(t, result))]
-        return [N.Node.if_(touched.ne(_u(0)), body)]
+                                 f"{p}_r", f"{p}rd", looped=True),
+                N.Node.store(target, slot, E.Expr.bitcast(t, _v(f"{p}_r")))]
+        return [N.Node.let_bind(f"{p}_base", slot * ADD_WORDS),
+                N.Node.let_bind(f"{p}_touched", _u(0)),   # any word set: a contribution came
+                N.Node.loop(f"{p}_w", _u(0), _u(ADD_WORDS), [
+                    N.Node.assign(f"{p}_touched", touched | E.Expr.load(scratch, base + _v(f"{p}_w")))]),
+                N.Node.if_(touched.ne(_u(0)), body)]
     key = _v(f"{p}_k")
     order = key if op is AtomicOp.MAX else ~key
     bits = E.Expr.select((order >> 31).eq(_u(1)), order & 0x7FFFFFFF, ~order)
