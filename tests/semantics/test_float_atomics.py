@@ -191,6 +191,24 @@ def test_S36_across_grid_sync_phases_into_two_buffers(backend):
                                        x.view(np.uint32)))
 
 
+def test_S36_after_an_indirect_dispatch(backend):
+    """A phase whose grid an earlier phase wrote (S32) contributes; the final rounding still
+    covers every element (the engine reads the indirect grid, then launches the final phase)."""
+    i = GX
+    p = Program.wrapped([BufferDecl.read("x", 0, F), BufferDecl.output("grid", 1, U, 3),
+                         BufferDecl.output("m", 2, F, 300)], 16, [
+        Node.if_(i.eq(0), [Node.store("grid", 0, Expr.u32(3)), Node.store("grid", 1, Expr.u32(1)),
+                           Node.store("grid", 2, Expr.u32(1))]),
+        Node.barrier(MemoryOrdering.GRID_SYNC), Node.indirect_dispatch("grid", 0),
+        Node.expr(Expr.atomic(AtomicOp.MIN, "m", i * 7, Expr.load("x", i)))])
+    x = np.random.default_rng(8).standard_normal(100).astype(np.float32)
+    got = run(backend, p, [x], DispatchConfig(dispatch_elements=16))[1]
+    lanes = np.arange(48)
+    want = model_minmax(AtomicOp.MIN, F, np.zeros(300, np.uint32), (lanes * 7).astype(np.uint32),
+                        x[:48].view(np.uint32))
+    assert np.array_equal(np.frombuffer(got, np.uint32), want)
+
+
 def test_S36_resident_async_and_timed_dispatches_agree(backend):
     """Every entry point gives the same bytes: the hidden scratch is zeroed for each dispatch."""
     rng = np.random.default_rng(11)

@@ -538,10 +538,12 @@ class WgpuBackend(EngineBackend):
         # what WGSL cannot give the reference's bytes for, including what only legalizing or
         # printing finds: routing must refuse exactly what the dispatch refuses
         self.dev.source(program)
-        n = len(program.facts.bound) + 2
+        hidden = len(program.facts.float_atomic_buffers)   # one hidden accumulator each (S36)
+        n = len(program.facts.bound) + hidden + 2
         limit = self.dev.limits.get("max-storage-buffers-per-shader-stage", 8)
         if n > limit:
-            raise UnsupportedFeature(f"{n - 2} bound buffers (this adapter binds {limit - 2})", ID,
+            extra = f", {hidden} of them the hidden accumulators of float atomics" if hidden else ""
+            raise UnsupportedFeature(f"{n - 2} bound buffers{extra} (this adapter binds {limit - 2})", ID,
                                      "use fewer buffers, or another backend.")
 
     def supports_async_compute(self) -> bool:
