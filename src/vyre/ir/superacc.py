@@ -2,9 +2,12 @@
 
 Owns the one recipe for adding floats exactly with integer operations and rounding the exact
 total once: every float sum, dot, scatter-add and scan of `vyre.lib` is built from these
-fragments, and the later IR rewrite of float ``atomic_add`` reuses them. It lives in `vyre.ir`
-(it builds IR only) so that both `vyre.lib` and `vyre.lower` can use it. Nothing here
-dispatches; each function returns IR statements (`vyre.ir.Node`) to splice into a Program.
+fragments, and so is the rewrite of float ``atomic_add`` for compiled targets
+(`vyre.lower.accumulate`, S36). It lives in `vyre.ir` (it builds IR only) so that both
+`vyre.lib` and `vyre.lower` can use it. Nothing here dispatches; each function returns IR
+statements (`vyre.ir.Node`) to splice into a Program. Code that runs once per element (a
+final rounding) may ask `normalise`, `load_slot` and `round_digits` for ``looped=True``: the
+same steps as loops, a fraction of the source (and of the compile time).
 
 The representation. A canonicalised finite float is ``m * 2**(s + base)`` with an integer
 mantissa ``m`` (24 bits for f32 values, 48 for products of two f32) and a non-negative bit
