@@ -157,8 +157,8 @@ def test_S36_grid_smaller_than_the_target_3d_workgroups_functions_and_early_retu
     ix = rng.integers(0, 3000, 40).astype(np.uint32)
     init = np.zeros(3000, np.float32)
     j = Expr.var("j")
-    acc = Function.define("acc", [("k", U)], [
-        Node.expr(Expr.atomic(AtomicOp.ADD, "out", Expr.load("ix", Expr.var("k")), Expr.load("x", Expr.var("k"))))])
+    acc = Function.define("acc", [("k", U)], [   # MAX: the grid logic is the same for every op
+        Node.expr(Expr.atomic(AtomicOp.MAX, "out", Expr.load("ix", Expr.var("k")), Expr.load("x", Expr.var("k"))))])
     p = Program.wrapped([BufferDecl.read("x", 0, F), BufferDecl.read("ix", 1, U), BufferDecl.read_write("out", 2, F)],
                         (4, 3, 2), [
                             Node.if_(Expr.gid_y().ne(0).or_(Expr.gid_z().ne(0)), [Node.return_()]),
@@ -166,7 +166,8 @@ def test_S36_grid_smaller_than_the_target_3d_workgroups_functions_and_early_retu
                                 Node.let_bind("j", Expr.gid_x() * 2 + Expr.var("k")),
                                 Node.if_(j.lt(Expr.buf_len("x")), [Node.call("acc", j)])])], [acc])
     got = run(backend, p, [x, ix, init], DispatchConfig(grid_override=(5, 1, 1)))[0]
-    assert np.array_equal(np.frombuffer(got, np.uint32), model_add(F, init.view(np.uint32), ix, x.view(np.uint32)))
+    assert np.array_equal(np.frombuffer(got, np.uint32),
+                          model_minmax(AtomicOp.MAX, F, init.view(np.uint32), ix, x.view(np.uint32)))
 
 
 def test_S36_across_grid_sync_phases_into_two_buffers(backend):
