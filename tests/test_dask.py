@@ -57,9 +57,12 @@ def test_partition_decisions_say_why():
         "read by the program": [Node.store("o", GX, Expr.load("o", GX) + 1)],
         "old values": [Node.store("o", GX, 0), Node.expr(Expr.atomic(AtomicOp.ADD, "a2", 0, 1))],
         "y or z": [Node.store("o", GX, Expr.gid_y())],
+        "float atomics": [Node.store("o", GX, 1), Node.expr(Expr.atomic(AtomicOp.ADD, "f", GX % 4, Expr.f32(0.5)))],
     }
     for why, body in cases.items():
         bufs = [a, o] if why != "old values" else [a, o, BufferDecl.read_write("a2", 2, U, 4)]
+        if why == "float atomics":
+            bufs = [a, o, BufferDecl.output("f", 2, DataType.F32, 4)]
         if why == "old values":
             body = [Node.store("o", GX, Expr.atomic(AtomicOp.ADD, "a2", 0, 1))]
         d = decide(_prog(body, *bufs))
@@ -105,6 +108,27 @@ def test_unpartitioned_programs_run_whole_and_errors_match(dask_backend):
     assert err.value.reason == "division"
     with pytest.raises(InvalidInput):
         dask_backend.dispatch(saxpy_program(), [a, a])          # u32 arrays for f32 buffers
+
+
+def test_float_atomics_run_whole_on_one_worker_with_the_exact_bytes(dask_backend):
+    """S36: a dispatch with float atomics is not split (its total is rounded once) and gives
+    the reference's bytes, equal to math.fsum's exact sum rounded once, whatever the order."""
+    from float_model import model_add
+
+    rng = np.random.default_rng(36)
+    n, slots = 50_000, 100
+    x = (rng.standard_normal(n) * np.exp2(rng.integers(-30, 30, n))).astype(np.float32)
+    ix = rng.integers(0, slots, n).astype(np.uint32)
+    p = _prog([Node.if_(GX.lt(Expr.buf_len("x")),
+                        [Node.expr(Expr.atomic(AtomicOp.ADD, "out", Expr.load("ix", GX), Expr.load("x", GX)))])],
+              BufferDecl.read("x", 0, DataType.F32), BufferDecl.read("ix", 1, U),
+              BufferDecl.output("out", 2, DataType.F32, slots), wg=256)
+    perm = rng.permutation(n)
+    got = dask_backend.dispatch(p, [x[perm], ix[perm]])
+    assert "float atomics on 'out'" in dask_backend.last_decision.explain()
+    assert got == reference.run(p, [x, ix])
+    assert np.array_equal(np.frombuffer(got[0], np.uint32),
+                          model_add(DataType.F32, np.zeros(slots, np.uint32), ix, x.view(np.uint32)))
 
 
 def test_a_worker_killed_mid_dispatch_changes_nothing_but_time(dask_backend):

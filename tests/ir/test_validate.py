@@ -31,7 +31,7 @@ CASES = {
     "V004": [Node.assign("x", 1)],
     "V005": [Node.loop("i", Expr.u32(0), Expr.u32(4), [Node.assign("i", 2)])],
     "V006": [Node.if_(GX.lt(3), [Node.barrier()])],
-    "V007": [Node.expr(Expr.atomic(AtomicOp.ADD, "f", 0, Expr.f32(1.0)))],
+    "V007": [Node.expr(Expr.atomic(AtomicOp.XOR, "f", 0, Expr.f32(1.0)))],
     "V008": [Node.store("a", GX, 1)],
     "V011": [Node.store("o", Expr.u32(16), 1)],
     "V015": [Node.let_bind("x", 1), Node.let_bind("x", 2)],

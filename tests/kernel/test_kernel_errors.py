@@ -56,6 +56,11 @@ BAD = [
     ("t = shared(f32, 0)", "K012", "shared(f32, 256)"),
     ("o[i] = x[0:2]", "K014", "slices"),
     ("o[i] = x.shape", "K014", "x.shape[0]"),
+    ("old = atomic_add(o, i, x[i])", "K016", "statement of its own"),          # S36
+    ("o[i] = atomic_max(o, i, x[i])", "K016", "read o after the kernel"),
+    ("atomic_add(o, i, x[i])\no[i] = 1.0", "K015", "later dispatch"),
+    ("atomic_add(o, i, x[i])\natomic_max(o, i, x[i])", "K015", "its own buffer"),
+    ("atomic_or(o, i, x[i])", "K004", "ADD, MIN and MAX"),
 ]
 
 

@@ -8,11 +8,13 @@ import numpy as np
 
 import vyre
 from kernel.support import run
+from vyre.ir import DataType
 from vyre.kernel import (
     In,
     Out,
     Scalar,
     atomic_add,
+    atomic_max,
     barrier,
     exp,
     f16,
@@ -274,3 +276,24 @@ def test_kmeans_assignment(backend):
     d = ((pts[:, None, :].astype(np.float64) - centers[None]) ** 2).sum(-1)
     want = d.argmin(1)
     assert np.mean(got == want) > 0.99
+
+
+@vyre.kernel
+def cluster_totals(x: In[f32], label: In[u32], sums: Out[f32, 7], peak: Out[f16, 7]):
+    i = gid()
+    if i < len(x):
+        atomic_add(sums, label[i], x[i])            # S36: exact, the same bits in any order
+        atomic_max(peak, label[i], f16(x[i]))
+
+
+def test_float_atomics_cluster_totals(backend):
+    from float_model import round_once
+
+    x = (RNG.standard_normal(3000) * np.exp2(RNG.integers(-30, 30, 3000))).astype(np.float32)
+    label = RNG.integers(0, 7, 3000).astype(np.uint32)
+    sums, peak = run(cluster_totals, backend, x, label)
+    want = [round_once(DataType.F32, [0.0, *x[label == c].tolist()]) for c in range(7)]
+    assert sums.view(np.uint32).tolist() == want
+    with np.errstate(over="ignore"):
+        want = [x[label == c].astype(np.float16).max() for c in range(7)]
+    assert peak.tolist() == [max(0.0, float(w)) for w in want]

@@ -12,8 +12,8 @@ import pytest
 
 import vyre.lib as L
 from vyre.driver.errors import BackendUnavailable
-from vyre.ir import BinOp, DataType
-from vyre.lib import compaction, histograms, radix, reduce, scan, scatter, segmented, superacc
+from vyre.ir import BinOp, DataType, superacc
+from vyre.lib import compaction, histograms, radix, reduce, scan, scatter, segmented
 
 D = DataType
 

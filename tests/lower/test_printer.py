@@ -165,20 +165,25 @@ def _harness(index: int, program: Program, inputs: list[np.ndarray]) -> tuple[st
     src = f"#define vyre_phase_0 p{index}_0\n#define vyre_phase_1 p{index}_1\n#define vyre_phase_2 p{index}_2\n"
     src += emit(plan, C99)
     launch = resolve(program, [a.nbytes for a in inputs])
+    count = {b.name: launch.count(b.name) for b in program.bound_buffers}
+    for s in plan.scratch:   # float atomics' hidden scratch (S36): zeroed, words per element
+        count[s.name] = s.words * count[s.target]
     data = {d.name: a.tobytes() for d, a in zip(program.inputs, inputs)}
     lines = [f"void p{index}_{k}();" for k in range(len(plan.phases))]
     lines.append(f"void run{index}(void) {{")
     for b in plan.bound:
-        n = launch.count(b.name)
+        n = count[b.name]
         raw = data.get(b.name, bytes(n * b.dtype.size))
         lines.append(f"  static unsigned char b{b.name}[{max(1, len(raw))}] __attribute__((aligned(16))) = "
                      f"{{{', '.join(str(x) for x in raw) or '0'}}};")
     lines.append("  static uint ctl[2];")
     wx, wy, wz = program.workgroup_size
     gx, gy, gz = launch.grid
-    args = ", ".join([f"(void*)b{b.name}" for b in plan.bound] + [f"{launch.count(b.name)}u" for b in plan.bound]
+    args = ", ".join([f"(void*)b{b.name}" for b in plan.bound] + [f"{count[b.name]}u" for b in plan.bound]
                      + ["ctl"])
     for k in range(len(plan.phases)):
+        if plan.scratch and k == len(plan.phases) - 1:   # the final phase: one invocation per element
+            gx, gy, gz = -(-max(count[s.target] for s in plan.scratch) // (wx * wy * wz)), 1, 1
         lines.append(f"  for (uint g = 0; g < {gx * gy * gz}u; g++) for (uint l = 0; l < {wx * wy * wz}u; l++) {{")
         lines.append(f"    uint w[3] = {{g % {gx}u, g / {gx}u % {gy}u, g / {gx * gy}u}};")
         lines.append(f"    uint t[3] = {{l % {wx}u, l / {wx}u % {wy}u, l / {wx * wy}u}};")

@@ -154,6 +154,16 @@ def _structured() -> list[CorpusEntry]:
                 Program.wrapped([BufferDecl.read("a", 0, t), BufferDecl.read_write("acc", 1, t, 4)], 32,
                                 [Node.expr(Expr.atomic(op, "acc", GX % 4, Expr.load("a", GX)))]),
                 lambda s, t=t: [witness_words(t, 200, s), witness_words(t, 4, s + 9)], ("S17", "S6"), oob=True))
+    for op in (AtomicOp.ADD, AtomicOp.MIN, AtomicOp.MAX):   # exact float atomics (S36)
+        for t in (F, DataType.F16, DataType.BF16):
+            out.append(CorpusEntry(
+                f"atomics.float.{op.value}.{t.value}",
+                Program.wrapped([BufferDecl.read("a", 0, t), BufferDecl.read("k", 1, U),
+                                 BufferDecl.read_write("acc", 2, t, 7)], 32,
+                                [Node.if_(GX.lt(Expr.buf_len("a")),
+                                          [Node.expr(Expr.atomic(op, "acc", Expr.load("k", GX) % 9, Expr.load("a", GX)))])]),
+                lambda s, t=t: [witness_words(t, 300, s), witness_words(U, 300, s + 5), witness_words(t, 7, s + 9)],
+                ("S36", "S34", "S10", "S6"), oob=True))
     out.append(CorpusEntry(
         "atomics.exchange_cas_uncontended",
         Program.wrapped([BufferDecl.read_write("buf", 0, U), BufferDecl.output("old", 1, U), BufferDecl.output("cas", 2, U)], 32,

@@ -4,8 +4,8 @@
 Generated programs use divergent `if`s, bounded loops, `while_` loops with `break_` and
 `continue_`, early returns, workgroup memory behind top-level barriers, commuting atomics,
 grid_sync phases (some starting with an `indirect_dispatch` an earlier phase wrote), matmul_acc
-on workgroup arrays, local
-arrays, functions, and every value type: u32, i32, f32, bool, u64, i64, f16, bf16, with
+on workgroup arrays, local arrays, functions, exact float atomics (ADD, MIN or MAX statements
+into f32/f16/bf16 buffers, S36), and every value type: u32, i32, f32, bool, u64, i64, f16, bf16, with
 u8/i16 storage. Every invocation writes outputs only at its own index, reads inputs anywhere
 (out-of-bounds included) and reads workgroup memory only between barriers, so the result is
 the same on every conforming backend.
@@ -79,6 +79,7 @@ class GenOptions:
     locals: bool = True
     indirect: bool = True
     matmul: bool = True      # matmul_acc on workgroup arrays (then no early returns: V039)
+    float_atomics: bool = True   # exact float atomic ADD/MIN/MAX statements (S36)
     # features a backend refuses by design (see `options_for`): "f32_div", "f32_mod", "fma",
     # "sqrt", "reciprocal", and the transcendentals by name ("exp", "sin", ...)
     excluded: frozenset[str] = frozenset()
@@ -100,6 +101,8 @@ class _Ctx:
     in_function: bool = False
     in_loop: bool = False
     local: bool = False
+    facc: dict[DataType, str] = field(default_factory=dict)   # float type -> its S36 buffer
+    float_op: AtomicOp = AtomicOp.ADD
 
     def visible(self, t: DataType) -> list[str]:
         return [n for s in self.scopes for n, vt in s.items() if vt is t]
@@ -271,6 +274,11 @@ def _stmts(ctx: _Ctx, depth: int, count: int, top: bool) -> list[Node]:
             out.append(Node.expr(Expr.atomic(op, "acc", _expr(ctx, U, 1) % Expr.u32(5), _expr(ctx, U, 2))))
         elif k < 0.93 and ctx.opts.returns and not top and not ctx.opts.grid_sync and not ctx.in_function:
             out.append(Node.if_(_expr(ctx, B, 1), [Node.return_()]))
+        elif k < 0.97 and ctx.facc:
+            # S36: a statement of its own, one op kind per program, some indices out of bounds
+            ft = r.choice(sorted(ctx.facc, key=lambda d: d.value))
+            out.append(Node.expr(Expr.atomic(ctx.float_op, ctx.facc[ft], _expr(ctx, U, 1) % Expr.u32(7),
+                                             _expr(ctx, ft, 2))))
         else:
             out.append(Node.store(OUT[t], Expr.gid_x(), _expr(ctx, t, 1)))
     return out
@@ -342,6 +350,14 @@ def random_program(seed: int, opts: GenOptions | None = None) -> tuple[Program, 
     if opts.locals and rng.random() < 0.3:
         ctx.local = True
         buffers.append(BufferDecl.local("loc", 4, U))
+    # float atomics are decided by a generator of their own: programs without them are the
+    # ones earlier versions made from the same seed
+    frng = random.Random(seed * 7919 + 17)
+    if opts.float_atomics and frng.random() < 0.35:
+        ctx.float_op = frng.choice([AtomicOp.ADD, AtomicOp.ADD, AtomicOp.MIN, AtomicOp.MAX])
+        for t in FLOATS:
+            if t in ctx.types and (t is F or frng.random() < 0.5):
+                ctx.facc[t] = "facc" + ("" if t is F else f"_{t.value}")
     functions = _functions(ctx) if opts.functions and rng.random() < 0.3 else []
     body: list[Node] = []
     body += _stmts(ctx, 0, rng.randint(1, opts.max_stmts), True)
@@ -374,6 +390,8 @@ def random_program(seed: int, opts: GenOptions | None = None) -> tuple[Program, 
         ctx.scopes = [{}]
         # after a grid_sync, read `acc` only: its atomics all finished in the previous phase
     body += _stmts(ctx, 0, rng.randint(0, 2), True) if not use_sync else []
+    facc = sorted(ctx.facc.items(), key=lambda kv: kv[1])
+    buffers += [BufferDecl.read_write(name, 40 + j, t, 5) for j, (t, name) in enumerate(facc)]
     program = Program.wrapped(buffers, wg, body, functions)
     inputs = [witness_words(U, n, seed * 3 + 1), witness_words(I, n, seed * 3 + 2),
               witness_words(F, n, seed * 3 + 3), witness_words(U, 5, seed * 3 + 4)]
@@ -381,6 +399,7 @@ def random_program(seed: int, opts: GenOptions | None = None) -> tuple[Program, 
         inputs += [witness_words(t, n, seed * 7 + 1 + i) for i, t in enumerate(WIDE) if t in wide]
         if opts.narrow:
             inputs += [witness_words(DataType.U8, n, seed * 7 + 5), witness_words(DataType.I16, n, seed * 7 + 6)]
+    inputs += [witness_words(t, 5, seed * 11 + j) for j, (t, _) in enumerate(facc)]
     return program, typed_inputs(program, inputs)
 
 

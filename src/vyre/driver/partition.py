@@ -13,8 +13,8 @@ A program is partitioned only when every output is merged exactly:
 
 Anything else keeps the dispatch on one device, with the reason recorded: grid_sync (a
 phase reads what every workgroup wrote), indirect dispatch, outputs read by the program,
-stores not provably owned by the storing workgroup (racy or cross-workgroup), float or
-non-commutative atomics, atomics whose old value is used, a y/z grid or a ``gid.y``/``gid.z``
+stores not provably owned by the storing workgroup (racy or cross-workgroup), float atomics
+(S36: rounded once over the whole dispatch) or non-commutative atomics, atomics whose old value is used, a y/z grid or a ``gid.y``/``gid.z``
 dependence (partitions split x only).
 
 `Partition.offset_program` gives the program each partition runs: the same program with its
@@ -139,7 +139,10 @@ def decide(program: Program) -> PartitionDecision:
             continue
         if name in atomics:
             ops = atomics[name]
-            if name in stores or name in loaded:
+            if outputs[name].dtype.is_float:
+                why.append(f"float atomics on {name!r}: their exact total is rounded once over the whole "
+                           "dispatch (S36), so partial results cannot be merged")
+            elif name in stores or name in loaded:
                 why.append(f"{name!r} mixes atomics with loads or stores")
             elif name in used_atomic:
                 why.append(f"the old values of atomics on {name!r} are used")

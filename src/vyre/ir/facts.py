@@ -38,6 +38,7 @@ class ProgramFacts:
     local_bytes: int                      # per-invocation arrays, per invocation
     ops: tuple[OpId, ...]                 # every OpId used, once, in first-use order
     atomic_buffers: frozenset[str]        # buffers an atomic touches
+    float_atomic_buffers: frozenset[str]  # f32/f16/bf16 buffers an atomic touches (S36)
     wide_atomics: bool                    # an atomic on a 64-bit buffer
     read: frozenset[str]                  # buffers loaded or touched by an atomic
     types: frozenset[DataType]            # every type a buffer, literal, cast, bitcast,
@@ -71,6 +72,11 @@ class ProgramFacts:
         return bool(self.atomic_buffers)
 
     @property
+    def float_atomics(self) -> bool:
+        """Whether any atomic accumulates into a float buffer (S36)."""
+        return bool(self.float_atomic_buffers)
+
+    @property
     def uses_wide(self) -> bool:
         """Whether a 64-bit integer type appears."""
         return any(t.is_wide for t in self.types)
@@ -98,6 +104,7 @@ class _Acc:
         self.ops: dict[OpId, None] = {}   # insertion-ordered set
         self.types: set[DataType] = set()
         self.atomic: set[str] = set()
+        self.float_atomic: set[str] = set()
         self.read: set[str] = set()
         self.subgroups: set[SubgroupOp] = set()
         self.specs: dict[str, E.Spec] = {}
@@ -123,6 +130,8 @@ def _atomic(a: _Acc, e: E.Atomic) -> None:
     decl = a.program.buffer(e.buffer)
     if decl is not None and decl.dtype.is_wide:
         a.flags.add("wide_atomics")
+    if decl is not None and decl.dtype.is_float:
+        a.float_atomic.add(e.buffer)
 
 
 def _typed(a: _Acc, e: E.Lit | E.Cast | E.Bitcast) -> None:
@@ -209,7 +218,8 @@ def _compute(program: Program) -> ProgramFacts:
     has = a.flags.__contains__
     return ProgramFacts(
         bound=tuple(bound), workgroup_bytes=wg_bytes, local_bytes=local_bytes, ops=tuple(ops),
-        atomic_buffers=frozenset(a.atomic), wide_atomics=has("wide_atomics"), read=frozenset(a.read),
+        atomic_buffers=frozenset(a.atomic), float_atomic_buffers=frozenset(a.float_atomic),
+        wide_atomics=has("wide_atomics"), read=frozenset(a.read),
         types=frozenset(a.types), division=has("division"), transcendental=has("transcendental"),
         subgroup_ops=frozenset(a.subgroups), barrier=has("barrier"), grid_sync=has("grid_sync"),
         loops=has("loops"), while_loop=has("while_loop"), indirect=has("indirect"),

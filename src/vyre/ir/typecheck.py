@@ -32,6 +32,8 @@ from .types import (
 )
 
 B, U, I, F = DataType.BOOL, DataType.U32, DataType.I32, DataType.F32
+#: the atomics a float buffer takes (S36: exact, order-independent, value unused)
+FLOAT_ATOMICS = frozenset({AtomicOp.ADD, AtomicOp.MIN, AtomicOp.MAX})
 
 
 class TypeFault(Exception):
@@ -152,9 +154,20 @@ def _t_load(expr: E.Load, scope: Scope, program) -> DataType:
 def _t_atomic(expr: E.Atomic, scope: Scope, program) -> DataType:
     decl = _decl(expr, program)
     _index(infer(expr.index, scope, program))
-    if decl.dtype not in (U, I, DataType.U64, DataType.I64):
+    if decl.dtype.is_float:
+        if expr.op not in FLOAT_ATOMICS:
+            raise TypeFault("V007", f"atomic {expr.op.name} on float buffer {expr.buffer!r} "
+                            f"({decl.dtype.value}).", "float buffers take atomic ADD, MIN and MAX only "
+                            "(exact, S36); for bit operations use a u32 buffer and bitcast the values.")
+        if decl.is_workgroup:
+            raise TypeFault("V007", f"float atomic on workgroup buffer {expr.buffer!r}.",
+                            "accumulate floats into an output or read_write buffer (S36: the exact "
+                            "total is rounded once when the dispatch ends), or use an integer "
+                            "workgroup buffer.")
+    elif decl.dtype not in (U, I, DataType.U64, DataType.I64):
         raise TypeFault("V007", f"atomic on buffer {expr.buffer!r} of type {decl.dtype.value}.",
-                        "atomics need a u32, i32, u64 or i64 buffer.")
+                        "atomics need a u32, i32, u64 or i64 buffer (or ADD, MIN or MAX on an f32, f16 "
+                        "or bf16 buffer).")
     if decl.is_local:
         raise TypeFault("V007", f"atomic on local array {expr.buffer!r}.",
                         "a local array is private to its invocation: use load and store.")

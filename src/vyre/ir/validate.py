@@ -48,14 +48,17 @@ def jumps(body) -> bool:
     return False
 
 
-def _all_nodes(program: Program):
-    """(statement, location) for every statement of the body (pre-order)."""
-    stack = [(n, f"body[{i}]") for i, n in reversed(list(enumerate(program.body)))]
+def _all_nodes(program: Program, body=None, where: str = "body"):
+    """(statement, location) for every statement of the body (or of ``body``, located at
+    ``where``), in pre-order."""
+    body = program.body if body is None else body
+    stack = [(n, f"{where}[{i}]") for i, n in reversed(list(enumerate(body)))]
     while stack:
         n, loc = stack.pop()
         yield n, loc
         for label, sub in reversed(N.node_bodies(n)):
             stack.extend((s, f"{loc}.{label}[{j}]") for j, s in reversed(list(enumerate(sub))))
+
 
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 
@@ -66,7 +69,7 @@ CODES: dict[str, str] = {
     "V004": "assignment to an undeclared variable",
     "V005": "assignment to a loop variable",
     "V006": "barrier under non-uniform control flow",
-    "V007": "atomic on a non-integer buffer",
+    "V007": "atomic on a buffer that does not take it (float buffers: ADD, MIN, MAX only)",
     "V008": "write to a read-only buffer",
     "V009": "workgroup size axis not positive",
     "V010": "duplicate binding",
@@ -94,6 +97,8 @@ CODES: dict[str, str] = {
     "V037": "misplaced or invalid indirect_dispatch",
     "V038": "invalid matmul_acc (arrays, types or shape)",
     "V039": "matmul_acc that not every invocation of the workgroup reaches",
+    "V040": "the value of a float atomic is used",
+    "V041": "a float-atomic buffer is also loaded, stored or given atomics of another kind",
 }
 
 
@@ -150,6 +155,8 @@ class _Validator:
             self.subgroups(f.returns)
         if f.matmul:
             self.matmuls(f.returns)
+        if f.float_atomics:
+            self.float_atomics()
         return self.out
 
     def facts(self) -> _Needs:
@@ -163,10 +170,57 @@ class _Validator:
                                     for n in N.walk_nodes(body)), True, True,
                           any(isinstance(e, E.Subgroup) for e in N.walk_exprs(body)),
                           any(isinstance(n, N.Return) for n in N.walk_nodes(body)),
-                          any(isinstance(n, N.MatMulAcc) for n in N.walk_nodes(body)))
+                          any(isinstance(n, N.MatMulAcc) for n in N.walk_nodes(body)),
+                          False)   # float atomics need sane declarations (V019 refuses anyway)
         facts = facts_of(self.p)
         return _Needs(facts.barrier, facts.grid_sync, facts.indirect, bool(facts.specs),
-                      bool(facts.subgroup_ops), facts.returns, bool(facts.matmul))
+                      bool(facts.subgroup_ops), facts.returns, bool(facts.matmul), facts.float_atomics)
+
+    # ---- float atomics (S36) ---------------------------------------------------------------
+    def float_atomics(self) -> None:
+        """A float atomic is a statement of its own (its value would expose the order the
+        contributions arrived in: V040), and its buffer is touched by nothing else in the
+        dispatch but float atomics of that one kind and ``buf_len`` (V041)."""
+        p = self.p
+        targets = {b.name for b in p.buffers if b.dtype.is_float}
+        ops: dict[str, dict] = {}    # buffer -> {op: first location}
+        mixed: list[tuple[str, str, str]] = []   # (location, buffer, what)
+        used: list[tuple[str, E.Atomic]] = []
+        sites = list(_all_nodes(p))
+        for i, f in enumerate(p.functions):
+            sites += list(_all_nodes(p, f.body, f"functions[{i}].body"))
+        roots = [(loc, root, isinstance(n, N.Eval) and n.value is root)
+                 for n, loc in sites for root in N.node_exprs(n)]
+        roots += [(f"functions[{i}].result", f.result, False) for i, f in enumerate(p.functions)
+                  if f.result is not None]
+        for n, loc in sites:
+            if isinstance(n, N.Store) and n.buffer in targets:
+                mixed.append((loc, n.buffer, "stored to"))
+        for loc, root, statement in roots:
+            for e in E.walk(root):
+                if isinstance(e, E.Atomic) and e.buffer in targets:
+                    ops.setdefault(e.buffer, {}).setdefault(e.op, loc)
+                    if not (statement and e is root):
+                        used.append((loc, e))
+                elif isinstance(e, E.Load) and e.buffer in targets:
+                    mixed.append((loc, e.buffer, "loaded"))
+        for loc, e in used:
+            self.add("V040", loc, f"the value of atomic {e.op.name} on float buffer {e.buffer!r} is used.",
+                     "make the float atomic a statement of its own (Node.expr(Expr.atomic(...)); in a "
+                     "kernel, a line `atomic_add(buf, i, v)`) and read the buffer after the dispatch: "
+                     "its old value would depend on the order the invocations ran in (S36).")
+        for loc, name, what in mixed:
+            if name in ops:
+                self.add("V041", loc, f"buffer {name!r} gets float atomics and is also {what} in the "
+                         "same dispatch.", "read or write it in a later dispatch (its exact total is "
+                         "rounded once when the dispatch ends, S36), or accumulate into a separate "
+                         "buffer.")
+        for name, seen in ops.items():
+            if len(seen) > 1:
+                kinds = sorted(op.name for op in seen)
+                self.add("V041", list(seen.values())[1], f"buffer {name!r} gets float atomics of several "
+                         f"kinds ({', '.join(kinds)}).", "give each kind of float accumulation (ADD, "
+                         "MIN, MAX) its own buffer: mixed, the result would depend on the order.")
 
     # ---- functions ---------------------------------------------------------------------
     def functions(self) -> None:
@@ -636,6 +690,7 @@ class _Needs(NamedTuple):
     subgroups: bool
     returns: bool
     matmul: bool
+    float_atomics: bool
 
 
 class _At(NamedTuple):

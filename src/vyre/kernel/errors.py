@@ -27,6 +27,7 @@ CODES: dict[str, str] = {
     "K013": "a recursive @vyre.func",
     "K014": "an N-D shape or index that does not fit the buffer",
     "K015": "the program the kernel compiles to is invalid (a vyre.validate diagnostic)",
+    "K016": "the value of a float atomic used (it would depend on the order invocations ran in)",
     "K020": "a call with the wrong number of arguments, or an argument of the wrong kind",
     "K021": "a launch option (grid, dim, elements, config, backend, workgroup_size) that is invalid",
     "K022": "an out= array that cannot receive an output",

@@ -953,6 +953,11 @@ class Translator:
             self.arity(node, 4 if name == "atomic_cas" else 3)
             buf = self.buffer_name(args[0])
             want = self.scope.buffers[buf].dtype
+            if want.is_float and not discard:
+                raise self.err(node, f"{name}() on the {want.value} buffer {buf!r} gives no value: float "
+                               "atomics accumulate exactly, and their old value would depend on the order "
+                               "the invocations ran in.", f"call {name}(...) as a statement of its own and "
+                               f"read {buf} after the kernel (the exact result is there when it ends).", "K016")
             idx = self.index(buf, args[1], node)
             val = self.resolve(x(args[3] if name == "atomic_cas" else args[2]), want, node)
             if name == "atomic_cas":

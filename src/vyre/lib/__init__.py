@@ -10,7 +10,7 @@ Every primitive takes numpy, CuPy or torch arrays and returns the same kind; ``b
 picks a backend (an id or a backend object; default: the preferred one, as ``@vyre.kernel``
 picks it). Results never depend on the backend, the device or the workgroup size
 (``workgroup_size=`` is there to prove it). Float sums, dots, scatter-adds and scans use the
-exact superaccumulator of `vyre.lib.superacc`. docs/primitives.md has the whole list.
+exact superaccumulator of `vyre.ir.superacc`. docs/primitives.md has the whole list.
 """
 
 from __future__ import annotations

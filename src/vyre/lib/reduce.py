@@ -4,7 +4,7 @@ Two passes, both grid-stride: each workgroup reduces its share into one partial,
 workgroup reduces the partials. Integer sums wrap in the array's type (S1); min and max
 follow S10 for floats (a NaN gives NaN, -0 < +0) and refuse empty input (L003). Float sums and
 dots are exact and rounded once (S34): each partial is a normalised digit vector of the
-superaccumulator (`vyre.lib.superacc`), so neither the order, the workgroup size nor the
+superaccumulator (`vyre.ir.superacc`), so neither the order, the workgroup size nor the
 device can change a bit.
 """
 
@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from vyre.ir import AtomicOp, BinOp, BufferDecl, DataType, Expr, Node, Program
+from vyre.ir import superacc as sa
 
-from . import superacc as sa
 from .arrays import NUMERIC, Arr, as_arr, device_half, device_like, require, scalar, to_kind
 from .errors import LibError
 from .kernels import LID, WGID, binop, element, grid_stride, prm, storage, tree

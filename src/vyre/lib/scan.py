@@ -6,7 +6,7 @@ scan of the totals (the same algorithm, recursively), then each block scans its 
 from its offset. A block is ``items`` consecutive elements per invocation times the
 workgroup. Integers wrap (S1). Float prefixes follow S35: prefix ``i`` is the exact sum of
 elements ``0..i`` (``0..i-1`` exclusive) rounded once, so it never depends on the blocking:
-block totals are superaccumulator digit vectors (`vyre.lib.superacc`), their prefixes are
+block totals are superaccumulator digit vectors (`vyre.ir.superacc`), their prefixes are
 summed exactly, and every element's prefix is rounded from exact digits.
 """
 
@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from vyre.ir import AtomicOp, BinOp, BufferDecl, DataType, Expr, Node, Program
+from vyre.ir import superacc as sa
 
-from . import superacc as sa
 from .arrays import NUMERIC, as_arr, require, result, to_kind
 from .kernels import LID, WGID, N, element, prm, storage, tree
 from .runner import Runner, params

@@ -4,7 +4,7 @@
 ``index[i]``. Integer targets wrap (S1) through integer atomics; float targets (f32, f16,
 bf16) get, per slot, the exact sum of its initial value and every contribution, rounded once
 (S34): each contribution goes into the slot's global superaccumulator with integer atomics
-(`vyre.lib.superacc.atomic_add_value`) and a second pass rounds every slot. The order of
+(`vyre.ir.superacc.atomic_add_value`) and a second pass rounds every slot. The order of
 ``index`` and the workgroup size change nothing. An index outside ``[0, len(target))`` is an
 `LibError` L004 (the pass flags it; nothing is written). ``gather(x, index)`` is
 ``x[index]`` with the same index rule.
@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from vyre.ir import AtomicOp, BufferDecl, DataType, Expr, Node, Program
+from vyre.ir import superacc as sa
 
-from . import superacc as sa
 from .arrays import NUMERIC, Arr, as_arr, require, result, to_kind
 from .errors import LibError
 from .kernels import EXTRA, GID, element, grid_stride, prm, storage

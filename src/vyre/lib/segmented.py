@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from vyre.ir import AtomicOp, BinOp, BufferDecl, DataType, Expr, Node, Program
+from vyre.ir import superacc as sa
 
-from . import superacc as sa
 from .arrays import NUMERIC, Arr, as_arr, device_like, require, result, to_kind
 from .errors import LibError
 from .kernels import GID, N, element, prm, storage

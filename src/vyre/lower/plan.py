@@ -11,6 +11,7 @@ early in a program with barriers (then it must keep reaching barriers: the "aliv
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from vyre.ir import expr as E
@@ -19,6 +20,7 @@ from vyre.ir.inline import inline
 from vyre.ir.program import BufferDecl, Program
 from vyre.ir.types import MemoryOrdering
 
+from .accumulate import Scratch, accumulate
 from .legalize.matmul import Keep, expand_matmul
 from .loops import LoopFacts, analyse
 
@@ -51,6 +53,9 @@ class KernelPlan:
     # which loops keep the while cap and the cancel poll (`vyre.lower.loops`)
     loops: LoopFacts = field(default_factory=LoopFacts)
     native_matmul: bool = False          # matmul_acc statements left for the target to print
+    # hidden u32 buffers of float atomics (S36, `vyre.lower.accumulate`), bound last in this
+    # order; when any, the last phase finalises their targets over a grid of its own
+    scratch: tuple[Scratch, ...] = ()
 
     @property
     def stoppable(self) -> bool:
@@ -166,12 +171,17 @@ def propagate_ids(program: Program) -> Program:
     return Program(program.buffers, program.workgroup_size, map_body(program.body, sub), program.functions)
 
 
-def lower(program: Program, vector: bool = False, matmul: Keep | None = None) -> KernelPlan:
+def lower(program: Program, vector: bool = False,
+          legalize: Callable[[Program], Program] | None = None, matmul: Keep | None = None) -> KernelPlan:
     """Plan the kernels of a *validated* program (``vector``: the target can emit the
-    elementwise vector form, see `_vector_form`). Functions are inlined first
-    (`vyre.ir.inline`): the plan's program has none. Each matmul_acc becomes scalar loops
-    (`vyre.lower.legalize.matmul`) unless ``matmul(program, statement)`` says the target
-    prints it itself (`Syntax.matmul`); a matmul_acc left acts as a barrier here."""
+    elementwise vector form, see `_vector_form`). Float atomics are rewritten onto u32
+    atomics first (`vyre.lower.accumulate`), then the target's ``legalize`` rewrite runs, if
+    any. Functions are inlined (`vyre.ir.inline`): the plan's program has none. Each
+    matmul_acc becomes scalar loops (`vyre.lower.legalize.matmul`) unless
+    ``matmul(program, statement)`` says the target prints it itself (`Syntax.matmul`); a
+    matmul_acc left acts as a barrier here."""
+    acc = accumulate(program)
+    program = acc.program if legalize is None else legalize(acc.program)
     program = expand_matmul(propagate_ids(inline(program)), matmul)
     phases: list[list[N.Node]] = [[]]
     for n in program.body:
@@ -203,4 +213,4 @@ def lower(program: Program, vector: bool = False, matmul: Keep | None = None) ->
                       4 if form else 1, *(form or (frozenset(), frozenset())),
                       uses_wide=facts.uses_wide, uses_half=facts.uses_half,
                       wide_atomics=facts.wide_atomics, indirect=indirect, phase_loops=loops,
-                      loops=verdicts, native_matmul=native)
+                      loops=verdicts, native_matmul=native, scratch=acc.scratch)

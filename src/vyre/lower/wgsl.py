@@ -566,7 +566,7 @@ def generate(program: Program) -> tuple[KernelPlan, str]:
     """Plan and WGSL module of a validated program that `refusals` accepts, legalized first
     (`legalized`; `WgslRefusal` for what legalizing or printing refuses). A program with loops reports through the control
     block: the device may stop a loop (`ERR_DEVICE_LOOPS`)."""
-    plan = lower(legalized(program), vector=False)
+    plan = lower(program, vector=False, legalize=legalized)
     if any(plan.phase_loops) and not plan.needs_error_flag:
         plan = replace(plan, needs_error_flag=True)
     return plan, emit_wgsl(plan)

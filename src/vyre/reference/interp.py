@@ -72,7 +72,11 @@ class Machine:
         self.brk = self.cont = np.zeros(0, dtype=bool)   # the innermost loop's break/continue lanes
         self.jumps = 0
         written = _written_buffers(program)
-        self.tracked = {name for name in written if self.p.buffer(name).is_bound}
+        # float-atomic buffers (S36) are only written when the dispatch ends (`finalise`)
+        floats = program.facts.float_atomic_buffers
+        self.tracked = {name for name in written if self.p.buffer(name).is_bound and name not in floats}
+        self.deferred: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {b: [] for b in floats}
+        self.deferred_op: dict[str, AtomicOp] = {}
 
     # ------------------------------------------------------------------ phases, batches
     def run(self) -> None:
@@ -105,17 +109,32 @@ class Machine:
                     self._batch(body, start, stop, None)
                 else:
                     snapshot = {b: self.memory[b].copy() for b in self.tracked}
+                    marks = {b: len(parts) for b, parts in self.deferred.items()}
                     access = _Access()
                     self._batch(body, start, stop, access)
                     if _collides(access, self.counts):
                         self.memory.update(snapshot)
+                        for b, mark in marks.items():   # the replay contributes them again
+                            del self.deferred[b][mark:]
                         sequential = True
                         for w in range(start, stop):
                             self._batch(body, w, w + 1, None)
                 start = stop
+        self.finalise()
         for reason in DISPATCH_ERRORS:   # the first in reporting order, as on every device
             if reason in self.errors:
                 raise dispatch_error(reason)
+
+    def finalise(self) -> None:
+        """S36: when the dispatch ends, each float-atomic buffer's contributed elements
+        become their exact accumulation (`semantics.float_accumulate`)."""
+        for name, parts in self.deferred.items():
+            if not parts:
+                continue
+            slots = np.concatenate([a for a, _ in parts])
+            values = np.concatenate([v for _, v in parts])
+            t = self.p.buffer(name).dtype
+            self.memory[name][...] = S.float_accumulate(self.deferred_op[name], t, self.memory[name], slots, values)
 
     def indirect_grid(self, n: N.IndirectDispatch) -> tuple[int, int, int]:
         """The grid an indirect_dispatch reads, when its phase starts."""
@@ -401,6 +420,13 @@ class Machine:
         t = self.p.buffer(e.buffer).dtype
         i, _ = self.eval(e.index, idx)
         v, _ = self.eval(e.value, idx)
+        if t.is_float:   # S36: collected now, accumulated exactly when the dispatch ends
+            _, addr, valid, _ = self._addresses(e.buffer, i, idx)
+            bits = np.broadcast_to(np.ascontiguousarray(np.asarray(v, dtype=t.numpy)).view(t.storage),
+                                   addr.shape)
+            self.deferred[e.buffer].append((addr[valid], np.array(bits[valid])))
+            self.deferred_op[e.buffer] = e.op
+            return np.zeros(addr.size, dtype=t.numpy), t   # never read (V040)
         x = self.eval(e.expected, idx)[0] if e.expected is not None else None
         mem, addr, valid, tracked = self._addresses(e.buffer, i, idx)
         n = addr.size

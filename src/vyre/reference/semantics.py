@@ -461,3 +461,148 @@ def atomic_combine(op: AtomicOp, t: DataType, a: np.ndarray, b: np.ndarray) -> n
         case AtomicOp.MIN: return np.minimum(a, b)
         case AtomicOp.MAX: return np.maximum(a, b)
     raise ValueError(op)
+
+
+# ---- float atomics (S36): exact, order-independent accumulation --------------------------
+# A canonical finite f32 is m * 2**(s - 149) with an integer m < 2**24 and 0 <= s <= 253: as
+# an integer in units of 2**-149 it is m << s. Sums of such integers are kept in radix-2**16
+# digits held in int64 (each term adds at most 2**39 to one digit, so a batch of up to 2**23
+# terms cannot overflow before the digits are carried).
+_DIGITS = 22                   # 2**352 > 2**32 terms of the largest value (2**277)
+_BATCH = 1 << 23
+# the target formats: (significand bits, the lowest kept bit in units of 2**-149, flushes)
+_FORMAT = {DataType.F32: (24, 0, True), DataType.F16: (11, 125, False), DataType.BF16: (8, 16, True)}
+
+
+def f32_bits_of(t: DataType, bits: np.ndarray) -> np.ndarray:
+    """The f32 bits of the exact value of ``t`` bits (f16 widens exactly, keeping its
+    subnormals; bf16 is the upper half of an f32)."""
+    if t is DataType.F32:
+        return np.ascontiguousarray(bits).view(U32)
+    if t is DataType.F16:
+        return np.ascontiguousarray(bits).astype(np.uint16).view(np.float16).astype(F32).view(U32)
+    return np.ascontiguousarray(bits).astype(U32) << np.uint32(16)
+
+
+def _carry(acc: np.ndarray) -> None:
+    """Carry every digit into [0, 2**16); the signed rest stays in the top digit."""
+    for k in range(acc.shape[1] - 1):
+        acc[:, k + 1] += acc[:, k] >> 16
+        acc[:, k] &= 0xFFFF
+
+
+def _exact_sums(group: np.ndarray, bits: np.ndarray, groups: int) -> tuple[np.ndarray, ...]:
+    """Per group: (negative, carried digits of |sum|, any NaN, any +inf, any -inf) of the
+    canonical f32 ``bits`` (subnormals are zeros, S9)."""
+    e = ((bits >> np.uint32(23)) & np.uint32(0xFF)).astype(np.int64)
+    frac = (bits & np.uint32(0x7FFFFF)).astype(np.int64)
+    neg = (bits >> np.uint32(31)).astype(bool)
+    special = e == 255
+    nan, inf = np.zeros(groups, bool), special & (frac == 0)
+    nan[group[special & (frac != 0)]] = True
+    pinf, ninf = np.zeros(groups, bool), np.zeros(groups, bool)
+    pinf[group[inf & ~neg]] = True
+    ninf[group[inf & neg]] = True
+    live = (e > 0) & ~special
+    g, s, m = group[live], e[live] - 1, frac[live] | (1 << 23)
+    term = np.where(neg[live], -1, 1) * (m << (s & 15))
+    acc = np.zeros((groups, _DIGITS), np.int64)
+    flat = acc.reshape(-1)
+    cell = g * _DIGITS + (s >> 4)
+    for lo in range(0, term.size, _BATCH):
+        np.add.at(flat, cell[lo:lo + _BATCH], term[lo:lo + _BATCH])
+        _carry(acc)
+    negative = acc[:, -1] < 0
+    acc[negative] = -acc[negative]
+    _carry(acc)
+    return negative, acc, nan, pinf, ninf
+
+
+def _round_digits(acc: np.ndarray, negative: np.ndarray, t: DataType) -> np.ndarray:
+    """The bits of ``t`` nearest (ties to even, gradual underflow, then S9's flush where
+    ``t`` flushes) to each row of non-negative carried digits, in units of 2**-149."""
+    p, lowest, flushes = _FORMAT[t]
+    rows = np.arange(acc.shape[0])
+    nz = acc != 0
+    top = np.where(nz.any(axis=1), acc.shape[1] - 1 - np.argmax(nz[:, ::-1], axis=1), -1)
+    _, length = np.frexp(acc[rows, np.maximum(top, 0)].astype(np.float64))   # exact below 2**53
+    P = 16 * np.maximum(top, 0) + np.maximum(length.astype(np.int64) - 1, 0)  # the leading one
+    L = np.maximum(P - (p - 1), lowest)                 # the kept lsb
+    below = np.maximum(L - 1, 0)                        # the round bit's position (L >= 1)
+    q0, r0 = below >> 4, below & 15
+    pad = np.concatenate([acc, np.zeros((acc.shape[0], 3), np.int64)], axis=1)
+    window = (pad[rows, q0] | (pad[rows, q0 + 1] << 16) | (pad[rows, q0 + 2] << 32)) >> r0
+    ones = np.cumsum(nz, axis=1)                        # non-zero digits at or below each
+    sticky = np.where(q0 > 0, ones[rows, np.maximum(q0 - 1, 0)] > 0, False) | \
+        ((acc[rows, q0] & ((np.int64(1) << r0) - 1)) != 0)
+    exact = L == 0                                      # f32 subnormal range: nothing is lost
+    mant = np.where(exact, window, window >> 1)
+    half = np.where(exact, 0, window & 1).astype(bool)
+    mant = mant + (half & (sticky | ((mant & 1) == 1)))
+    value = np.ldexp(mant.astype(np.float64), L - 149)
+    value = np.where(top < 0, 0.0, value)
+    with np.errstate(over="ignore"):
+        if t is DataType.F16:
+            out = value.astype(np.float16).view(np.uint16).astype(U32)
+        else:
+            f = value.astype(F32)
+            if flushes:
+                f = np.where(np.abs(f) < np.float32(2.0**-126), np.float32(0), f)
+            out = f.view(U32) >> np.uint32(16 if t is DataType.BF16 else 0)
+    sign = np.uint32(1 << (t.bits - 1))
+    return np.where(negative & (top >= 0), out | sign, out).astype(U32)
+
+
+def _reduce_minmax(op: AtomicOp, group: np.ndarray, bits: np.ndarray, groups: int) -> np.ndarray:
+    """S10 MIN/MAX of each group of canonical f32 ``bits``: NaN if any is NaN, -0 below +0."""
+    x = bits.view(F32).astype(np.float64)
+    nan = np.zeros(groups, bool)
+    nan[group[np.isnan(x)]] = True
+    fill = np.inf if op is AtomicOp.MIN else -np.inf
+    best = np.full(groups, fill)
+    (np.minimum if op is AtomicOp.MIN else np.maximum).at(best, group, np.where(np.isnan(x), fill, x))
+    zero = (x == 0) & ~np.isnan(x)
+    negz = np.zeros(groups, bool)
+    posz = np.zeros(groups, bool)
+    negz[group[zero & np.signbit(x)]] = True
+    posz[group[zero & ~np.signbit(x)]] = True
+    signed = negz if op is AtomicOp.MIN else ~posz           # MIN prefers -0, MAX +0
+    out = np.where(best == 0, np.where(signed, -0.0, 0.0), best).astype(F32).view(U32)
+    return np.where(nan, NAN_BITS, out).astype(U32)
+
+
+def float_accumulate(op: AtomicOp, t: DataType, initial: np.ndarray, slots: np.ndarray,
+                     values: np.ndarray) -> np.ndarray:
+    """S36: the storage bits of float buffer ``initial`` (type ``t``) after the in-bounds
+    float atomics ``op`` of a dispatch added ``values`` (bits of ``t``) at ``slots``.
+    Every slot with a contribution becomes, for ADD, the S34 sum of its initial value and
+    its contributions; for MIN/MAX, their S10 minimum/maximum (canonical). Others keep their
+    bits."""
+    out = np.array(initial, copy=True)
+    if slots.size == 0:
+        return out
+    touched, group = np.unique(slots, return_inverse=True)
+    n = touched.size
+    terms = np.concatenate([f32_bits_of(t, values), f32_bits_of(t, initial[touched])])
+    group = np.concatenate([group.reshape(-1), np.arange(n)])
+    terms = canon(terms.view(F32)).view(U32)   # S9 (f16 values are f32 normals: kept)
+    if op is AtomicOp.ADD:
+        negative, acc, nan, pinf, ninf = _exact_sums(group, terms, n)
+        res = _round_digits(acc, negative, t)
+        inf_bits = np.uint32(_INF_OF[t])
+        sign = np.uint32(1 << (t.bits - 1))
+        res = np.where(pinf, inf_bits, res)
+        res = np.where(ninf, inf_bits | sign, res)
+        res = np.where(nan | (pinf & ninf), np.uint32(_NAN_OF[t]), res)
+    elif op in (AtomicOp.MIN, AtomicOp.MAX):
+        res = _reduce_minmax(op, group, terms, n)
+        if t is not DataType.F32:
+            res = narrow(t, res.view(F32)).astype(U32)   # exact: the result is one of the values
+    else:
+        raise ValueError(op)
+    out[touched] = res.astype(out.dtype)
+    return out
+
+
+_NAN_OF = {DataType.F32: 0x7FC00000, DataType.F16: 0x7E00, DataType.BF16: 0x7FC0}
+_INF_OF = {DataType.F32: 0x7F800000, DataType.F16: 0x7C00, DataType.BF16: 0x7F80}

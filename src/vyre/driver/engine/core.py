@@ -592,7 +592,21 @@ class EngineBackend(VyreBackend):
                 raise LimitExceeded("buffer_bytes", f"buffer {b.name!r} needs {b.nbytes} bytes; this "
                                     f"device's limit is {lim.max_buffer_bytes}.",
                                     "split the data over several dispatches.", backend=self.id())
-        return Prepared(pipe.kernel, shape, len(pipe.effective.inputs), lim)
+        prep = Prepared(pipe.kernel, shape, len(pipe.effective.inputs), lim)
+        for (pos, _), words in zip(pipe.kernel.scratch, prep.scratch):
+            if words > 0xFFFFFFFF or 4 * words > lim.max_buffer_bytes:
+                target = shape.buffers[pos]
+                raise LimitExceeded("buffer_bytes", f"the float atomics on {target.name!r} ({target.count} "
+                                    f"elements) need a hidden accumulator of {4 * words} bytes; this "
+                                    f"device's limit is {min(lim.max_buffer_bytes, 4 * 0xFFFFFFFF)}.",
+                                    "accumulate into fewer elements per dispatch (split the buffer), "
+                                    "or use float atomic MIN/MAX (4 bytes per element).", backend=self.id())
+        if prep.final_grid is not None and prep.final_grid[0] > lim.max_grid[0]:
+            raise LimitExceeded("grid", f"finalising the float atomics needs {prep.final_grid[0]} "
+                                f"workgroups, over this device's {lim.max_grid[0]}.",
+                                "use larger workgroups or accumulate into fewer elements per dispatch.",
+                                backend=self.id())
+        return prep
 
     # ---- control blocks --------------------------------------------------------------------
     def _ctl_take(self) -> Ctl:

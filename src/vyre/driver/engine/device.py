@@ -54,6 +54,12 @@ class Kernel:
     # per phase: (bound buffer position, word offset) of its indirect grid, or None; empty
     # when no phase has one
     indirect: tuple[tuple[int, int] | None, ...] = ()
+    # hidden u32 buffers the kernel takes after the program's bound buffers (float atomics,
+    # S36): per one, (bound position of the float buffer it serves, u32 words per element of
+    # that buffer). The engine allocates and zeroes them for every dispatch and never returns
+    # them; when any, the last phase gets a grid of its own covering the largest of those
+    # buffers (one invocation per element)
+    scratch: tuple[tuple[int, int], ...] = ()
 
     def skips_zero_fill(self, name: str, count: int, global_x: int) -> bool:
         """True when the launch overwrites every element of output ``name``."""
@@ -63,14 +69,16 @@ class Kernel:
         """What `from_meta` needs to rebuild this kernel from its binary in another process."""
         return {"entries": list(entries), "uses_ctl": self.uses_ctl, "fully_written": sorted(self.fully_written),
                 "stoppable": self.stoppable, "items": self.items, "source": self.source,
-                "indirect": [list(x) if x else None for x in self.indirect]}
+                "indirect": [list(x) if x else None for x in self.indirect],
+                "scratch": [list(x) for x in self.scratch]}
 
     @staticmethod
     def from_meta(handle: Any, meta: dict[str, Any]) -> Kernel:
         indirect = tuple(tuple(int(v) for v in x) if x else None for x in meta.get("indirect") or ())
+        scratch = tuple((int(pos), int(words)) for pos, words in meta.get("scratch") or ())
         return Kernel(handle, bool(meta["uses_ctl"]), frozenset(meta["fully_written"]), "disk",
                       meta.get("source"), bool(meta["stoppable"]), int(meta["items"]),
-                      indirect)  # type: ignore[arg-type]
+                      indirect, scratch)  # type: ignore[arg-type]
 
     @staticmethod
     def indirect_of(plan: Any) -> tuple[tuple[int, int] | None, ...]:
@@ -78,6 +86,11 @@ class Kernel:
         if not any(plan.indirect):
             return ()
         return tuple(None if x is None else (plan.param_index(x[0]), x[1]) for x in plan.indirect)
+
+    @staticmethod
+    def scratch_of(plan: Any) -> tuple[tuple[int, int], ...]:
+        """`scratch` from a `vyre.lower.plan.KernelPlan` (target names to bound positions)."""
+        return tuple((plan.param_index(s.target), s.words) for s in plan.scratch)
 
 
 class HostBuffer:
@@ -224,9 +237,12 @@ class Device(abc.ABC):
 
     @abc.abstractmethod
     def launch(self, kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int],
-               packed: Any, timed: Any = False, phases: slice | None = None) -> Any:
+               packed: Any, timed: Any = False, phases: slice | None = None,
+               last_grid: tuple[int, int, int] | None = None) -> Any:
         """Enqueue every phase of ``kernel`` (or the ``phases`` slice of them). ``timed``:
-        True, or a token from `timer` to reuse; then return the token for `elapsed_ns`."""
+        True, or a token from `timer` to reuse; then return the token for `elapsed_ns`.
+        ``last_grid``: the grid of the last phase enqueued (a kernel with `Kernel.scratch`
+        finalises there), instead of ``grid``; a phase whose grid has a zero is skipped."""
 
     def timer(self) -> Any:
         """A reusable timing token for `launch` (default: True, a fresh one each time)."""

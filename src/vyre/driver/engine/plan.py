@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dispatch_shape import DispatchShape
+from ..dispatch_shape import DispatchShape, padded
 from .device import Ctl, Device, HostBuffer, Kernel
 
 
@@ -48,8 +48,8 @@ class StageSet:
 class Prepared:
     """One pipeline at one set of input sizes and grid options."""
 
-    __slots__ = ("_bufs", "_free", "block", "copies_in", "counts", "empty", "grid", "kernel",
-                 "limits", "n_inputs", "out_nbytes", "outs", "shape", "zero")
+    __slots__ = ("_bufs", "_free", "block", "copies_in", "counts", "empty", "final_grid", "grid",
+                 "kernel", "limits", "n_inputs", "out_nbytes", "outs", "scratch", "shape", "zero")
 
     def __init__(self, kernel: Kernel, shape: DispatchShape, n_inputs: int,
                  limits: Limits | None = None) -> None:
@@ -69,6 +69,18 @@ class Prepared:
         self.outs = tuple((shape.buffers.index(b), b.padded, b.nbytes) for b in shape.outputs)
         self.out_nbytes = sum(n for _, _, n in self.outs)
         self.counts = shape.counts
+        # hidden scratch of float atomics (`Kernel.scratch`), bound after the shape's buffers:
+        # its u32 words per buffer, zeroed before every launch, never read back; the last
+        # phase finalises over one invocation per element of the largest target
+        self.scratch = tuple(words * shape.buffers[pos].count for pos, words in kernel.scratch)
+        self.final_grid: tuple[int, int, int] | None = None
+        if kernel.scratch:
+            n = len(shape.buffers)
+            self.counts = shape.counts + self.scratch
+            self.zero += tuple((n + j, padded(4 * w)) for j, w in enumerate(self.scratch) if w)
+            most = max(shape.buffers[pos].count for pos, _ in kernel.scratch)
+            per = shape.workgroup[0] * shape.workgroup[1] * shape.workgroup[2]
+            self.final_grid = (-(-most // per), 1, 1)
         if kernel.items > 1:  # the vector form: fewer invocations, the logical x size passed
             gx, (wx, gy, gz) = shape.global_size[0], (shape.workgroup[0], shape.grid[1], shape.grid[2])
             self.grid = (-(-gx // (kernel.items * wx)), gy, gz)
@@ -82,8 +94,12 @@ class Prepared:
         every dispatch runs in one in-order queue)."""
         bufs = self._bufs
         if bufs is None:
-            bufs = self._bufs = [dev.alloc(b.padded) for b in self.shape.buffers]
+            bufs = self._bufs = [dev.alloc(b.padded) for b in self.shape.buffers] + self.scratch_buffers(dev)
         return bufs
+
+    def scratch_buffers(self, dev: Device) -> list[Any]:
+        """Fresh device buffers for the hidden scratch (resident bindings own theirs)."""
+        return [dev.alloc(padded(4 * w)) for w in self.scratch]
 
     def take(self, dev: Device, ctl_take: Any) -> StageSet:
         """A staging set no dispatch in flight uses (``list.pop`` is atomic under the GIL)."""
@@ -105,13 +121,22 @@ class Prepared:
         waits for the phases before it: its three grid words are read back (the device has
         no indirect launch), checked against the limits, then the phase is launched."""
         kernel = self.kernel
+        final = self.final_grid
         if not kernel.indirect or dev.indirect_in_launch:
-            return None if self.empty else dev.launch(kernel, self.grid, self.block, packed, timed)
+            if self.empty:    # no invocation, so no float atomic contributed: nothing to finalise
+                return None
+            if final is None:
+                return dev.launch(kernel, self.grid, self.block, packed, timed)
+            return dev.launch(kernel, self.grid, self.block, packed, timed, last_grid=final)
         n = len(kernel.indirect)
-        cuts = sorted({0, n, *(i for i, x in enumerate(kernel.indirect) if x is not None)})
+        cuts = sorted({0, n, *(i for i, x in enumerate(kernel.indirect) if x is not None)}
+                      | ({n - 1} if final is not None else set()))
         for start, stop in itertools.pairwise(cuts):
             where = kernel.indirect[start]
-            grid = self.grid if where is None else self._read_grid(dev, bufs[where[0]], *where)
+            if final is not None and start == n - 1:
+                grid = final
+            else:
+                grid = self.grid if where is None else self._read_grid(dev, bufs[where[0]], *where)
             if all(grid):
                 dev.launch(kernel, grid, self.block, packed, False, slice(start, stop))
         return None

@@ -44,6 +44,7 @@ class Bound:
         dev = backend.device
         self.ctl = backend._ctl_take()
         bufs = [self.resources[b.decl_index].handle for b in self.prep.shape.buffers]
+        bufs += self.prep.scratch_buffers(dev)   # this binding's own hidden scratch (float atomics)
         self.bufs = bufs
         self.packed = dev.pack(self.prep.kernel, bufs, self.prep.counts, self.ctl)
         self.zero = tuple((bufs[pos], n) for pos, n in self.prep.zero)
@@ -58,7 +59,7 @@ class Bound:
         self._fast: Any = None     # the device's prebound launch, where nothing else is due
         self._fast_thread = 0      # the thread it was bound in (it is valid there only)
         self._fast_ok = not self.zero and not self.uses_ctl and not self.prep.kernel.indirect \
-            and not self.prep.empty
+            and not self.prep.kernel.scratch and not self.prep.empty
         outs = [b.name for b in pipe.effective.outputs]
         self._rw = [(r, outs.index(b.name)) for b, r in zip(
             (b for b in pipe.effective.buffers if b.is_bound), self.resources) if b.is_input and b.is_output]

@@ -105,7 +105,7 @@ class CudaDevice(Device):
         module = self.rt.load(cubin)
         kernels = tuple(module.get_kernel(name) for name in plan.entries)
         kernel = Kernel(kernels, plan.uses_ctl, plan.fully_written, built_from, source, plan.stoppable,
-                        plan.vector, Kernel.indirect_of(plan))
+                        plan.vector, Kernel.indirect_of(plan), Kernel.scratch_of(plan))
         return kernel, kernel.meta(plan.entries), cubin
 
     def precompile(self, programs: list[Program]) -> int:
@@ -191,19 +191,23 @@ class CudaDevice(Device):
         return cfg
 
     def launch(self, kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int],
-               packed: tuple, timed: Any = False, phases: slice | None = None) -> Any:
+               packed: tuple, timed: Any = False, phases: slice | None = None,
+               last_grid: tuple[int, int, int] | None = None) -> Any:
         self.rt.ensure_current()
         cfg = self._config(grid, block)
         s = self._target
         handles = kernel.handle if phases is None else kernel.handle[phases]
-        if not timed:
-            for k in handles:
-                cc.launch(s, cfg, k, *packed)
-            return None
-        start, end = self.timer() if timed is True else timed
-        s.record(start)
+        if last_grid is not None:   # the finalising phase of float atomics: a grid of its own
+            handles, last = handles[:-1], handles[-1]
+        if timed:
+            start, end = self.timer() if timed is True else timed
+            s.record(start)
         for k in handles:
             cc.launch(s, cfg, k, *packed)
+        if last_grid is not None and all(last_grid):
+            cc.launch(s, self._config(last_grid, block), last, *packed)
+        if not timed:
+            return None
         s.record(end)
         return start, end
 

@@ -57,7 +57,7 @@ class OpenCLDevice(Device):
             build_in_child(source, statements)   # PoCL may crash on it: never in this process
         prg, built_from = self.rt.build(source)
         kernel = Kernel((prg, plan.entries), plan.uses_ctl, plan.fully_written, built_from, source,
-                        plan.stoppable, plan.vector, Kernel.indirect_of(plan))
+                        plan.stoppable, plan.vector, Kernel.indirect_of(plan), Kernel.scratch_of(plan))
         return kernel, kernel.meta(plan.entries), bytes(prg.binaries[0])
 
     def load(self, meta: dict, artifact: bytes) -> Kernel:
@@ -107,10 +107,14 @@ class OpenCLDevice(Device):
         return kernels
 
     def launch(self, kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int],
-               packed: list[cl.Kernel], timed: bool = False, phases: slice | None = None) -> Any:
-        size = tuple(g * b for g, b in zip(grid, block))
-        events = [cl.enqueue_nd_range_kernel(self.queue, k, size, block)
-                  for k in (packed if phases is None else packed[phases])]
+               packed: list[cl.Kernel], timed: bool = False, phases: slice | None = None,
+               last_grid: tuple[int, int, int] | None = None) -> Any:
+        kernels = packed if phases is None else packed[phases]
+        grids = [grid] * len(kernels)
+        if last_grid is not None:   # the finalising phase of float atomics: a grid of its own
+            grids[-1] = last_grid
+        events = [cl.enqueue_nd_range_kernel(self.queue, k, tuple(x * b for x, b in zip(g, block)), block)
+                  for k, g in zip(kernels, grids) if all(g)]
         return events if timed else None
 
     def elapsed_ns(self, token: Any) -> int | None:

@@ -101,7 +101,10 @@ class ReferenceDevice(Device):
         return buffers, counts, ctl
 
     def launch(self, kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int],
-               packed: Any, timed: bool = False, phases: slice | None = None) -> Any:
+               packed: Any, timed: bool = False, phases: slice | None = None,
+               last_grid: tuple[int, int, int] | None = None) -> Any:
+        # the interpreter runs float atomics itself (S36): its kernels have no scratch, so
+        # ``last_grid`` never comes
         (program, names), (buffers, counts, ctl) = kernel.handle, packed
         views = {n: _bytes(buf)[: c * program.buffer(n).dtype.size].view(program.buffer(n).dtype.storage)
                  for n, buf, c in zip(names, buffers, counts)}

@@ -243,17 +243,19 @@ class WgpuDevice(Device):
         words = [scale.get(b.name, 1) for b in plan.bound]
         kernel = self._kernel(src, plan.entries, len(plan.bound), [b.writable for b in plan.bound],
                               plan.uses_ctl, plan.fully_written, plan.stoppable, Kernel.indirect_of(plan),
-                              words=words)
+                              words=words, scratch=Kernel.scratch_of(plan))
         return kernel, kernel.meta(plan.entries) | {"writable": [b.writable for b in plan.bound],
                                                      "words": words}, src.encode()
 
     def load(self, meta: dict, artifact: bytes) -> Kernel:
         k = Kernel.from_meta(None, meta)
         return self._kernel(artifact.decode(), tuple(meta["entries"]), len(meta["writable"]), meta["writable"],
-                            k.uses_ctl, k.fully_written, k.stoppable, k.indirect, "disk", meta.get("words"))
+                            k.uses_ctl, k.fully_written, k.stoppable, k.indirect, "disk", meta.get("words"),
+                            k.scratch)
 
     def _kernel(self, src: str, entries, n_bound: int, writable, uses_ctl, fully, stoppable, indirect,
-                built_from: str = "compiled", words: list[int] | None = None) -> Kernel:
+                built_from: str = "compiled", words: list[int] | None = None,
+                scratch: tuple[tuple[int, int], ...] = ()) -> Kernel:
         wgpu = self.wgpu
         try:
             module = self.device.create_shader_module(code=src)
@@ -278,7 +280,8 @@ class WgpuDevice(Device):
                 raise self.error(exc) from None
             raise KernelCompileFailed(f"WGSL pipeline creation failed: {exc}", "this is a vyre code-generation "
                                       "bug: report it with `vyre inspect --backend wgpu`.", backend=ID) from None
-        return Kernel((pipes, layout, n_bound, tuple(words or [1] * n_bound)), uses_ctl, frozenset(fully), built_from, src, stoppable, 1, indirect)
+        return Kernel((pipes, layout, n_bound, tuple(words or [1] * n_bound)), uses_ctl, frozenset(fully), built_from,
+                      src, stoppable, 1, indirect, scratch)
 
     # ---- memory --------------------------------------------------------------------------------
     def alloc(self, nbytes: int) -> Any:
@@ -378,16 +381,22 @@ class WgpuDevice(Device):
         return [self.device.create_bind_group(layout=layout, entries=entries), cbuf, False]
 
     def launch(self, kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int],
-               packed: Any, timed: Any = False, phases: slice | None = None) -> Any:
+               packed: Any, timed: Any = False, phases: slice | None = None,
+               last_grid: tuple[int, int, int] | None = None) -> Any:
         pipes = kernel.handle[0] if phases is None else kernel.handle[0][phases]
+        grids = [grid] * len(pipes)
+        if last_grid is not None:   # the finalising phase of float atomics: a grid of its own
+            grids[-1] = last_grid
         with self._qlock:
-            grid = self._fold(kernel, grid, packed)
-            enc = self._encoder()
-            for p in pipes:          # one pass per phase: passes end in order (grid_sync)
+            for p, g in zip(pipes, grids):   # one pass per phase: passes end in order (grid_sync)
+                if not all(g):
+                    continue
+                g = self._fold(kernel, g, packed)
+                enc = self._encoder()
                 cp = enc.begin_compute_pass()
                 cp.set_pipeline(p)
                 cp.set_bind_group(0, packed[0])
-                cp.dispatch_workgroups(*grid)
+                cp.dispatch_workgroups(*g)
                 cp.end()
         return None
 
@@ -529,10 +538,12 @@ class WgpuBackend(EngineBackend):
         # what WGSL cannot give the reference's bytes for, including what only legalizing or
         # printing finds: routing must refuse exactly what the dispatch refuses
         self.dev.source(program)
-        n = len(program.facts.bound) + 2
+        hidden = len(program.facts.float_atomic_buffers)   # one hidden accumulator each (S36)
+        n = len(program.facts.bound) + hidden + 2
         limit = self.dev.limits.get("max-storage-buffers-per-shader-stage", 8)
         if n > limit:
-            raise UnsupportedFeature(f"{n - 2} bound buffers (this adapter binds {limit - 2})", ID,
+            extra = f", {hidden} of them the hidden accumulators of float atomics" if hidden else ""
+            raise UnsupportedFeature(f"{n - 2} bound buffers{extra} (this adapter binds {limit - 2})", ID,
                                      "use fewer buffers, or another backend.")
 
     def supports_async_compute(self) -> bool:

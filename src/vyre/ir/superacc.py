@@ -2,8 +2,12 @@
 
 Owns the one recipe for adding floats exactly with integer operations and rounding the exact
 total once: every float sum, dot, scatter-add and scan of `vyre.lib` is built from these
-fragments, and the later IR rewrite of float ``atomic_add`` reuses them. Nothing here
-dispatches; each function returns IR statements (`vyre.ir.Node`) to splice into a Program.
+fragments, and so is the rewrite of float ``atomic_add`` for compiled targets
+(`vyre.lower.accumulate`, S36). It lives in `vyre.ir` (it builds IR only) so that both
+`vyre.lib` and `vyre.lower` can use it. Nothing here dispatches; each function returns IR
+statements (`vyre.ir.Node`) to splice into a Program. Code that runs once per element (a
+final rounding) may ask `normalise`, `load_slot` and `round_digits` for ``looped=True``: the
+same steps as loops, a fraction of the source (and of the compile time).
 
 The representation. A canonicalised finite float is ``m * 2**(s + base)`` with an integer
 mantissa ``m`` (24 bits for f32 values, 48 for products of two f32) and a non-negative bit
@@ -30,7 +34,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vyre.ir import AtomicOp, BufferDecl, DataType, Expr, Node
+from .expr import Expr
+from .node import Node
+from .program import BufferDecl
+from .types import AtomicOp, DataType
 
 U, I = DataType.U32, DataType.I32
 DIGIT_BITS = 16
@@ -201,10 +208,20 @@ def add_digits_local(acc: str, load_digit, digits: int) -> list[Node]:
     return [Node.store(acc, u(k), Expr.load(acc, u(k)) + load_digit(k)) for k in range(digits)]
 
 
-def normalise(acc: str, digits: int, p: str = "nrm") -> list[Node]:
-    """Carry every digit of ``acc`` (i32) into [0, 2**16); the signed rest stays on top."""
+def normalise(acc: str, digits: int, p: str = "nrm", looped: bool = False) -> list[Node]:
+    """Carry every digit of ``acc`` (i32) into [0, 2**16); the signed rest stays on top.
+    ``looped``: the same steps as one loop instead of unrolled (smaller code, for code
+    that runs once per element, such as a final rounding)."""
     out: list[Node] = [let(f"{p}_carry", i(0))]
     carry = v(f"{p}_carry")
+    if looped:
+        k, cur = v(f"{p}_k"), v(f"{p}_cur")
+        return out + [
+            Node.loop(f"{p}_k", u(0), u(digits - 1), [
+                let(f"{p}_cur", Expr.load(acc, k) + carry),
+                Node.assign(f"{p}_carry", cur >> 16),   # arithmetic: floor
+                Node.store(acc, k, cur & DIGIT_MASK)]),
+            Node.store(acc, u(digits - 1), Expr.load(acc, u(digits - 1)) + carry)]
     for k in range(digits - 1):
         cur = Expr.load(acc, u(k)) + carry
         out += [Node.store(acc, u(k), cur),
@@ -251,12 +268,22 @@ def atomic_add_value(buf: str, base: Expr, lo: Expr, hi: Expr, s: Expr, neg: Exp
     return out
 
 
-def load_slot(acc: str, buf: str, base: Expr, layout: Layout, p: str = "ld") -> list[Node]:
+def load_slot(acc: str, buf: str, base: Expr, layout: Layout, p: str = "ld",
+              looped: bool = False) -> list[Node]:
     """Read a global slot (u32 positive and negative words) into the local i32 digit array
     ``acc`` (radix 2**16, each digit below 2**18 in magnitude), then normalise it; also sets
-    ``{p}_flags``."""
+    ``{p}_flags``. ``looped``: as loops (see `normalise`)."""
     span = layout.digits + 2
     out: list[Node] = [let(f"{p}_flags", Expr.load(buf, base + 2 * span))]
+    if looped:
+        k, pos, neg, high = v(f"{p}_k"), v(f"{p}_pos"), v(f"{p}_neg"), v(f"{p}_high")
+        return out + [
+            let(f"{p}_high", i(0)),   # the previous words' high halves, positive minus negative
+            Node.loop(f"{p}_k", u(0), u(span), [
+                let(f"{p}_pos", Expr.load(buf, base + k)), let(f"{p}_neg", Expr.load(buf, base + span + k)),
+                Node.store(acc, k, as_i32(pos & DIGIT_MASK) - as_i32(neg & DIGIT_MASK) + high),
+                Node.assign(f"{p}_high", as_i32(pos >> 16) - as_i32(neg >> 16))]),
+        ] + normalise(acc, span, f"{p}n", True)
     for k in range(span):
         pos, neg = Expr.load(buf, base + k), Expr.load(buf, base + span + k)
         digit = as_i32(pos & DIGIT_MASK) - as_i32(neg & DIGIT_MASK)
@@ -270,9 +297,10 @@ def load_slot(acc: str, buf: str, base: Expr, layout: Layout, p: str = "ld") -> 
 
 # ---- rounding the exact total once ---------------------------------------------------------
 def round_digits(acc: str, digits: int, flags: Expr, layout: Layout, fmt: Format, out: str,
-                 p: str = "rnd") -> list[Node]:
+                 p: str = "rnd", looped: bool = False) -> list[Node]:
     """Set the u32 variable ``out`` to the bits of the normalised digits in ``acc`` (i32,
-    ``digits`` long, modified) rounded once to ``fmt``; the specials in ``flags`` win."""
+    ``digits`` long, modified) rounded once to ``fmt``; the specials in ``flags`` win.
+    ``looped``: the negation as loops (see `normalise`)."""
     top = Expr.load(acc, u(digits - 1))
     neg = v(f"{p}_neg")
     k, hi = v(f"{p}_k"), v(f"{p}_hi")
@@ -290,8 +318,10 @@ def round_digits(acc: str, digits: int, flags: Expr, layout: Layout, fmt: Format
 
     body: list[Node] = [
         let(f"{p}_neg", Expr.select(top.lt(i(0)), u(1), u(0))),
-        Node.if_(neg.eq(u(1)), [Node.store(acc, u(j), -Expr.load(acc, u(j))) for j in range(digits)]
-                 + normalise(acc, digits, f"{p}n")),
+        Node.if_(neg.eq(u(1)), ([Node.loop(f"{p}_m", u(0), u(digits), [
+            Node.store(acc, v(f"{p}_m"), -Expr.load(acc, v(f"{p}_m")))])] if looped else
+            [Node.store(acc, u(j), -Expr.load(acc, u(j))) for j in range(digits)])
+            + normalise(acc, digits, f"{p}n", looped)),
         # the highest non-zero digit and the position P of the total's leading bit
         let(f"{p}_k", i(-1)),
         Node.loop(f"{p}_j", u(0), u(digits), [
