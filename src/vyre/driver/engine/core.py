@@ -55,6 +55,7 @@ from ..errors import (
     DeviceLost,
     DeviceOutOfMemory,
     DispatchFailed,
+    InvalidInput,
     InvalidProgram,
     LimitExceeded,
     UnsupportedFeature,
@@ -110,6 +111,8 @@ class EnginePipeline(CompiledPipeline):
         # (input position, output position) of READ_WRITE buffers: fixpoint feeds them back
         self.feedback = tuple((i, outputs.index(d.name)) for i, d in enumerate(program.inputs) if d.is_output)
         self.out_dtypes = tuple(d.dtype.host for d in program.outputs)   # dispatch_arrays' dtypes
+        self.outputs = program.outputs
+        self.alloc_where = tuple(f"the array alloc() returned for output {d.name!r}" for d in self.outputs)
 
     def __repr__(self) -> str:
         return (f"<EnginePipeline {self._backend.id()} program={fingerprint(self._source).hex()[:12]} "
@@ -607,11 +610,12 @@ class EngineBackend(VyreBackend):
     # ---- 5. enqueue --------------------------------------------------------------------------
     def _enqueue(self, pipe: EnginePipeline, prep: Prepared, ins: list[Input], config: DispatchConfig,
                  deadline: float | None, timed: bool, fence: bool = True,
-                 device_outputs: bool = False) -> Flight:
+                 device_outputs: bool = False, outputs: list[DeviceInput] | None = None) -> Flight:
         """Stage, launch and read back one dispatch. With ``fence`` False the caller waits
         with `Device.finish` instead (synchronous calls without a deadline). With
         ``device_outputs`` every output gets its own fresh device buffer, left on the device
-        (``flight.keep`` starts with them, in output order) instead of read back."""
+        (``flight.keep`` starts with them, in output order) instead of read back; ``outputs``
+        (checked device arrays of exactly each output's bytes) are those buffers when given."""
         dev = self.device
         lock = self._lock
         lock.acquire()
@@ -630,14 +634,10 @@ class EngineBackend(VyreBackend):
                 bufs = prep.buffers(dev)
                 packed = sset.packed
                 views: list[Any] | None = None
+                waited: list[Any] = []   # producer streams this dispatch is ordered after
+                tails: list[tuple[Any, Any, int]] = []   # (caller's output, padded buffer, bytes)
                 if device_outputs:   # outputs the caller will own: never the reused buffers
-                    bufs = list(bufs)
-                    fresh = []
-                    for pos, nbytes, _ in prep.outs:
-                        bufs[pos] = dev.alloc(nbytes)
-                        fresh.append(bufs[pos])
-                    flight.keep = tuple(fresh)
-                    views = bufs
+                    views = bufs = self._fresh_outputs(prep, bufs, outputs, flight, waited, tails)
                 for pos, index, nbytes in prep.copies_in:
                     x = ins[index]
                     if type(x) is not DeviceInput:
@@ -649,6 +649,9 @@ class EngineBackend(VyreBackend):
                                 host.stage(x)   # staged now: never read later
                                 dev.upload(bufs[pos], host, nbytes)
                     else:
+                        if x.stream is not None and x.stream not in waited:
+                            dev.order_after(x.stream)   # after the producer's work on it
+                            waited.append(x.stream)
                         view = dev.view(x.ptr, x.nbytes, x.value)
                         if prep.shape.buffers[pos].output_index is None:
                             views = list(bufs) if views is None else views
@@ -665,9 +668,12 @@ class EngineBackend(VyreBackend):
                     sset.ctl.deadline = deadline
                     dev.ctl_reset(sset.ctl)
                 flight.token = prep.launch(dev, packed, views if views is not None else bufs, timed)
-                for (pos, nbytes, _), host in zip(prep.outs, sset.outs):
-                    if nbytes and not device_outputs:
-                        dev.download(host, bufs[pos], nbytes)
+                for view, buf, exact in tails:
+                    dev.copy(view, buf, exact)
+                if not device_outputs:
+                    for (pos, nbytes, _), host in zip(prep.outs, sset.outs):
+                        if nbytes:
+                            dev.download(host, bufs[pos], nbytes)
                 if uses_ctl:
                     dev.ctl_fetch(sset.ctl)
                 if fence:
@@ -682,6 +688,34 @@ class EngineBackend(VyreBackend):
         finally:
             lock.release()
         return flight
+
+    def _fresh_outputs(self, prep: Prepared, bufs: list[Any], outputs: list[DeviceInput] | None, flight: Flight,
+                       waited: list[Any], tails: list[tuple[Any, Any, int]]) -> list[Any]:
+        """`_enqueue`'s buffers with each output replaced by a buffer the caller will own: a
+        fresh device allocation, or the caller's array from ``outputs`` (ordered after its
+        allocator's stream; a narrow output whose bytes are not whole words gets a padded
+        buffer, copied into it after the launch: ``tails``). ``flight.keep`` holds them."""
+        dev = self.device
+        bufs = list(bufs)
+        fresh: list[Any] = []
+        for i, (pos, nbytes, exact) in enumerate(prep.outs):
+            if outputs is None:
+                bufs[pos] = dev.alloc(nbytes)
+                fresh.append(bufs[pos])
+                continue
+            o = outputs[i]
+            if o.stream is not None and o.stream not in waited:
+                dev.order_after(o.stream)   # the allocator's last use of the memory
+                waited.append(o.stream)
+            view = dev.view(o.ptr, o.nbytes, o.value)
+            if nbytes == exact:
+                bufs[pos] = view
+            else:
+                bufs[pos] = dev.alloc(nbytes)
+                tails.append((view, bufs[pos], exact))
+            fresh.append(o.value)
+        flight.keep = tuple(fresh) if not tails else tuple(fresh) + tuple(b for _, b, _ in tails)
+        return bufs
 
     def _fail(self, exc: BaseException) -> BaseException:
         if isinstance(exc, BackendError):
@@ -804,6 +838,8 @@ class EngineBackend(VyreBackend):
         dev = self.device
         host = dev.host_alloc(padded(x.nbytes))
         with self._lock:
+            if x.stream is not None:
+                dev.order_after(x.stream)
             if x.nbytes:
                 dev.download(host, dev.view(x.ptr, x.nbytes, x.value), x.nbytes)
             fence = dev.fence()
@@ -836,12 +872,17 @@ class EngineBackend(VyreBackend):
         return self.device.reads_device_arrays
 
     def dispatch_device(self, program: Program, inputs: Sequence[Any],
-                        config: DispatchConfig | None = None) -> list[DeviceOutput]:
+                        config: DispatchConfig | None = None, alloc: Any = None) -> list[Any]:
         """Dispatch and leave the outputs on the device (additive method): one `DeviceOutput`
         per output, each a fresh device buffer the caller owns, exposed through
         ``__cuda_array_interface__`` (CuPy, torch and numba take it without a copy). Inputs may
         be device arrays (read in place) or host arrays. Same rules, bytes and errors as
-        `dispatch`; returns once the dispatch is complete."""
+        `dispatch`; returns once the dispatch is complete.
+
+        ``alloc(nbytes, dtype)``: the caller's allocator (e.g. ``cupy.empty``), asked once
+        per output for a C-contiguous device array of exactly ``nbytes`` of the output's
+        `DataType`; the outputs are written into those arrays (after any work their
+        allocator's stream has queued), which are returned instead of `DeviceOutput`s."""
         dev = self.device
         if not dev.reads_device_arrays:
             from ..errors import UnsupportedFeature
@@ -855,16 +896,42 @@ class EngineBackend(VyreBackend):
             pipe = self._pipeline(program, config)
             ins = pipe.check(inputs)
             prep = self._prepared(pipe, tuple([x.nbytes for x in ins]), config)
+            given = None if alloc is None else self._allocated(pipe, prep, ins, alloc)
             deadline = None if config.timeout is None else time.monotonic() + config.timeout
             flight = self._enqueue(pipe, prep, ins, config, deadline, False, fence=deadline is not None,
-                                   device_outputs=True)
+                                   device_outputs=True, outputs=given)
             outs = flight.keep[: len(prep.outs)]
             self._complete(flight, config, read=False)
             ok = True
+            if given is not None:
+                return [o.value for o in given]
             return [DeviceOutput(buf, dev.device_pointer(buf), exact, d.dtype, self.id())
-                    for buf, (_, _, exact), d in zip(outs, prep.outs, pipe.effective.outputs)]
+                    for buf, (_, _, exact), d in zip(outs, prep.outs, pipe.outputs)]
         finally:
             observability.record_dispatch(self.id(), time.perf_counter_ns() - started, ok, config.label)
+
+    def _allocated(self, pipe: EnginePipeline, prep: Prepared, ins: list[Input], alloc: Any) -> list[DeviceInput]:
+        """The caller-allocated outputs of `dispatch_device`, checked like inputs (device
+        memory, dtype, layout), of exactly each output's bytes, overlapping no input."""
+        given = []
+        for (_, _, exact), d, where in zip(prep.outs, pipe.outputs, pipe.alloc_where):
+            arr = alloc(exact, d.dtype)
+            cai = getattr(arr, "__cuda_array_interface__", None)
+            if cai is None and not hasattr(arr, "__dlpack__"):
+                raise InvalidInput("input_device", f"{where} is a {type(arr).__name__}, not a device array.",
+                                   "return a device array (cupy.empty / torch.empty on the GPU).",
+                                   backend=self.id())
+            o = self.device.device_input(d, arr, where, cai)
+            if o.nbytes != exact:
+                raise InvalidInput("input_size", f"{where} holds {o.nbytes} bytes; the output has {exact}.",
+                                   "allocate exactly nbytes (alloc receives it).", backend=self.id())
+            for i, x in enumerate(ins):
+                if type(x) is DeviceInput and o.nbytes and x.nbytes and \
+                        o.ptr < x.ptr + x.nbytes and x.ptr < o.ptr + o.nbytes:
+                    raise InvalidInput("input_device", f"{where} overlaps input {i}: vyre never writes "
+                                       "its inputs.", "return fresh memory from alloc.", backend=self.id())
+            given.append(o)
+        return given
 
     def dispatch_borrowed_timed(self, program: Program, inputs: Sequence[Any],
                                 config: DispatchConfig | None = None) -> TimedDispatchResult:
@@ -924,17 +991,13 @@ class EngineBackend(VyreBackend):
         dev = self.device
         words = raw_words(data, "resident upload", self.id(), device_ok=dev.reads_device_arrays)
         if words is None:
-            from ..inputs import cai_span
-
-            if hasattr(data, "__cuda_array_interface__"):
-                ptr, nbytes = cai_span(None, data, "resident upload", self.id())
-            else:
-                d = dev.device_input(None, data, "resident upload")
-                ptr, nbytes = d.ptr, d.nbytes
-            self._check_upload(resource, nbytes)
+            d = dev.device_input(None, data, "resident upload")
+            self._check_upload(resource, d.nbytes)
             with self._lock:
-                if nbytes:
-                    dev.copy(resource.handle, dev.view(ptr, nbytes, data), nbytes)
+                if d.stream is not None:
+                    dev.order_after(d.stream)
+                if d.nbytes:
+                    dev.copy(resource.handle, dev.view(d.ptr, d.nbytes, data), d.nbytes)
                 fence = dev.fence()
         else:
             self._check_upload(resource, words.nbytes)
@@ -953,8 +1016,6 @@ class EngineBackend(VyreBackend):
 
     def _check_upload(self, resource: Resource, nbytes: int) -> None:
         if nbytes != resource.byte_len:
-            from ..errors import InvalidInput
-
             raise InvalidInput("input_size", f"upload of {nbytes} bytes into a {resource.byte_len}-byte "
                                "resident buffer.", "upload exactly the allocated size.", backend=self.id())
 

@@ -269,12 +269,22 @@ class Device(abc.ABC):
     def error(self, exc: BaseException) -> BackendError:
         """The `BackendError` for a vendor exception."""
 
-    def device_input(self, decl: BufferDecl, value: Any, where: str) -> Any:
-        """Resolve a device array for in-place use (only if `reads_device_arrays`)."""
+    def device_input(self, decl: BufferDecl | None, value: Any, where: str, cai: dict | None = None) -> Any:
+        """Resolve a device array for in-place use (only if `reads_device_arrays`): a
+        `vyre.driver.inputs.DeviceInput` whose ``stream`` names the producer's stream, if the
+        dispatch must wait for it. ``cai``: its ``__cuda_array_interface__`` when the caller
+        has read it already (None: read it here, or use DLPack)."""
+        raise NotImplementedError
+
+    def order_after(self, stream: Any) -> None:
+        """Make the queue wait for everything a device input's producer ``stream`` has
+        enqueued so far (`DeviceInput.stream`); called under the engine's lock, once per
+        distinct stream per dispatch, before anything of the dispatch is enqueued."""
         raise NotImplementedError
 
     def view(self, ptr: int, nbytes: int, owner: Any) -> Any:
-        """A device buffer object over memory the caller owns (device arrays)."""
+        """A device buffer object over memory the caller owns (device arrays), usable as a
+        kernel argument and with `copy` and `zero`."""
         raise NotImplementedError
 
     def device_pointer(self, buf: Any) -> int:

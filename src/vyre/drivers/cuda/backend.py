@@ -40,7 +40,8 @@ def _ok(result: Any) -> Any:
 
 
 def _ptr(buf: Any) -> int:
-    return int(buf.handle)
+    """The device address of a buffer, or of a view (`CudaDevice.view`: the address itself)."""
+    return buf if type(buf) is int else int(buf.handle)
 
 
 class _PinnedPool:
@@ -88,6 +89,7 @@ class CudaDevice(Device):
         self._target: Any = self.stream          # the stream, or a graph being captured
         self._raw = self.stream.handle
         self._configs: dict[tuple, Any] = {}
+        self._counts: dict[tuple[int, ...], tuple] = {}   # counts -> their u32 kernel arguments
         self._order = _ok(cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DISABLE_TIMING))
         self.pinned = _PinnedPool(self.rt)
 
@@ -141,9 +143,9 @@ class CudaDevice(Device):
 
     def _copy(self, dst: Any, src: Any, nbytes: int) -> None:
         self.rt.ensure_current()
-        if dst.size == src.size == max(4, nbytes):
+        if type(dst) is not int and type(src) is not int and dst.size == src.size == max(4, nbytes):
             dst.copy_from(src, stream=self.stream)   # the common case, through cuda.core
-        else:                                         # part of a larger (resident) buffer
+        else:                                         # part of a larger buffer, or a view
             _ok(cu.cuMemcpyAsync(_ptr(dst), _ptr(src), nbytes, self._raw))
 
     def upload(self, dst: Any, src: HostBuffer | np.ndarray, nbytes: int) -> None:
@@ -175,7 +177,12 @@ class CudaDevice(Device):
 
     # ---- launch --------------------------------------------------------------------------------
     def pack(self, kernel: Kernel, buffers: list[Any], counts: tuple[int, ...], ctl: Ctl) -> tuple:
-        return (*buffers, *(np.uint32(c) for c in counts), ctl.arg)
+        words = self._counts.get(counts)
+        if words is None:
+            if len(self._counts) > 1024:
+                self._counts.clear()
+            words = self._counts[counts] = tuple(np.uint32(c) for c in counts)
+        return (*buffers, *words, ctl.arg)
 
     def _config(self, grid: tuple[int, int, int], block: tuple[int, int, int]) -> Any:
         key = (grid, block)
@@ -274,17 +281,17 @@ class CudaDevice(Device):
         graph.launch(self.stream)
 
     # ---- device arrays -------------------------------------------------------------------------
-    def device_input(self, decl: BufferDecl | None, value: Any, where: str) -> DeviceInput:
-        """A CUDA array read in place: its dtype checked against ``decl``, our stream ordered
-        after the producer's (CAI ``stream`` or the DLPack handshake)."""
+    def device_input(self, decl: BufferDecl | None, value: Any, where: str, cai: dict | None = None) -> DeviceInput:
+        """A CUDA array read in place: its dtype checked against ``decl``; the dispatch is
+        ordered after its producer's stream (the CAI ``stream``, `order_after`) or, for DLPack,
+        after the handshake made here."""
+        if cai is None:
+            cai = getattr(value, "__cuda_array_interface__", None)
+        if cai is not None:
+            ptr, nbytes = cai_span(decl, value, where, ID, cai)
+            producer = cai.get("stream")
+            return DeviceInput(value, ptr, nbytes, None if producer in (None, 0) else producer)
         self.rt.ensure_current()
-        if hasattr(value, "__cuda_array_interface__"):
-            ptr, nbytes = cai_span(decl, value, where, ID)
-            producer = value.__cuda_array_interface__.get("stream")
-            if producer not in (None, 0):
-                _ok(cu.cuEventRecord(self._order, int(producer)))
-                _ok(cu.cuStreamWaitEvent(self._raw, self._order, 0))
-            return DeviceInput(value, ptr, nbytes)
         from cuda.core.utils import StridedMemoryView
 
         try:
@@ -313,9 +320,18 @@ class CudaDevice(Device):
                                    "pass a contiguous array.", backend=ID)
         return DeviceInput(value, int(view.ptr), int(np.prod(shape, dtype=np.int64)) * dt.itemsize)
 
-    def view(self, ptr: int, nbytes: int, owner: Any) -> Any:
+    def order_after(self, stream: Any) -> None:
         self.rt.ensure_current()
-        return cc.Buffer.from_handle(ptr, max(4, nbytes), owner=owner)
+        if int(stream) == int(self._raw):
+            return   # our own stream: already in order
+        _ok(cu.cuEventRecord(self._order, int(stream)))
+        _ok(cu.cuStreamWaitEvent(self._raw, self._order, 0))
+
+    def view(self, ptr: int, nbytes: int, owner: Any) -> int:
+        """The device address itself: cuda.core passes a Python int as a pointer argument, and
+        `_copy`/`zero` take it, so no buffer object is made per call (the engine keeps
+        ``owner`` alive until the dispatch completes)."""
+        return int(ptr)
 
     def error(self, exc: BaseException) -> BackendError:
         return self.rt.error(exc)
