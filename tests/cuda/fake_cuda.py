@@ -229,23 +229,27 @@ def _driver() -> types.ModuleType:
     return cu
 
 
-def install() -> None:
-    """Put the stand-ins in ``sys.modules`` (before `vyre.drivers.cuda` is imported)."""
-    import cuda.bindings  # the real package: its nvrtc stays
-    import cuda.bindings.nvrtc  # imported first: it reads the real driver module
-
+def modules() -> dict[str, types.ModuleType]:
+    """The stand-in modules by their ``sys.modules`` name."""
     core = types.ModuleType("cuda.core")
     for name in ("Buffer", "Device", "Event", "EventOptions", "LaunchConfig", "LegacyPinnedMemoryResource",
                  "ObjectCode", "Stream", "launch"):
         setattr(core, name, globals()[name])
     utils = types.ModuleType("cuda.core.utils")
     core.utils = utils
-    sys.modules["cuda.core"] = core
-    sys.modules["cuda.core.utils"] = utils
-    drv = _driver()
-    sys.modules["cuda.bindings.driver"] = drv
-    cuda.bindings.driver = drv
-    sys.modules["cuda"].core = core
+    return {"cuda.core": core, "cuda.core.utils": utils, "cuda.bindings.driver": _driver()}
+
+
+def install() -> None:
+    """Put the stand-ins in ``sys.modules`` for good (before `vyre.drivers.cuda` is imported;
+    scripts only: tests patch them in and out, see tests/cuda/test_cuda_python_paths.py)."""
+    import cuda.bindings  # the real package: its nvrtc stays
+    import cuda.bindings.nvrtc  # imported first: it reads the real driver module
+
+    mods = modules()
+    sys.modules.update(mods)
+    cuda.bindings.driver = mods["cuda.bindings.driver"]
+    sys.modules["cuda"].core = mods["cuda.core"]
 
 
 class DeviceArray:
@@ -274,7 +278,7 @@ def fake_cupy() -> types.ModuleType:
     where nothing else can import the real CuPy (profiling scripts, a monkeypatched test)."""
     mod = types.ModuleType("cupy")
 
-    class ndarray(DeviceArray):  # noqa: N801 (CuPy's name)
+    class ndarray(DeviceArray):
         __module__ = "cupy"
 
     def empty(n: Any, dtype: Any = np.float32) -> ndarray:

@@ -165,6 +165,14 @@ class EnginePipeline(CompiledPipeline):
                              "backend.compile_native).", backend=self._backend.id())
 
 
+def _on_gpu(x: Any) -> bool:
+    """A DLPack producer whose memory is not the host's."""
+    try:
+        return int(x.__dlpack_device__()[0]) != 1   # 1: kDLCPU
+    except Exception:
+        return False
+
+
 def grid_key(config: DispatchConfig) -> tuple:
     """The config fields that change the shape of a dispatch (cached on the config)."""
     key = config.__dict__.get("_grid_key")
@@ -917,7 +925,7 @@ class EngineBackend(VyreBackend):
         for (_, _, exact), d, where in zip(prep.outs, pipe.outputs, pipe.alloc_where):
             arr = alloc(exact, d.dtype)
             cai = getattr(arr, "__cuda_array_interface__", None)
-            if cai is None and not hasattr(arr, "__dlpack__"):
+            if cai is None and not _on_gpu(arr):
                 raise InvalidInput("input_device", f"{where} is a {type(arr).__name__}, not a device array.",
                                    "return a device array (cupy.empty / torch.empty on the GPU).",
                                    backend=self.id())
