@@ -38,6 +38,9 @@ class _Props:
     global_memory_bus_width = 5120
 
 
+_POOL: dict[int, list[np.ndarray]] = {}   # freed memory by size, reused (a stream-ordered pool)
+
+
 class Buffer:
     """Device or pinned memory: a numpy byte array's address."""
 
@@ -45,7 +48,8 @@ class Buffer:
         self.size = size
         self.owner = owner
         if handle is None:
-            mem = np.zeros(max(size, 4), np.uint8)
+            free = _POOL.get(max(size, 4))
+            mem = free.pop() if free else np.zeros(max(size, 4), np.uint8)
             handle = mem.ctypes.data
             _KEEP[handle] = mem
         self.handle = handle
@@ -58,7 +62,9 @@ class Buffer:
         ctypes.memmove(self.handle, src.handle, min(self.size, src.size))
 
     def close(self, stream: Any = None) -> None:
-        _KEEP.pop(self.handle, None)
+        mem = _KEEP.pop(self.handle, None)
+        if mem is not None and self.owner is None:
+            _POOL.setdefault(mem.size, []).append(mem)
 
 
 class Event:

@@ -76,7 +76,8 @@ def test_a_strided_array_is_copied_on_every_warm_call():
     assert _scale(view, 1.0, backend="reference").tolist() == [-1.0] * 32
 
 
-def test_a_backend_shut_down_between_warm_calls_is_acquired_again():
+def test_a_backend_shut_down_between_warm_calls_is_acquired_again(monkeypatch):
+    monkeypatch.setattr(registry, "_instances", {})   # this test's own instances
     a = np.arange(8, dtype=np.uint32)
     _offset(a, 1, backend="reference")
     old = registry.acquire("reference")

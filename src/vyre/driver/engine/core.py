@@ -76,6 +76,9 @@ log = logging.getLogger("vyre.engine")
 CANCEL_GRACE_S = 2.0      # how long a cancelled kernel gets to notice its cancel word
 MAX_GLOBAL_AXIS = 2**32 - 1   # invocations per axis: gid is a u32
 PREPARED_PER_PIPELINE = 32
+#: host buffers of at least this many bytes are copied to and from the device directly (no
+#: staging copy) in calls that wait for their dispatch, on devices with direct host copies
+DIRECT_BYTES = 1 << 18
 PIPELINES_PER_BACKEND = 512
 
 
@@ -207,13 +210,16 @@ class DeviceOutput:
 class Flight:
     """One dispatch in flight: what it needs until its results are read."""
 
-    __slots__ = ("deadline", "fence", "keep", "pipe", "prep", "sset", "token")
+    __slots__ = ("deadline", "direct", "fence", "keep", "pipe", "prep", "sset", "token")
 
     def __init__(self, pipe: EnginePipeline, prep: Prepared, sset: StageSet, deadline: float | None) -> None:
         self.pipe, self.prep, self.sset, self.deadline = pipe, prep, sset, deadline
         self.fence: Any = None
         self.token: Any = None
         self.keep: tuple = ()
+        # outputs read straight into the returned arrays once the dispatch is complete:
+        # (output position, this dispatch's own device buffer, bytes)
+        self.direct: tuple[tuple[int, Any, int], ...] = ()
 
 
 class EnginePending(PendingDispatch):
@@ -618,12 +624,17 @@ class EngineBackend(VyreBackend):
     # ---- 5. enqueue --------------------------------------------------------------------------
     def _enqueue(self, pipe: EnginePipeline, prep: Prepared, ins: list[Input], config: DispatchConfig,
                  deadline: float | None, timed: bool, fence: bool = True,
-                 device_outputs: bool = False, outputs: list[DeviceInput] | None = None) -> Flight:
+                 device_outputs: bool = False, outputs: list[DeviceInput] | None = None,
+                 direct: bool = False, direct_reads: bool = False) -> Flight:
         """Stage, launch and read back one dispatch. With ``fence`` False the caller waits
         with `Device.finish` instead (synchronous calls without a deadline). With
         ``device_outputs`` every output gets its own fresh device buffer, left on the device
         (``flight.keep`` starts with them, in output order) instead of read back; ``outputs``
-        (checked device arrays of exactly each output's bytes) are those buffers when given."""
+        (checked device arrays of exactly each output's bytes) are those buffers when given.
+        With ``direct`` (a call that waits for this dispatch, on a device with direct host
+        copies) large host inputs are uploaded from the caller's memory; with
+        ``direct_reads`` too (it wants arrays) large outputs go to buffers of this dispatch,
+        read straight into the arrays by `_complete`."""
         dev = self.device
         lock = self._lock
         lock.acquire()
@@ -646,12 +657,14 @@ class EngineBackend(VyreBackend):
                 tails: list[tuple[Any, Any, int]] = []   # (caller's output, padded buffer, bytes)
                 if device_outputs:   # outputs the caller will own: never the reused buffers
                     views = bufs = self._fresh_outputs(prep, bufs, outputs, flight, waited, tails)
+                elif direct_reads and prep.out_nbytes >= DIRECT_BYTES:
+                    views = bufs = self._direct_outputs(prep, bufs, flight)
                 for pos, index, nbytes in prep.copies_in:
                     x = ins[index]
                     if type(x) is not DeviceInput:
                         if nbytes:
-                            if dev.synchronous and x.nbytes == nbytes:
-                                dev.upload(bufs[pos], x, nbytes)
+                            if x.nbytes == nbytes and (dev.synchronous or (direct and nbytes >= DIRECT_BYTES)):
+                                dev.upload(bufs[pos], x, nbytes)   # the caller's words, read now
                             else:
                                 host = sset.ins[index]
                                 host.stage(x)   # staged now: never read later
@@ -679,8 +692,8 @@ class EngineBackend(VyreBackend):
                 for view, buf, exact in tails:
                     dev.copy(view, buf, exact)
                 if not device_outputs:
-                    for (pos, nbytes, _), host in zip(prep.outs, sset.outs):
-                        if nbytes:
+                    for (pos, nbytes, exact), host in zip(prep.outs, sset.outs):
+                        if nbytes and not (flight.direct and exact >= DIRECT_BYTES):
                             dev.download(host, bufs[pos], nbytes)
                 if uses_ctl:
                     dev.ctl_fetch(sset.ctl)
@@ -723,6 +736,20 @@ class EngineBackend(VyreBackend):
                 tails.append((view, bufs[pos], exact))
             fresh.append(o.value)
         flight.keep = tuple(fresh) if not tails else tuple(fresh) + tuple(b for _, b, _ in tails)
+        return bufs
+
+    def _direct_outputs(self, prep: Prepared, bufs: list[Any], flight: Flight) -> list[Any]:
+        """`_enqueue`'s buffers with each large output replaced by a buffer of this dispatch
+        alone (``flight.direct``), which `_complete` reads straight into the returned array:
+        a later dispatch reuses the cached buffers, so they cannot be read after the wait."""
+        dev = self.device
+        bufs = list(bufs)
+        direct = []
+        for i, (pos, nbytes, exact) in enumerate(prep.outs):
+            if exact >= DIRECT_BYTES:
+                bufs[pos] = dev.alloc(nbytes)
+                direct.append((i, bufs[pos], exact))
+        flight.direct = tuple(direct)
         return bufs
 
     def _fail(self, exc: BaseException) -> BaseException:
@@ -791,8 +818,27 @@ class EngineBackend(VyreBackend):
         elif arrays is None:
             outs = [v.tobytes() for v in sset.views]
         else:
-            outs = [v.view(dt).copy() for v, dt in zip(sset.views, arrays)]
+            outs = [v.view(dt).copy() for v, dt in zip(sset.views, arrays)] if not flight.direct else \
+                self._read_direct(flight, arrays)
         prep.give(sset)
+        return outs
+
+    def _read_direct(self, flight: Flight, arrays: Sequence[Any]) -> list[Any]:
+        """The outputs of a completed dispatch with direct outputs (`_direct_outputs`): those
+        read straight from their buffers into fresh arrays, the others from the staging."""
+        dev = self.device
+        outs = [None if v.nbytes >= DIRECT_BYTES else v.view(dt).copy()
+                for v, dt in zip(flight.sset.views, arrays)]
+        for i, buf, exact in flight.direct:
+            dt = np.dtype(arrays[i])
+            arr = np.empty(exact // dt.itemsize, dt)
+            try:
+                dev.read(arr, buf, exact)
+            except BaseException as exc:
+                raise self._fail(exc) from None
+            outs[i] = arr
+            dev.free(buf)
+        flight.direct = ()
         return outs
 
     # ---- the synchronous recipe ------------------------------------------------------------
@@ -804,8 +850,10 @@ class EngineBackend(VyreBackend):
             ins = pipe.check(inputs)
             prep = self._prepared(pipe, tuple([x.nbytes for x in ins]), config)
             deadline = None if config.timeout is None else time.monotonic() + config.timeout
-            flight = self._enqueue(pipe, prep, ins, config, deadline, timed,
-                                   fence=deadline is not None or timed)
+            direct = deadline is None and not timed and config.fixpoint_iterations == 1 and \
+                self.device.direct_host_copies
+            flight = self._enqueue(pipe, prep, ins, config, deadline, timed, fence=deadline is not None or timed,
+                                   direct=direct, direct_reads=direct and arrays)
             if timed:
                 enqueued = _now()
             dtypes = pipe.out_dtypes if arrays and config.fixpoint_iterations <= 1 else None

@@ -124,6 +124,10 @@ class Device(abc.ABC):
     #: `launch` itself reads indirect grids (the reference); else the engine splits the
     #: phases and reads each indirect grid back before launching its phase
     indirect_in_launch: bool = False
+    #: `upload` also takes the caller's words (a numpy array) and `read` copies device memory
+    #: straight into a host array: the engine uses both for large buffers of calls that wait
+    #: for their dispatch before returning, instead of a copy through host staging
+    direct_host_copies: bool = False
 
     def capabilities(self) -> Capabilities | None:
         """What this backend and device declare (`Capabilities`), read once from the
@@ -177,7 +181,19 @@ class Device(abc.ABC):
     @abc.abstractmethod
     def upload(self, dst: Any, src: HostBuffer | np.ndarray, nbytes: int) -> None:
         """Enqueue a copy of ``nbytes`` from host ``src`` into ``dst``. ``src`` is a
-        `HostBuffer`, or — on a synchronous device only — the caller's words."""
+        `HostBuffer`, or — on a synchronous device, or one with `direct_host_copies` in a
+        call that waits for its dispatch — the caller's words."""
+
+    def read(self, dst: np.ndarray, buf: Any, nbytes: int) -> None:
+        """Copy the first ``nbytes`` of ``buf`` into the host array ``dst`` now, after what
+        is enqueued before it, and return when the bytes are there (default: through host
+        staging; devices with `direct_host_copies` copy straight into ``dst``)."""
+        size = (nbytes + 3) & ~3
+        host = self.host_alloc(size)
+        if nbytes:
+            self.download(host, buf, size)
+        self.wait(self.fence(), None)
+        dst.reshape(-1).view(np.uint8)[:nbytes] = host.words.view(np.uint8)[:nbytes]
 
     @abc.abstractmethod
     def download(self, dst: HostBuffer, src: Any, nbytes: int) -> None:

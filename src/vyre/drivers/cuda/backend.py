@@ -82,6 +82,7 @@ class CudaDevice(Device):
     reads_device_arrays = True
     cancellable = True
     supports_graphs = True
+    direct_host_copies = True
 
     def __init__(self, device_id: int = 0) -> None:
         self.rt = Runtime(device_id)
@@ -149,7 +150,17 @@ class CudaDevice(Device):
             _ok(cu.cuMemcpyAsync(_ptr(dst), _ptr(src), nbytes, self._raw))
 
     def upload(self, dst: Any, src: HostBuffer | np.ndarray, nbytes: int) -> None:
+        if type(src) is np.ndarray:   # the caller's words (a call that waits for its dispatch):
+            self.rt.ensure_current()  # pageable memory is staged by the driver before this returns
+            _ok(cu.cuMemcpyHtoDAsync(_ptr(dst), src.__array_interface__["data"][0], nbytes, self._raw))
+            return
         self._copy(dst, src.handle, nbytes)
+
+    def read(self, dst: np.ndarray, buf: Any, nbytes: int) -> None:
+        self.rt.ensure_current()
+        if nbytes:
+            _ok(cu.cuMemcpyDtoHAsync(dst.__array_interface__["data"][0], _ptr(buf), nbytes, self._raw))
+        self.stream.record().sync()   # this copy (and what came before it) only
 
     def download(self, dst: HostBuffer, src: Any, nbytes: int) -> None:
         self._copy(dst.handle, src, nbytes)

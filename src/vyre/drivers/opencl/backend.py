@@ -41,6 +41,8 @@ class _Fence:
 
 
 class OpenCLDevice(Device):
+    direct_host_copies = True
+
     def __init__(self) -> None:
         self.rt = Runtime()
         self.queue = self.rt.queue
@@ -77,6 +79,10 @@ class OpenCLDevice(Device):
 
     def download(self, dst: HostBuffer, src: cl.Buffer, nbytes: int) -> None:
         self._copies.append(cl.enqueue_copy(self.queue, dst.words[: nbytes // 4], src, is_blocking=False))
+
+    def read(self, dst: np.ndarray, buf: cl.Buffer, nbytes: int) -> None:
+        if nbytes:
+            cl.enqueue_copy(self.queue, dst.reshape(-1).view(np.uint8)[:nbytes], buf, is_blocking=True)
 
     def copy(self, dst: cl.Buffer, src: cl.Buffer, nbytes: int) -> None:
         cl.enqueue_copy(self.queue, dst, src, byte_count=nbytes)
