@@ -434,6 +434,7 @@ class EngineBackend(VyreBackend):
                 how = f"built ({kernel.built_from})"
                 if art is not None and meta is not None and binary is not None:
                     meta["atomics"] = uses_atomics(eff)
+                    meta["bound"] = [b.name for b in eff.facts.bound]
                     meta["fingerprint"] = fingerprint(program).hex()
                     art.put(akey, meta, binary)
             pipe = EnginePipeline(self, program, eff, config, kernel)
@@ -467,7 +468,8 @@ class EngineBackend(VyreBackend):
         """A kernel this backend built for this exact program in an earlier process: no
         validation, lowering or compilation (the entry exists only because they passed). The
         effective program keeps the source body: after compilation only its buffers, workgroup
-        size and whether it uses atomics matter, and the last is recorded with the kernel."""
+        size, whether it uses atomics and its bound buffers in binding order matter, and the
+        last two are recorded with the kernel (so its dispatches walk no IR either)."""
         hit = art.get(akey)
         if hit is None:
             return None
@@ -480,6 +482,9 @@ class EngineBackend(VyreBackend):
         wg = config.workgroup_override or program.workgroup_size
         eff = program if wg == program.workgroup_size else Program(program.buffers, wg, program.body, program.functions)
         eff.__dict__["_vyre_atomics"] = bool(meta.get("atomics", True))
+        bound = meta.get("bound")
+        if isinstance(bound, list) and sorted(map(str, bound)) == sorted(b.name for b in eff.bound_buffers):
+            eff.__dict__["_vyre_bound"] = tuple(bound)   # binding order, recorded with the kernel
         fp = meta.get("fingerprint")
         if isinstance(fp, str) and len(fp) == 64 and "_vyre_fingerprint" not in program.__dict__:
             # recorded with the kernel of this exact program: its canonical form need not be
