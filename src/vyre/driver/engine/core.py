@@ -507,24 +507,75 @@ class EngineBackend(VyreBackend):
         return (eff, *self._build(eff))
 
     def precompile(self, programs: Sequence[Any]) -> int:
-        effective = []
+        """Build many programs (or (program, config) pairs) at once, before their first
+        dispatches: in worker processes (`vyre.driver.engine.farm`) where the device has a
+        compiler, each kept in the artifact cache (`adopt`); else through the device's own
+        `Device.precompile`. A program that fails here is built, or refused, on its dispatch.
+        Returns how many were built."""
+        items: list[tuple[Program, DispatchConfig]] = []
         for item in programs:
             program, config = item if isinstance(item, tuple) else (item, None)
             try:
                 config = self._config(config)
+            except VyreError:
+                continue   # its dispatch reports it
+            if isinstance(program, Program):
+                items.append((program, config))
+        try:
+            compiler = self.device.compiler()
+            if compiler is None:
+                return self.device.precompile(self._effective_runnable(items))
+            return self._farm(compiler, items)
+        except Exception as exc:   # a warm-up never fails the caller: dispatches build on demand
+            log.warning("vyre %s: precompile failed (%s); programs build on first dispatch", self.id(), exc)
+            return 0
+
+    def _effective_runnable(self, items: list[tuple[Program, DispatchConfig]]) -> list[Program]:
+        effective = []
+        for program, config in items:
+            try:
                 self._validate(program)
                 eff = effective_program(program, config)
                 if eff is not program:
                     self._validate(eff)
             except VyreError:
-                continue   # its dispatch reports it
+                continue
             if not refusals(eff, self):
                 effective.append(eff)
-        try:
-            return self.device.precompile(effective)
-        except Exception as exc:   # a warm-up never fails the caller: dispatches build on demand
-            log.warning("vyre %s: precompile failed (%s); programs build on first dispatch", self.id(), exc)
+        return effective
+
+    def _farm(self, compiler: Any, items: list[tuple[Program, DispatchConfig]]) -> int:
+        from . import farm
+
+        art = self._artifacts()
+        if art is None:
             return 0
+        todo = [(p, c) for p, c in items if art.get(art.key(identity(p), c.code_key())) is None]
+        jobs = [(compiler, data, config) for data, config in farm.encode_all(todo)]
+        built = 0
+        for (program, config), got in zip(todo, farm.run_jobs(farm.build_job, jobs)):
+            if got is not None and self.adopt(program, config, *got):
+                built += 1
+        return built
+
+    def adopt(self, program: Program, config: DispatchConfig | None, meta: dict[str, Any], binary: bytes) -> bool:
+        """Keep a kernel built in another process (`vyre.driver.engine.farm.build_job`, which
+        validated the program) for ``program`` under ``config``: unless this backend refuses
+        the program, it goes to the artifact cache, and the program's first dispatch loads it
+        as a later process would. False when it was not kept (the dispatch builds or refuses
+        the program itself)."""
+        art = self._artifacts()
+        if art is None:
+            return False
+        config = self._config(config)
+        try:
+            eff = effective_program(program, config)
+            if refusals(eff, self):
+                return False
+            art.put(art.key(identity(program), config.code_key()), meta, binary)
+        except (VyreError, OSError):
+            return False
+        return True
 
     def _build(self, program: Program) -> tuple[Any, Any, Any]:
         try:

@@ -157,8 +157,15 @@ class Device(abc.ABC):
     def precompile(self, programs: list[Program]) -> int:
         """Build the target binaries of many validated, specialized programs at once (in
         parallel where the target can) into the device's own disk cache, so that their first
-        dispatches load them. Returns how many were built (default: 0, nothing to do)."""
+        dispatches load them. Returns how many were built (default: 0, nothing to do). Not
+        called where the device has a `compiler`."""
         return 0
+
+    def compiler(self) -> Any:
+        """A picklable `vyre.driver.engine.farm.Compiler` that builds what `compile` keeps
+        (meta and binary) without this device, in worker processes; None (the default)
+        where the target cannot (the engine then calls `precompile`)."""
+        return None
 
     def load(self, meta: dict[str, Any], artifact: bytes) -> Kernel:
         """The kernel `compile` described, from its binary (raise anything to rebuild)."""

@@ -29,6 +29,7 @@ from vyre.driver.inputs import DeviceInput, cai_span
 from vyre.ir.program import BufferDecl, Program
 
 from .codegen import generate
+from .compiler import CudaCompiler, kernel_of
 from .runtime import ID, Runtime, cc, cu, host_words
 
 
@@ -102,14 +103,11 @@ class CudaDevice(Device):
         plan, source = generate(program)
         cubin, built_from = self.rt.cubins.get_or_compile(source, self.rt.facts.arch)
         module = self.rt.load(cubin)
-        kernels = tuple(module.get_kernel(name) for name in plan.entries)
-        kernel = Kernel(kernels, plan.uses_ctl, plan.fully_written, built_from, source, plan.stoppable,
-                        plan.vector, Kernel.indirect_of(plan))
+        kernel = kernel_of(tuple(module.get_kernel(name) for name in plan.entries), plan, source, built_from)
         return kernel, kernel.meta(plan.entries), cubin
 
-    def precompile(self, programs: list[Program]) -> int:
-        sources = [generate(p)[1] for p in programs]
-        return self.rt.cubins.precompile(sources, self.rt.facts.arch)
+    def compiler(self) -> CudaCompiler:
+        return CudaCompiler(self.rt.facts.arch)
 
     def load(self, meta: dict, artifact: bytes) -> Kernel:
         self.rt.ensure_current()

@@ -9,7 +9,7 @@ abandons the queue instead (`Device.abandon`).
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -40,6 +40,39 @@ class _Fence:
         self.marker, self.copies = marker, copies
 
 
+def _build(rt: Runtime, program: Program) -> tuple[Kernel, tuple[str, ...], bytes]:
+    """(kernel, entry names, binary) of a validated program, built on ``rt``."""
+    plan, source = generate(program)
+    statements = sum(1 for _ in N.walk_nodes(plan.program.body))
+    if statements > PROBE_STATEMENTS and not rt.cached(source):
+        build_in_child(source, statements)   # PoCL may crash on it: never in this process
+    prg, built_from = rt.build(source)
+    kernel = Kernel((prg, plan.entries), plan.uses_ctl, plan.fully_written, built_from, source,
+                    plan.stoppable, plan.vector, Kernel.indirect_of(plan))
+    return kernel, plan.entries, bytes(prg.binaries[0])
+
+
+_WORKER_RT: list[Runtime] = []
+
+
+@dataclass(frozen=True)
+class OpenCLCompiler:
+    """`vyre.driver.engine.farm.Compiler`: builds in a worker process on that process's own
+    context of the same device (``fingerprint``: a worker that finds another device builds
+    nothing)."""
+
+    fingerprint: bytes
+
+    def build(self, program: Program) -> tuple[dict, bytes]:
+        if not _WORKER_RT:
+            _WORKER_RT.append(Runtime())
+        rt = _WORKER_RT[0]
+        if rt.fingerprint != self.fingerprint:
+            raise RuntimeError("this process sees another OpenCL device")
+        kernel, entries, binary = _build(rt, program)
+        return kernel.meta(entries), binary
+
+
 class OpenCLDevice(Device):
     direct_host_copies = True
 
@@ -54,14 +87,11 @@ class OpenCLDevice(Device):
         return self.compile(program)[0]
 
     def compile(self, program: Program) -> tuple[Kernel, dict, bytes]:
-        plan, source = generate(program)
-        statements = sum(1 for _ in N.walk_nodes(plan.program.body))
-        if statements > PROBE_STATEMENTS and not self.rt.cached(source):
-            build_in_child(source, statements)   # PoCL may crash on it: never in this process
-        prg, built_from = self.rt.build(source)
-        kernel = Kernel((prg, plan.entries), plan.uses_ctl, plan.fully_written, built_from, source,
-                        plan.stoppable, plan.vector, Kernel.indirect_of(plan))
-        return kernel, kernel.meta(plan.entries), bytes(prg.binaries[0])
+        kernel, entries, binary = _build(self.rt, program)
+        return kernel, kernel.meta(entries), binary
+
+    def compiler(self) -> OpenCLCompiler:
+        return OpenCLCompiler(self.rt.fingerprint)
 
     def load(self, meta: dict, artifact: bytes) -> Kernel:
         prg = cl.Program(self.rt.context, [self.rt.device], [artifact]).build(options=self.rt.options)
