@@ -98,6 +98,25 @@ def test_programs_built_in_worker_processes_give_the_serial_cubins():
         assert meta["bound"] == [b.name for b in p.facts.bound] and meta["fingerprint"] == fingerprint(p).hex()
 
 
+def test_a_batch_of_programs_compiles_into_one_cubin_with_entries_renamed_apart():
+    """Several programs per NVRTC call (its fixed cost is about half of a small program's);
+    a program that does not validate is left out (None) and the others still build."""
+    compiler = _nvrtc()
+    from vyre.driver.engine import farm
+    from vyre.ir import wire
+
+    programs = [random_program(seed)[0] for seed in range(10, 13)]
+    broken = Program.wrapped([BufferDecl.output("o", 0, DataType.U32)], 64,
+                             [Node.store("nope", Expr.gid_x(), Expr.u32(1))])
+    items = [(wire.encode(p), None) for p in [programs[0], broken, *programs[1:]]]
+    got = farm.build_batch(compiler.CudaCompiler("sm_90"), items)
+    assert got[1] is None
+    built = [g for g in got if g is not None]
+    assert len(built) == 3 and len({cubin for _, cubin in built}) == 1   # one NVRTC call, one cubin
+    names = [n for meta, _ in built for n in meta["entries"]]
+    assert len(set(names)) == len(names) and all(n.encode() in built[0][1] for n in names)
+
+
 @pytest.mark.gpu
 def test_precompile_then_dispatch_loads_from_disk(cuda):
     from vyre.conform.runner import diverges

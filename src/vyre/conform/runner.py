@@ -218,22 +218,24 @@ def _check(backend: VyreBackend, name: str, program: Program, inputs: list, conf
 POOL_MIN = 48
 
 
-def _prepare(case: tuple, compiler: Any, opts: Any) -> tuple:
-    """A worker's share of one case: the program (a random one from its seed, or decoded),
-    the reference's result, and the backend's build of it where the backend has a compiler
-    (`vyre.driver.engine.farm`). Returns (wire form, inputs, reference result, build)."""
-    from vyre.driver.engine.farm import build_job
+def _prepare(cases: list[tuple], compiler: Any, opts: Any) -> list[tuple]:
+    """A worker's share of a few cases: each program (a random one from its seed, or
+    decoded), the reference's result, and the backend's build of them where the backend has a
+    compiler (`vyre.driver.engine.farm`, several per compiler call). One (wire form, inputs,
+    reference result, build) per case."""
+    from vyre.driver.engine.farm import build_batch
 
-    kind, payload, inputs, config = case
-    if kind == "seed":
-        program, inputs = random_program(payload, opts)
-        data = wire.encode(program)
-    else:
-        data = payload
-        program = wire.decode(data)
-    want = reference_result(program, inputs, config)
-    built = build_job(compiler, data, config) if compiler is not None else None
-    return data, inputs, want, built
+    out = []
+    for kind, payload, inputs, config in cases:
+        if kind == "seed":
+            program, inputs = random_program(payload, opts)
+            data = wire.encode(program)
+        else:
+            data = payload
+            program = wire.decode(data)
+        out.append((data, inputs, reference_result(program, inputs, config), config))
+    built = build_batch(compiler, [(d, c) for d, _, _, c in out]) if compiler is not None else [None] * len(out)
+    return [(d, i, w, b) for (d, i, w, _), b in zip(out, built)]
 
 
 def run_backend(backend: VyreBackend, *, random: int = 0, seed: int = 0,
@@ -296,18 +298,19 @@ def _run_pooled(backend: VyreBackend, report: BackendReport, picked: list[Corpus
     device = getattr(backend, "device", None)
     compiler = device.compiler() if device is not None and callable(getattr(device, "compiler", None)) else None
     cases: list[tuple[str, Any, Any]] = []   # (name, corpus entry or seed (None: skipped), config or what lacks)
-    jobs = []
+    work = []
     for e in picked:
         if e.requires and not CAPABILITY_CHECKS[e.requires](backend):
             cases.append((e.name, None, e.requires))
             continue
         config = _config(e.grid_override)
         cases.append((e.name, e, config))
-        jobs.append((("wire", wire.encode(e.program), e.inputs(seed), config), compiler, opts))
+        work.append(("wire", wire.encode(e.program), e.inputs(seed), config))
     for s in seeds:
         cases.append((f"random/{s}", s, None))
-        jobs.append((("seed", s, None, None), compiler, opts))
-    results = farm.run_jobs(_prepare, jobs, workers)
+        work.append(("seed", s, None, None))
+    jobs = [(group, compiler, opts) for group in farm.batched(work)]
+    results = (case for group in farm.run_jobs(_prepare, jobs, workers) for case in group)
     for name, source, config in cases:
         if source is None:
             report.results.append(CaseResult(name, "skip", f"backend lacks {config}"))

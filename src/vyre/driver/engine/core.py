@@ -551,9 +551,10 @@ class EngineBackend(VyreBackend):
         if art is None:
             return 0
         todo = [(p, c) for p, c in items if art.get(art.key(identity(p), c.code_key())) is None]
-        jobs = [(compiler, data, config) for data, config in farm.encode_all(todo)]
+        jobs = [(compiler, group) for group in farm.batched(farm.encode_all(todo))]
+        results = (got for batch in farm.run_jobs(farm.build_batch, jobs) for got in batch)
         built = 0
-        for (program, config), got in zip(todo, farm.run_jobs(farm.build_job, jobs)):
+        for (program, config), got in zip(todo, results):
             if got is not None and self.adopt(program, config, *got):
                 built += 1
         return built

@@ -16,9 +16,11 @@ import functools
 import threading
 import time
 import weakref
+from collections import OrderedDict
 from dataclasses import replace
 from typing import Any
 
+import blake3
 import numpy as np
 
 import vyre
@@ -92,6 +94,7 @@ class CudaDevice(Device):
         self._raw = self.stream.handle
         self._configs: dict[tuple, Any] = {}
         self._counts: dict[tuple[int, ...], tuple] = {}   # counts -> their u32 kernel arguments
+        self._modules: OrderedDict[bytes, Any] = OrderedDict()   # recently loaded cubins
         self._order = _ok(cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DISABLE_TIMING))
         self.pinned = _PinnedPool(self.rt)
 
@@ -111,7 +114,11 @@ class CudaDevice(Device):
 
     def load(self, meta: dict, artifact: bytes) -> Kernel:
         self.rt.ensure_current()
-        module = self.rt.load(artifact)
+        key = blake3.blake3(artifact).digest()   # programs built in one batch share one cubin
+        module = self._modules.pop(key, None) or self.rt.load(artifact)
+        self._modules[key] = module
+        while len(self._modules) > 64:
+            self._modules.popitem(last=False)
         return Kernel.from_meta(tuple(module.get_kernel(n) for n in meta["entries"]), meta)
 
     # ---- memory ------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ processes (`vyre.driver.engine.farm`: warm-up and conformance).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,6 +96,42 @@ class CudaCompiler:
 
         plan, source = generate(program)
         return kernel_of(None, plan, source, "compiled").meta(plan.entries), compile_cubin(source, self.arch)
+
+    def build_many(self, programs: list[Program]) -> list[tuple[dict, bytes] | None]:
+        """Several programs in one NVRTC invocation (`batch_source`): each gets the whole
+        cubin, its entries renamed apart. If the batch does not compile, each program is
+        compiled alone (None for one that fails: its dispatch reports why)."""
+        from .codegen import generate
+
+        gens = [generate(p) for p in programs]
+        try:
+            source, entries = batch_source(gens)
+            cubin = compile_cubin(source, self.arch)
+        except Exception:
+            out: list[tuple[dict, bytes] | None] = []
+            for plan, src in gens:
+                try:
+                    out.append((kernel_of(None, plan, src, "compiled").meta(plan.entries), compile_cubin(src, self.arch)))
+                except Exception:
+                    out.append(None)
+            return out
+        return [(kernel_of(None, plan, src, "compiled").meta(names), cubin)
+                for (plan, src), names in zip(gens, entries)]
+
+
+def batch_source(gens: list[tuple[Any, str]]) -> tuple[str, list[tuple[str, ...]]]:
+    """One translation unit of several generated sources: each in its own namespace, its
+    entry points renamed apart (``<entry>__b<i>``: extern "C" names ignore namespaces) and
+    its macros undefined after it. Returns the source and each program's entry names."""
+    parts, entries = [], []
+    for i, (plan, src) in enumerate(gens):
+        names = tuple(f"{e}__b{i}" for e in plan.entries)
+        for old, new in zip(plan.entries, names):
+            src = re.sub(rf"\b{re.escape(old)}\b", new, src)
+        undef = "".join(f"#undef {m}\n" for m in dict.fromkeys(re.findall(r"^\s*#\s*define\s+(\w+)", src, re.M)))
+        parts.append(f"namespace vy_batch{i} {{\n{src}\n}}\n{undef}")
+        entries.append(names)
+    return "".join(parts), entries
 
 
 def kernel_of(handles: Any, plan: Any, source: str, built_from: str) -> Kernel:
