@@ -128,3 +128,17 @@ def test_device_inputs_are_passed_to_the_launch_as_pointers(fake, monkeypatch):
     b.dispatch_device(_saxpy.program, [x, y])
     args = seen[-1]
     assert args[0] == x.ptr and args[1] == y.ptr   # the caller's memory, in place, as addresses
+
+
+def test_an_allocator_that_runs_out_of_memory_is_a_vyre_error(fake):
+    from vyre.driver import DeviceOutOfMemory
+
+    b, _, cupy = fake
+    x, y = _arrays(cupy)
+
+    def oom(nbytes, dtype):
+        raise MemoryError("Out of memory allocating 1,024 bytes")
+
+    with pytest.raises(DeviceOutOfMemory) as err:
+        b.dispatch_device(_saxpy.program, [x, y], alloc=oom)
+    assert "Fix:" in str(err.value)

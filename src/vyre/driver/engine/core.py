@@ -1028,7 +1028,12 @@ class EngineBackend(VyreBackend):
         memory, dtype, layout), of exactly each output's bytes, overlapping no input."""
         given = []
         for (_, _, exact), d, where in zip(prep.outs, pipe.outputs, pipe.alloc_where):
-            arr = alloc(exact, d.dtype)
+            try:
+                arr = alloc(exact, d.dtype)
+            except VyreError:
+                raise
+            except Exception as exc:   # the allocator's own error (out of device memory)
+                raise self.device.error(exc) from None
             cai = getattr(arr, "__cuda_array_interface__", None)
             if cai is None and not _on_gpu(arr):
                 raise InvalidInput("input_device", f"{where} is a {type(arr).__name__}, not a device array.",
