@@ -168,6 +168,9 @@ class EnginePipeline(CompiledPipeline):
                              "backend.compile_native).", backend=self._backend.id())
 
 
+_NONE: list = []   # an empty list that is never appended to (the common case of _enqueue)
+
+
 def _on_gpu(x: Any) -> bool:
     """A DLPack producer whose memory is not the host's."""
     try:
@@ -287,6 +290,7 @@ class EngineBackend(VyreBackend):
 
     def __init__(self, device: Device) -> None:
         self.device = device
+        self._direct = device.direct_host_copies
         self._lock = threading.RLock()   # one in-order queue: enqueueing is serialised
         self._pipes: OrderedDict[tuple, EnginePipeline] = OrderedDict()
         self._hits = self._misses = 0
@@ -710,17 +714,19 @@ class EngineBackend(VyreBackend):
                 bufs = prep.buffers(dev)
                 packed = sset.packed
                 views: list[Any] | None = None
-                waited: list[Any] = []   # producer streams this dispatch is ordered after
-                tails: list[tuple[Any, Any, int]] = []   # (caller's output, padded buffer, bytes)
+                waited: list[Any] = _NONE   # producer streams this dispatch is ordered after
+                tails: list[tuple[Any, Any, int]] = _NONE   # (caller's output, padded buffer, bytes)
                 if device_outputs:   # outputs the caller will own: never the reused buffers
+                    waited, tails = [], []
                     views = bufs = self._fresh_outputs(prep, bufs, outputs, flight, waited, tails)
                 elif direct_reads and prep.out_nbytes >= DIRECT_BYTES:
                     views = bufs = self._direct_outputs(prep, bufs, flight)
+                direct_min = 0 if dev.synchronous else DIRECT_BYTES if direct else -1
                 for pos, index, nbytes in prep.copies_in:
                     x = ins[index]
                     if type(x) is not DeviceInput:
                         if nbytes:
-                            if x.nbytes == nbytes and (dev.synchronous or (direct and nbytes >= DIRECT_BYTES)):
+                            if 0 <= direct_min <= nbytes == x.nbytes:
                                 dev.upload(bufs[pos], x, nbytes)   # the caller's words, read now
                             else:
                                 host = sset.ins[index]
@@ -729,7 +735,7 @@ class EngineBackend(VyreBackend):
                     else:
                         if x.stream is not None and x.stream not in waited:
                             dev.order_after(x.stream)   # after the producer's work on it
-                            waited.append(x.stream)
+                            waited = [*waited, x.stream]
                         view = dev.view(x.ptr, x.nbytes, x.value)
                         if prep.shape.buffers[pos].output_index is None:
                             views = list(bufs) if views is None else views
@@ -907,10 +913,12 @@ class EngineBackend(VyreBackend):
             ins = pipe.check(inputs)
             prep = self._prepared(pipe, tuple([x.nbytes for x in ins]), config)
             deadline = None if config.timeout is None else time.monotonic() + config.timeout
-            direct = deadline is None and not timed and config.fixpoint_iterations == 1 and \
-                self.device.direct_host_copies
-            flight = self._enqueue(pipe, prep, ins, config, deadline, timed, fence=deadline is not None or timed,
-                                   direct=direct, direct_reads=direct and arrays)
+            if deadline is None and not timed:
+                direct = self._direct and config.fixpoint_iterations == 1
+                flight = self._enqueue(pipe, prep, ins, config, None, False, False, direct=direct,
+                                       direct_reads=direct and arrays)
+            else:
+                flight = self._enqueue(pipe, prep, ins, config, deadline, timed)
             if timed:
                 enqueued = _now()
             dtypes = pipe.out_dtypes if arrays and config.fixpoint_iterations <= 1 else None
