@@ -104,10 +104,21 @@ def build_batch(compiler: Compiler, items: list[tuple[bytes, DispatchConfig | No
     return out
 
 
+MAX_WORKERS = 32   # a default never spawns more (a container may see the host's CPU count)
+
+
+def cpus() -> int:
+    """CPUs this process may run on (its affinity mask, where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def workers_for(jobs: int, workers: int | None = None) -> int:
-    """How many worker processes ``jobs`` builds get: ``workers`` or the CPU count, at most
-    one per job (1: build in this process)."""
-    return max(1, min(workers or os.cpu_count() or 1, jobs))
+    """How many worker processes ``jobs`` builds get: ``workers``, or one per CPU (at most
+    `MAX_WORKERS`), and at most one per job (1: build in this process)."""
+    return max(1, min(workers or min(cpus(), MAX_WORKERS), jobs))
 
 
 def pool(workers: int) -> ProcessPoolExecutor:
