@@ -41,7 +41,7 @@ def fake(monkeypatch):
     mods = fake_cuda.modules()
     for name, mod in mods.items():
         monkeypatch.setitem(sys.modules, name, mod)
-    monkeypatch.setattr(cuda.bindings, "driver", mods["cuda.bindings.driver"])
+    monkeypatch.setattr(cuda.bindings, "driver", mods["cuda.bindings.driver"], raising=False)
     monkeypatch.setattr(cuda, "core", mods["cuda.core"], raising=False)
     cupy = fake_cuda.fake_cupy()
     monkeypatch.setitem(sys.modules, "cupy", cupy)
