@@ -72,3 +72,38 @@ def interleaved_median_us(variants: dict[str, Callable[[], object]], rounds: int
                 fn()
                 samples[name].append(time.perf_counter_ns() - t)
     return {k: statistics.median(v) / 1e3 for k, v in samples.items()}
+
+
+#: Python prepended to a child process's code: ``trace("module.Class.method", ...)`` wraps
+#: functions so that their wall time (ms, summed over calls) lands in ``TRACED``;
+#: ``print_traced()`` prints it as one ``TRACED {json}`` line (see `traced_from`).
+TRACE = r"""
+import functools as _ft, importlib as _il, json as _js, time as _tm
+TRACED = {}
+def trace(*paths):
+    for path in paths:
+        head, _, attr = path.rpartition(".")
+        try:
+            owner = _il.import_module(head)
+        except ImportError:
+            mod, _, cls = head.rpartition(".")
+            owner = getattr(_il.import_module(mod), cls)
+        f = getattr(owner, attr)
+        def g(*a, _f=f, _p=path, **k):
+            t = _tm.perf_counter()
+            try:
+                return _f(*a, **k)
+            finally:
+                TRACED[_p] = TRACED.get(_p, 0.0) + (_tm.perf_counter() - t) * 1e3
+        setattr(owner, attr, _ft.wraps(f)(g))
+def print_traced():
+    print("TRACED " + _js.dumps({k.rsplit(".", 2)[-2] + "." + k.rsplit(".", 1)[-1]: round(v, 3) for k, v in TRACED.items()}))
+"""
+
+
+def traced_from(stdout: str) -> dict:
+    """The ``TRACED`` line of a child's output (an empty dict if it printed none)."""
+    for line in stdout.splitlines():
+        if line.startswith("TRACED "):
+            return json.loads(line[len("TRACED "):])
+    return {}

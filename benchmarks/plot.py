@@ -116,9 +116,35 @@ def cuda_math() -> None:
     fig.savefig(OUT / "cuda_math.png", dpi=120)
 
 
+def device_arrays() -> None:
+    """Per-call cost of a saxpy vs array size (benchmarks/cuda_device_arrays.py's sweep): vyre
+    on CuPy arrays against what users would write instead, when recorded."""
+    if not (RESULTS / "cuda_device_arrays.json").exists():
+        return
+    sweep = load("cuda_device_arrays").get("sweep")
+    if not sweep:
+        return
+    labels = {"vyre_cupy_us": "vyre (@vyre.kernel, CuPy arrays)", "cupy_elementwise_us": "CuPy ElementwiseKernel",
+              "cupy_rawkernel_us": "CuPy RawKernel", "torch_us": "torch", "triton_us": "Triton"}
+    n = sweep["elements"]
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for key, label in labels.items():
+        if key in sweep:
+            ax.plot(n, sweep[key], marker="o", label=label, lw=2 if key == "vyre_cupy_us" else 1)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("elements (f32)")
+    ax.set_ylabel("µs per synchronous call")
+    ax.set_title("saxpy per call vs array size (H100)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(frameon=False, fontsize=8)
+    fig.tight_layout()
+    fig.savefig(OUT / "cuda_device_arrays.png", dpi=120)
+
+
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
-    for fn in (cuda_kernels, dispatch, cluster, wgpu, primitives, cuda_math):
+    for fn in (cuda_kernels, dispatch, cluster, wgpu, primitives, cuda_math, device_arrays):
         fn()
         print("wrote", fn.__name__)
 

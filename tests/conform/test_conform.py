@@ -123,3 +123,24 @@ def test_witness_sets_contain_boundary_values():
     for bits in (0x7FC00000, 0xFF800000, 0x00000001, 0x80000000):
         assert bits in w
     assert np.array_equal(w, witness_words(DataType.F32, 64, 0))
+
+
+def test_a_pooled_run_gives_the_serial_results(monkeypatch, opencl_or_none, reference_backend):
+    """Issue 24: from POOL_MIN programs on, workers make the random programs, run the
+    reference and build each program (where the device has a compiler); the report is the
+    serial run's, case for case, and a worker's build is loaded instead of built again."""
+    from vyre.conform import runner
+
+    backend = opencl_or_none or reference_backend
+    entries = corpus()[:6] + [e for e in corpus() if e.requires == "subgroup_ops"][:1]
+    monkeypatch.setattr(runner, "POOL_MIN", 4)
+    pooled = run_backend(backend, entries=entries, random=6, seed=3, workers=2)
+    serial = run_backend(backend, entries=entries, random=6, seed=3, workers=1)
+    assert [(r.name, r.status, r.detail) for r in pooled.results] == \
+        [(r.name, r.status, r.detail) for r in serial.results]
+    assert pooled.count("pass") >= 12
+    if opencl_or_none is not None:   # the first random program's kernel came from a worker
+        from vyre.conform.generator import random_program
+        from vyre.driver import pipeline as P
+
+        assert P.compile(backend, random_program(3 * 1_000_003)[0]).compiled.built_from == "disk"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import vyre
-from vyre.kernel import In, InOut, Out, f32, gid, i32
+from vyre.kernel import In, InOut, Out, f32, gid, i32, u8
 
 pytestmark = pytest.mark.gpu
 
@@ -24,6 +24,12 @@ def _bump(x: InOut[i32]):
     i = gid()
     if i < len(x):
         x[i] = x[i] * 3 + 1
+
+
+@vyre.kernel
+def _low_bytes(x: In[i32], o: Out[u8]):
+    i = gid()
+    o[i] = x[i] - 1
 
 
 def test_cupy_in_cupy_out_same_bytes(cuda):
@@ -53,3 +59,25 @@ def test_dispatch_device_outputs_expose_cuda_array_interface(cuda):
     cai = o.__cuda_array_interface__
     assert cai["shape"] == (10,) and cai["typestr"] == "<f4"
     assert cp.asarray(o).get().tolist() == [2.5] * 10
+
+
+def test_warm_cupy_calls_give_fresh_arrays_of_cupys_pool_with_the_same_bytes(cuda):
+    cp = pytest.importorskip("cupy")
+    hx = np.random.default_rng(2).standard_normal(4099).astype(np.float32)
+    hy = np.random.default_rng(3).standard_normal(4099).astype(np.float32)
+    x, y = cp.asarray(hx), cp.asarray(hy)
+    want = _saxpy(hx, hy, backend="reference").tobytes()
+    got = [_saxpy(x, y, backend=cuda) for _ in range(3)]    # the first call plans, the others run it
+    assert all(type(g) is cp.ndarray and g.base is None for g in got)   # CuPy's own arrays, no wrapper
+    assert len({g.data.ptr for g in got}) == 3
+    assert all(g.get().tobytes() == want for g in got)
+    x[:] = 0   # the data of each call is read again
+    assert _saxpy(x, y, backend=cuda).get().tobytes() == _saxpy(np.zeros_like(hx), hy, backend="reference").tobytes()
+
+
+def test_narrow_outputs_of_an_odd_length_land_in_cupy_arrays_exactly(cuda):
+    cp = pytest.importorskip("cupy")
+    hx = np.arange(-3, 1000, dtype=np.int32)   # 1003 u8 outputs: not whole words
+    got = _low_bytes(cp.asarray(hx), backend=cuda)
+    assert type(got) is cp.ndarray and got.dtype == cp.uint8 and got.shape == (1003,)
+    assert got.get().tolist() == ((hx - 1) & 0xFF).tolist()

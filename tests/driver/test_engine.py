@@ -254,3 +254,27 @@ def test_an_allocation_failure_sheds_cached_shapes_and_retries_once():
     with pytest.raises(DeviceOutOfMemory, match="Fix:"):    # one shape alone too big: a clear error
         a = np.zeros(8192, np.uint32)
         backend.dispatch(prog, [a, a])
+
+
+def test_large_host_buffers_copied_directly_give_the_same_bytes_on_every_entry_point(backend):
+    """Issue 24: calls that wait for their dispatch upload large inputs from the caller's
+    memory and read large outputs straight into the returned arrays (no staging copy); bytes,
+    arrays and the caller's untouched input are as on the staged path. The output sizes
+    straddle DIRECT_BYTES (one small output staged, one large read directly)."""
+    from vyre.driver.engine.core import DIRECT_BYTES
+
+    n = DIRECT_BYTES // 4 + 5
+    prog = Program.wrapped([BufferDecl.read_write("x", 0, U), BufferDecl.output("big", 1, U),
+                            BufferDecl.output("small", 2, U).with_count(7)], 64,
+                           [Node.store("big", GX, Expr.load("x", GX) * 3 + 1),
+                            Node.store("x", GX, Expr.load("x", GX) + 5),
+                            Node.store("small", GX, GX)])
+    x = np.arange(n, dtype=np.uint32) * 7
+    before = x.copy()
+    want = reference.run(prog, [x])
+    assert [o.tobytes() for o in backend.dispatch_arrays(prog, [x])] == want
+    assert backend.dispatch(prog, [x]) == want
+    assert backend.dispatch_async(prog, [x]).await_result() == want
+    assert backend.dispatch(prog, [x], DispatchConfig(timeout=60.0)) == want
+    assert np.array_equal(x, before)
+    assert want[1] == ((before * 3 + 1) & 0xFFFFFFFF).astype(np.uint32).tobytes()

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+import sys
 
 import numpy as np
+import pytest
 
 from vyre.driver import DispatchConfig
 from vyre.driver import pipeline as P
@@ -121,6 +123,7 @@ def test_a_disk_hit_in_a_fresh_process_neither_validates_nor_canonicalises(tmp_p
     code = r"""
 import sys
 import numpy as np
+import pytest
 import vyre.examples.sha256 as S
 from vyre.driver import acquire, pipeline as P
 b = acquire("opencl")
@@ -142,3 +145,20 @@ print(pipe.compiled.kernel.built_from)
                            timeout=120) for which in ("first", "second")]
     assert all(r.returncode == 0 for r in runs), [r.stderr[-2000:] for r in runs]
     assert runs[1].stdout.split()[-1] == "disk"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the XDG rule is Linux's")
+@pytest.mark.parametrize("env", [{}, {"XDG_CONFIG_HOME": "/x/conf", "XDG_CACHE_HOME": "/x/cache"},
+                                 {"XDG_CONFIG_HOME": " ", "XDG_CACHE_HOME": ""}])
+def test_default_cache_and_key_dirs_are_platformdirs_without_importing_it(monkeypatch, env):
+    """Issue 24: importing platformdirs was most of a disk-cache hit in a fresh process."""
+    import platformdirs
+
+    from vyre.driver.pipeline import disk
+
+    for name in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "VYRE_CACHE_DIR", "VYRE_KEY_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert str(disk.key_dir()) == platformdirs.user_config_dir("vyre", appauthor=False)
+    assert str(disk.cache_root()) == platformdirs.user_cache_dir("vyre", appauthor=False)

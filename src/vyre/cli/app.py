@@ -235,6 +235,8 @@ def conform(
     oob_report: bool = typer.Option(False, help="list corpus programs relying on out-of-bounds masking"),
     cluster: str | None = typer.Option(None, help="shard the run over a Dask cluster: 'local' or a "
                                        "scheduler address (each worker runs its own best backend)"),
+    workers: int = typer.Option(0, min=0, help="processes that make the random programs, run the "
+                                "reference and build the kernels (0: one per CPU; 1: none)"),
 ) -> None:
     """Run the corpus and random programs on each backend against the reference."""
     from vyre.conform import certificate, diverges, load_repro, run_backend, verify_certificate
@@ -298,7 +300,7 @@ def conform(
         try:
             with Progress(console=console, transient=True, disable=not console.is_terminal) as bar:
                 task = bar.add_task(f"{bid}", total=total)
-                report = run_backend(b, random=random, seed=seed, repro_dir=repro_dir,
+                report = run_backend(b, random=random, seed=seed, repro_dir=repro_dir, workers=workers or None,
                                      progress=lambda name, bar=bar, task=task: step(name, bar, task))
         except KeyboardInterrupt:   # leave what finished: the table and the certificates written
             summary.add_row(bid, "-", "-", "-", "-", f"interrupted after {done[0]}/{total}")

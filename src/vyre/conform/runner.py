@@ -66,16 +66,24 @@ def _config(entry_grid: tuple[int, int, int] | None) -> DispatchConfig | None:
     return DispatchConfig(grid_override=entry_grid) if entry_grid else None
 
 
+def reference_result(program: Program, inputs: Sequence[Any], config: DispatchConfig | None) -> tuple:
+    """What the reference does with a dispatch: ("ok", outputs) or ("error", error type name,
+    error kind). Plain data: workers compute it for `run_backend`."""
+    try:
+        return ("ok", reference.run(program, inputs, config))
+    except VyreError as e:
+        return ("error", type(e).__name__, getattr(e, "kind", None))
+
+
 def diverges(backend: VyreBackend, program: Program, inputs: Sequence[Any],
-             config: DispatchConfig | None) -> DivergenceEvent | str | None:
-    """A divergence event, an error text where exactly one side failed, or None."""
+             config: DispatchConfig | None, want: tuple | None = None) -> DivergenceEvent | str | None:
+    """A divergence event, an error text where exactly one side failed, or None. ``want``:
+    the `reference_result` when it was computed already."""
     ref_err = got_err = None
     ref_code = got_code = None
-    try:
-        want = reference.run(program, inputs, config)
-    except VyreError as e:
-        ref_err = type(e).__name__
-        ref_code = getattr(e, "kind", None)
+    ref = want if want is not None else reference_result(program, inputs, config)
+    if ref[0] == "error":
+        ref_err, ref_code = ref[1], ref[2]
     try:
         got = backend.dispatch(program, inputs, config)
     except BackendError as e:
@@ -90,7 +98,7 @@ def diverges(backend: VyreBackend, program: Program, inputs: Sequence[Any],
             return None
         return f"reference {'failed: ' + ref_err if ref_err else 'succeeded'}; backend " \
                f"{'failed: ' + got_err if got_err else 'succeeded'}"
-    return compare_outputs(program, got, want, backend.id())
+    return compare_outputs(program, got, ref[1], backend.id())
 
 
 # ------------------------------------------------------------------------- minimiser
@@ -186,13 +194,13 @@ def _refusal(backend: VyreBackend, program: Program, config) -> str | None:
     return None
 
 def _check(backend: VyreBackend, name: str, program: Program, inputs: list, config,
-           repro_dir: Path | None, minimise_budget: float) -> CaseResult:
+           repro_dir: Path | None, minimise_budget: float, want: tuple | None = None) -> CaseResult:
     t = time.perf_counter()
     try:
         refused = _refusal(backend, program, config)
         if refused is not None:   # refused by design, with the reason: a skip, as for capabilities
             return CaseResult(name, "skip", refused, seconds=time.perf_counter() - t)
-        d = diverges(backend, program, inputs, config)
+        d = diverges(backend, program, inputs, config, want)
     except Exception as exc:  # a crash is a failure of the backend, recorded, never fatal
         return CaseResult(name, "error", f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - t)
     if d is None:
@@ -206,24 +214,65 @@ def _check(backend: VyreBackend, name: str, program: Program, inputs: list, conf
     return CaseResult(name, "fail", detail, repro, time.perf_counter() - t)
 
 
+#: below this many programs a run stays in this process (a pool's start costs seconds)
+POOL_MIN = 48
+
+
+def _prepare(cases: list[tuple], compiler: Any, opts: Any) -> list[tuple]:
+    """A worker's share of a few cases: each program (a random one from its seed, or
+    decoded), the reference's result, and the backend's build of them where the backend has a
+    compiler (`vyre.driver.engine.farm`, several per compiler call). One (wire form, inputs,
+    reference result, build) per case."""
+    from vyre.driver.engine.farm import build_batch
+
+    out = []
+    for kind, payload, inputs, config in cases:
+        if kind == "seed":
+            program, inputs = random_program(payload, opts)
+            data = wire.encode(program)
+        else:
+            data = payload
+            program = wire.decode(data)
+        out.append((data, inputs, reference_result(program, inputs, config), config))
+    built = build_batch(compiler, [(d, c) for d, _, _, c in out]) if compiler is not None else [None] * len(out)
+    return [(d, i, w, b) for (d, i, w, _), b in zip(out, built)]
+
+
 def run_backend(backend: VyreBackend, *, random: int = 0, seed: int = 0,
                 entries: list[CorpusEntry] | None = None, repro_dir: Path | None = None,
                 progress: Callable[[str], None] | None = None,
-                minimise_budget: float = 60.0, random_seeds: list[int] | None = None) -> BackendReport:
+                minimise_budget: float = 60.0, random_seeds: list[int] | None = None,
+                workers: int | None = None) -> BackendReport:
     """The corpus (or ``entries``) and random programs on ``backend`` against the reference.
     Random programs are seeds ``seed * 1_000_003 + i`` for ``i < random``, or exactly
-    ``random_seeds`` (a shard of a distributed run)."""
+    ``random_seeds`` (a shard of a distributed run).
+
+    From `POOL_MIN` programs on, ``workers`` processes (default: one per CPU; 1: none) make
+    the random programs, run the reference on every case and build each program for the
+    backend where its device can build elsewhere, while this process dispatches and compares
+    each case as its result comes in."""
     report = BackendReport(backend.id(), backend.version(), backend.device_fingerprint().hex())
+    from vyre.driver.engine import farm
+
     from .generator import options_for
 
     picked = [e for e in (entries if entries is not None else corpus())]
     seeds = random_seeds if random_seeds is not None else [seed * 1_000_003 + i for i in range(random)]
     opts = options_for(backend) if seeds else None
+    runnable = [e for e in picked if not e.requires or CAPABILITY_CHECKS[e.requires](backend)]
+    n = farm.workers_for(len(runnable) + len(seeds), workers)
+    if n > 1 and len(runnable) + len(seeds) >= POOL_MIN:
+        try:
+            _run_pooled(backend, report, picked, seeds, seed, opts, n, repro_dir, progress, minimise_budget)
+            return report
+        except (OSError, RuntimeError, AssertionError) as exc:   # no pool here (a daemonic worker): serially
+            import logging
+
+            logging.getLogger("vyre.conform").info("vyre conform: no worker pool (%s); running serially", exc)
+            report.results.clear()
     randoms = [(s, *random_program(s, opts)) for s in seeds]
     # build every program at once first (in parallel where the backend can), then run them
-    backend.precompile([(e.program, _config(e.grid_override)) for e in picked
-                        if not e.requires or CAPABILITY_CHECKS[e.requires](backend)]
-                       + [p for _, p, _ in randoms])
+    backend.precompile([(e.program, _config(e.grid_override)) for e in runnable] + [p for _, p, _ in randoms])
     for e in picked:
         if e.requires and not CAPABILITY_CHECKS[e.requires](backend):
             report.results.append(CaseResult(e.name, "skip", f"backend lacks {e.requires}"))
@@ -238,6 +287,41 @@ def run_backend(backend: VyreBackend, *, random: int = 0, seed: int = 0,
         if progress:
             progress(f"random/{s}")
     return report
+
+
+def _run_pooled(backend: VyreBackend, report: BackendReport, picked: list[CorpusEntry], seeds: list[int],
+                seed: int, opts: Any, workers: int, repro_dir: Path | None,
+                progress: Callable[[str], None] | None, minimise_budget: float) -> None:
+    """`run_backend` with its cases prepared by ``workers`` processes (`_prepare`)."""
+    from vyre.driver.engine import farm
+
+    device = getattr(backend, "device", None)
+    compiler = device.compiler() if device is not None and callable(getattr(device, "compiler", None)) else None
+    cases: list[tuple[str, Any, Any]] = []   # (name, corpus entry or seed (None: skipped), config or what lacks)
+    work = []
+    for e in picked:
+        if e.requires and not CAPABILITY_CHECKS[e.requires](backend):
+            cases.append((e.name, None, e.requires))
+            continue
+        config = _config(e.grid_override)
+        cases.append((e.name, e, config))
+        work.append(("wire", wire.encode(e.program), e.inputs(seed), config))
+    for s in seeds:
+        cases.append((f"random/{s}", s, None))
+        work.append(("seed", s, None, None))
+    jobs = [(group, compiler, opts) for group in farm.batched(work)]
+    results = (case for group in farm.run_jobs(_prepare, jobs, workers) for case in group)
+    for name, source, config in cases:
+        if source is None:
+            report.results.append(CaseResult(name, "skip", f"backend lacks {config}"))
+        else:
+            data, inputs, want, built = next(results)
+            program = source.program if isinstance(source, CorpusEntry) else wire.decode(data)
+            if built is not None and callable(getattr(backend, "adopt", None)):
+                backend.adopt(program, config, *built)
+            report.results.append(_check(backend, name, program, inputs, config, repro_dir, minimise_budget, want))
+        if progress:
+            progress(name)
 
 
 # ------------------------------------------------------------------------- certificates

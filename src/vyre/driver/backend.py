@@ -164,9 +164,10 @@ class VyreBackend(abc.ABC):
         return GenericBinding(self, program, resources, config)
 
     def dispatch_device(self, program: Program, inputs: Inputs,
-                        config: DispatchConfig | None = None) -> list[Any]:
+                        config: DispatchConfig | None = None, alloc: Any = None) -> list[Any]:
         """Dispatch and leave the outputs on the device: one device array per output
-        (``__cuda_array_interface__``), same rules, bytes and errors as `dispatch`.
+        (``__cuda_array_interface__``), same rules, bytes and errors as `dispatch`;
+        ``alloc(nbytes, dtype)`` allocates them where given (the caller's array library).
         Default: `UnsupportedFeature` (see `reads_device_arrays`)."""
         raise UnsupportedFeature("device-resident outputs", self.id(),
                                  "use dispatch() (host bytes) on this backend, or the cuda backend.")

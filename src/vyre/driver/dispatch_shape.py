@@ -71,13 +71,23 @@ _ROLES = {"read": BindingRole.INPUT, "output": BindingRole.OUTPUT,
           "read_write": BindingRole.INPUT_OUTPUT}
 
 
+def bound_in_binding_order(program: Program) -> tuple:
+    """``program.facts.bound``, or the same list recorded with a kernel loaded from the
+    artifact cache (``_vyre_bound``: names in binding order), so that the first dispatch of a
+    program loaded from disk walks no IR."""
+    names = program.__dict__.get("_vyre_bound")
+    if names is None:
+        return program.facts.bound
+    return tuple(program.buffer(n) for n in names)
+
+
 def dispatch_shape(program: Program, launch: Launch) -> DispatchShape:
     counts = dict(launch.counts)
     ins = [b.name for b in program.inputs]
     outs = [b.name for b in program.outputs]
     order = {b.name: i for i, b in enumerate(program.bound_buffers)}
     bound = []
-    for b in program.facts.bound:
+    for b in bound_in_binding_order(program):
         bound.append(BoundBuffer(b.name, b.binding, _ROLES[b.access.value], b.dtype, counts[b.name],
                                  ins.index(b.name) if b.name in ins else None,
                                  outs.index(b.name) if b.name in outs else None, order[b.name]))

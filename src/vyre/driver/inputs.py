@@ -50,12 +50,14 @@ _U4 = np.dtype("<u4")
 
 class DeviceInput:
     """A device array bound to one buffer: ``value`` is the caller's object (kept alive),
-    ``ptr``/``nbytes`` its memory as the backend resolved it."""
+    ``ptr``/``nbytes`` its memory as the backend resolved it, ``stream`` the producer's
+    stream the dispatch must be ordered after (None: nothing to wait for; the engine orders
+    its queue after it when it enqueues the dispatch, `Device.order_after`)."""
 
-    __slots__ = ("nbytes", "ptr", "value")
+    __slots__ = ("nbytes", "ptr", "stream", "value")
 
-    def __init__(self, value: Any, ptr: int, nbytes: int) -> None:
-        self.value, self.ptr, self.nbytes = value, ptr, nbytes
+    def __init__(self, value: Any, ptr: int, nbytes: int, stream: Any = None) -> None:
+        self.value, self.ptr, self.nbytes, self.stream = value, ptr, nbytes, stream
 
 
 Input = np.ndarray | DeviceInput   # host words, or a device array
@@ -137,10 +139,26 @@ def raw_words(x: Any, where: str = "data", backend: str | None = None,
                        backend=backend)
 
 
-def cai_span(decl: BufferDecl | None, x: Any, where: str, backend: str | None) -> tuple[int, int]:
+# verdicts of `cai_span` for layouts already checked: (element type, typestr, shape, strides)
+# -> nbytes (a warm call with the same kind of array repeats no parsing; only what passed)
+_SPANS: dict[tuple, int] = {}
+_SPANS_MAX = 4096
+
+
+def cai_span(decl: BufferDecl | None, x: Any, where: str, backend: str | None,
+             cai: dict | None = None) -> tuple[int, int]:
     """(pointer, nbytes) of a C-contiguous ``__cuda_array_interface__`` array whose typestr
-    matches ``decl`` (any 32-bit type when ``decl`` is None)."""
-    cai = x.__cuda_array_interface__
+    matches ``decl`` (any 32-bit type when ``decl`` is None). ``cai``: the interface when the
+    caller has read it already (it is read once per call: CuPy builds it on every read)."""
+    if cai is None:
+        cai = x.__cuda_array_interface__
+    try:
+        key = (None if decl is None else decl.dtype, cai["typestr"], cai["shape"], cai.get("strides"))
+        nbytes = _SPANS.get(key)
+        if nbytes is not None:
+            return int(cai["data"][0]), nbytes
+    except (KeyError, TypeError, AttributeError):   # unhashable or malformed: the full check says
+        key = None
     try:
         shape = tuple(int(s) for s in cai["shape"])
         dt = np.dtype(cai["typestr"])
@@ -160,12 +178,18 @@ def cai_span(decl: BufferDecl | None, x: Any, where: str, backend: str | None) -
             raise InvalidInput("input_layout", f"{where} is a non-contiguous device array.",
                                "pass a contiguous array (x.contiguous() / cupy.ascontiguousarray(x)).",
                                backend=backend)
-    return ptr, math.prod(shape) * dt.itemsize
+    nbytes = math.prod(shape) * dt.itemsize
+    if key is not None:
+        if len(_SPANS) >= _SPANS_MAX:
+            _SPANS.clear()
+        _SPANS[key] = nbytes
+    return ptr, nbytes
 
 
 def check_input(decl: BufferDecl, x: Any, where: str, backend: str | None,
                 device_input: Any = None) -> Input:
-    """The input for one buffer. ``device_input(decl, x, where)`` resolves device arrays on
+    """The input for one buffer. ``device_input(decl, x, where, cai)`` resolves device arrays
+    (``cai``: the ``__cuda_array_interface__`` read here, or None for a DLPack producer) on
     backends that read device memory (None: device arrays are refused)."""
     if type(x) is np.ndarray:
         return _from_numpy(decl, x, where, backend)
@@ -173,8 +197,8 @@ def check_input(decl: BufferDecl, x: Any, where: str, backend: str | None,
         return _raw(x, where, backend)
     if isinstance(x, np.ndarray):  # subclasses (np.memmap, ...)
         return _from_numpy(decl, np.asarray(x), where, backend)
-    is_device = hasattr(x, "__cuda_array_interface__")
-    if not is_device and hasattr(x, "__dlpack__"):
+    cai = getattr(x, "__cuda_array_interface__", None)   # read once (CuPy builds it per read)
+    if cai is None and hasattr(x, "__dlpack__"):
         try:
             dev_type = int(x.__dlpack_device__()[0])
         except Exception:
@@ -187,18 +211,17 @@ def check_input(decl: BufferDecl, x: Any, where: str, backend: str | None,
                                    f"through DLPack ({exc}).", "pass a numpy array.",
                                    backend=backend) from None
             return _from_numpy(decl, arr, where, backend)
-        is_device = True
-    if is_device:
-        if device_input is None:
-            raise InvalidInput("input_device", f"{where} is a device array ({type(x).__name__}); "
-                               f"the {backend} backend reads host memory.",
-                               "copy it to the host (x.get() / x.cpu().numpy()) or use the cuda "
-                               "backend.", backend=backend)
-        return device_input(decl, x, where)
-    hint = "pass np.asarray(x, dtype=...) for the buffer's type" if isinstance(x, list | tuple) \
-        else "pass a numpy array, bytes, bytearray or a contiguous memoryview"
-    raise InvalidInput("input_type", f"{where} is a {type(x).__name__}, not an array or bytes.",
-                       hint + ".", backend=backend)
+    elif cai is None:
+        hint = "pass np.asarray(x, dtype=...) for the buffer's type" if isinstance(x, list | tuple) \
+            else "pass a numpy array, bytes, bytearray or a contiguous memoryview"
+        raise InvalidInput("input_type", f"{where} is a {type(x).__name__}, not an array or bytes.",
+                           hint + ".", backend=backend)
+    if device_input is None:
+        raise InvalidInput("input_device", f"{where} is a device array ({type(x).__name__}); "
+                           f"the {backend} backend reads host memory.",
+                           "copy it to the host (x.get() / x.cpu().numpy()) or use the cuda "
+                           "backend.", backend=backend)
+    return device_input(decl, x, where, cai)
 
 
 def accepted_dtypes(decl: BufferDecl) -> frozenset[np.dtype]:
@@ -207,17 +230,18 @@ def accepted_dtypes(decl: BufferDecl) -> frozenset[np.dtype]:
 
 
 class InputChecker:
-    """`check_inputs` specialised for one program: the declarations and accepted dtypes are
-    computed once, and the common case (right-typed contiguous numpy arrays) costs a few
-    attribute reads per input."""
+    """`check_inputs` specialised for one program: the declarations, accepted dtypes and
+    error locations are computed once, and the common cases (right-typed contiguous numpy
+    arrays; device arrays) cost a few attribute reads per input."""
 
-    __slots__ = ("backend", "decls", "device_input", "fast")
+    __slots__ = ("backend", "decls", "device_input", "fast", "where")
 
     def __init__(self, program: Program, backend: str | None, device_input: Any = None) -> None:
         self.decls = program.inputs
         # the dtype object a 1-D array of each input has in the common case (builtin dtypes
         # are singletons, so an identity test suffices; anything else takes the full check)
         self.fast = tuple(np.dtype("<" + _WANT[d.dtype][0]) for d in self.decls)
+        self.where = tuple(f"input {i} ({d.name!r})" for i, d in enumerate(self.decls))
         self.backend, self.device_input = backend, device_input
 
     def __call__(self, inputs: Any) -> list[Input]:
@@ -225,12 +249,11 @@ class InputChecker:
         if (type(inputs) is not list and type(inputs) is not tuple) or len(inputs) != len(decls):
             return check_inputs(decls, inputs, self.backend, self.device_input)
         out: list[Input] = []
-        for x, dt, d in zip(inputs, self.fast, decls):
+        for x, dt, d, where in zip(inputs, self.fast, decls, self.where):
             if type(x) is np.ndarray and x.dtype is dt and x.ndim == 1 and x.flags.c_contiguous:
                 out.append(x if dt is _U4 else _flat(x))
             else:
-                out.append(check_input(d, x, f"input {len(out)} ({d.name!r})", self.backend,
-                                       self.device_input))
+                out.append(check_input(d, x, where, self.backend, self.device_input))
         return out
 
 

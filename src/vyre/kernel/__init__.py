@@ -164,8 +164,9 @@ class Kernel:
         runtime-sized outputs; ``shape``: the shape of runtime-sized N-D outputs; ``config``: a
         DispatchConfig; ``out``: arrays to write the outputs into. Returns writable numpy
         arrays shaped like their inputs (N-D outputs: their N-D shape)."""
-        return call(self._build(), self.__name__, args, out=out, grid=grid, elements=elements,
-                    backend=backend, config=config, dim=dim, shape=shape)
+        built = self._built   # built once; read without the lock afterwards
+        return call(built if built is not None else self._build(), self.__name__, args, out=out, grid=grid,
+                    elements=elements, backend=backend, config=config, dim=dim, shape=shape)
 
     def __getitem__(self, grid: Any) -> Callable[..., Any]:
         return functools.partial(self.__call__, grid=grid)

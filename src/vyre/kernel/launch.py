@@ -334,8 +334,9 @@ def _on_device(x: Any) -> bool:
 
 
 def _like(example: Any, out: Any) -> Any:
-    """A device output as the caller's array type (no copy): CuPy or torch, else the
-    `DeviceOutput` itself (it has ``__cuda_array_interface__``)."""
+    """A `DeviceOutput` as the caller's array type (no copy): CuPy or torch, else the
+    `DeviceOutput` itself (it has ``__cuda_array_interface__``). Only for outputs the backend
+    allocated: CuPy and torch callers get outputs from their own allocator (`_allocator`)."""
     mod = type(example).__module__.split(".")[0]
     if mod == "cupy":
         import cupy
@@ -346,6 +347,41 @@ def _like(example: Any, out: Any) -> Any:
 
         return torch.as_tensor(out, device=example.device)
     return out
+
+
+def _allocator(example: Any) -> Any:
+    """``alloc(nbytes, dtype)`` for `dispatch_device` in the caller's array library, so the
+    outputs come back as its own arrays from its own pool (no wrapping, and freed by the
+    library that knows which stream last used them): CuPy arrays on the current device, torch
+    tensors on the example's device; None for other device arrays."""
+    mod = type(example).__module__.split(".")[0]
+    if mod == "cupy":
+        import cupy
+
+        empty = cupy.empty
+
+        def alloc(nbytes: int, dtype: DataType) -> Any:
+            host = _HOST[dtype]
+            return empty(nbytes // host.itemsize, host)
+
+        return alloc
+    if mod == "torch" and getattr(example, "is_cuda", False):
+        import torch
+
+        device = example.device
+        kinds: dict[DataType, Any] = {}
+
+        def talloc(nbytes: int, dtype: DataType) -> Any:
+            t = kinds.get(dtype)
+            if t is None:
+                t = kinds[dtype] = torch.from_numpy(np.empty(0, _HOST[dtype])).dtype
+            return torch.empty(nbytes // _HOST[dtype].itemsize, dtype=t, device=device)
+
+        return talloc
+    return None
+
+
+_HOST = {t: np.dtype(t.host) for t in DataType}
 
 
 def _config(config: Any, fields: dict[str, Any], where: str) -> Any:
@@ -362,10 +398,11 @@ def _config(config: Any, fields: dict[str, Any], where: str) -> Any:
         raise KernelError(err.message, err.fix, "K021", where) from None
 
 
-def call(built: Any, name: str, args: Sequence[Any], *, out: Any = None, grid: Any = None,
-         elements: Any = None, backend: Any = None, config: Any = None, dim: Any = None,
-         shape: Any = None) -> Any:
-    """Run ``built`` (a `vyre.kernel.frontend.Built`) with ``args``; see the module docstring."""
+def _call_slow(built: Any, name: str, args: Sequence[Any], key: tuple | None, *, out: Any = None,
+               grid: Any = None, elements: Any = None, backend: Any = None, config: Any = None,
+               dim: Any = None, shape: Any = None) -> Any:
+    """A call with every check spelled out; when ``key`` is given (the call can be planned),
+    its data-independent results are kept as a `_Plan` under that key."""
     program, params, where = built.program, built.params, built.where
     takes = [(n, s) for n, s in params if not (isinstance(s, BufferSpec) and s.access == "output")]
     if len(args) != len(takes):
@@ -455,28 +492,42 @@ def call(built: Any, name: str, args: Sequence[Any], *, out: Any = None, grid: A
     b = resolve_backend(backend, program, where)
     device = next((x for x in inputs if _on_device(x)), None)
     start = time.perf_counter()
+    flat_shape = runtime_1d[0][2] if runtime_1d and len(runtime_1d[0][2]) > 1 and \
+        len({s for _, _, s in runtime_1d}) == 1 else None
+    plan = None
+    if key is not None:
+        plan = _Plan.make(built, name, takes, args, inputs, backend, b, cfg, device, out_shapes, flat_shape)
     if device is not None and out is None and callable(getattr(b, "reads_device_arrays", None)) and \
             b.reads_device_arrays():
         # device inputs: the outputs stay on the device, as the caller's array type
-        outs = b.dispatch_device(program, inputs, cfg)
-        arrays = [_like(device, o) for o in outs]
-        return arrays[0] if len(arrays) == 1 else tuple(arrays)
+        alloc = _allocator(device)
+        outs = b.dispatch_device(program, inputs, cfg, alloc=alloc) if alloc is not None else \
+            [_like(device, o) for o in b.dispatch_device(program, inputs, cfg)]
+        if plan is not None:
+            plan.device, plan.alloc = True, alloc
+            _keep(built, key, plan)
+        return outs[0] if len(outs) == 1 else tuple(outs)
     if callable(getattr(b, "dispatch_arrays", None)):
         raw = b.dispatch_arrays(program, inputs, cfg)   # one copy out of the staging
     else:
         raw = [np.frombuffer(bytearray(r), dtype=np.dtype(d.dtype.host))
                for r, d in zip(b.dispatch(program, inputs, cfg), program.outputs)]
     log.debug("vyre.kernel: %s ran on %s in %.3f ms", name, b.id(), (time.perf_counter() - start) * 1e3)
-    flat_shape = runtime_1d[0][2] if runtime_1d and len(runtime_1d[0][2]) > 1 and \
-        len({s for _, _, s in runtime_1d}) == 1 else None
     arrays = []
+    shapes: list[tuple[int, ...] | None] = []
     for a, d in zip(raw, program.outputs):
         want = out_shapes.get(d.name)
         if want is not None and len(want) > 1 and int(np.prod(want)) == a.size:
-            a = a.reshape(want)
+            shapes.append(want)
         elif flat_shape is not None and int(np.prod(flat_shape)) == a.size:
-            a = a.reshape(flat_shape)     # an elementwise kernel given N-D arrays
-        arrays.append(a)
+            shapes.append(flat_shape)     # an elementwise kernel given N-D arrays
+        else:
+            shapes.append(None)
+        arrays.append(a if shapes[-1] is None else a.reshape(shapes[-1]))
+    if plan is not None and out is None:
+        plan.shapes = tuple(shapes)
+        plan.arrays = callable(getattr(b, "dispatch_arrays", None))
+        _keep(built, key, plan)
     if out is not None:
         targets = list(out) if isinstance(out, list | tuple) else [out]
         if len(targets) != len(arrays):
@@ -491,3 +542,178 @@ def call(built: Any, name: str, args: Sequence[Any], *, out: Any = None, grid: A
             np.copyto(t, a.reshape(t.shape))   # any layout: strided views are written in place
         arrays = targets
     return arrays[0] if len(arrays) == 1 else tuple(arrays)
+
+
+# ---- warm calls -------------------------------------------------------------------------------
+# A call whose arguments have the same kinds, dtypes and shapes as an earlier one that passed
+# every check (and the same launch options) has the same check results, launch shape, config,
+# backend and output shapes: only what depends on the data is done again (scalar values are
+# checked and converted, device arrays are read by the backend, whose checks run on every
+# call). The backend is re-validated cheaply: not shut down, and for a routed call the same
+# route and VYRE_BACKEND.
+
+def _np_sig(a: np.ndarray) -> tuple:
+    return (np.ndarray, a.dtype, a.shape, a.flags.c_contiguous)
+
+
+def _type_sig(a: Any) -> type:
+    return type(a)
+
+
+def _device_sig(a: Any) -> tuple:
+    return (type(a), a.dtype, a.shape)
+
+
+def _torch_sig(a: Any) -> tuple:
+    return (type(a), a.dtype, a.shape, a.device)
+
+
+def _sig_for(t: type) -> Any:
+    """How a warm call recognises an argument of type ``t``: a function of the argument that
+    captures everything the checks of `_call_slow` read from it, or None (never planned)."""
+    if t is np.ndarray:
+        return _np_sig
+    if t in (int, float, bool) or issubclass(t, np.generic | decimal.Decimal):
+        return _type_sig
+    mod = t.__module__.split(".")[0]
+    if mod == "cupy" and t.__name__ == "ndarray":
+        return _device_sig
+    if mod == "torch" and t.__name__ == "Tensor":
+        return _torch_sig
+    return None
+
+
+_SIGS: dict[type, Any] = {}
+_NO = object()
+PLANS_PER_KERNEL = 64
+
+
+def _call_key(args: Sequence[Any], grid: Any, elements: Any, backend: Any, config: Any, dim: Any,
+              shape: Any) -> tuple | None:
+    """The plan key of a call, or None when it cannot be planned (an argument of another
+    kind, or an unhashable launch option)."""
+    parts: list[Any] = [backend if backend is None or type(backend) is str else id(backend),
+                        grid, elements, config, dim, shape]
+    for a in args:
+        sig = _SIGS.get(type(a), _NO)
+        if sig is _NO:
+            sig = _SIGS[type(a)] = _sig_for(type(a))
+        if sig is None:
+            return None
+        parts.append(sig(a))
+    return tuple(parts)
+
+
+def _plans(built: Any) -> dict:
+    plans = built.__dict__.get("_vyre_plans")
+    if plans is None:
+        plans = built.__dict__["_vyre_plans"] = {}
+    return plans
+
+
+def _keep(built: Any, key: tuple, plan: _Plan) -> None:
+    plans = _plans(built)
+    if len(plans) >= PLANS_PER_KERNEL:
+        plans.clear()
+    plans[key] = plan
+
+
+class _Plan:
+    """What a call with one argument signature needs besides the data (see above)."""
+
+    __slots__ = ("alloc", "arrays", "backend", "cfg", "convs", "device", "extra", "fp", "name", "named",
+                 "program", "route", "shapes", "where")
+
+    @staticmethod
+    def make(built: Any, name: str, takes: list, args: Sequence[Any], inputs: list, backend: Any, b: Any,
+             cfg: Any, device: Any, out_shapes: dict, flat_shape: Any) -> _Plan | None:
+        from vyre.driver import settings
+
+        if type(b).__module__.startswith("vyre.drivers.dask"):
+            return None   # its routing decisions are the cluster's
+        plan = _Plan()
+        plan.program, plan.name, plan.where, plan.backend, plan.cfg = built.program, name, built.where, b, cfg
+        plan.route = backend is None
+        plan.named = settings.get("VYRE_BACKEND") if backend is None else None
+        plan.fp = None
+        if backend is None and plan.named is None:
+            from vyre.ir import fingerprint
+
+            plan.fp = fingerprint(built.program)
+            with _LOCK:
+                if _ROUTES.get(plan.fp) != b.id():
+                    return None
+        convs = []
+        for i, ((pname, spec), a) in enumerate(zip(takes, args)):
+            if isinstance(spec, ScalarSpec):
+                convs.append((i, spec, pname))
+            elif type(a) is np.ndarray and (a.ndim != 1 or not a.flags.c_contiguous):
+                convs.append((i, None, pname))
+            elif type(a) is not np.ndarray and _on_device(a) is False:
+                return None   # a CPU tensor: converted by the full path only
+        plan.convs = tuple(convs)
+        plan.extra = tuple(inputs[len(takes):])   # the N-D extents: fixed by the shapes
+        for x in plan.extra:
+            x.flags.writeable = False
+        plan.device, plan.alloc, plan.shapes, plan.arrays = False, None, (), True
+        return plan
+
+    def run(self, args: Sequence[Any]) -> Any:
+        """The call, or `_NO` when the plan no longer holds (the caller takes the full path)."""
+        b = self.backend
+        if getattr(b, "closed", False):
+            return _NO
+        if self.route:
+            from vyre.driver import settings
+
+            if settings.get("VYRE_BACKEND") != self.named or \
+                    (self.fp is not None and _ROUTES.get(self.fp) != b.id()):
+                return _NO
+        inputs = list(args)
+        for i, spec, pname in self.convs:
+            if spec is None:
+                inputs[i] = np.ascontiguousarray(args[i]).reshape(-1)
+            else:
+                inputs[i] = _scalar(args[i], spec, self.where, pname)
+        if self.extra:
+            inputs.extend(self.extra)
+        if self.device:
+            if self.alloc is not None:
+                outs = b.dispatch_device(self.program, inputs, self.cfg, alloc=self.alloc)
+            else:
+                example = next(x for x in inputs if _on_device(x))
+                outs = [_like(example, o) for o in b.dispatch_device(self.program, inputs, self.cfg)]
+            return outs[0] if len(outs) == 1 else tuple(outs)
+        debug = log.isEnabledFor(logging.DEBUG)
+        start = time.perf_counter() if debug else 0.0
+        if self.arrays:
+            raw = b.dispatch_arrays(self.program, inputs, self.cfg)
+        else:
+            raw = [np.frombuffer(bytearray(r), dtype=np.dtype(d.dtype.host))
+                   for r, d in zip(b.dispatch(self.program, inputs, self.cfg), self.program.outputs)]
+        if debug:
+            log.debug("vyre.kernel: %s ran on %s in %.3f ms", self.name, b.id(),
+                      (time.perf_counter() - start) * 1e3)
+        arrays = [a if s is None else a.reshape(s) for a, s in zip(raw, self.shapes)]
+        return arrays[0] if len(arrays) == 1 else tuple(arrays)
+
+
+def call(built: Any, name: str, args: Sequence[Any], *, out: Any = None, grid: Any = None,
+         elements: Any = None, backend: Any = None, config: Any = None, dim: Any = None,
+         shape: Any = None) -> Any:
+    """Run ``built`` (a `vyre.kernel.frontend.Built`) with ``args``; see the module docstring.
+    A warm call (same argument kinds, dtypes and shapes, same options) runs its `_Plan`."""
+    key = None
+    if out is None:
+        key = _call_key(args, grid, elements, backend, config, dim, shape)
+        if key is not None:
+            try:
+                plan = _plans(built).get(key)
+            except TypeError:   # an unhashable option (a list grid=, a config holding a dict)
+                plan = key = None
+            if plan is not None:
+                got = plan.run(args)
+                if got is not _NO:
+                    return got
+    return _call_slow(built, name, args, key, out=out, grid=grid, elements=elements, backend=backend,
+                      config=config, dim=dim, shape=shape)

@@ -47,17 +47,24 @@ def source_fingerprint(*modules: str) -> bytes:
 class ArtifactCache:
     """One backend's compiled programs on disk (see the module docstring)."""
 
+    #: entries this process wrote, kept in memory too (a warm-up's programs are dispatched
+    #: right after it: no disk read and checksum for them)
+    RECENT = 2048
+
     def __init__(self, backend: str, version: str, device_fingerprint: bytes, codegen: tuple[str, ...]) -> None:
         self.disk = DiskCache(f"{backend}-programs")
         self.prefix = blake3.blake3(
             f"{backend}|{version}|{FORMAT}|".encode() + device_fingerprint
             + source_fingerprint("vyre.ir", "vyre.lower", *codegen)).digest()
+        self.recent: dict[bytes, bytes] = {}
 
     def key(self, identity: bytes, code_key: tuple) -> bytes:
         return self.prefix + identity + repr(code_key).encode()
 
     def get(self, key: bytes) -> tuple[dict[str, Any], bytes] | None:
-        blob = self.disk.get(key)
+        blob = self.recent.get(key)
+        if blob is None:
+            blob = self.disk.get(key)
         if blob is None:
             return None
         try:
@@ -72,4 +79,8 @@ class ArtifactCache:
 
     def put(self, key: bytes, meta: dict[str, Any], artifact: bytes) -> None:
         head = json.dumps(meta, sort_keys=True).encode()
-        self.disk.put(key, struct.pack("<I", len(head)) + head + artifact)
+        blob = struct.pack("<I", len(head)) + head + artifact
+        if len(self.recent) >= self.RECENT:
+            self.recent.clear()
+        self.recent[key] = blob
+        self.disk.put(key, blob)

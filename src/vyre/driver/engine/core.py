@@ -55,6 +55,7 @@ from ..errors import (
     DeviceLost,
     DeviceOutOfMemory,
     DispatchFailed,
+    InvalidInput,
     InvalidProgram,
     LimitExceeded,
     UnsupportedFeature,
@@ -75,6 +76,9 @@ log = logging.getLogger("vyre.engine")
 CANCEL_GRACE_S = 2.0      # how long a cancelled kernel gets to notice its cancel word
 MAX_GLOBAL_AXIS = 2**32 - 1   # invocations per axis: gid is a u32
 PREPARED_PER_PIPELINE = 32
+#: host buffers of at least this many bytes are copied to and from the device directly (no
+#: staging copy) in calls that wait for their dispatch, on devices with direct host copies
+DIRECT_BYTES = 1 << 18
 PIPELINES_PER_BACKEND = 512
 
 
@@ -110,6 +114,8 @@ class EnginePipeline(CompiledPipeline):
         # (input position, output position) of READ_WRITE buffers: fixpoint feeds them back
         self.feedback = tuple((i, outputs.index(d.name)) for i, d in enumerate(program.inputs) if d.is_output)
         self.out_dtypes = tuple(d.dtype.host for d in program.outputs)   # dispatch_arrays' dtypes
+        self.outputs = program.outputs
+        self.alloc_where = tuple(f"the array alloc() returned for output {d.name!r}" for d in self.outputs)
 
     def __repr__(self) -> str:
         return (f"<EnginePipeline {self._backend.id()} program={fingerprint(self._source).hex()[:12]} "
@@ -162,6 +168,17 @@ class EnginePipeline(CompiledPipeline):
                              "backend.compile_native).", backend=self._backend.id())
 
 
+_NONE: list = []   # an empty list that is never appended to (the common case of _enqueue)
+
+
+def _on_gpu(x: Any) -> bool:
+    """A DLPack producer whose memory is not the host's."""
+    try:
+        return int(x.__dlpack_device__()[0]) != 1   # 1: kDLCPU
+    except Exception:
+        return False
+
+
 def grid_key(config: DispatchConfig) -> tuple:
     """The config fields that change the shape of a dispatch (cached on the config)."""
     key = config.__dict__.get("_grid_key")
@@ -196,13 +213,16 @@ class DeviceOutput:
 class Flight:
     """One dispatch in flight: what it needs until its results are read."""
 
-    __slots__ = ("deadline", "fence", "keep", "pipe", "prep", "sset", "token")
+    __slots__ = ("deadline", "direct", "fence", "keep", "pipe", "prep", "sset", "token")
 
     def __init__(self, pipe: EnginePipeline, prep: Prepared, sset: StageSet, deadline: float | None) -> None:
         self.pipe, self.prep, self.sset, self.deadline = pipe, prep, sset, deadline
         self.fence: Any = None
         self.token: Any = None
         self.keep: tuple = ()
+        # outputs read straight into the returned arrays once the dispatch is complete:
+        # (output position, this dispatch's own device buffer, bytes)
+        self.direct: tuple[tuple[int, Any, int], ...] = ()
 
 
 class EnginePending(PendingDispatch):
@@ -270,6 +290,7 @@ class EngineBackend(VyreBackend):
 
     def __init__(self, device: Device) -> None:
         self.device = device
+        self._direct = device.direct_host_copies
         self._lock = threading.RLock()   # one in-order queue: enqueueing is serialised
         self._pipes: OrderedDict[tuple, EnginePipeline] = OrderedDict()
         self._hits = self._misses = 0
@@ -417,6 +438,7 @@ class EngineBackend(VyreBackend):
                 how = f"built ({kernel.built_from})"
                 if art is not None and meta is not None and binary is not None:
                     meta["atomics"] = uses_atomics(eff)
+                    meta["bound"] = [b.name for b in eff.facts.bound]
                     meta["fingerprint"] = fingerprint(program).hex()
                     art.put(akey, meta, binary)
             pipe = EnginePipeline(self, program, eff, config, kernel)
@@ -450,7 +472,8 @@ class EngineBackend(VyreBackend):
         """A kernel this backend built for this exact program in an earlier process: no
         validation, lowering or compilation (the entry exists only because they passed). The
         effective program keeps the source body: after compilation only its buffers, workgroup
-        size and whether it uses atomics matter, and the last is recorded with the kernel."""
+        size, whether it uses atomics and its bound buffers in binding order matter, and the
+        last two are recorded with the kernel (so its dispatches walk no IR either)."""
         hit = art.get(akey)
         if hit is None:
             return None
@@ -463,6 +486,9 @@ class EngineBackend(VyreBackend):
         wg = config.workgroup_override or program.workgroup_size
         eff = program if wg == program.workgroup_size else Program(program.buffers, wg, program.body, program.functions)
         eff.__dict__["_vyre_atomics"] = bool(meta.get("atomics", True))
+        bound = meta.get("bound")
+        if isinstance(bound, list) and sorted(map(str, bound)) == sorted(b.name for b in eff.bound_buffers):
+            eff.__dict__["_vyre_bound"] = tuple(bound)   # binding order, recorded with the kernel
         fp = meta.get("fingerprint")
         if isinstance(fp, str) and len(fp) == 64 and "_vyre_fingerprint" not in program.__dict__:
             # recorded with the kernel of this exact program: its canonical form need not be
@@ -485,24 +511,76 @@ class EngineBackend(VyreBackend):
         return (eff, *self._build(eff))
 
     def precompile(self, programs: Sequence[Any]) -> int:
-        effective = []
+        """Build many programs (or (program, config) pairs) at once, before their first
+        dispatches: in worker processes (`vyre.driver.engine.farm`) where the device has a
+        compiler, each kept in the artifact cache (`adopt`); else through the device's own
+        `Device.precompile`. A program that fails here is built, or refused, on its dispatch.
+        Returns how many were built."""
+        items: list[tuple[Program, DispatchConfig]] = []
         for item in programs:
             program, config = item if isinstance(item, tuple) else (item, None)
             try:
                 config = self._config(config)
+            except VyreError:
+                continue   # its dispatch reports it
+            if isinstance(program, Program):
+                items.append((program, config))
+        try:
+            compiler = self.device.compiler()
+            if compiler is None:
+                return self.device.precompile(self._effective_runnable(items))
+            return self._farm(compiler, items)
+        except Exception as exc:   # a warm-up never fails the caller: dispatches build on demand
+            log.warning("vyre %s: precompile failed (%s); programs build on first dispatch", self.id(), exc)
+            return 0
+
+    def _effective_runnable(self, items: list[tuple[Program, DispatchConfig]]) -> list[Program]:
+        effective = []
+        for program, config in items:
+            try:
                 self._validate(program)
                 eff = effective_program(program, config)
                 if eff is not program:
                     self._validate(eff)
             except VyreError:
-                continue   # its dispatch reports it
+                continue
             if not refusals(eff, self):
                 effective.append(eff)
-        try:
-            return self.device.precompile(effective)
-        except Exception as exc:   # a warm-up never fails the caller: dispatches build on demand
-            log.warning("vyre %s: precompile failed (%s); programs build on first dispatch", self.id(), exc)
+        return effective
+
+    def _farm(self, compiler: Any, items: list[tuple[Program, DispatchConfig]]) -> int:
+        from . import farm
+
+        art = self._artifacts()
+        if art is None:
             return 0
+        todo = [(p, c) for p, c in items if art.get(art.key(identity(p), c.code_key())) is None]
+        jobs = [(compiler, group) for group in farm.batched(farm.encode_all(todo))]
+        results = (got for batch in farm.run_jobs(farm.build_batch, jobs) for got in batch)
+        built = 0
+        for (program, config), got in zip(todo, results):
+            if got is not None and self.adopt(program, config, *got):
+                built += 1
+        return built
+
+    def adopt(self, program: Program, config: DispatchConfig | None, meta: dict[str, Any], binary: bytes) -> bool:
+        """Keep a kernel built in another process (`vyre.driver.engine.farm.build_job`, which
+        validated the program) for ``program`` under ``config``: unless this backend refuses
+        the program, it goes to the artifact cache, and the program's first dispatch loads it
+        as a later process would. False when it was not kept (the dispatch builds or refuses
+        the program itself)."""
+        art = self._artifacts()
+        if art is None:
+            return False
+        config = self._config(config)
+        try:
+            eff = effective_program(program, config)
+            if refusals(eff, self):
+                return False
+            art.put(art.key(identity(program), config.code_key()), meta, binary)
+        except (VyreError, OSError):
+            return False
+        return True
 
     def _build(self, program: Program) -> tuple[Any, Any, Any]:
         try:
@@ -621,11 +699,17 @@ class EngineBackend(VyreBackend):
     # ---- 5. enqueue --------------------------------------------------------------------------
     def _enqueue(self, pipe: EnginePipeline, prep: Prepared, ins: list[Input], config: DispatchConfig,
                  deadline: float | None, timed: bool, fence: bool = True,
-                 device_outputs: bool = False) -> Flight:
+                 device_outputs: bool = False, outputs: list[DeviceInput] | None = None,
+                 direct: bool = False, direct_reads: bool = False) -> Flight:
         """Stage, launch and read back one dispatch. With ``fence`` False the caller waits
         with `Device.finish` instead (synchronous calls without a deadline). With
         ``device_outputs`` every output gets its own fresh device buffer, left on the device
-        (``flight.keep`` starts with them, in output order) instead of read back."""
+        (``flight.keep`` starts with them, in output order) instead of read back; ``outputs``
+        (checked device arrays of exactly each output's bytes) are those buffers when given.
+        With ``direct`` (a call that waits for this dispatch, on a device with direct host
+        copies) large host inputs are uploaded from the caller's memory; with
+        ``direct_reads`` too (it wants arrays) large outputs go to buffers of this dispatch,
+        read straight into the arrays by `_complete`."""
         dev = self.device
         lock = self._lock
         lock.acquire()
@@ -644,25 +728,28 @@ class EngineBackend(VyreBackend):
                 bufs = prep.buffers(dev)
                 packed = sset.packed
                 views: list[Any] | None = None
+                waited: list[Any] = _NONE   # producer streams this dispatch is ordered after
+                tails: list[tuple[Any, Any, int]] = _NONE   # (caller's output, padded buffer, bytes)
                 if device_outputs:   # outputs the caller will own: never the reused buffers
-                    bufs = list(bufs)
-                    fresh = []
-                    for pos, nbytes, _ in prep.outs:
-                        bufs[pos] = dev.alloc(nbytes)
-                        fresh.append(bufs[pos])
-                    flight.keep = tuple(fresh)
-                    views = bufs
+                    waited, tails = [], []
+                    views = bufs = self._fresh_outputs(prep, bufs, outputs, flight, waited, tails)
+                elif direct_reads and prep.out_nbytes >= DIRECT_BYTES:
+                    views = bufs = self._direct_outputs(prep, bufs, flight)
+                direct_min = 0 if dev.synchronous else DIRECT_BYTES if direct else -1
                 for pos, index, nbytes in prep.copies_in:
                     x = ins[index]
                     if type(x) is not DeviceInput:
                         if nbytes:
-                            if dev.synchronous and x.nbytes == nbytes:
-                                dev.upload(bufs[pos], x, nbytes)
+                            if 0 <= direct_min <= nbytes == x.nbytes:
+                                dev.upload(bufs[pos], x, nbytes)   # the caller's words, read now
                             else:
                                 host = sset.ins[index]
                                 host.stage(x)   # staged now: never read later
                                 dev.upload(bufs[pos], host, nbytes)
                     else:
+                        if x.stream is not None and x.stream not in waited:
+                            dev.order_after(x.stream)   # after the producer's work on it
+                            waited = [*waited, x.stream]
                         view = dev.view(x.ptr, x.nbytes, x.value)
                         if prep.shape.buffers[pos].output_index is None:
                             views = list(bufs) if views is None else views
@@ -679,9 +766,12 @@ class EngineBackend(VyreBackend):
                     sset.ctl.deadline = deadline
                     dev.ctl_reset(sset.ctl)
                 flight.token = prep.launch(dev, packed, views if views is not None else bufs, timed)
-                for (pos, nbytes, _), host in zip(prep.outs, sset.outs):
-                    if nbytes and not device_outputs:
-                        dev.download(host, bufs[pos], nbytes)
+                for view, buf, exact in tails:
+                    dev.copy(view, buf, exact)
+                if not device_outputs:
+                    for (pos, nbytes, exact), host in zip(prep.outs, sset.outs):
+                        if nbytes and not (flight.direct and exact >= DIRECT_BYTES):
+                            dev.download(host, bufs[pos], nbytes)
                 if uses_ctl:
                     dev.ctl_fetch(sset.ctl)
                 if fence:
@@ -696,6 +786,48 @@ class EngineBackend(VyreBackend):
         finally:
             lock.release()
         return flight
+
+    def _fresh_outputs(self, prep: Prepared, bufs: list[Any], outputs: list[DeviceInput] | None, flight: Flight,
+                       waited: list[Any], tails: list[tuple[Any, Any, int]]) -> list[Any]:
+        """`_enqueue`'s buffers with each output replaced by a buffer the caller will own: a
+        fresh device allocation, or the caller's array from ``outputs`` (ordered after its
+        allocator's stream; a narrow output whose bytes are not whole words gets a padded
+        buffer, copied into it after the launch: ``tails``). ``flight.keep`` holds them."""
+        dev = self.device
+        bufs = list(bufs)
+        fresh: list[Any] = []
+        for i, (pos, nbytes, exact) in enumerate(prep.outs):
+            if outputs is None:
+                bufs[pos] = dev.alloc(nbytes)
+                fresh.append(bufs[pos])
+                continue
+            o = outputs[i]
+            if o.stream is not None and o.stream not in waited:
+                dev.order_after(o.stream)   # the allocator's last use of the memory
+                waited.append(o.stream)
+            view = dev.view(o.ptr, o.nbytes, o.value)
+            if nbytes == exact:
+                bufs[pos] = view
+            else:
+                bufs[pos] = dev.alloc(nbytes)
+                tails.append((view, bufs[pos], exact))
+            fresh.append(o.value)
+        flight.keep = tuple(fresh) if not tails else tuple(fresh) + tuple(b for _, b, _ in tails)
+        return bufs
+
+    def _direct_outputs(self, prep: Prepared, bufs: list[Any], flight: Flight) -> list[Any]:
+        """`_enqueue`'s buffers with each large output replaced by a buffer of this dispatch
+        alone (``flight.direct``), which `_complete` reads straight into the returned array:
+        a later dispatch reuses the cached buffers, so they cannot be read after the wait."""
+        dev = self.device
+        bufs = list(bufs)
+        direct = []
+        for i, (pos, nbytes, exact) in enumerate(prep.outs):
+            if exact >= DIRECT_BYTES:
+                bufs[pos] = dev.alloc(nbytes)
+                direct.append((i, bufs[pos], exact))
+        flight.direct = tuple(direct)
+        return bufs
 
     def _fail(self, exc: BaseException) -> BaseException:
         if isinstance(exc, BackendError):
@@ -763,8 +895,27 @@ class EngineBackend(VyreBackend):
         elif arrays is None:
             outs = [v.tobytes() for v in sset.views]
         else:
-            outs = [v.view(dt).copy() for v, dt in zip(sset.views, arrays)]
+            outs = [v.view(dt).copy() for v, dt in zip(sset.views, arrays)] if not flight.direct else \
+                self._read_direct(flight, arrays)
         prep.give(sset)
+        return outs
+
+    def _read_direct(self, flight: Flight, arrays: Sequence[Any]) -> list[Any]:
+        """The outputs of a completed dispatch with direct outputs (`_direct_outputs`): those
+        read straight from their buffers into fresh arrays, the others from the staging."""
+        dev = self.device
+        outs = [None if v.nbytes >= DIRECT_BYTES else v.view(dt).copy()
+                for v, dt in zip(flight.sset.views, arrays)]
+        for i, buf, exact in flight.direct:
+            dt = np.dtype(arrays[i])
+            arr = np.empty(exact // dt.itemsize, dt)
+            try:
+                dev.read(arr, buf, exact)
+            except BaseException as exc:
+                raise self._fail(exc) from None
+            outs[i] = arr
+            dev.free(buf)
+        flight.direct = ()
         return outs
 
     # ---- the synchronous recipe ------------------------------------------------------------
@@ -776,8 +927,12 @@ class EngineBackend(VyreBackend):
             ins = pipe.check(inputs)
             prep = self._prepared(pipe, tuple([x.nbytes for x in ins]), config)
             deadline = None if config.timeout is None else time.monotonic() + config.timeout
-            flight = self._enqueue(pipe, prep, ins, config, deadline, timed,
-                                   fence=deadline is not None or timed)
+            if deadline is None and not timed:
+                direct = self._direct and config.fixpoint_iterations == 1
+                flight = self._enqueue(pipe, prep, ins, config, None, False, False, direct=direct,
+                                       direct_reads=direct and arrays)
+            else:
+                flight = self._enqueue(pipe, prep, ins, config, deadline, timed)
             if timed:
                 enqueued = _now()
             dtypes = pipe.out_dtypes if arrays and config.fixpoint_iterations <= 1 else None
@@ -818,6 +973,8 @@ class EngineBackend(VyreBackend):
         dev = self.device
         host = dev.host_alloc(padded(x.nbytes))
         with self._lock:
+            if x.stream is not None:
+                dev.order_after(x.stream)
             if x.nbytes:
                 dev.download(host, dev.view(x.ptr, x.nbytes, x.value), x.nbytes)
             fence = dev.fence()
@@ -850,12 +1007,17 @@ class EngineBackend(VyreBackend):
         return self.device.reads_device_arrays
 
     def dispatch_device(self, program: Program, inputs: Sequence[Any],
-                        config: DispatchConfig | None = None) -> list[DeviceOutput]:
+                        config: DispatchConfig | None = None, alloc: Any = None) -> list[Any]:
         """Dispatch and leave the outputs on the device (additive method): one `DeviceOutput`
         per output, each a fresh device buffer the caller owns, exposed through
         ``__cuda_array_interface__`` (CuPy, torch and numba take it without a copy). Inputs may
         be device arrays (read in place) or host arrays. Same rules, bytes and errors as
-        `dispatch`; returns once the dispatch is complete."""
+        `dispatch`; returns once the dispatch is complete.
+
+        ``alloc(nbytes, dtype)``: the caller's allocator (e.g. ``cupy.empty``), asked once
+        per output for a C-contiguous device array of exactly ``nbytes`` of the output's
+        `DataType`; the outputs are written into those arrays (after any work their
+        allocator's stream has queued), which are returned instead of `DeviceOutput`s."""
         dev = self.device
         if not dev.reads_device_arrays:
             from ..errors import UnsupportedFeature
@@ -869,16 +1031,47 @@ class EngineBackend(VyreBackend):
             pipe = self._pipeline(program, config)
             ins = pipe.check(inputs)
             prep = self._prepared(pipe, tuple([x.nbytes for x in ins]), config)
+            given = None if alloc is None else self._allocated(pipe, prep, ins, alloc)
             deadline = None if config.timeout is None else time.monotonic() + config.timeout
             flight = self._enqueue(pipe, prep, ins, config, deadline, False, fence=deadline is not None,
-                                   device_outputs=True)
+                                   device_outputs=True, outputs=given)
             outs = flight.keep[: len(prep.outs)]
             self._complete(flight, config, read=False)
             ok = True
+            if given is not None:
+                return [o.value for o in given]
             return [DeviceOutput(buf, dev.device_pointer(buf), exact, d.dtype, self.id())
-                    for buf, (_, _, exact), d in zip(outs, prep.outs, pipe.effective.outputs)]
+                    for buf, (_, _, exact), d in zip(outs, prep.outs, pipe.outputs)]
         finally:
             observability.record_dispatch(self.id(), time.perf_counter_ns() - started, ok, config.label)
+
+    def _allocated(self, pipe: EnginePipeline, prep: Prepared, ins: list[Input], alloc: Any) -> list[DeviceInput]:
+        """The caller-allocated outputs of `dispatch_device`, checked like inputs (device
+        memory, dtype, layout), of exactly each output's bytes, overlapping no input."""
+        given = []
+        for (_, _, exact), d, where in zip(prep.outs, pipe.outputs, pipe.alloc_where):
+            try:
+                arr = alloc(exact, d.dtype)
+            except VyreError:
+                raise
+            except Exception as exc:   # the allocator's own error (out of device memory)
+                raise self.device.error(exc) from None
+            cai = getattr(arr, "__cuda_array_interface__", None)
+            if cai is None and not _on_gpu(arr):
+                raise InvalidInput("input_device", f"{where} is a {type(arr).__name__}, not a device array.",
+                                   "return a device array (cupy.empty / torch.empty on the GPU).",
+                                   backend=self.id())
+            o = self.device.device_input(d, arr, where, cai)
+            if o.nbytes != exact:
+                raise InvalidInput("input_size", f"{where} holds {o.nbytes} bytes; the output has {exact}.",
+                                   "allocate exactly nbytes (alloc receives it).", backend=self.id())
+            for i, x in enumerate(ins):
+                if type(x) is DeviceInput and o.nbytes and x.nbytes and \
+                        o.ptr < x.ptr + x.nbytes and x.ptr < o.ptr + o.nbytes:
+                    raise InvalidInput("input_device", f"{where} overlaps input {i}: vyre never writes "
+                                       "its inputs.", "return fresh memory from alloc.", backend=self.id())
+            given.append(o)
+        return given
 
     def dispatch_borrowed_timed(self, program: Program, inputs: Sequence[Any],
                                 config: DispatchConfig | None = None) -> TimedDispatchResult:
@@ -938,17 +1131,13 @@ class EngineBackend(VyreBackend):
         dev = self.device
         words = raw_words(data, "resident upload", self.id(), device_ok=dev.reads_device_arrays)
         if words is None:
-            from ..inputs import cai_span
-
-            if hasattr(data, "__cuda_array_interface__"):
-                ptr, nbytes = cai_span(None, data, "resident upload", self.id())
-            else:
-                d = dev.device_input(None, data, "resident upload")
-                ptr, nbytes = d.ptr, d.nbytes
-            self._check_upload(resource, nbytes)
+            d = dev.device_input(None, data, "resident upload")
+            self._check_upload(resource, d.nbytes)
             with self._lock:
-                if nbytes:
-                    dev.copy(resource.handle, dev.view(ptr, nbytes, data), nbytes)
+                if d.stream is not None:
+                    dev.order_after(d.stream)
+                if d.nbytes:
+                    dev.copy(resource.handle, dev.view(d.ptr, d.nbytes, data), d.nbytes)
                 fence = dev.fence()
         else:
             self._check_upload(resource, words.nbytes)
@@ -967,8 +1156,6 @@ class EngineBackend(VyreBackend):
 
     def _check_upload(self, resource: Resource, nbytes: int) -> None:
         if nbytes != resource.byte_len:
-            from ..errors import InvalidInput
-
             raise InvalidInput("input_size", f"upload of {nbytes} bytes into a {resource.byte_len}-byte "
                                "resident buffer.", "upload exactly the allocated size.", backend=self.id())
 

@@ -137,6 +137,10 @@ class Device(abc.ABC):
     #: `launch` itself reads indirect grids (the reference); else the engine splits the
     #: phases and reads each indirect grid back before launching its phase
     indirect_in_launch: bool = False
+    #: `upload` also takes the caller's words (a numpy array) and `read` copies device memory
+    #: straight into a host array: the engine uses both for large buffers of calls that wait
+    #: for their dispatch before returning, instead of a copy through host staging
+    direct_host_copies: bool = False
 
     def capabilities(self) -> Capabilities | None:
         """What this backend and device declare (`Capabilities`), read once from the
@@ -166,8 +170,15 @@ class Device(abc.ABC):
     def precompile(self, programs: list[Program]) -> int:
         """Build the target binaries of many validated, specialized programs at once (in
         parallel where the target can) into the device's own disk cache, so that their first
-        dispatches load them. Returns how many were built (default: 0, nothing to do)."""
+        dispatches load them. Returns how many were built (default: 0, nothing to do). Not
+        called where the device has a `compiler`."""
         return 0
+
+    def compiler(self) -> Any:
+        """A picklable `vyre.driver.engine.farm.Compiler` that builds what `compile` keeps
+        (meta and binary) without this device, in worker processes; None (the default)
+        where the target cannot (the engine then calls `precompile`)."""
+        return None
 
     def load(self, meta: dict[str, Any], artifact: bytes) -> Kernel:
         """The kernel `compile` described, from its binary (raise anything to rebuild)."""
@@ -190,7 +201,19 @@ class Device(abc.ABC):
     @abc.abstractmethod
     def upload(self, dst: Any, src: HostBuffer | np.ndarray, nbytes: int) -> None:
         """Enqueue a copy of ``nbytes`` from host ``src`` into ``dst``. ``src`` is a
-        `HostBuffer`, or — on a synchronous device only — the caller's words."""
+        `HostBuffer`, or — on a synchronous device, or one with `direct_host_copies` in a
+        call that waits for its dispatch — the caller's words."""
+
+    def read(self, dst: np.ndarray, buf: Any, nbytes: int) -> None:
+        """Copy the first ``nbytes`` of ``buf`` into the host array ``dst`` now, after what
+        is enqueued before it, and return when the bytes are there (default: through host
+        staging; devices with `direct_host_copies` copy straight into ``dst``)."""
+        size = (nbytes + 3) & ~3
+        host = self.host_alloc(size)
+        if nbytes:
+            self.download(host, buf, size)
+        self.wait(self.fence(), None)
+        dst.reshape(-1).view(np.uint8)[:nbytes] = host.words.view(np.uint8)[:nbytes]
 
     @abc.abstractmethod
     def download(self, dst: HostBuffer, src: Any, nbytes: int) -> None:
@@ -285,12 +308,22 @@ class Device(abc.ABC):
     def error(self, exc: BaseException) -> BackendError:
         """The `BackendError` for a vendor exception."""
 
-    def device_input(self, decl: BufferDecl, value: Any, where: str) -> Any:
-        """Resolve a device array for in-place use (only if `reads_device_arrays`)."""
+    def device_input(self, decl: BufferDecl | None, value: Any, where: str, cai: dict | None = None) -> Any:
+        """Resolve a device array for in-place use (only if `reads_device_arrays`): a
+        `vyre.driver.inputs.DeviceInput` whose ``stream`` names the producer's stream, if the
+        dispatch must wait for it. ``cai``: its ``__cuda_array_interface__`` when the caller
+        has read it already (None: read it here, or use DLPack)."""
+        raise NotImplementedError
+
+    def order_after(self, stream: Any) -> None:
+        """Make the queue wait for everything a device input's producer ``stream`` has
+        enqueued so far (`DeviceInput.stream`); called under the engine's lock, once per
+        distinct stream per dispatch, before anything of the dispatch is enqueued."""
         raise NotImplementedError
 
     def view(self, ptr: int, nbytes: int, owner: Any) -> Any:
-        """A device buffer object over memory the caller owns (device arrays)."""
+        """A device buffer object over memory the caller owns (device arrays), usable as a
+        kernel argument and with `copy` and `zero`."""
         raise NotImplementedError
 
     def device_pointer(self, buf: Any) -> int:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import struct
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -93,14 +94,28 @@ _key_lock = threading.Lock()
 _keys: dict[str, bytes] = {}
 
 
+def _user_dir(kind: str) -> Path:
+    """platformdirs' ``user_config_dir``/``user_cache_dir`` for "vyre". On Linux it is the
+    XDG rule, applied here without importing platformdirs (whose import is most of a disk
+    cache hit's cost in a fresh process): ``$XDG_CONFIG_HOME`` or ``~/.config`` (``CACHE``,
+    ``~/.cache``), then ``vyre``."""
+    if sys.platform.startswith("linux") and "ANDROID_DATA" not in os.environ:
+        base = os.environ.get(f"XDG_{kind.upper()}_HOME", "")
+        if not base.strip():
+            base = os.path.expanduser(f"~/.{kind}")
+        return Path(base) / "vyre"
+    import platformdirs
+
+    find = platformdirs.user_config_dir if kind == "config" else platformdirs.user_cache_dir
+    return Path(find("vyre", appauthor=False))
+
+
 def key_dir() -> Path:
     """Where the MAC key lives: ``$VYRE_KEY_DIR`` or the platform config dir (not the cache)."""
     env = settings.get("VYRE_KEY_DIR")
     if env:
         return Path(env)
-    import platformdirs
-
-    return Path(platformdirs.user_config_dir("vyre", appauthor=False))
+    return _user_dir("config")
 
 
 def mac_key() -> bytes | None:
@@ -145,12 +160,11 @@ def mac_key() -> bytes | None:
 
 
 def cache_root() -> Path:
+    """``$VYRE_CACHE_DIR`` or the platform cache dir."""
     env = settings.get("VYRE_CACHE_DIR")
     if env:
         return Path(env)
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("vyre", appauthor=False))
+    return _user_dir("cache")
 
 
 class DiskCache:

@@ -16,9 +16,11 @@ import functools
 import threading
 import time
 import weakref
+from collections import OrderedDict
 from dataclasses import replace
 from typing import Any
 
+import blake3
 import numpy as np
 
 import vyre
@@ -30,6 +32,7 @@ from vyre.driver.inputs import DeviceInput, cai_span
 from vyre.ir.program import BufferDecl, Program
 
 from .codegen import generate
+from .compiler import CudaCompiler, kernel_of
 from .runtime import ID, Runtime, cc, cu, host_words
 
 
@@ -41,7 +44,8 @@ def _ok(result: Any) -> Any:
 
 
 def _ptr(buf: Any) -> int:
-    return int(buf.handle)
+    """The device address of a buffer, or of a view (`CudaDevice.view`: the address itself)."""
+    return buf if type(buf) is int else int(buf.handle)
 
 
 class _PinnedPool:
@@ -82,6 +86,7 @@ class CudaDevice(Device):
     reads_device_arrays = True
     cancellable = True
     supports_graphs = True
+    direct_host_copies = True
 
     def __init__(self, device_id: int = 0) -> None:
         self.rt = Runtime(device_id)
@@ -89,6 +94,8 @@ class CudaDevice(Device):
         self._target: Any = self.stream          # the stream, or a graph being captured
         self._raw = self.stream.handle
         self._configs: dict[tuple, Any] = {}
+        self._counts: dict[tuple[int, ...], tuple] = {}   # counts -> their u32 kernel arguments
+        self._modules: OrderedDict[bytes, Any] = OrderedDict()   # recently loaded cubins
         self._order = _ok(cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DISABLE_TIMING))
         self.pinned = _PinnedPool(self.rt)
         # matmul_acc on IMMA (vyre.drivers.cuda.imma): mma.sync m16n8k32 needs sm_80
@@ -103,18 +110,19 @@ class CudaDevice(Device):
         plan, source = generate(program, self.tensor_cores)
         cubin, built_from = self.rt.cubins.get_or_compile(source, self.rt.facts.arch)
         module = self.rt.load(cubin)
-        kernels = tuple(module.get_kernel(name) for name in plan.entries)
-        kernel = Kernel(kernels, plan.uses_ctl, plan.fully_written, built_from, source, plan.stoppable,
-                        plan.vector, Kernel.indirect_of(plan), Kernel.scratch_of(plan))
+        kernel = kernel_of(tuple(module.get_kernel(name) for name in plan.entries), plan, source, built_from)
         return kernel, kernel.meta(plan.entries), cubin
 
-    def precompile(self, programs: list[Program]) -> int:
-        sources = [generate(p, self.tensor_cores)[1] for p in programs]
-        return self.rt.cubins.precompile(sources, self.rt.facts.arch)
+    def compiler(self) -> CudaCompiler:
+        return CudaCompiler(self.rt.facts.arch, self.tensor_cores)
 
     def load(self, meta: dict, artifact: bytes) -> Kernel:
         self.rt.ensure_current()
-        module = self.rt.load(artifact)
+        key = blake3.blake3(artifact).digest()   # programs built in one batch share one cubin
+        module = self._modules.pop(key, None) or self.rt.load(artifact)
+        self._modules[key] = module
+        while len(self._modules) > 64:
+            self._modules.popitem(last=False)
         return Kernel.from_meta(tuple(module.get_kernel(n) for n in meta["entries"]), meta)
 
     # ---- memory ------------------------------------------------------------------------------
@@ -145,13 +153,23 @@ class CudaDevice(Device):
 
     def _copy(self, dst: Any, src: Any, nbytes: int) -> None:
         self.rt.ensure_current()
-        if dst.size == src.size == max(4, nbytes):
+        if type(dst) is not int and type(src) is not int and dst.size == src.size == max(4, nbytes):
             dst.copy_from(src, stream=self.stream)   # the common case, through cuda.core
-        else:                                         # part of a larger (resident) buffer
+        else:                                         # part of a larger buffer, or a view
             _ok(cu.cuMemcpyAsync(_ptr(dst), _ptr(src), nbytes, self._raw))
 
     def upload(self, dst: Any, src: HostBuffer | np.ndarray, nbytes: int) -> None:
+        if type(src) is np.ndarray:   # the caller's words (a call that waits for its dispatch):
+            self.rt.ensure_current()  # pageable memory is staged by the driver before this returns
+            _ok(cu.cuMemcpyHtoDAsync(_ptr(dst), src.__array_interface__["data"][0], nbytes, self._raw))
+            return
         self._copy(dst, src.handle, nbytes)
+
+    def read(self, dst: np.ndarray, buf: Any, nbytes: int) -> None:
+        self.rt.ensure_current()
+        if nbytes:
+            _ok(cu.cuMemcpyDtoHAsync(dst.__array_interface__["data"][0], _ptr(buf), nbytes, self._raw))
+        self.stream.record().sync()   # this copy (and what came before it) only
 
     def download(self, dst: HostBuffer, src: Any, nbytes: int) -> None:
         self._copy(dst.handle, src, nbytes)
@@ -179,7 +197,12 @@ class CudaDevice(Device):
 
     # ---- launch --------------------------------------------------------------------------------
     def pack(self, kernel: Kernel, buffers: list[Any], counts: tuple[int, ...], ctl: Ctl) -> tuple:
-        return (*buffers, *(np.uint32(c) for c in counts), ctl.arg)
+        words = self._counts.get(counts)
+        if words is None:
+            if len(self._counts) > 1024:
+                self._counts.clear()
+            words = self._counts[counts] = tuple(np.uint32(c) for c in counts)
+        return (*buffers, *words, ctl.arg)
 
     def _config(self, grid: tuple[int, int, int], block: tuple[int, int, int]) -> Any:
         key = (grid, block)
@@ -282,17 +305,17 @@ class CudaDevice(Device):
         graph.launch(self.stream)
 
     # ---- device arrays -------------------------------------------------------------------------
-    def device_input(self, decl: BufferDecl | None, value: Any, where: str) -> DeviceInput:
-        """A CUDA array read in place: its dtype checked against ``decl``, our stream ordered
-        after the producer's (CAI ``stream`` or the DLPack handshake)."""
+    def device_input(self, decl: BufferDecl | None, value: Any, where: str, cai: dict | None = None) -> DeviceInput:
+        """A CUDA array read in place: its dtype checked against ``decl``; the dispatch is
+        ordered after its producer's stream (the CAI ``stream``, `order_after`) or, for DLPack,
+        after the handshake made here."""
+        if cai is None:
+            cai = getattr(value, "__cuda_array_interface__", None)
+        if cai is not None:
+            ptr, nbytes = cai_span(decl, value, where, ID, cai)
+            producer = cai.get("stream")
+            return DeviceInput(value, ptr, nbytes, None if producer in (None, 0) else producer)
         self.rt.ensure_current()
-        if hasattr(value, "__cuda_array_interface__"):
-            ptr, nbytes = cai_span(decl, value, where, ID)
-            producer = value.__cuda_array_interface__.get("stream")
-            if producer not in (None, 0):
-                _ok(cu.cuEventRecord(self._order, int(producer)))
-                _ok(cu.cuStreamWaitEvent(self._raw, self._order, 0))
-            return DeviceInput(value, ptr, nbytes)
         from cuda.core.utils import StridedMemoryView
 
         try:
@@ -321,9 +344,18 @@ class CudaDevice(Device):
                                    "pass a contiguous array.", backend=ID)
         return DeviceInput(value, int(view.ptr), int(np.prod(shape, dtype=np.int64)) * dt.itemsize)
 
-    def view(self, ptr: int, nbytes: int, owner: Any) -> Any:
+    def order_after(self, stream: Any) -> None:
         self.rt.ensure_current()
-        return cc.Buffer.from_handle(ptr, max(4, nbytes), owner=owner)
+        if int(stream) == int(self._raw):
+            return   # our own stream: already in order
+        _ok(cu.cuEventRecord(self._order, int(stream)))
+        _ok(cu.cuStreamWaitEvent(self._raw, self._order, 0))
+
+    def view(self, ptr: int, nbytes: int, owner: Any) -> int:
+        """The device address itself: cuda.core passes a Python int as a pointer argument, and
+        `_copy`/`zero` take it, so no buffer object is made per call (the engine keeps
+        ``owner`` alive until the dispatch completes)."""
+        return int(ptr)
 
     def error(self, exc: BaseException) -> BackendError:
         return self.rt.error(exc)

@@ -2,21 +2,23 @@
 
 Needs no GPU (CI compiles every generated kernel with it). Results are cached on disk by
 vyre's `DiskCache`, keyed by source, architecture, options and NVRTC version, so a second
-process loads the cubin without running NVRTC.
+process loads the cubin without running NVRTC. `CudaCompiler` builds programs in worker
+processes (`vyre.driver.engine.farm`: warm-up and conformance).
 """
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
+import re
+from dataclasses import dataclass
+from typing import Any
 
 import blake3
 
+from vyre.driver.engine.device import Kernel
 from vyre.driver.errors import BackendUnavailable, KernelCompileFailed
 from vyre.driver.install import install_hint
 from vyre.driver.pipeline import DiskCache, cache_root
+from vyre.ir.program import Program
 
 ID = "cuda"
 OPTIONS = ("--fmad=false", "--ftz=true", "--prec-div=true", "--prec-sqrt=true", "-std=c++17")
@@ -95,28 +97,62 @@ def _compile(source: str, arch: str, name: str, ptx: bool) -> bytes:
         nvrtc.nvrtcDestroyProgram(prog)
 
 
-def _compile_quietly(source: str, arch: str) -> bytes | None:
-    """A pool worker's compile: the cubin, or None when NVRTC fails (the dispatch that needs
-    it compiles again in the caller's process and raises the error there)."""
-    try:
-        return compile_cubin(source, arch)
-    except Exception:
-        return None
+@dataclass(frozen=True)
+class CudaCompiler:
+    """`vyre.driver.engine.farm.Compiler` for one architecture: CUDA C through NVRTC, in
+    any process (it needs no GPU), with what `CudaDevice.compile` records."""
+
+    arch: str
+    tensor_cores: bool = False   # matmul_acc on IMMA (the device's `CudaDevice.tensor_cores`)
+
+    def build(self, program: Program) -> tuple[dict, bytes]:
+        from .codegen import generate
+
+        plan, source = generate(program, self.tensor_cores)
+        return kernel_of(None, plan, source, "compiled").meta(plan.entries), compile_cubin(source, self.arch)
+
+    def build_many(self, programs: list[Program]) -> list[tuple[dict, bytes] | None]:
+        """Several programs in one NVRTC invocation (`batch_source`): each gets the whole
+        cubin, its entries renamed apart. If the batch does not compile, each program is
+        compiled alone (None for one that fails: its dispatch reports why)."""
+        from .codegen import generate
+
+        gens = [generate(p, self.tensor_cores) for p in programs]
+        try:
+            source, entries = batch_source(gens)
+            cubin = compile_cubin(source, self.arch)
+        except Exception:
+            out: list[tuple[dict, bytes] | None] = []
+            for plan, src in gens:
+                try:
+                    out.append((kernel_of(None, plan, src, "compiled").meta(plan.entries), compile_cubin(src, self.arch)))
+                except Exception:
+                    out.append(None)
+            return out
+        return [(kernel_of(None, plan, src, "compiled").meta(names), cubin)
+                for (plan, src), names in zip(gens, entries)]
 
 
-def compile_many(sources: Sequence[str], arch: str, workers: int | None = None) -> list[bytes | None]:
-    """Compile ``sources`` to cubins for ``arch`` in parallel: NVRTC runs one compile per
-    process (spawned, so no CUDA context is inherited), up to ``workers`` (default: the CPU
-    count) at a time. None for a source NVRTC refused."""
-    if not sources:
-        return []
-    workers = max(1, min(workers or os.cpu_count() or 1, len(sources)))
-    if workers == 1:
-        return [_compile_quietly(s, arch) for s in sources]
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        return list(pool.map(_compile_quietly, sources, [arch] * len(sources),
-                             chunksize=max(1, len(sources) // (4 * workers))))
+def batch_source(gens: list[tuple[Any, str]]) -> tuple[str, list[tuple[str, ...]]]:
+    """One translation unit of several generated sources: each in its own namespace, its
+    entry points renamed apart (``<entry>__b<i>``: extern "C" names ignore namespaces) and
+    its macros undefined after it. Returns the source and each program's entry names."""
+    parts, entries = [], []
+    for i, (plan, src) in enumerate(gens):
+        names = tuple(f"{e}__b{i}" for e in plan.entries)
+        for old, new in zip(plan.entries, names):
+            src = re.sub(rf"\b{re.escape(old)}\b", new, src)
+        undef = "".join(f"#undef {m}\n" for m in dict.fromkeys(re.findall(r"^\s*#\s*define\s+(\w+)", src, re.M)))
+        parts.append(f"namespace vy_batch{i} {{\n{src}\n}}\n{undef}")
+        entries.append(names)
+    return "".join(parts), entries
+
+
+def kernel_of(handles: Any, plan: Any, source: str, built_from: str) -> Kernel:
+    """The engine's `Kernel` of a lowered plan and its source (``handles``: the loaded entry
+    points, one per phase)."""
+    return Kernel(handles, plan.uses_ctl, plan.fully_written, built_from, source, plan.stoppable,
+                  plan.vector, Kernel.indirect_of(plan), Kernel.scratch_of(plan))
 
 
 class CubinCache:
@@ -130,20 +166,6 @@ class CubinCache:
     def key(self, source: str, arch: str) -> bytes:
         return blake3.blake3(f"{arch}|{' '.join(OPTIONS)}|nvrtc{self.version}|".encode()
                              + source.encode()).digest()
-
-    def precompile(self, sources: Sequence[str], arch: str, workers: int | None = None) -> int:
-        """Compile every source not already on disk, in parallel (`compile_many`), and store
-        the cubins: the dispatches that need them load them from disk. Returns how many were
-        compiled."""
-        todo = {self.key(s, arch): s for s in sources}
-        todo = {k: s for k, s in todo.items() if self.disk.get(k) is None}
-        built = compile_many(list(todo.values()), arch, workers)
-        for key, cubin in zip(todo, built):
-            if cubin is not None:
-                self.disk.put(key, cubin)
-        done = sum(c is not None for c in built)
-        self.compiled += done
-        return done
 
     def get_or_compile(self, source: str, arch: str) -> tuple[bytes, str]:
         key = self.key(source, arch)

@@ -165,7 +165,7 @@ class Runtime:
             return DeviceLost(f"the CUDA context failed ({text}).",
                               "call backend.try_recover() (this invalidates compiled pipelines) or "
                               "restart the process.", backend=ID)
-        if "OUT_OF_MEMORY" in text:
+        if "OUT_OF_MEMORY" in text or "out of memory" in text.lower():   # the driver's, CuPy's, torch's
             return DeviceOutOfMemory(0, self.mem_info()[0], backend=ID)
         return DispatchFailed(f"CUDA error: {text}.", "check inputs and the device state "
                               "(`vyre doctor`).", backend=ID)

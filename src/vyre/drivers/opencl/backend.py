@@ -9,7 +9,7 @@ abandons the queue instead (`Device.abandon`).
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -39,7 +39,42 @@ class _Fence:
         self.marker, self.copies = marker, copies
 
 
+def _build(rt: Runtime, program: Program) -> tuple[Kernel, tuple[str, ...], bytes]:
+    """(kernel, entry names, binary) of a validated program, built on ``rt``."""
+    plan, source = generate(program)
+    statements = plan.program.facts.statements   # inlined: the body is all of it
+    if statements > PROBE_STATEMENTS and not rt.cached(source):
+        build_in_child(source, statements)   # PoCL may crash on it: never in this process
+    prg, built_from = rt.build(source)
+    kernel = Kernel((prg, plan.entries), plan.uses_ctl, plan.fully_written, built_from, source,
+                    plan.stoppable, plan.vector, Kernel.indirect_of(plan), Kernel.scratch_of(plan))
+    return kernel, plan.entries, bytes(prg.binaries[0])
+
+
+_WORKER_RT: list[Runtime] = []
+
+
+@dataclass(frozen=True)
+class OpenCLCompiler:
+    """`vyre.driver.engine.farm.Compiler`: builds in a worker process on that process's own
+    context of the same device (``fingerprint``: a worker that finds another device builds
+    nothing)."""
+
+    fingerprint: bytes
+
+    def build(self, program: Program) -> tuple[dict, bytes]:
+        if not _WORKER_RT:
+            _WORKER_RT.append(Runtime())
+        rt = _WORKER_RT[0]
+        if rt.fingerprint != self.fingerprint:
+            raise RuntimeError("this process sees another OpenCL device")
+        kernel, entries, binary = _build(rt, program)
+        return kernel.meta(entries), binary
+
+
 class OpenCLDevice(Device):
+    direct_host_copies = True
+
     def __init__(self) -> None:
         self.rt = Runtime()
         self.queue = self.rt.queue
@@ -51,14 +86,11 @@ class OpenCLDevice(Device):
         return self.compile(program)[0]
 
     def compile(self, program: Program) -> tuple[Kernel, dict, bytes]:
-        plan, source = generate(program)
-        statements = plan.program.facts.statements   # inlined: the body is all of it
-        if statements > PROBE_STATEMENTS and not self.rt.cached(source):
-            build_in_child(source, statements)   # PoCL may crash on it: never in this process
-        prg, built_from = self.rt.build(source)
-        kernel = Kernel((prg, plan.entries), plan.uses_ctl, plan.fully_written, built_from, source,
-                        plan.stoppable, plan.vector, Kernel.indirect_of(plan), Kernel.scratch_of(plan))
-        return kernel, kernel.meta(plan.entries), bytes(prg.binaries[0])
+        kernel, entries, binary = _build(self.rt, program)
+        return kernel, kernel.meta(entries), binary
+
+    def compiler(self) -> OpenCLCompiler:
+        return OpenCLCompiler(self.rt.fingerprint)
 
     def load(self, meta: dict, artifact: bytes) -> Kernel:
         prg = cl.Program(self.rt.context, [self.rt.device], [artifact]).build(options=self.rt.options)
@@ -76,6 +108,10 @@ class OpenCLDevice(Device):
 
     def download(self, dst: HostBuffer, src: cl.Buffer, nbytes: int) -> None:
         self._copies.append(cl.enqueue_copy(self.queue, dst.words[: nbytes // 4], src, is_blocking=False))
+
+    def read(self, dst: np.ndarray, buf: cl.Buffer, nbytes: int) -> None:
+        if nbytes:
+            cl.enqueue_copy(self.queue, dst.reshape(-1).view(np.uint8)[:nbytes], buf, is_blocking=True)
 
     def copy(self, dst: cl.Buffer, src: cl.Buffer, nbytes: int) -> None:
         cl.enqueue_copy(self.queue, dst, src, byte_count=nbytes)

@@ -53,6 +53,7 @@ class ReferenceDevice(Device):
     synchronous = True
     cancellable = True
     indirect_in_launch = True   # the interpreter reads each phase's indirect grid itself
+    direct_host_copies = True
 
     def capabilities(self) -> Capabilities:
         # The interpreter executes grid_sync natively (phases), subgroups exactly (`SUBGROUP`
@@ -90,6 +91,9 @@ class ReferenceDevice(Device):
 
     def copy(self, dst: np.ndarray, src: Any, nbytes: int) -> None:
         _bytes(dst)[:nbytes] = _bytes(src)[:nbytes]
+
+    def read(self, dst: np.ndarray, buf: np.ndarray, nbytes: int) -> None:
+        _bytes(dst)[:nbytes] = _bytes(buf)[:nbytes]
 
     def zero(self, buf: np.ndarray, nbytes: int) -> None:
         _bytes(buf)[:nbytes] = 0
