@@ -16,6 +16,7 @@ immutable, so the cached facts never go stale.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -60,6 +61,8 @@ class ProgramFacts:
                                           # function's result included), once per call
     assigned: frozenset[str]              # locals some Assign statement writes
     stored: frozenset[str]                # buffers some Store statement writes
+    fresh_base: int                       # the largest k of a local named ``__vy<k>_...`` (an
+                                          # earlier inlining's), 0 if none: `vyre.ir.inline`
 
     @functools.cached_property
     def op_set(self) -> frozenset[OpId]:
@@ -111,7 +114,16 @@ class _Acc:
         self.flags: set[str] = set()      # the boolean facts that hold
         self.assigned: set[str] = set()
         self.stored: set[str] = set()
+        self.fresh = 0
         self.matmul: set[tuple[DataType, DataType]] = set()
+
+
+_FRESH = re.compile(r"__vy(\d+)_")
+
+
+def _declares(a: _Acc, name: str) -> None:
+    if name.startswith("__vy") and (m := _FRESH.match(name)):
+        a.fresh = max(a.fresh, int(m.group(1)))
 
 
 def _barrier(a: _Acc, n: N.Barrier) -> None:
@@ -147,7 +159,8 @@ def _spec(a: _Acc, e: E.Spec) -> None:
 #: the statement kinds that set a fact (every other kind adds only its op id)
 NODE_FACTS: dict[type, Callable[[_Acc, Any], None]] = {
     N.Barrier: _barrier,
-    N.Loop: lambda a, n: a.flags.add("loops"),
+    N.Loop: lambda a, n: (a.flags.add("loops"), _declares(a, n.var)),
+    N.Let: lambda a, n: _declares(a, n.name),
     N.While: lambda a, n: a.flags.update(("loops", "while_loop")),
     N.IndirectDispatch: lambda a, n: a.flags.add("indirect"),
     N.Return: lambda a, n: a.flags.add("returns"),
@@ -225,4 +238,4 @@ def _compute(program: Program) -> ProgramFacts:
         loops=has("loops"), while_loop=has("while_loop"), indirect=has("indirect"),
         returns=has("returns"), matmul=frozenset(a.matmul), specs=tuple(a.specs.items()), statements=sum(sizes),
         body_statements=tuple(sizes), body_calls=tuple(tuple(c) for c in calls),
-        assigned=frozenset(a.assigned), stored=frozenset(a.stored))
+        assigned=frozenset(a.assigned), stored=frozenset(a.stored), fresh_base=a.fresh)

@@ -104,7 +104,9 @@ def call_depth(program: Program) -> int:
 class _Inliner:
     def __init__(self, program: Program) -> None:
         self.p = program
-        self.k = 0
+        # fresh names count on from an earlier inlining's (a legalize step may add functions
+        # to a program inlined before: its names must not be reused)
+        self.k = program.facts.fresh_base
         # every function's body and result with its own calls inlined (callees first)
         self.flat: dict[str, tuple[tuple[N.Node, ...], E.Expr | None]] = {}
         for f in callees_first(program.functions, program):
