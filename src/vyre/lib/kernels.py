@@ -44,6 +44,30 @@ def grid_stride(body: Callable[[Expr], list[Node]], idx: str = "idx") -> list[No
     ])]
 
 
+def strided_rounds(unroll: int, value: Callable[[Expr], Expr], fill: Expr,
+                   body: Callable[[list[Expr]], list[Node]], p: str = "item") -> list[Node]:
+    """This invocation's items ``gid + (j * unroll + u) * T`` for ``j < PER``, ``u < unroll``
+    (``PER`` = ceil(N / (T * unroll))), a round of ``unroll`` at a time. Each round first binds
+    every item (``value(index)``, or ``fill`` at or past N: loads are bounds-checked, so a
+    value past the end is safe to read) and only then runs ``body(items)``: the loads of a
+    round are independent, so a GPU keeps them in flight together (one load per round left
+    a thread waiting on each in turn). Each warp-wide load stays coalesced. The caller keeps
+    ``N + T * unroll`` below 2**32 (`rounds_fit`)."""
+    r = Expr.var(f"{p}_r")
+    nodes: list[Node] = [Node.let_bind(f"{p}_r", GID + Expr.var("j") * (T * unroll))]
+    items: list[Expr] = []
+    for u in range(unroll):
+        idx = r + T * u if u else r
+        nodes.append(Node.let_bind(f"{p}{u}", Expr.select(idx.lt(N), value(idx), fill)))
+        items.append(Expr.var(f"{p}{u}"))
+    return [Node.loop("j", Expr.u32(0), PER, nodes + body(items))]
+
+
+def rounds_fit(n: int, invocations: int, unroll: int) -> bool:
+    """Whether `strided_rounds` indices stay below 2**32 for ``n`` items."""
+    return n + invocations * unroll < 2**32
+
+
 def tree(shared: str, wg: int, combine: Callable[[Expr, Expr], Expr]) -> list[Node]:
     """Combine ``shared[0..wg)`` into ``shared[0]`` (any workgroup size: a pairwise tree over
     the next power of two, skipping missing partners). Ends with a barrier."""
@@ -78,4 +102,4 @@ def binop(op: BinOp) -> Callable[[Expr, Expr], Expr]:
 
 
 __all__ = ["EXTRA", "GID", "LID", "N", "PER", "T", "WGID", "binop", "element", "f16_to_f32_bits", "grid_stride",
-           "prm", "storage", "tree"]
+           "prm", "rounds_fit", "storage", "strided_rounds", "tree"]

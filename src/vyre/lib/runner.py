@@ -25,6 +25,10 @@ from .errors import LibError
 # is one workgroup
 _GRID = {"cuda": 1024}
 _GRID_DEFAULT = 64
+# workgroup memory a pass may use: CUDA's static limit per block; elsewhere 16 KiB, the least
+# WebGPU guarantees (PoCL and the reference allow more)
+_SHARED = {"cuda": 48 * 1024}
+_SHARED_DEFAULT = 16 * 1024
 
 
 class Runner:
@@ -44,15 +48,26 @@ class Runner:
         else:
             self.wg = 256 if self.id == "cuda" else 64
         self.max_groups = _GRID.get(self.id, _GRID_DEFAULT)
+        self.shared_bytes = _SHARED.get(self.id, _SHARED_DEFAULT)
         # consecutive elements per invocation in blocked passes (scans, sorts)
         self.items = 8 if self.id == "cuda" else 16
 
-    def groups(self, n: int, per_min: int = 1, per_max: int = 1 << 14) -> int:
-        """Workgroups for a grid-stride pass over ``n`` items: at most `max_groups` unless each
-        invocation would take more than ``per_max`` items."""
-        want = -(-n // (self.wg * per_min))
-        need = -(-n // (self.wg * per_max))
+    def groups(self, n: int, per_min: int = 1, per_max: int = 1 << 14, wg: int | None = None) -> int:
+        """Workgroups (of ``wg`` invocations, default this call's) for a grid-stride pass over
+        ``n`` items: at most `max_groups` unless each invocation would take more than
+        ``per_max`` items."""
+        wg = self.wg if wg is None else wg
+        want = -(-n // (wg * per_min))
+        need = -(-n // (wg * per_max))
         return max(1, min(want, self.max_groups), need)
+
+    def fit(self, bytes_per_invocation: int, wg: int | None = None) -> int:
+        """The workgroup size (``wg``, default this call's, halved as needed) whose workgroup
+        memory, ``bytes_per_invocation`` per invocation, fits `shared_bytes`."""
+        wg = self.wg if wg is None else wg
+        while wg > 1 and wg * bytes_per_invocation > self.shared_bytes:
+            wg //= 2
+        return wg
 
     def run(self, program: Program, inputs: Sequence[Any], groups: int, elements: int,
             keep: bool = True) -> list[Any]:
