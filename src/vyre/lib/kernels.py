@@ -44,23 +44,29 @@ def grid_stride(body: Callable[[Expr], list[Node]], idx: str = "idx") -> list[No
     ])]
 
 
-def strided_rounds(unroll: int, value: Callable[[Expr], Expr], fill: Expr,
-                   body: Callable[[list[Expr]], list[Node]], p: str = "item") -> list[Node]:
-    """This invocation's items ``gid + (j * unroll + u) * T`` for ``j < PER``, ``u < unroll``
-    (``PER`` = ceil(N / (T * unroll))), a round of ``unroll`` at a time. Each round first binds
-    every item (``value(index)``, or ``fill`` at or past N: loads are bounds-checked, so a
-    value past the end is safe to read) and only then runs ``body(items)``: the loads of a
-    round are independent, so a GPU keeps them in flight together (one load per round left
-    a thread waiting on each in turn). Each warp-wide load stays coalesced. The caller keeps
-    ``N + T * unroll`` below 2**32 (`rounds_fit`)."""
+def rounds(first: Expr, step: Expr | int, count: Expr, unroll: int, value: Callable[[Expr], Expr], fill: Expr,
+           body: Callable[[list[Expr]], list[Node]], p: str = "item") -> list[Node]:
+    """Items ``first + (j * unroll + u) * step`` for ``j < count``, ``u < unroll``, a round of
+    ``unroll`` at a time. Each round first binds every item (``value(index)``, or ``fill`` at
+    or past N: loads are bounds-checked, so a value past the end is safe to read) and only
+    then runs ``body(items)``: the loads of a round are independent, so a GPU keeps them in
+    flight together (one load per loop trip left a thread waiting on each in turn)."""
     r = Expr.var(f"{p}_r")
-    nodes: list[Node] = [Node.let_bind(f"{p}_r", GID + Expr.var("j") * (T * unroll))]
+    nodes: list[Node] = [Node.let_bind(f"{p}_r", first + Expr.var(f"{p}_j") * (step * unroll))]
     items: list[Expr] = []
     for u in range(unroll):
-        idx = r + T * u if u else r
+        idx = r + step * u if u else r
         nodes.append(Node.let_bind(f"{p}{u}", Expr.select(idx.lt(N), value(idx), fill)))
         items.append(Expr.var(f"{p}{u}"))
-    return [Node.loop("j", Expr.u32(0), PER, nodes + body(items))]
+    return [Node.loop(f"{p}_j", Expr.u32(0), count, nodes + body(items))]
+
+
+def strided_rounds(unroll: int, value: Callable[[Expr], Expr], fill: Expr,
+                   body: Callable[[list[Expr]], list[Node]], p: str = "item") -> list[Node]:
+    """`rounds` over this invocation's grid-stride items ``gid + (j * unroll + u) * T``
+    (``PER`` = ceil(N / (T * unroll)) rounds): each warp-wide load is coalesced. The caller
+    keeps ``N + T * unroll`` below 2**32 (`rounds_fit`)."""
+    return rounds(GID, T, PER, unroll, value, fill, body, p)
 
 
 def rounds_fit(n: int, invocations: int, unroll: int) -> bool:
@@ -102,4 +108,4 @@ def binop(op: BinOp) -> Callable[[Expr, Expr], Expr]:
 
 
 __all__ = ["EXTRA", "GID", "LID", "N", "PER", "T", "WGID", "binop", "element", "f16_to_f32_bits", "grid_stride",
-           "prm", "rounds_fit", "storage", "strided_rounds", "tree"]
+           "prm", "rounds", "rounds_fit", "storage", "strided_rounds", "tree"]

@@ -78,12 +78,14 @@ EXACT_UNROLL = 4  # the same for exact sums (each item takes more registers)
 
 
 @functools.cache
-def tree_program(dtype: DataType, op: BinOp, wg: int, first: bool, final: bool, unroll: int = UNROLL) -> Program:
+def tree_program(dtype: DataType, op: BinOp, wg: int, first: bool, final: bool, unroll: int = UNROLL,
+                 merge: bool = False) -> Program:
     """One pass of an integer/f32 reduction (or of a 16-bit float min/max on keys): each
     workgroup reduces its grid-stride share of ``x`` into ``out[wgid]``, ``unroll`` loads in
     flight per invocation (`strided_rounds`). ``first``: ``x`` is the caller's data (16-bit
     floats are mapped to keys); ``final``: write the result (16-bit floats: their bits) to
-    ``out[0]``."""
+    ``out[0]``; ``merge`` (32-bit integer sums): every workgroup adds its total to ``out[0]``
+    with an atomic (wrapping, so the order cannot matter): one pass."""
     half = dtype.is_half
     acc_t = U if half else dtype
     src_t = storage(dtype) if first else acc_t
@@ -107,7 +109,8 @@ def tree_program(dtype: DataType, op: BinOp, wg: int, first: bool, final: bool, 
         result = _half_bits(result, dtype, op)
     body = [Node.let_bind("acc", ident), *strided_rounds(unroll, value, ident, fold),
             Node.store("s", LID, Expr.var("acc")), *tree("s", wg, combine),
-            Node.if_(LID.eq(Expr.u32(0)), [Node.store("out", WGID, result)])]
+            Node.if_(LID.eq(Expr.u32(0)), [Node.expr(Expr.atomic(AtomicOp.ADD, "out", Expr.u32(0), result))
+                                           if merge else Node.store("out", WGID, result)])]
     return Program.wrapped([BufferDecl.read("x", 0, src_t), prm(1), BufferDecl.output("out", 2, out_t),
                             BufferDecl.workgroup("s", wg, acc_t)], wg, body)
 
@@ -257,6 +260,15 @@ def _reduce(x: Any, op: BinOp, name: str, backend: Any, workgroup_size: int | No
         # each invocation adds at most LOCAL_HEADROOM values to its column before it settles
         return _two_pass(r, make_sum, [_source(a)], a.n, a, a.dtype, columns.LAYOUT.digits + 1,
                          wg=r.fit(columns.BYTES), unroll=EXACT_UNROLL, per_max=sa.LOCAL_HEADROOM - EXACT_UNROLL)
+
+    if op is BinOp.ADD and a.dtype in (U, I):
+        # one pass: workgroup totals meet in out[0] through a wrapping integer atomic
+        g = r.groups(a.n)
+        T = g * r.wg
+        u = UNROLL if rounds_fit(a.n, T, UNROLL) else 1
+        out = r.run(tree_program(a.dtype, op, r.wg, True, True, u, merge=True),
+                    [_source(a), params(a.n, T, -(-a.n // (T * u)))], g, 1, keep=a.on_device)[0]
+        return _scalar_out(r, out, a, a.dtype)
 
     def make(first: bool, final: bool, wg: int, unroll: int) -> Program:
         return tree_program(a.dtype, op, wg, first, final, unroll)

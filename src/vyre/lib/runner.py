@@ -25,6 +25,9 @@ from .errors import LibError
 # is one workgroup
 _GRID = {"cuda": 1024}
 _GRID_DEFAULT = 64
+# workgroups of a pass over consecutive chunks (scans, sorts): on CUDA one tile each (the
+# hardware balances many small workgroups; a few long ones leave a partial last wave)
+_CHUNK_GROUPS = {"cuda": 1 << 24}
 # workgroup memory a pass may use: CUDA's static limit per block; elsewhere 16 KiB, the least
 # WebGPU guarantees (PoCL and the reference allow more)
 _SHARED = {"cuda": 48 * 1024}
@@ -49,6 +52,7 @@ class Runner:
             self.wg = 256 if self.id == "cuda" else 64
         self.max_groups = _GRID.get(self.id, _GRID_DEFAULT)
         self.shared_bytes = _SHARED.get(self.id, _SHARED_DEFAULT)
+        self.chunk_groups = _CHUNK_GROUPS.get(self.id, _GRID_DEFAULT)
         # consecutive elements per invocation in blocked passes (scans, sorts)
         self.items = 8 if self.id == "cuda" else 16
 

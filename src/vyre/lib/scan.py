@@ -21,73 +21,132 @@ from vyre.ir import AtomicOp, BinOp, BufferDecl, DataType, Expr, Node, Program
 
 from . import superacc as sa
 from .arrays import NUMERIC, as_arr, require, result, to_kind
-from .kernels import LID, WGID, N, element, prm, storage, tree
+from .kernels import LID, WGID, N, element, prm, rounds, storage, tree
 from .runner import Runner, params
 
 U, I = DataType.U32, DataType.I32
 
 
+SCAN_ITEMS = 16   # consecutive elements per invocation in a tile
+SUM_UNROLL = 8   # loads in flight per invocation while a chunk is summed
+
+
+def _pad(i: Expr) -> Expr:
+    """A tile word's place in workgroup memory: one spare word after every 32, so that both
+    ``j * wg + lid`` (coalesced) and ``lid * items + k`` (an invocation's own run) hit 32
+    different banks."""
+    return i + (i >> 5)
+
+
+def tile_words(wg: int, items: int) -> int:
+    return wg * items + (wg * items >> 5)
+
+
+def tile_bytes(dtype: DataType, items: int) -> int:
+    """Workgroup memory per invocation of `chunk_scan_program` (tile and ping-pong scan)."""
+    return dtype.size * (items + (items + 31) // 32 + 2)
+
+
 @functools.cache
-def block_sums_program(dtype: DataType, wg: int, items: int) -> Program:
-    """``sums[b]`` = the wrapping sum of block ``b`` (``wg * items`` elements)."""
-    B = wg * items
+def chunk_sums_program(dtype: DataType, wg: int, unroll: int) -> Program:
+    """``sums[w]`` = the wrapping sum of chunk ``w`` (``prm[1]`` elements from ``w * prm[1]``;
+    ``prm[2]`` rounds of ``unroll`` coalesced loads per invocation)."""
+    C = Expr.load("prm", 1)
+
+    def fold(items: list[Expr]) -> list[Node]:
+        while len(items) > 1:
+            items = [items[k] + items[k + 1] if k + 1 < len(items) else items[k] for k in range(0, len(items), 2)]
+        return [Node.assign("acc", Expr.var("acc") + items[0])]
+
     body = [Node.let_bind("acc", Expr.lit(dtype, 0)),
-            Node.loop("j", Expr.u32(0), Expr.u32(items), [
-                Node.let_bind("e", WGID * B + Expr.var("j") * wg + LID),
-                Node.if_(Expr.var("e").lt(N), [Node.assign("acc", Expr.var("acc") + Expr.load("x", Expr.var("e")))])]),
+            *rounds(WGID * C + LID, wg, Expr.load("prm", 2), unroll, lambda i: Expr.load("x", i),
+                    Expr.lit(dtype, 0), fold),
             Node.store("s", LID, Expr.var("acc")), *tree("s", wg, lambda a, b: Expr.bin(BinOp.ADD, a, b)),
             Node.if_(LID.eq(Expr.u32(0)), [Node.store("sums", WGID, Expr.load("s", Expr.u32(0)))])]
     return Program.wrapped([BufferDecl.read("x", 0, dtype), prm(1), BufferDecl.output("sums", 2, dtype),
                             BufferDecl.workgroup("s", wg, dtype)], wg, body)
 
 
-def _hillis_steele(shared: str, wg: int, add: Any) -> list[Node]:
-    """Inclusive scan of ``shared[0..wg)`` in place (log2 steps, two barriers each)."""
+def _ping_pong_scan(shared: str, wg: int, dtype: DataType) -> tuple[list[Node], Expr, Expr]:
+    """Inclusive scan of ``shared[0..wg)`` (Hillis-Steele between the two halves of
+    ``shared``, one barrier a step; starts with a barrier). Returns the nodes, this
+    invocation's inclusive prefix and the total (both valid until ``shared`` is written)."""
     out: list[Node] = [Node.barrier()]
-    h = 1
+    src, h = 0, 1
     while h < wg:
-        out += [Node.let_bind(f"hs{h}", Expr.select(LID.ge(h), Expr.load(shared, LID - h), Expr.lit(add, 0))),
-                Node.barrier(),
-                Node.store(shared, LID, Expr.load(shared, LID) + Expr.var(f"hs{h}")),
-                Node.barrier()]
-        h *= 2
-    return out
+        dst = wg - src
+        cur = Expr.load(shared, Expr.u32(src) + LID)
+        out += [Node.store(shared, Expr.u32(dst) + LID, cur + Expr.select(
+            LID.ge(h), Expr.load(shared, Expr.u32(src) + LID - h), Expr.lit(dtype, 0))), Node.barrier()]
+        src, h = dst, h * 2
+    return out, Expr.load(shared, Expr.u32(src) + LID), Expr.load(shared, Expr.u32(src + wg - 1))
 
 
 @functools.cache
-def block_scan_program(dtype: DataType, wg: int, items: int, inclusive: bool) -> Program:
-    """Each block scans its elements from ``offs[b]``: invocation ``lid`` owns ``items``
-    consecutive elements."""
+def chunk_scan_program(dtype: DataType, wg: int, items: int, inclusive: bool) -> Program:
+    """Workgroup ``w`` scans its ``prm[1]`` tiles of ``wg * items`` elements in order, from
+    ``offs[w]``: each tile is loaded coalesced into workgroup memory, each invocation scans
+    its ``items`` consecutive elements there, a ping-pong scan of the invocations' totals
+    gives each its offset, and the tile is stored coalesced."""
     B = wg * items
-    first = WGID * B + LID * items
-    e = Expr.var("e")
-    body = [Node.let_bind("t", Expr.lit(dtype, 0)),
-            Node.loop("j", Expr.u32(0), Expr.u32(items), [
-                Node.let_bind("e", first + Expr.var("j")),
-                Node.if_(e.lt(N), [Node.assign("t", Expr.var("t") + Expr.load("x", e))])]),
-            Node.store("s", LID, Expr.var("t")), *_hillis_steele("s", wg, dtype),
-            Node.let_bind("run", Expr.load("offs", WGID) + Expr.load("s", LID) - Expr.var("t")),
-            Node.loop("j2", Expr.u32(0), Expr.u32(items), [
-                Node.let_bind("e", first + Expr.var("j2")),
-                Node.if_(e.lt(N), [
-                    Node.let_bind("xv", Expr.load("x", e)),
-                    *([Node.assign("run", Expr.var("run") + Expr.var("xv")), Node.store("out", e, Expr.var("run"))]
-                      if inclusive else
-                      [Node.store("out", e, Expr.var("run")), Node.assign("run", Expr.var("run") + Expr.var("xv"))])])])]
+    zero = Expr.lit(dtype, 0)
+    base = Expr.var("base")
+
+    def at(j: int) -> Expr:
+        return base + Expr.u32(j * wg) + LID
+
+    scan, mine, total = _ping_pong_scan("s", wg, dtype)
+    own = [_pad(LID * items + k) for k in range(items)]
+    tile = [
+        Node.let_bind("base", (WGID * Expr.load("prm", 1) + Expr.var("t")) * B),
+        # every load first (in flight together), then into the tile
+        *[Node.let_bind(f"x{j}", Expr.select(at(j).lt(N), Expr.load("x", at(j)), zero)) for j in range(items)],
+        *[Node.store("tile", _pad(Expr.u32(j * wg) + LID), Expr.var(f"x{j}")) for j in range(items)],
+        Node.barrier(),
+        *[Node.let_bind(f"a{k}", Expr.load("tile", own[k])) for k in range(items)],
+        Node.let_bind("tsum", _sum([Expr.var(f"a{k}") for k in range(items)])),
+        Node.store("s", LID, Expr.var("tsum")),
+        *scan,
+        Node.let_bind("run", Expr.var("carry") + mine - Expr.var("tsum")),
+        Node.assign("carry", Expr.var("carry") + total),
+    ]
+    for k in range(items):
+        step = Node.assign("run", Expr.var("run") + Expr.var(f"a{k}"))
+        put = Node.store("tile", own[k], Expr.var("run"))
+        tile += [step, put] if inclusive else [put, step]
+    tile += [Node.barrier(),
+             *[Node.if_(at(j).lt(N), [Node.store("out", at(j), Expr.load("tile", _pad(Expr.u32(j * wg) + LID)))])
+               for j in range(items)],
+             Node.barrier()]
+    body = [Node.let_bind("carry", Expr.load("offs", WGID)),
+            Node.loop("t", Expr.u32(0), Expr.load("prm", 1), tile)]
     return Program.wrapped([BufferDecl.read("x", 0, dtype), BufferDecl.read("offs", 1, dtype), prm(2),
-                            BufferDecl.output("out", 3, dtype), BufferDecl.workgroup("s", wg, dtype)], wg, body)
+                            BufferDecl.output("out", 3, dtype), BufferDecl.workgroup("tile", tile_words(wg, items), dtype),
+                            BufferDecl.workgroup("s", 2 * wg, dtype)], wg, body)
+
+
+def _sum(xs: list[Expr]) -> Expr:
+    while len(xs) > 1:
+        xs = [xs[k] + xs[k + 1] if k + 1 < len(xs) else xs[k] for k in range(0, len(xs), 2)]
+    return xs[0]
 
 
 def _int_scan(r: Runner, x: Any, n: int, dtype: DataType, inclusive: bool, keep: bool) -> Any:
-    items = r.items
-    B = r.wg * items
-    g = -(-n // B)
+    """Reduce-then-scan: chunk totals, their exclusive scan (recursively), each chunk scanned
+    from its offset. Three kinds of pass, none waiting on another workgroup."""
+    items = SCAN_ITEMS
+    wg = r.fit(tile_bytes(dtype, items))
+    B = wg * items
+    tiles = -(-n // B)
+    per = -(-tiles // min(tiles, r.chunk_groups))      # tiles per workgroup
+    g = -(-tiles // per)
     if g == 1:
         offs: Any = np.zeros(1, dtype.host)
     else:
-        sums = r.run(block_sums_program(dtype, r.wg, items), [x, params(n)], g, g)[0]
+        unroll = SUM_UNROLL if items % SUM_UNROLL == 0 else 1
+        sums = r.run(chunk_sums_program(dtype, wg, unroll), [x, params(n, per * B, per * items // unroll)], g, g)[0]
         offs = _int_scan(r, sums, g, dtype, False, True)
-    return r.run(block_scan_program(dtype, r.wg, items, inclusive), [x, offs, params(n)], g, n, keep=keep)[0]
+    return r.run(chunk_scan_program(dtype, wg, items, inclusive), [x, offs, params(n, per)], g, n, keep=keep)[0]
 
 
 # ---- floats: S35 ----------------------------------------------------------------------------
@@ -250,5 +309,5 @@ def exclusive_cumsum(x: Any, *, backend: Any = None, workgroup_size: int | None 
     return _scan(x, False, "exclusive_cumsum", backend, workgroup_size)
 
 
-__all__ = ["block_scan_program", "block_sums_program", "cumsum", "exclusive_cumsum",
+__all__ = ["chunk_scan_program", "chunk_sums_program", "cumsum", "exclusive_cumsum",
            "float_block_scan_program", "float_block_totals_program", "vector_prefix_program"]
