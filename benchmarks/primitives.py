@@ -54,6 +54,9 @@ class Host:
     def put(self, a: np.ndarray) -> Any:
         return a
 
+    def zeros(self, n: int) -> Any:
+        return np.zeros(n, np.float32)
+
     def get(self, a: Any) -> np.ndarray:
         return np.asarray(a)
 
@@ -106,6 +109,12 @@ class Gpu:
         if self.cupy is not None:
             return self.cupy.asarray(a)
         return self.torch.from_numpy(a).cuda()
+
+    def zeros(self, n: int) -> Any:
+        """An f32 target made on the device (as torch.zeros(..., device="cuda") is)."""
+        if self.cupy is not None:
+            return self.cupy.zeros(n, self.cupy.float32)
+        return self.torch.zeros(n, device="cuda")
 
     def get(self, a: Any) -> np.ndarray:
         if hasattr(a, "get"):
@@ -219,6 +228,7 @@ def main() -> None:
     ap.add_argument("--only", default=",".join(CASES))
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
+    started = time.perf_counter()
     backend = acquire(a.backend)
     n = 1 << a.size
     side: Any = Gpu() if a.backend == "cuda" else Host()
@@ -236,8 +246,7 @@ def main() -> None:
                 "sort_u32": lambda: L.sort(d["x"], backend=backend),
                 "sort_kv": lambda: L.sort(d["x"], d["v"], backend=backend),
                 "histogram256": lambda: L.bincount(d["x"], 256, backend=backend),
-                "scatter_add": lambda: L.index_add(side.put(np.zeros(1 << 16, np.float32)), d["i"], d["v"],
-                                                   backend=backend),
+                "scatter_add": lambda: L.index_add(side.zeros(1 << 16), d["i"], d["v"], backend=backend),
             }[case]()
 
         ours: Callable[[], Any] = call
@@ -265,6 +274,7 @@ def main() -> None:
             row[f"vyre_over_{name}"] = tt / t
         results["cases"][case] = row
         print(case, {k: round(v, 4) if isinstance(v, float) else v for k, v in row.items()}, flush=True)
+    results["seconds"] = time.perf_counter() - started
     emit("primitives", results, a.json)
 
 

@@ -90,6 +90,51 @@ def tree(shared: str, wg: int, combine: Callable[[Expr, Expr], Expr]) -> list[No
     return out
 
 
+def pad32(i: Expr) -> Expr:
+    """A tile word's place in workgroup memory: one spare word after every 32, so that both
+    ``j * wg + lid`` (coalesced) and ``lid * items + k`` (an invocation's own run of
+    consecutive elements) hit 32 different banks."""
+    return i + (i >> 5)
+
+
+def lane_words(wg: int, items: int) -> list[Node]:
+    """Locals for `padded` and `own`: this invocation's padded lane (``lid_p``) and the padded
+    start of its run of ``items`` consecutive tile words (``own_p``). Bind once, at the top."""
+    return [Node.let_bind("lid_p", LID + (LID >> 5)), Node.let_bind("own_p", pad32(LID * items))]
+
+
+def padded(c: int) -> Expr:
+    """``pad32(c + lid)`` for a constant ``c``: when ``c`` is a multiple of 32 the constant
+    part folds into an address offset."""
+    if c % 32 == 0:
+        return Expr.var("lid_p") + (c + (c >> 5))
+    return pad32(Expr.u32(c) + LID)
+
+
+def own(k: int, items: int) -> Expr:
+    """``pad32(lid * items + k)``: when ``items`` divides 32 the run never crosses a pad word,
+    so it is ``own_p + k``."""
+    if 32 % items == 0:
+        return Expr.var("own_p") + k
+    return pad32(LID * items + k)
+
+
+def ping_pong_scan(shared: str, wg: int, dtype: DataType) -> tuple[list[Node], Expr, Expr]:
+    """Inclusive scan of ``shared[0..wg)`` (Hillis-Steele between the two halves of
+    ``shared``, ``2 * wg`` long: one barrier a step; starts with a barrier). Returns the
+    nodes, this invocation's inclusive prefix and the total (both valid until ``shared`` is
+    written again)."""
+    out: list[Node] = [Node.barrier()]
+    src, h = 0, 1
+    while h < wg:
+        dst = wg - src
+        cur = Expr.load(shared, Expr.u32(src) + LID)
+        out += [Node.store(shared, Expr.u32(dst) + LID, cur + Expr.select(
+            LID.ge(h), Expr.load(shared, Expr.u32(src) + LID - h), Expr.lit(dtype, 0))), Node.barrier()]
+        src, h = dst, h * 2
+    return out, Expr.load(shared, Expr.u32(src) + LID), Expr.load(shared, Expr.u32(src + wg - 1))
+
+
 def f16_to_f32_bits(h: Expr) -> Expr:
     """The f32 bits of the f16 bits ``h`` (a u32), exactly, with integer operations only
     (so backends without 16-bit types convert too)."""
@@ -108,4 +153,4 @@ def binop(op: BinOp) -> Callable[[Expr, Expr], Expr]:
 
 
 __all__ = ["EXTRA", "GID", "LID", "N", "PER", "T", "WGID", "binop", "element", "f16_to_f32_bits", "grid_stride",
-           "prm", "rounds", "rounds_fit", "storage", "strided_rounds", "tree"]
+           "lane_words", "own", "pad32", "padded", "ping_pong_scan", "prm", "rounds", "rounds_fit", "storage", "strided_rounds", "tree"]

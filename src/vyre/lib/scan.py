@@ -21,7 +21,19 @@ from vyre.ir import AtomicOp, BinOp, BufferDecl, DataType, Expr, Node, Program
 
 from . import superacc as sa
 from .arrays import NUMERIC, as_arr, require, result, to_kind
-from .kernels import LID, WGID, N, element, prm, rounds, storage, tree
+from .kernels import (
+    LID,
+    WGID,
+    N,
+    element,
+    lane_words,
+    pad32,
+    ping_pong_scan,
+    prm,
+    rounds,
+    storage,
+    tree,
+)
 from .runner import Runner, params
 
 U, I = DataType.U32, DataType.I32
@@ -29,13 +41,6 @@ U, I = DataType.U32, DataType.I32
 
 SCAN_ITEMS = 16   # consecutive elements per invocation in a tile
 SUM_UNROLL = 8   # loads in flight per invocation while a chunk is summed
-
-
-def _pad(i: Expr) -> Expr:
-    """A tile word's place in workgroup memory: one spare word after every 32, so that both
-    ``j * wg + lid`` (coalesced) and ``lid * items + k`` (an invocation's own run) hit 32
-    different banks."""
-    return i + (i >> 5)
 
 
 def tile_words(wg: int, items: int) -> int:
@@ -67,58 +72,46 @@ def chunk_sums_program(dtype: DataType, wg: int, unroll: int) -> Program:
                             BufferDecl.workgroup("s", wg, dtype)], wg, body)
 
 
-def _ping_pong_scan(shared: str, wg: int, dtype: DataType) -> tuple[list[Node], Expr, Expr]:
-    """Inclusive scan of ``shared[0..wg)`` (Hillis-Steele between the two halves of
-    ``shared``, one barrier a step; starts with a barrier). Returns the nodes, this
-    invocation's inclusive prefix and the total (both valid until ``shared`` is written)."""
-    out: list[Node] = [Node.barrier()]
-    src, h = 0, 1
-    while h < wg:
-        dst = wg - src
-        cur = Expr.load(shared, Expr.u32(src) + LID)
-        out += [Node.store(shared, Expr.u32(dst) + LID, cur + Expr.select(
-            LID.ge(h), Expr.load(shared, Expr.u32(src) + LID - h), Expr.lit(dtype, 0))), Node.barrier()]
-        src, h = dst, h * 2
-    return out, Expr.load(shared, Expr.u32(src) + LID), Expr.load(shared, Expr.u32(src + wg - 1))
-
-
 @functools.cache
 def chunk_scan_program(dtype: DataType, wg: int, items: int, inclusive: bool) -> Program:
     """Workgroup ``w`` scans its ``prm[1]`` tiles of ``wg * items`` elements in order, from
     ``offs[w]``: each tile is loaded coalesced into workgroup memory, each invocation scans
     its ``items`` consecutive elements there, a ping-pong scan of the invocations' totals
-    gives each its offset, and the tile is stored coalesced."""
+    gives each its offset, and the tile is stored coalesced. The loops over a tile have
+    literal bounds (a GPU compiler unrolls them; CPU compilers get a small program)."""
     B = wg * items
     zero = Expr.lit(dtype, 0)
-    base = Expr.var("base")
+    v = Expr.var
+    j, k = v("j"), v("k")
+    e = v("base") + j * wg + LID
+    mine = v("own_p") + k if 32 % items == 0 else pad32(LID * items + k)
 
-    def at(j: int) -> Expr:
-        return base + Expr.u32(j * wg) + LID
+    def each(var: str, body: list[Node]) -> Node:
+        return Node.loop(var, Expr.u32(0), Expr.u32(items), body)
 
-    scan, mine, total = _ping_pong_scan("s", wg, dtype)
-    own = [_pad(LID * items + k) for k in range(items)]
+    scan, incl, total = ping_pong_scan("s", wg, dtype)
+    step = [Node.let_bind("a", Expr.load("tile", mine))]
+    if inclusive:
+        step += [Node.assign("run", v("run") + v("a")), Node.store("tile", mine, v("run"))]
+    else:
+        step += [Node.store("tile", mine, v("run")), Node.assign("run", v("run") + v("a"))]
     tile = [
-        Node.let_bind("base", (WGID * Expr.load("prm", 1) + Expr.var("t")) * B),
-        # every load first (in flight together), then into the tile
-        *[Node.let_bind(f"x{j}", Expr.select(at(j).lt(N), Expr.load("x", at(j)), zero)) for j in range(items)],
-        *[Node.store("tile", _pad(Expr.u32(j * wg) + LID), Expr.var(f"x{j}")) for j in range(items)],
+        Node.let_bind("base", (WGID * Expr.load("prm", 1) + v("t")) * B),
+        # coalesced loads (independent: in flight together), into the padded tile
+        each("j", [Node.store("tile", pad32(j * wg + LID), Expr.select(e.lt(N), Expr.load("x", e), zero))]),
         Node.barrier(),
-        *[Node.let_bind(f"a{k}", Expr.load("tile", own[k])) for k in range(items)],
-        Node.let_bind("tsum", _sum([Expr.var(f"a{k}") for k in range(items)])),
-        Node.store("s", LID, Expr.var("tsum")),
+        Node.let_bind("tsum", zero),
+        each("k", [Node.assign("tsum", v("tsum") + Expr.load("tile", mine))]),
+        Node.store("s", LID, v("tsum")),
         *scan,
-        Node.let_bind("run", Expr.var("carry") + mine - Expr.var("tsum")),
-        Node.assign("carry", Expr.var("carry") + total),
+        Node.let_bind("run", v("carry") + incl - v("tsum")),
+        Node.assign("carry", v("carry") + total),
+        each("k", step),
+        Node.barrier(),
+        each("j", [Node.if_(e.lt(N), [Node.store("out", e, Expr.load("tile", pad32(j * wg + LID)))])]),
+        Node.barrier(),
     ]
-    for k in range(items):
-        step = Node.assign("run", Expr.var("run") + Expr.var(f"a{k}"))
-        put = Node.store("tile", own[k], Expr.var("run"))
-        tile += [step, put] if inclusive else [put, step]
-    tile += [Node.barrier(),
-             *[Node.if_(at(j).lt(N), [Node.store("out", at(j), Expr.load("tile", _pad(Expr.u32(j * wg) + LID)))])
-               for j in range(items)],
-             Node.barrier()]
-    body = [Node.let_bind("carry", Expr.load("offs", WGID)),
+    body = [*lane_words(wg, items), Node.let_bind("carry", Expr.load("offs", WGID)),
             Node.loop("t", Expr.u32(0), Expr.load("prm", 1), tile)]
     return Program.wrapped([BufferDecl.read("x", 0, dtype), BufferDecl.read("offs", 1, dtype), prm(2),
                             BufferDecl.output("out", 3, dtype), BufferDecl.workgroup("tile", tile_words(wg, items), dtype),
