@@ -44,24 +44,26 @@ def grid_stride(body: Callable[[Expr], list[Node]], idx: str = "idx") -> list[No
     ])]
 
 
-def rounds(first: Expr, step: Expr | int, count: Expr, unroll: int, value: Callable[[Expr], Expr], fill: Expr,
-           body: Callable[[list[Expr]], list[Node]], p: str = "item") -> list[Node]:
+def rounds(first: Expr, step: Expr | int, count: Expr, unroll: int, value: Callable[[Expr], Expr],
+           fill: Expr | None, body: Callable[[list[Expr]], list[Node]], p: str = "item") -> list[Node]:
     """Items ``first + (j * unroll + u) * step`` for ``j < count``, ``u < unroll``, a round of
     ``unroll`` at a time. Each round first binds every item (``value(index)``, or ``fill`` at
     or past N: loads are bounds-checked, so a value past the end is safe to read) and only
     then runs ``body(items)``: the loads of a round are independent, so a GPU keeps them in
-    flight together (one load per loop trip left a thread waiting on each in turn)."""
+    flight together (one load per loop trip left a thread waiting on each in turn). ``fill``
+    None: the value past the end is what a load past the end gives (zero), which the caller
+    knows to be right (its buffer holds exactly N items and zero adds nothing)."""
     r = Expr.var(f"{p}_r")
     nodes: list[Node] = [Node.let_bind(f"{p}_r", first + Expr.var(f"{p}_j") * (step * unroll))]
     items: list[Expr] = []
     for u in range(unroll):
         idx = r + step * u if u else r
-        nodes.append(Node.let_bind(f"{p}{u}", Expr.select(idx.lt(N), value(idx), fill)))
+        nodes.append(Node.let_bind(f"{p}{u}", value(idx) if fill is None else Expr.select(idx.lt(N), value(idx), fill)))
         items.append(Expr.var(f"{p}{u}"))
     return [Node.loop(f"{p}_j", Expr.u32(0), count, nodes + body(items))]
 
 
-def strided_rounds(unroll: int, value: Callable[[Expr], Expr], fill: Expr,
+def strided_rounds(unroll: int, value: Callable[[Expr], Expr], fill: Expr | None,
                    body: Callable[[list[Expr]], list[Node]], p: str = "item") -> list[Node]:
     """`rounds` over this invocation's grid-stride items ``gid + (j * unroll + u) * T``
     (``PER`` = ceil(N / (T * unroll)) rounds): each warp-wide load is coalesced. The caller

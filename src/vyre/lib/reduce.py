@@ -107,7 +107,10 @@ def tree_program(dtype: DataType, op: BinOp, wg: int, first: bool, final: bool, 
     out_t = acc_t
     if half and final:
         result = _half_bits(result, dtype, op)
-    body = [Node.let_bind("acc", ident), *strided_rounds(unroll, value, ident, fold),
+    # sums: x holds exactly N items (the caller's array, or exactly the partials), and a load
+    # past the end gives 0, the identity; min and max fill with theirs
+    fill = None if op is BinOp.ADD else ident
+    body = [Node.let_bind("acc", ident), *strided_rounds(unroll, value, fill, fold),
             Node.store("s", LID, Expr.var("acc")), *tree("s", wg, combine),
             Node.if_(LID.eq(Expr.u32(0)), [Node.expr(Expr.atomic(AtomicOp.ADD, "out", Expr.u32(0), result))
                                            if merge else Node.store("out", WGID, result)])]
@@ -169,7 +172,9 @@ def exact_program(source: DataType | str, layout: sa.Layout, fmt: sa.Format, wg:
     body: list[Node] = [Node.let_bind("fl", Expr.u32(0))]
     if values:
         # each invocation's sum in its column of `col`, then the columns added pairwise
-        body += [*columns.Specials.init(), *strided_rounds(unroll, bits, Expr.u32(0), add_values),
+        # the caller's array holds exactly N values (16-bit ones: a zero pads the last word);
+        # past the end a load gives 0, the bits of +0, which adds nothing
+        body += [*columns.Specials.init(), *strided_rounds(unroll, bits, None, add_values),
                  Node.assign("fl", fl | columns.Specials.flags()), flags, *columns.settle("col", wg, "acc")]
     else:
         body += [*grid_stride(take), *sa.normalise("acc", K)]

@@ -181,10 +181,10 @@ def wide_finish_program(dtype: DataType, wg: int) -> Program:
                             *sa.local_decls("acc", columns.LAYOUT)], wg, body)
 
 
-def _wide(r: Runner, dtype: DataType, index_t: DataType, n: int) -> bool:
-    """Whether this call takes the 64-bit path: few enough contributions, and a backend
-    that runs 64-bit atomics."""
-    return n <= WIDE_MAX and _runs_wide(r.backend, dtype, index_t, r.wg)
+def _wide(r: Runner, dtype: DataType, index_t: DataType, n: int, slots: int) -> bool:
+    """Whether this call takes the 64-bit path: few enough contributions, word indices
+    within u32, and a backend that runs 64-bit atomics."""
+    return n <= WIDE_MAX and slots * WIDE_WORDS < 2**32 and _runs_wide(r.backend, dtype, index_t, r.wg)
 
 
 @functools.lru_cache(maxsize=64)
@@ -267,7 +267,7 @@ def index_add(target: Any, index: Any, values: Any, *, backend: Any = None,
         if r.read_u32(outs[1], 0):
             raise _bad_index("vyre.lib.index_add", t.n)
         return result(outs[0], t, t.dtype, t.n)
-    if _wide(r, t.dtype, i.dtype, i.n):
+    if _wide(r, t.dtype, i.dtype, i.n, t.n):
         slots, fl, err = r.run(wide_scatter_program(t.dtype, i.dtype, r.wg),
                                [_data(v), _data(i), params(i.n, T, -(-i.n // T), t.n)], g, t.n * WIDE_WORDS)
         out = r.run(wide_finish_program(t.dtype, r.wg), [_data(t), slots, fl, params(t.n, 0, 0, t.n)],
