@@ -1,8 +1,9 @@
 """Program builders shared by the primitives: element sources and grid-stride passes.
 
 Owns how a pass reads its input (typed elements, or 16-bit floats packed two to a u32 word so
-every backend reads them), the parameter block every grid-stride pass takes
-(``prm = [n, invocations, per_invocation, extra]``) and the workgroup tree reduction. Each
+every backend reads them; several loads in flight per invocation, `rounds`), the parameter
+block every grid-stride pass takes (``prm = [n, invocations, per_invocation, extra]``), the
+workgroup tree reduction and scan, and the padded layout of a tile in workgroup memory. Each
 builder is cached: a primitive's Programs are built once per shape of their parameters (never
 per input length), so each is compiled once per backend.
 """
@@ -69,6 +70,14 @@ def strided_rounds(unroll: int, value: Callable[[Expr], Expr], fill: Expr | None
     (``PER`` = ceil(N / (T * unroll)) rounds): each warp-wide load is coalesced. The caller
     keeps ``N + T * unroll`` below 2**32 (`rounds_fit`)."""
     return rounds(GID, T, PER, unroll, value, fill, body, p)
+
+
+def balanced(items: list[Expr], combine: Callable[[Expr, Expr], Expr]) -> Expr:
+    """``items`` combined as a balanced tree (independent operations side by side)."""
+    while len(items) > 1:
+        items = [combine(items[k], items[k + 1]) if k + 1 < len(items) else items[k]
+                 for k in range(0, len(items), 2)]
+    return items[0]
 
 
 def rounds_fit(n: int, invocations: int, unroll: int) -> bool:
@@ -154,5 +163,5 @@ def binop(op: BinOp) -> Callable[[Expr, Expr], Expr]:
     return lambda a, b: Expr.bin(op, a, b)
 
 
-__all__ = ["EXTRA", "GID", "LID", "N", "PER", "T", "WGID", "binop", "element", "f16_to_f32_bits", "grid_stride",
+__all__ = ["EXTRA", "GID", "LID", "N", "PER", "T", "WGID", "balanced", "binop", "element", "f16_to_f32_bits", "grid_stride",
            "lane_words", "own", "pad32", "padded", "ping_pong_scan", "prm", "rounds", "rounds_fit", "storage", "strided_rounds", "tree"]

@@ -50,51 +50,48 @@ CHUNK, ROUNDS, GROUPS, SHIFT, PER = (Expr.load("prm", k) for k in range(1, 6))
 
 
 def _held(key_t: DataType) -> DataType:
-    """How a pass holds a key: f32 keys as their u32 bits (a NaN literal or a float select
-    could be canonicalised; bits are moved as they are)."""
-    return U if key_t is DataType.F32 else key_t
+    """The unsigned type a pass holds a key's order bits in (u32, or u64 for 64-bit keys)."""
+    return DataType.U64 if key_t.bits == 64 else U
 
 
-def _load_key(key_t: DataType, index: Expr) -> Expr:
-    key = Expr.load("keys", index)
-    return Expr.bitcast(U, key) if key_t is DataType.F32 else key
+def _ones(key_t: DataType, value: int) -> Expr:
+    return Expr.u64(value) if key_t.bits == 64 else Expr.u32(value)
 
 
-def _order(key_t: DataType, key: Expr) -> Expr:
-    """The unsigned integer (u32, or u64 for 64-bit keys) whose order is the key order
-    (``key`` as `_held` holds it)."""
-    if key_t is DataType.U32 or key_t is DataType.U64:
-        return key
-    if key_t is DataType.I32:
-        return Expr.bitcast(U, key) ^ 0x80000000
-    if key_t is DataType.I64:
-        return Expr.bitcast(DataType.U64, key) ^ Expr.u64(1 << 63)
-    return key ^ Expr.select((key >> 31).eq(Expr.u32(1)), Expr.u32(0xFFFFFFFF), Expr.u32(0x80000000))
+def _order(key_t: DataType, key: Expr, descending: bool) -> Expr:
+    """The unsigned bits whose integer order is the key order (IEEE totalOrder for f32: -NaN
+    first, +NaN last), every bit inverted for a descending sort (equal keys still keep their
+    order). Bits move and nothing is computed on a float, so every key comes back as it was
+    (`_key`)."""
+    top = 1 << (key_t.bits - 1)
+    ones = (1 << key_t.bits) - 1
+    flip = ones if descending else 0
+    bits = key if key_t in (U, DataType.U64) else Expr.bitcast(_held(key_t), key)
+    if key_t is DataType.F32:   # negative: every bit flipped; positive: the sign bit set
+        neg = (bits >> 31).eq(Expr.u32(1))
+        return bits ^ Expr.select(neg, Expr.u32(ones ^ flip), Expr.u32(top ^ flip))
+    mask = (top if key_t.is_signed else 0) ^ flip
+    return bits ^ _ones(key_t, mask) if mask else bits
 
 
-def _digit(key_t: DataType, key: Expr, descending: bool) -> Expr:
-    """The 8 bits of the order key of ``key`` from bit ``prm[4]`` (u32); inverted for a
-    descending sort (equal keys still keep their order)."""
-    k = _order(key_t, key)
+def _key(key_t: DataType, okey: Expr, descending: bool) -> Expr:
+    """The key whose `_order` bits are ``okey``."""
+    top = 1 << (key_t.bits - 1)
+    ones = (1 << key_t.bits) - 1
+    flip = ones if descending else 0
+    if key_t is DataType.F32:   # the order's top bit is set for a positive key
+        pos = ((okey ^ Expr.u32(flip)) >> 31).eq(Expr.u32(1))
+        return Expr.bitcast(key_t, okey ^ Expr.select(pos, Expr.u32(top ^ flip), Expr.u32(ones ^ flip)))
+    mask = (top if key_t.is_signed else 0) ^ flip
+    bits = okey ^ _ones(key_t, mask) if mask else okey
+    return bits if key_t in (U, DataType.U64) else Expr.bitcast(key_t, bits)
+
+
+def _digit(key_t: DataType, okey: Expr) -> Expr:
+    """Bits ``SHIFT .. SHIFT + 7`` of the order bits ``okey`` (u32)."""
     if key_t.bits == 64:
-        d = Expr.cast(U, k >> Expr.cast(DataType.U64, SHIFT)) & (BUCKETS - 1)
-    else:
-        d = (k >> SHIFT) & (BUCKETS - 1)
-    return (Expr.u32(BUCKETS - 1) - d) if descending else d
-
-
-def _last(key_t: DataType, descending: bool) -> Expr:
-    """A key whose digit is BUCKETS - 1 in every pass (the fill past the end)."""
-    top = not descending     # ascending: the largest order key; descending: the smallest
-    if key_t is DataType.U32:
-        return Expr.u32(0xFFFFFFFF if top else 0)
-    if key_t is DataType.U64:
-        return Expr.u64(2**64 - 1 if top else 0)
-    if key_t is DataType.I32:
-        return Expr.i32(2**31 - 1 if top else -(2**31))
-    if key_t is DataType.I64:
-        return Expr.i64(2**63 - 1 if top else -(2**63))
-    return Expr.u32(0x7FFFFFFF if top else 0xFFFFFFFF)   # the bits of +NaN / -NaN with every bit set
+        return Expr.cast(U, okey >> Expr.cast(DataType.U64, SHIFT)) & (BUCKETS - 1)
+    return (okey >> SHIFT) & (BUCKETS - 1)
 
 
 def _prm(binding: int) -> BufferDecl:
@@ -109,8 +106,10 @@ def count_program(key_t: DataType, wg: int, unroll: int, descending: bool = Fals
         # past the end: bin BUCKETS, never read
         return [Node.expr(Expr.atomic(AtomicOp.ADD, "hist", d, Expr.u32(1))) for d in items]
 
-    body = [*rounds(WGID * CHUNK + LID, wg, ROUNDS, unroll, lambda i: _digit(key_t, _load_key(key_t, i), descending),
-                    Expr.u32(BUCKETS), fold),
+    def digit(i: Expr) -> Expr:
+        return _digit(key_t, _order(key_t, Expr.load("keys", i), descending))
+
+    body = [*rounds(WGID * CHUNK + LID, wg, ROUNDS, unroll, digit, Expr.u32(BUCKETS), fold),
             Node.barrier()]
     for q in range(-(-BUCKETS // wg)):
         d = LID + q * wg
@@ -152,11 +151,12 @@ def scatter_program(key_t: DataType, value_t: DataType | None, wg: int, items: i
     program)."""
     B = wg * items
     kv = value_t is not None
-    fill = _last(key_t, descending)
+    # the tile holds order bits: all ones past the end (the last digit in every pass)
+    fill = _ones(key_t, (1 << key_t.bits) - 1)
     v = Expr.var
 
-    def digit(key: Expr) -> Expr:
-        return _digit(key_t, key, descending)
+    def digit(okey: Expr) -> Expr:
+        return _digit(key_t, okey)
 
     def each(var: str, count: int, body: list[Node]) -> Node:
         return Node.loop(var, Expr.u32(0), Expr.u32(count), body)
@@ -176,7 +176,7 @@ def scatter_program(key_t: DataType, value_t: DataType | None, wg: int, items: i
     tile: list[Node] = [
         Node.let_bind("base", (WGID * PER + v("t")) * B),
         # coalesced loads (independent: in flight together), into the padded tile
-        each("j", items, [Node.store("tk", pad32(j * wg + LID), Expr.select(e.lt(N), _load_key(key_t, e), fill)),
+        each("j", items, [Node.store("tk", pad32(j * wg + LID), Expr.select(e.lt(N), _order(key_t, Expr.load("keys", e), descending), fill)),
                           *([Node.store("tv", pad32(j * wg + LID), Expr.load("values", e))] if kv else [])]),
         Node.barrier(),
         each("k", items, both(lambda t, a: Node.store(a, k, Expr.load(t, mine(k))))),
@@ -224,8 +224,7 @@ def scatter_program(key_t: DataType, value_t: DataType | None, wg: int, items: i
             tile.append(each("k", items, both(lambda t, a: Node.store(a, k, Expr.load(t, mine(k))))))
     # the tile is sorted by the digit; digit d's run starts at start[d]
     p = j * wg + LID
-    out_key = Expr.bitcast(key_t, v("kk")) if key_t is DataType.F32 else v("kk")
-    move = [Node.store("out_keys", v("pos"), out_key)]
+    move = [Node.store("out_keys", v("pos"), _key(key_t, v("kk"), descending))]
     if kv:
         move.append(Node.store("out_values", v("pos"), Expr.load("tv", pad32(p))))
     tile += [each("j", items, [Node.let_bind("kk", Expr.load("tk", pad32(p))),
@@ -260,12 +259,6 @@ def scatter_program(key_t: DataType, value_t: DataType | None, wg: int, items: i
     return Program.wrapped(bufs, wg, body)
 
 
-def _sum(xs: list[Expr]) -> Expr:
-    while len(xs) > 1:
-        xs = [xs[k] + xs[k + 1] if k + 1 < len(xs) else xs[k] for k in range(0, len(xs), 2)]
-    return xs[0]
-
-
 def _shape(r: Runner, key_t: DataType, value_t: DataType | None) -> tuple[int, int]:
     """(workgroup size, elements per invocation) of a tile that fits workgroup memory: 16
     elements each (the per-tile scans cost the same for fewer), halving the workgroup down
@@ -291,6 +284,7 @@ def _sort(r: Runner, keys: Any, values: Any, n: int, key_t: DataType, value_t: D
     per = -(-tiles // min(tiles, _GROUPS.get(r.id, r.chunk_groups)))   # tiles per workgroup
     g = -(-tiles // per)
     C = per * B
+    r.span(n, g * C, "vyre.lib.sort")
     unroll = COUNT_UNROLL if items % COUNT_UNROLL == 0 else 1
     passes = key_t.bits // RADIX_BITS
     for p in range(passes):

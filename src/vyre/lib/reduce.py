@@ -1,11 +1,14 @@
 """Reductions: ``sum``, ``min``, ``max`` over every numeric type, and the f32 ``dot``.
 
-Two passes, both grid-stride: each workgroup reduces its share into one partial, then one
-workgroup reduces the partials. Integer sums wrap in the array's type (S1); min and max
-follow S10 for floats (a NaN gives NaN, -0 < +0) and refuse empty input (L003). Float sums and
-dots are exact and rounded once (S34): each partial is a normalised digit vector of the
-superaccumulator (`vyre.lib.superacc`), so neither the order, the workgroup size nor the
-device can change a bit.
+Grid-stride passes that load several elements per invocation before combining them (loads
+in flight together, `vyre.lib.kernels.strided_rounds`): each workgroup reduces its share into
+one partial, then one workgroup reduces the partials; 32-bit integer sums instead add each
+workgroup's total to the result with a wrapping atomic (one pass). Integer sums wrap in the
+array's type (S1); min and max follow S10 for floats (a NaN gives NaN, -0 < +0) and refuse
+empty input (L003). Float sums and dots are exact and rounded once (S34): a value sum keeps
+each invocation's superaccumulator digits in its column of workgroup memory
+(`vyre.lib.columns`), each partial is a normalised digit vector (`vyre.lib.superacc`), so
+neither the order, the workgroup size nor the device can change a bit.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from .errors import LibError
 from .kernels import (
     LID,
     WGID,
+    balanced,
     binop,
     element,
     grid_stride,
@@ -97,11 +101,7 @@ def tree_program(dtype: DataType, op: BinOp, wg: int, first: bool, final: bool, 
         return _half_key(val, dtype, op) if half and first else val
 
     def fold(items: list[Expr]) -> list[Node]:
-        # a balanced tree over the round's items, then into the accumulator
-        while len(items) > 1:
-            items = [combine(items[k], items[k + 1]) if k + 1 < len(items) else items[k]
-                     for k in range(0, len(items), 2)]
-        return [Node.assign("acc", combine(Expr.var("acc"), items[0]))]
+        return [Node.assign("acc", combine(Expr.var("acc"), balanced(items, combine)))]
 
     result: Expr = Expr.load("s", Expr.u32(0))
     out_t = acc_t

@@ -53,7 +53,7 @@ class Runner:
         self.max_groups = _GRID.get(self.id, _GRID_DEFAULT)
         self.shared_bytes = _SHARED.get(self.id, _SHARED_DEFAULT)
         self.chunk_groups = _CHUNK_GROUPS.get(self.id, _GRID_DEFAULT)
-        # consecutive elements per invocation in blocked passes (scans, sorts)
+        # consecutive elements per invocation in the float scan's blocks
         self.items = 8 if self.id == "cuda" else 16
 
     def groups(self, n: int, per_min: int = 1, per_max: int = 1 << 14, wg: int | None = None) -> int:
@@ -72,6 +72,13 @@ class Runner:
         while wg > 1 and wg * bytes_per_invocation > self.shared_bytes:
             wg //= 2
         return wg
+
+    def span(self, n: int, reach: int, what: str) -> None:
+        """Refuse ``n`` elements when a pass's u32 element indices would run to ``reach`` at
+        or past 2**32 (they would wrap onto real elements)."""
+        if reach >= 2**32:
+            raise LibError("L002", f"{what}: {n} elements are too many for one call (indices reach {reach}).",
+                           f"pass at most {n - (reach - 2**32) - 1} elements per call.")
 
     def run(self, program: Program, inputs: Sequence[Any], groups: int, elements: int,
             keep: bool = True) -> list[Any]:

@@ -1,10 +1,12 @@
 """Prefix sums: ``cumsum`` (inclusive) and ``exclusive_cumsum``.
 
 Reduce-then-scan, so no pass waits on another workgroup (portable backends give no
-forward-progress guarantee, so there is no decoupled look-back): block totals, an exclusive
-scan of the totals (the same algorithm, recursively), then each block scans its elements
-from its offset. A block is ``items`` consecutive elements per invocation times the
-workgroup. Integers wrap (S1). Float prefixes follow S35: prefix ``i`` is the exact sum of
+forward-progress guarantee, so there is no decoupled look-back). Integers: chunk totals,
+an exclusive scan of the totals (the same algorithm, recursively), then each workgroup scans
+its chunk's tiles from its offset; a tile (16 consecutive elements per invocation) is loaded
+and stored coalesced through workgroup memory. Integers wrap (S1). Floats: block totals, their
+prefixes, each block from its offset (a block is ``items`` consecutive elements per
+invocation times the workgroup). Float prefixes follow S35: prefix ``i`` is the exact sum of
 elements ``0..i`` (``0..i-1`` exclusive) rounded once, so it never depends on the blocking:
 block totals are superaccumulator digit vectors (`vyre.lib.superacc`), their prefixes are
 summed exactly, and every element's prefix is rounded from exact digits.
@@ -25,6 +27,7 @@ from .kernels import (
     LID,
     WGID,
     N,
+    balanced,
     element,
     lane_words,
     pad32,
@@ -59,9 +62,7 @@ def chunk_sums_program(dtype: DataType, wg: int, unroll: int) -> Program:
     C = Expr.load("prm", 1)
 
     def fold(items: list[Expr]) -> list[Node]:
-        while len(items) > 1:
-            items = [items[k] + items[k + 1] if k + 1 < len(items) else items[k] for k in range(0, len(items), 2)]
-        return [Node.assign("acc", Expr.var("acc") + items[0])]
+        return [Node.assign("acc", Expr.var("acc") + balanced(items, lambda a, b: a + b))]
 
     body = [Node.let_bind("acc", Expr.lit(dtype, 0)),
             *rounds(WGID * C + LID, wg, Expr.load("prm", 2), unroll, lambda i: Expr.load("x", i),
@@ -118,12 +119,6 @@ def chunk_scan_program(dtype: DataType, wg: int, items: int, inclusive: bool) ->
                             BufferDecl.workgroup("s", 2 * wg, dtype)], wg, body)
 
 
-def _sum(xs: list[Expr]) -> Expr:
-    while len(xs) > 1:
-        xs = [xs[k] + xs[k + 1] if k + 1 < len(xs) else xs[k] for k in range(0, len(xs), 2)]
-    return xs[0]
-
-
 def _int_scan(r: Runner, x: Any, n: int, dtype: DataType, inclusive: bool, keep: bool) -> Any:
     """Reduce-then-scan: chunk totals, their exclusive scan (recursively), each chunk scanned
     from its offset. Three kinds of pass, none waiting on another workgroup."""
@@ -133,6 +128,7 @@ def _int_scan(r: Runner, x: Any, n: int, dtype: DataType, inclusive: bool, keep:
     tiles = -(-n // B)
     per = -(-tiles // min(tiles, r.chunk_groups))      # tiles per workgroup
     g = -(-tiles // per)
+    r.span(n, g * per * B, "vyre.lib.cumsum")
     if g == 1:
         offs: Any = np.zeros(1, dtype.host)
     else:

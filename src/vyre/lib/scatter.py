@@ -4,7 +4,9 @@
 ``index[i]``. Integer targets wrap (S1) through integer atomics; float targets (f32, f16,
 bf16) get, per slot, the exact sum of its initial value and every contribution, rounded once
 (S34): each contribution goes into the slot's global superaccumulator with integer atomics
-(`vyre.lib.superacc.atomic_add_value`) and a second pass rounds every slot. The order of
+(one 64-bit atomic per value where the backend has them and there are at most `WIDE_MAX`
+values; else `vyre.lib.superacc.atomic_add_value`'s u32 chunks) and a second pass rounds
+every slot. The order of
 ``index`` and the workgroup size change nothing. An index outside ``[0, len(target))`` is an
 `LibError` L004 (the pass flags it; nothing is written). ``gather(x, index)`` is
 ``x[index]`` with the same index rule.
