@@ -32,6 +32,10 @@ _CHUNK_GROUPS = {"cuda": 1 << 24}
 # WebGPU guarantees (PoCL and the reference allow more)
 _SHARED = {"cuda": 48 * 1024}
 _SHARED_DEFAULT = 16 * 1024
+# backends whose scans pass each tile through workgroup memory so that every warp-wide access
+# is coalesced (GPUs); elsewhere (CPUs: PoCL, lavapipe, the reference) each invocation reads
+# and writes its own consecutive run, which a CPU caches best
+STAGED = frozenset({"cuda"})
 
 
 class Runner:
@@ -53,6 +57,7 @@ class Runner:
         self.max_groups = _GRID.get(self.id, _GRID_DEFAULT)
         self.shared_bytes = _SHARED.get(self.id, _SHARED_DEFAULT)
         self.chunk_groups = _CHUNK_GROUPS.get(self.id, _GRID_DEFAULT)
+        self.staged = self.id in STAGED
         # consecutive elements per invocation in the float scan's blocks
         self.items = 8 if self.id == "cuda" else 16
 
@@ -120,4 +125,4 @@ def params(*values: int) -> np.ndarray:
     return np.asarray(words + [0] * (4 - len(words) % 4 if len(words) % 4 else 0), dtype=np.uint32)
 
 
-__all__ = ["Runner", "params"]
+__all__ = ["STAGED", "Runner", "params"]

@@ -74,12 +74,13 @@ def chunk_sums_program(dtype: DataType, wg: int, unroll: int) -> Program:
 
 
 @functools.cache
-def chunk_scan_program(dtype: DataType, wg: int, items: int, inclusive: bool) -> Program:
+def chunk_scan_program(dtype: DataType, wg: int, items: int, inclusive: bool, staged: bool = True) -> Program:
     """Workgroup ``w`` scans its ``prm[1]`` tiles of ``wg * items`` elements in order, from
-    ``offs[w]``: each tile is loaded coalesced into workgroup memory, each invocation scans
-    its ``items`` consecutive elements there, a ping-pong scan of the invocations' totals
-    gives each its offset, and the tile is stored coalesced. The loops over a tile have
-    literal bounds (a GPU compiler unrolls them; CPU compilers get a small program)."""
+    ``offs[w]``: each invocation scans its ``items`` consecutive elements, a ping-pong scan of
+    the invocations' totals gives each its offset. ``staged`` (GPUs): each tile is loaded and
+    stored coalesced through workgroup memory; else (CPUs) each invocation reads and writes
+    its own run directly. The loops over a tile have literal bounds (a GPU compiler unrolls
+    them; CPU compilers get a small program)."""
     B = wg * items
     zero = Expr.lit(dtype, 0)
     v = Expr.var
@@ -90,40 +91,57 @@ def chunk_scan_program(dtype: DataType, wg: int, items: int, inclusive: bool) ->
     def each(var: str, body: list[Node]) -> Node:
         return Node.loop(var, Expr.u32(0), Expr.u32(items), body)
 
-    scan, incl, total = ping_pong_scan("s", wg, dtype)
-    step = [Node.let_bind("a", Expr.load("tile", mine))]
-    if inclusive:
-        step += [Node.assign("run", v("run") + v("a")), Node.store("tile", mine, v("run"))]
+    if staged:
+        # coalesced loads (independent: in flight together), into the padded tile
+        load = [each("j", [Node.store("tile", pad32(j * wg + LID), Expr.select(e.lt(N), Expr.load("x", e), zero))]),
+                Node.barrier()]
+        value: Expr = Expr.load("tile", mine)
+
+        def put(x: Expr) -> Node:
+            return Node.store("tile", mine, x)
+        store = [Node.barrier(),
+                 each("j", [Node.if_(e.lt(N), [Node.store("out", e, Expr.load("tile", pad32(j * wg + LID)))])])]
     else:
-        step += [Node.store("tile", mine, v("run")), Node.assign("run", v("run") + v("a"))]
+        own_e = v("base") + LID * items + k
+        load = []
+        value = Expr.select(own_e.lt(N), Expr.load("x", own_e), zero)
+
+        def put(x: Expr) -> Node:
+            return Node.if_(own_e.lt(N), [Node.store("out", own_e, x)])
+        store = []
+    scan, incl, total = ping_pong_scan("s", wg, dtype)
+    step = [Node.let_bind("a", value)]
+    if inclusive:
+        step += [Node.assign("run", v("run") + v("a")), put(v("run"))]
+    else:
+        step += [put(v("run")), Node.assign("run", v("run") + v("a"))]
     tile = [
         Node.let_bind("base", (WGID * Expr.load("prm", 1) + v("t")) * B),
-        # coalesced loads (independent: in flight together), into the padded tile
-        each("j", [Node.store("tile", pad32(j * wg + LID), Expr.select(e.lt(N), Expr.load("x", e), zero))]),
-        Node.barrier(),
+        *load,
         Node.let_bind("tsum", zero),
-        each("k", [Node.assign("tsum", v("tsum") + Expr.load("tile", mine))]),
+        each("k", [Node.assign("tsum", v("tsum") + value)]),
         Node.store("s", LID, v("tsum")),
         *scan,
         Node.let_bind("run", v("carry") + incl - v("tsum")),
         Node.assign("carry", v("carry") + total),
         each("k", step),
-        Node.barrier(),
-        each("j", [Node.if_(e.lt(N), [Node.store("out", e, Expr.load("tile", pad32(j * wg + LID)))])]),
+        *store,
         Node.barrier(),
     ]
     body = [*lane_words(wg, items), Node.let_bind("carry", Expr.load("offs", WGID)),
             Node.loop("t", Expr.u32(0), Expr.load("prm", 1), tile)]
-    return Program.wrapped([BufferDecl.read("x", 0, dtype), BufferDecl.read("offs", 1, dtype), prm(2),
-                            BufferDecl.output("out", 3, dtype), BufferDecl.workgroup("tile", tile_words(wg, items), dtype),
-                            BufferDecl.workgroup("s", 2 * wg, dtype)], wg, body)
+    bufs = [BufferDecl.read("x", 0, dtype), BufferDecl.read("offs", 1, dtype), prm(2),
+            BufferDecl.output("out", 3, dtype), BufferDecl.workgroup("s", 2 * wg, dtype)]
+    if staged:
+        bufs.append(BufferDecl.workgroup("tile", tile_words(wg, items), dtype))
+    return Program.wrapped(bufs, wg, body)
 
 
 def _int_scan(r: Runner, x: Any, n: int, dtype: DataType, inclusive: bool, keep: bool) -> Any:
     """Reduce-then-scan: chunk totals, their exclusive scan (recursively), each chunk scanned
     from its offset. Three kinds of pass, none waiting on another workgroup."""
     items = SCAN_ITEMS
-    wg = r.fit(tile_bytes(dtype, items))
+    wg = r.fit(tile_bytes(dtype, items)) if r.staged else r.wg
     B = wg * items
     tiles = -(-n // B)
     per = -(-tiles // min(tiles, r.chunk_groups))      # tiles per workgroup
@@ -135,7 +153,8 @@ def _int_scan(r: Runner, x: Any, n: int, dtype: DataType, inclusive: bool, keep:
         unroll = SUM_UNROLL if items % SUM_UNROLL == 0 else 1
         sums = r.run(chunk_sums_program(dtype, wg, unroll), [x, params(n, per * B, per * items // unroll)], g, g)[0]
         offs = _int_scan(r, sums, g, dtype, False, True)
-    return r.run(chunk_scan_program(dtype, wg, items, inclusive), [x, offs, params(n, per)], g, n, keep=keep)[0]
+    return r.run(chunk_scan_program(dtype, wg, items, inclusive, r.staged), [x, offs, params(n, per)], g, n,
+                 keep=keep)[0]
 
 
 # ---- floats: S35 ----------------------------------------------------------------------------
