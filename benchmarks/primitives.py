@@ -7,7 +7,9 @@ before it is timed (the exact float sum against math.fsum rounded once).
     python benchmarks/primitives.py --backend cuda --size 28 --json $OUT/primitives_h100.json
 
 Figures: GB/s (bytes read + written once, per call), Gkeys/s for sorts, and for every pair the
-ratio vyre / theirs (above 1: vyre is faster). ``--only`` picks cases (comma-separated).
+ratio vyre / theirs (above 1: vyre is faster). ``--only`` picks cases (comma-separated). Each
+case records ``check``: "ok", or what differed (the other cases still run). ``seconds``: the
+whole run.
 """
 
 from __future__ import annotations
@@ -54,8 +56,15 @@ class Host:
     def put(self, a: np.ndarray) -> Any:
         return a
 
+    def zeros(self, n: int) -> Any:
+        return np.zeros(n, np.float32)
+
     def get(self, a: Any) -> np.ndarray:
         return np.asarray(a)
+
+    def full_check(self, case: str, got: Any, d: dict) -> str | None:
+        """The checks at full size need a device library (numpy is too slow there)."""
+        return None
 
     def theirs(self, case: str, d: dict) -> dict[str, Callable[[], Any]]:
         if case == "f32_sum":
@@ -107,10 +116,38 @@ class Gpu:
             return self.cupy.asarray(a)
         return self.torch.from_numpy(a).cuda()
 
+    def zeros(self, n: int) -> Any:
+        """An f32 target made on the device (as torch.zeros(..., device="cuda") is)."""
+        if self.cupy is not None:
+            return self.cupy.zeros(n, self.cupy.float32)
+        return self.torch.zeros(n, device="cuda")
+
     def get(self, a: Any) -> np.ndarray:
         if hasattr(a, "get"):
             return a.get()
         return a.cpu().numpy()
+
+    def full_check(self, case: str, got: Any, d: dict) -> str | None:
+        """vyre's full-size result against CuPy's (integer cases; the exact float sum and the
+        scatter-add are checked against math.fsum)."""
+        cp = self.cupy
+        if cp is None or case not in ("u32_sum", "u32_scan", "sort_u32", "sort_kv", "histogram256"):
+            return None
+        x = cp.asarray(d["host"]["x"])
+        if case == "u32_sum":
+            ok = int(cp.asarray(got)) == int(x.sum(dtype=cp.uint32))
+        elif case == "u32_scan":
+            ok = bool(cp.array_equal(cp.asarray(got), cp.cumsum(x, dtype=cp.uint32)))
+        elif case == "sort_u32":
+            ok = bool(cp.array_equal(cp.asarray(got), cp.sort(x)))
+        elif case == "sort_kv":
+            # (key, index) pairs are distinct: any sort of them is the stable order
+            order = cp.argsort((x.astype(cp.uint64) << 32) | cp.arange(x.size, dtype=cp.uint64))
+            v = cp.asarray(d["host"]["v"])
+            ok = bool(cp.array_equal(cp.asarray(got[0]), x[order]) and cp.array_equal(cp.asarray(got[1]), v[order]))
+        else:
+            ok = bool(cp.array_equal(cp.asarray(got), cp.bincount(x, minlength=256).astype(cp.uint32)))
+        return "ok" if ok else "FAILED (differs from CuPy at full size)"
 
     def _t(self, a: np.ndarray, dtype: Any = None) -> Any:
         t = self.torch.from_numpy(a if a.dtype != np.uint32 else a.view(np.int32)).cuda()
@@ -219,6 +256,7 @@ def main() -> None:
     ap.add_argument("--only", default=",".join(CASES))
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
+    started = time.perf_counter()
     backend = acquire(a.backend)
     n = 1 << a.size
     side: Any = Gpu() if a.backend == "cuda" else Host()
@@ -236,18 +274,24 @@ def main() -> None:
                 "sort_u32": lambda: L.sort(d["x"], backend=backend),
                 "sort_kv": lambda: L.sort(d["x"], d["v"], backend=backend),
                 "histogram256": lambda: L.bincount(d["x"], 256, backend=backend),
-                "scatter_add": lambda: L.index_add(side.put(np.zeros(1 << 16, np.float32)), d["i"], d["v"],
-                                                   backend=backend),
+                "scatter_add": lambda: L.index_add(side.zeros(1 << 16), d["i"], d["v"], backend=backend),
             }[case]()
 
         ours: Callable[[], Any] = call
         # the result is checked on at most 2**24 elements (the host models are slow beyond)
         small = {k: v[: 1 << 24] for k, v in host.items()} if n > 1 << 24 and case != "scatter_add" else host
-        check(case, call({k: side.put(v) for k, v in small.items()}) if small is not host else ours(), small, side)
+        row: dict[str, Any] = {}
+        try:
+            check(case, call({k: side.put(v) for k, v in small.items()}) if small is not host else ours(), small, side)
+            row["check"] = "ok"
+        except AssertionError as exc:      # recorded, and the other cases still run
+            row["check"] = f"FAILED: {exc}"
         moved = bytes_moved(case, n)
         keys = n if case.startswith("sort") else None
-        row: dict[str, Any] = {}
         t = timed(ours, side.sync, a.reps)
+        full = side.full_check(case, ours(), d)
+        if full is not None:
+            row["check_full_size"] = full
         row["vyre_s"] = t
         row["vyre_GBps"] = moved / t / 1e9
         if keys:
@@ -265,6 +309,7 @@ def main() -> None:
             row[f"vyre_over_{name}"] = tt / t
         results["cases"][case] = row
         print(case, {k: round(v, 4) if isinstance(v, float) else v for k, v in row.items()}, flush=True)
+    results["seconds"] = time.perf_counter() - started
     emit("primitives", results, a.json)
 
 

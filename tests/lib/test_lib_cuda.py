@@ -13,7 +13,7 @@ import pytest
 import vyre.lib as L
 from vyre.driver.errors import BackendUnavailable
 from vyre.ir import BinOp, DataType, superacc
-from vyre.lib import compaction, histograms, radix, reduce, scan, scatter, segmented
+from vyre.lib import columns, compaction, histograms, radix, reduce, scan, scatter, segmented
 
 D = DataType
 
@@ -21,14 +21,22 @@ D = DataType
 def _programs():
     wg = 256
     yield "tree f16 min keys", reduce.tree_program(D.F16, BinOp.MIN, wg, True, True)
+    yield "tree u32 sum merged", reduce.tree_program(D.U32, BinOp.ADD, wg, True, True, 8, merge=True)
+    yield "exact f32 columns", reduce.exact_program(D.F32, columns.LAYOUT, superacc.F32, wg, False, 4)
+    yield "exact f16 columns final", reduce.exact_program(D.F16, columns.LAYOUT, superacc.F16, wg, True, 4)
     yield "exact digits final f16", reduce.exact_program("digits", superacc.SUM, superacc.F16, wg, True)
     yield "exact dot", reduce.exact_program("dot", superacc.DOT, superacc.F32, wg, False)
     yield "scatter f32", scatter.scatter_program(D.F32, D.I64, wg)
     yield "finish f32", scatter.finish_program(D.F32, wg)
-    yield "block scan u32", scan.block_scan_program(D.U32, wg, 8, True)
+    yield "scatter f16 64-bit atomics", scatter.wide_scatter_program(D.F16, D.I64, wg)
+    yield "finish bf16 64-bit words", scatter.wide_finish_program(D.BF16, wg)
+    yield "chunk sums u32", scan.chunk_sums_program(D.U32, wg, 8)
+    yield "chunk scan u64", scan.chunk_scan_program(D.U64, wg, 16, True)
     yield "float block scan", scan.float_block_scan_program(D.F32, 128, 8, False)
     yield "edges f16", histograms.edges_program(D.F16, wg, 0)
     yield "sort scatter f32 descending", radix.scatter_program(D.F32, D.U32, wg, 8, True)
+    yield "sort count i64", radix.count_program(D.I64, wg, 8)
+    yield "sort scatter i64 keys u64 values", radix.scatter_program(D.I64, D.U64, 128, 16)
     yield "compact partition", compaction.compact_program(D.F32, wg, True)
     yield "segment exact f32", segmented.segment_program(D.F32, BinOp.ADD, wg)
 

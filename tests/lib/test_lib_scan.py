@@ -99,3 +99,18 @@ def test_float_prefix_specials(backend):
 def test_empty_scans(reference_backend):
     assert L.cumsum(np.zeros(0, np.uint32), backend=reference_backend).size == 0
     assert L.exclusive_cumsum(np.zeros(0, np.float32), backend=reference_backend).dtype == np.float32
+
+
+@pytest.mark.parametrize("staged", [True, False])
+def test_integer_scan_through_the_tile_and_directly(backend, monkeypatch, staged):
+    """Both forms of the scan pass give numpy's bytes on every backend: tiles through
+    workgroup memory (what CUDA runs) and each invocation's run read directly (CPUs), over
+    several tiles per workgroup and a scan of the chunk totals."""
+    from vyre.lib import runner
+
+    monkeypatch.setattr(runner, "STAGED", frozenset({backend.id()} if staged else ()))
+    rng = np.random.default_rng(23)
+    x = rng.integers(0, 2**32, 30011, dtype=np.uint64).astype(np.uint32)
+    want = np.cumsum(x, dtype=np.uint32)
+    assert L.cumsum(x, backend=backend, workgroup_size=16).tobytes() == want.tobytes()
+    assert L.exclusive_cumsum(x, backend=backend).tobytes() == np.concatenate([[0], want[:-1]]).astype(np.uint32).tobytes()

@@ -63,3 +63,14 @@ def test_sort_arguments(reference_backend):
     assert err.value.code == "L001"
     k, v = L.sort(np.zeros(0, np.int32), np.zeros(0, np.float32), backend=reference_backend)
     assert k.dtype == np.int32 and v.dtype == np.float32 and k.size == v.size == 0
+
+
+def test_sort_across_many_tiles_per_workgroup(backend):
+    """A workgroup that moves several tiles in turn carries each digit's place from tile to
+    tile (small workgroups: more tiles than workgroups on every backend)."""
+    rng = np.random.default_rng(41)
+    keys = rng.integers(0, 1000, 20011).astype(np.uint32)
+    values = np.arange(keys.size, dtype=np.uint32)
+    got_keys, got_values = L.sort(keys, values, backend=backend, workgroup_size=16)
+    order = np.argsort(keys, kind="stable")
+    assert got_keys.tobytes() == keys[order].tobytes() and got_values.tobytes() == order.astype(np.uint32).tobytes()

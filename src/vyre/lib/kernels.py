@@ -1,8 +1,9 @@
 """Program builders shared by the primitives: element sources and grid-stride passes.
 
 Owns how a pass reads its input (typed elements, or 16-bit floats packed two to a u32 word so
-every backend reads them), the parameter block every grid-stride pass takes
-(``prm = [n, invocations, per_invocation, extra]``) and the workgroup tree reduction. Each
+every backend reads them; several loads in flight per invocation, `rounds`), the parameter
+block every grid-stride pass takes (``prm = [n, invocations, per_invocation, extra]``), the
+workgroup tree reduction and scan, and the padded layout of a tile in workgroup memory. Each
 builder is cached: a primitive's Programs are built once per shape of their parameters (never
 per input length), so each is compiled once per backend.
 """
@@ -44,6 +45,46 @@ def grid_stride(body: Callable[[Expr], list[Node]], idx: str = "idx") -> list[No
     ])]
 
 
+def rounds(first: Expr, step: Expr | int, count: Expr, unroll: int, value: Callable[[Expr], Expr],
+           fill: Expr | None, body: Callable[[list[Expr]], list[Node]], p: str = "item") -> list[Node]:
+    """Items ``first + (j * unroll + u) * step`` for ``j < count``, ``u < unroll``, a round of
+    ``unroll`` at a time. Each round first binds every item (``value(index)``, or ``fill`` at
+    or past N: loads are bounds-checked, so a value past the end is safe to read) and only
+    then runs ``body(items)``: the loads of a round are independent, so a GPU keeps them in
+    flight together (one load per loop trip left a thread waiting on each in turn). ``fill``
+    None: the value past the end is what a load past the end gives (zero), which the caller
+    knows to be right (its buffer holds exactly N items and zero adds nothing)."""
+    r = Expr.var(f"{p}_r")
+    nodes: list[Node] = [Node.let_bind(f"{p}_r", first + Expr.var(f"{p}_j") * (step * unroll))]
+    items: list[Expr] = []
+    for u in range(unroll):
+        idx = r + step * u if u else r
+        nodes.append(Node.let_bind(f"{p}{u}", value(idx) if fill is None else Expr.select(idx.lt(N), value(idx), fill)))
+        items.append(Expr.var(f"{p}{u}"))
+    return [Node.loop(f"{p}_j", Expr.u32(0), count, nodes + body(items))]
+
+
+def strided_rounds(unroll: int, value: Callable[[Expr], Expr], fill: Expr | None,
+                   body: Callable[[list[Expr]], list[Node]], p: str = "item") -> list[Node]:
+    """`rounds` over this invocation's grid-stride items ``gid + (j * unroll + u) * T``
+    (``PER`` = ceil(N / (T * unroll)) rounds): each warp-wide load is coalesced. The caller
+    keeps ``N + T * unroll`` below 2**32 (`rounds_fit`)."""
+    return rounds(GID, T, PER, unroll, value, fill, body, p)
+
+
+def balanced(items: list[Expr], combine: Callable[[Expr, Expr], Expr]) -> Expr:
+    """``items`` combined as a balanced tree (independent operations side by side)."""
+    while len(items) > 1:
+        items = [combine(items[k], items[k + 1]) if k + 1 < len(items) else items[k]
+                 for k in range(0, len(items), 2)]
+    return items[0]
+
+
+def rounds_fit(n: int, invocations: int, unroll: int) -> bool:
+    """Whether `strided_rounds` indices stay below 2**32 for ``n`` items."""
+    return n + invocations * unroll < 2**32
+
+
 def tree(shared: str, wg: int, combine: Callable[[Expr, Expr], Expr]) -> list[Node]:
     """Combine ``shared[0..wg)`` into ``shared[0]`` (any workgroup size: a pairwise tree over
     the next power of two, skipping missing partners). Ends with a barrier."""
@@ -58,6 +99,51 @@ def tree(shared: str, wg: int, combine: Callable[[Expr, Expr], Expr]) -> list[No
             Node.barrier()]
         h //= 2
     return out
+
+
+def pad32(i: Expr) -> Expr:
+    """A tile word's place in workgroup memory: one spare word after every 32, so that both
+    ``j * wg + lid`` (coalesced) and ``lid * items + k`` (an invocation's own run of
+    consecutive elements) hit 32 different banks."""
+    return i + (i >> 5)
+
+
+def lane_words(wg: int, items: int) -> list[Node]:
+    """Locals for `padded` and `own`: this invocation's padded lane (``lid_p``) and the padded
+    start of its run of ``items`` consecutive tile words (``own_p``). Bind once, at the top."""
+    return [Node.let_bind("lid_p", LID + (LID >> 5)), Node.let_bind("own_p", pad32(LID * items))]
+
+
+def padded(c: int) -> Expr:
+    """``pad32(c + lid)`` for a constant ``c``: when ``c`` is a multiple of 32 the constant
+    part folds into an address offset."""
+    if c % 32 == 0:
+        return Expr.var("lid_p") + (c + (c >> 5))
+    return pad32(Expr.u32(c) + LID)
+
+
+def own(k: int, items: int) -> Expr:
+    """``pad32(lid * items + k)``: when ``items`` divides 32 the run never crosses a pad word,
+    so it is ``own_p + k``."""
+    if 32 % items == 0:
+        return Expr.var("own_p") + k
+    return pad32(LID * items + k)
+
+
+def ping_pong_scan(shared: str, wg: int, dtype: DataType) -> tuple[list[Node], Expr, Expr]:
+    """Inclusive scan of ``shared[0..wg)`` (Hillis-Steele between the two halves of
+    ``shared``, ``2 * wg`` long: one barrier a step; starts with a barrier). Returns the
+    nodes, this invocation's inclusive prefix and the total (both valid until ``shared`` is
+    written again)."""
+    out: list[Node] = [Node.barrier()]
+    src, h = 0, 1
+    while h < wg:
+        dst = wg - src
+        cur = Expr.load(shared, Expr.u32(src) + LID)
+        out += [Node.store(shared, Expr.u32(dst) + LID, cur + Expr.select(
+            LID.ge(h), Expr.load(shared, Expr.u32(src) + LID - h), Expr.lit(dtype, 0))), Node.barrier()]
+        src, h = dst, h * 2
+    return out, Expr.load(shared, Expr.u32(src) + LID), Expr.load(shared, Expr.u32(src + wg - 1))
 
 
 def f16_to_f32_bits(h: Expr) -> Expr:
@@ -77,5 +163,5 @@ def binop(op: BinOp) -> Callable[[Expr, Expr], Expr]:
     return lambda a, b: Expr.bin(op, a, b)
 
 
-__all__ = ["EXTRA", "GID", "LID", "N", "PER", "T", "WGID", "binop", "element", "f16_to_f32_bits", "grid_stride",
-           "prm", "storage", "tree"]
+__all__ = ["EXTRA", "GID", "LID", "N", "PER", "T", "WGID", "balanced", "binop", "element", "f16_to_f32_bits", "grid_stride",
+           "lane_words", "own", "pad32", "padded", "ping_pong_scan", "prm", "rounds", "rounds_fit", "storage", "strided_rounds", "tree"]

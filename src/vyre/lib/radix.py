@@ -2,12 +2,22 @@
 
 Keys: u32, i32, u64, i64 and f32 (IEEE totalOrder of the bits: -NaN < -inf < ... < -0 < +0
 < ... < +inf < +NaN; sorting moves bits and does no arithmetic, so subnormals keep their
-place and their bits). Each pass sorts by 4 bits of the order key (signed keys with the sign
-bit flipped; negative floats with every bit flipped) in three steps, none waiting on another
-workgroup: per-block digit counts (digit-major, so one exclusive scan gives every block's
-offset for every digit), that scan (`vyre.lib.scan`), and a scatter where each invocation
-places its ``items`` consecutive elements after the earlier lanes' (a Hillis-Steele scan of
-the 16 digit counts across the workgroup). Equal keys keep their order (stable).
+place and their bits). Each pass sorts by 8 bits of the order key (signed keys with the sign
+bit flipped; negative floats with every bit flipped): 4 passes for 32-bit keys, 8 for 64-bit.
+A pass is three steps, none waiting on another workgroup:
+
+1. `count_program`: each workgroup counts the digits of its chunk of consecutive tiles
+   (workgroup-memory atomics), digit-major, so that
+2. one exclusive scan (`vyre.lib.scan`) gives every workgroup its first place for every digit;
+3. `scatter_program`: each workgroup takes its tiles in order. A tile is loaded coalesced
+   into workgroup memory and sorted there by the digit, stably, in two 4-bit rounds (each
+   invocation ranks its consecutive elements in its own column of 16 counters, one scan of
+   the 16 x wg counters gives every element its place; the tile's digit counts ride along
+   in the second scan's upper 16 bits); then the tile is stored coalesced, each run of
+   equal digits after the workgroup's running place for that digit.
+
+Equal keys keep their order (stable). Elements past the end are given the key whose digit is
+the last in every pass, so they sort after the tile's real elements and are never stored.
 """
 
 from __future__ import annotations
@@ -21,115 +31,267 @@ from vyre.ir import AtomicOp, BufferDecl, DataType, Expr, Node, Program
 
 from .arrays import Arr, as_arr, require, result, to_kind
 from .errors import LibError
-from .kernels import EXTRA, LID, WGID, N, prm
+from .kernels import LID, WGID, N, lane_words, pad32, ping_pong_scan, rounds
 from .runner import Runner, params
 from .scan import _int_scan
 
 U = DataType.U32
 KEY_TYPES = (DataType.U32, DataType.I32, DataType.U64, DataType.I64, DataType.F32)
 VALUE_TYPES = (DataType.U32, DataType.I32, DataType.U64, DataType.I64, DataType.F32)
-RADIX_BITS = 4
+RADIX_BITS = 8
 BUCKETS = 1 << RADIX_BITS
+NIBBLES = 16            # a pass sorts a tile in two rounds of 4 bits
+COUNT_UNROLL = 8        # loads in flight per invocation while counting
+# workgroups of a pass on CUDA: enough that the last wave is a small part of the pass, few
+# enough that the digit counts (256 per workgroup) stay small
+_GROUPS = {"cuda": 4096}
+# the parameters of both passes: [N, chunk, rounds, groups, shift, tiles per workgroup]
+CHUNK, ROUNDS, GROUPS, SHIFT, PER = (Expr.load("prm", k) for k in range(1, 6))
 
 
-def _digit(key_t: DataType, key: Expr, shift: Expr, descending: bool = False) -> Expr:
-    """Bits ``shift..shift+3`` of the order key of ``key`` (u32); inverted for a descending
-    sort (equal keys still keep their order)."""
-    d = _order_digit(key_t, key, shift)
-    return (Expr.u32(BUCKETS - 1) - d) if descending else d
+def _held(key_t: DataType) -> DataType:
+    """The unsigned type a pass holds a key's order bits in (u32, or u64 for 64-bit keys)."""
+    return DataType.U64 if key_t.bits == 64 else U
 
 
-def _order_digit(key_t: DataType, key: Expr, shift: Expr) -> Expr:
-    if key_t is DataType.U32:
-        k = key
-    elif key_t is DataType.I32:
-        k = Expr.bitcast(U, key) ^ 0x80000000
-    elif key_t is DataType.F32:
-        b = Expr.bitcast(U, key)
-        k = b ^ Expr.select((b >> 31).eq(Expr.u32(1)), Expr.u32(0xFFFFFFFF), Expr.u32(0x80000000))
-    else:
-        w = key if key_t is DataType.U64 else Expr.bitcast(DataType.U64, key) ^ Expr.u64(1 << 63)
-        return Expr.cast(U, w >> Expr.cast(DataType.U64, shift)) & (BUCKETS - 1)
-    return (k >> shift) & (BUCKETS - 1)
+def _ones(key_t: DataType, value: int) -> Expr:
+    return Expr.u64(value) if key_t.bits == 64 else Expr.u32(value)
 
 
-def _counts_per_lane(key_t: DataType, items: int, first: Expr, descending: bool) -> list[Node]:
-    e = Expr.var("e")
-    return [Node.loop("j", Expr.u32(0), Expr.u32(items), [
-        Node.let_bind("e", first + Expr.var("j")),
-        Node.if_(e.lt(N), [Node.let_bind("d", _digit(key_t, Expr.load("keys", e), EXTRA, descending)),
-                           Node.store("cnt", Expr.var("d"), Expr.load("cnt", Expr.var("d")) + 1)])])]
+def _order(key_t: DataType, key: Expr, descending: bool) -> Expr:
+    """The unsigned bits whose integer order is the key order (IEEE totalOrder for f32: -NaN
+    first, +NaN last), every bit inverted for a descending sort (equal keys still keep their
+    order). Bits move and nothing is computed on a float, so every key comes back as it was
+    (`_key`)."""
+    top = 1 << (key_t.bits - 1)
+    ones = (1 << key_t.bits) - 1
+    flip = ones if descending else 0
+    bits = key if key_t in (U, DataType.U64) else Expr.bitcast(_held(key_t), key)
+    if key_t is DataType.F32:   # negative: every bit flipped; positive: the sign bit set
+        neg = (bits >> 31).eq(Expr.u32(1))
+        return bits ^ Expr.select(neg, Expr.u32(ones ^ flip), Expr.u32(top ^ flip))
+    mask = (top if key_t.is_signed else 0) ^ flip
+    return bits ^ _ones(key_t, mask) if mask else bits
+
+
+def _key(key_t: DataType, okey: Expr, descending: bool) -> Expr:
+    """The key whose `_order` bits are ``okey``."""
+    top = 1 << (key_t.bits - 1)
+    ones = (1 << key_t.bits) - 1
+    flip = ones if descending else 0
+    if key_t is DataType.F32:   # the order's top bit is set for a positive key
+        pos = ((okey ^ Expr.u32(flip)) >> 31).eq(Expr.u32(1))
+        return Expr.bitcast(key_t, okey ^ Expr.select(pos, Expr.u32(top ^ flip), Expr.u32(ones ^ flip)))
+    mask = (top if key_t.is_signed else 0) ^ flip
+    bits = okey ^ _ones(key_t, mask) if mask else okey
+    return bits if key_t in (U, DataType.U64) else Expr.bitcast(key_t, bits)
+
+
+def _digit(key_t: DataType, okey: Expr) -> Expr:
+    """Bits ``SHIFT .. SHIFT + 7`` of the order bits ``okey`` (u32)."""
+    if key_t.bits == 64:
+        return Expr.cast(U, okey >> Expr.cast(DataType.U64, SHIFT)) & (BUCKETS - 1)
+    return (okey >> SHIFT) & (BUCKETS - 1)
+
+
+def _prm(binding: int) -> BufferDecl:
+    return BufferDecl.read("prm", binding, U, 8)
 
 
 @functools.cache
-def count_program(key_t: DataType, wg: int, items: int, descending: bool = False) -> Program:
-    """``counts[d * G + b]`` = elements of block ``b`` whose digit is ``d`` (G = prm[1])."""
-    first = WGID * (wg * items) + LID * items
-    body = [*_counts_per_lane(key_t, items, first, descending)]
-    body += [Node.if_(Expr.load("cnt", Expr.u32(d)).ne(Expr.u32(0)), [Node.expr(Expr.atomic(
-        AtomicOp.ADD, "wc", Expr.u32(d), Expr.load("cnt", Expr.u32(d))))]) for d in range(BUCKETS)]
-    body += [Node.barrier(), Node.if_(LID.lt(BUCKETS), [
-        Node.store("counts", LID * Expr.load("prm", 1) + WGID, Expr.load("wc", LID))])]
-    return Program.wrapped([BufferDecl.read("keys", 0, key_t), prm(1), BufferDecl.output("counts", 2, U),
-                            BufferDecl.local("cnt", BUCKETS, U), BufferDecl.workgroup("wc", BUCKETS, U)], wg, body)
+def count_program(key_t: DataType, wg: int, unroll: int, descending: bool = False) -> Program:
+    """``counts[d * GROUPS + w]`` = the elements of chunk ``w`` (``CHUNK`` elements from
+    ``w * CHUNK``, read in ``ROUNDS`` rounds of ``unroll``) whose digit is ``d``."""
+    def fold(items: list[Expr]) -> list[Node]:
+        # past the end: bin BUCKETS, never read
+        return [Node.expr(Expr.atomic(AtomicOp.ADD, "hist", d, Expr.u32(1))) for d in items]
+
+    def digit(i: Expr) -> Expr:
+        return _digit(key_t, _order(key_t, Expr.load("keys", i), descending))
+
+    body = [*rounds(WGID * CHUNK + LID, wg, ROUNDS, unroll, digit, Expr.u32(BUCKETS), fold),
+            Node.barrier()]
+    for q in range(-(-BUCKETS // wg)):
+        d = LID + q * wg
+        body.append(Node.if_(d.lt(BUCKETS), [Node.store("counts", d * GROUPS + WGID, Expr.load("hist", d))]))
+    return Program.wrapped([BufferDecl.read("keys", 0, key_t), _prm(1), BufferDecl.output("counts", 2, U),
+                            BufferDecl.workgroup("hist", BUCKETS + 1, U)], wg, body)
+
+
+def _cidx(q: Expr) -> Expr:
+    """Counter ``q = nibble * wg + lid`` in workgroup memory: one spare word after every 16,
+    so that an invocation scanning 16 consecutive counters hits 16 different banks."""
+    return q + (q >> 4)
+
+
+def _counter(nibble: Expr | int, wg: int) -> Expr:
+    """``_cidx(nibble * wg + lid)``; when ``wg`` is a multiple of 16, ``nibble * (wg + wg / 16)
+    + lid_c`` (one multiply-add, or an address offset for a constant nibble)."""
+    if wg % 16:
+        return _cidx(Expr.u32(nibble) * wg + LID if isinstance(nibble, int) else nibble * wg + LID)
+    return Expr.var("lid_c") + (nibble * (wg + wg // 16))
+
+
+def tile_shape_bytes(wg: int, items: int, key_t: DataType, value_t: DataType | None) -> int:
+    """Workgroup memory of `scatter_program`."""
+    words = wg * items + (wg * items >> 5)
+    return (words * (key_t.size + (value_t.size if value_t is not None else 0))
+            + 4 * (17 * wg + 2 * wg + 3 * BUCKETS))
 
 
 @functools.cache
 def scatter_program(key_t: DataType, value_t: DataType | None, wg: int, items: int,
                     descending: bool = False) -> Program:
-    """Each element to ``offs[digit * G + block]`` + its stable rank within the block."""
-    first = WGID * (wg * items) + LID * items
-    G = Expr.load("prm", 1)
-    body = [*_counts_per_lane(key_t, items, first, descending)]
-    body += [Node.store("sh", Expr.u32(d * wg) + LID, Expr.load("cnt", Expr.u32(d))) for d in range(BUCKETS)]
-    body.append(Node.barrier())
-    h = 1
-    while h < wg:
-        body += [Node.let_bind(f"v{h}_{d}", Expr.select(LID.ge(h), Expr.load("sh", Expr.u32(d * wg) + LID - h),
-                                                        Expr.u32(0))) for d in range(BUCKETS)]
-        body.append(Node.barrier())
-        body += [Node.store("sh", Expr.u32(d * wg) + LID, Expr.load("sh", Expr.u32(d * wg) + LID) + Expr.var(f"v{h}_{d}"))
-                 for d in range(BUCKETS)]
-        body.append(Node.barrier())
-        h *= 2
-    body += [Node.store("base", Expr.u32(d), Expr.load("offs", G * d + WGID) + Expr.load("sh", Expr.u32(d * wg) + LID)
-                        - Expr.load("cnt", Expr.u32(d))) for d in range(BUCKETS)]
-    e = Expr.var("e")
-    move = [Node.store("out_keys", Expr.var("pos"), Expr.load("keys", e))]
-    if value_t is not None:
-        move.append(Node.store("out_values", Expr.var("pos"), Expr.load("values", e)))
-    body.append(Node.loop("j2", Expr.u32(0), Expr.u32(items), [
-        Node.let_bind("e", first + Expr.var("j2")),
-        Node.if_(e.lt(N), [Node.let_bind("d", _digit(key_t, Expr.load("keys", e), EXTRA, descending)),
-                           Node.let_bind("pos", Expr.load("base", Expr.var("d"))),
-                           *move,
-                           Node.store("base", Expr.var("d"), Expr.var("pos") + 1)])]))
+    """Workgroup ``w`` moves its ``PER`` tiles (``wg * items`` elements each, from tile
+    ``w * PER``) in order: each tile sorted by the digit in workgroup memory (two stable 4-bit
+    rounds), then each element to ``run[digit]`` + its place among the tile's elements of
+    that digit, where ``run`` starts at ``offs[digit * GROUPS + w]`` and grows by each tile's
+    count. An invocation's elements live in private arrays indexed by loop counters with
+    literal bounds (a GPU compiler unrolls them into registers; CPU compilers get a small
+    program)."""
+    B = wg * items
+    kv = value_t is not None
+    # the tile holds order bits: all ones past the end (the last digit in every pass)
+    fill = _ones(key_t, (1 << key_t.bits) - 1)
+    v = Expr.var
+
+    def digit(okey: Expr) -> Expr:
+        return _digit(key_t, okey)
+
+    def each(var: str, count: int, body: list[Node]) -> Node:
+        return Node.loop(var, Expr.u32(0), Expr.u32(count), body)
+
+    def mine(k: Expr) -> Expr:      # pad32(lid * items + k)
+        return v("own_p") + k if 32 % items == 0 else pad32(LID * items + k)
+
+    def counter(nib: Expr) -> Expr:  # _cidx(nib * wg + lid)
+        return v("lid_c") + nib * (wg + wg // 16) if wg % 16 == 0 else _cidx(nib * wg + LID)
+
+    def both(op: Any) -> list[Node]:
+        """``op(tile, private)`` for the keys, and for the values when there are any."""
+        return [op("tk", "ka")] + ([op("tv", "va")] if kv else [])
+
+    j, k, q, i = v("j"), v("k"), v("q"), v("i")
+    e = v("base") + j * wg + LID
+    tile: list[Node] = [
+        Node.let_bind("base", (WGID * PER + v("t")) * B),
+        # coalesced loads (independent: in flight together), into the padded tile
+        each("j", items, [Node.store("tk", pad32(j * wg + LID), Expr.select(e.lt(N), _order(key_t, Expr.load("keys", e), descending), fill)),
+                          *([Node.store("tv", pad32(j * wg + LID), Expr.load("values", e))] if kv else [])]),
+        Node.barrier(),
+        each("k", items, both(lambda t, a: Node.store(a, k, Expr.load(t, mine(k))))),
+    ]
+    E = -(-BUCKETS // wg)                      # digit counts each invocation scans
+    h = LID * E + v("e")
+    for rnd in range(2):
+        nib = (digit(Expr.load("ka", k)) >> (4 * rnd)) & (NIBBLES - 1)
+        rank = [Node.let_bind("g", digit(Expr.load("ka", k))),
+                Node.let_bind("c", counter((v("g") >> (4 * rnd)) & (NIBBLES - 1))),
+                Node.let_bind("r", Expr.load("cnt", v("c"))),
+                Node.store("rk", k, v("r")), Node.store("cnt", v("c"), v("r") + 1)]
+        if rnd == 0:   # the tile's digit counts
+            rank.append(Node.expr(Expr.atomic(AtomicOp.ADD, "hist", v("g"), Expr.u32(1))))
+        tile += [each("q", NIBBLES, [Node.store("cnt", counter(q), Expr.u32(0))]),
+                 # each element's rank among this invocation's earlier elements of its nibble
+                 each("k", items, rank), Node.barrier(),
+                 # exclusive scan of the counters in (nibble, invocation) order, 16 consecutive
+                 # each (_cidx(16 * lid + i) = 17 * lid + i); the second round's scan carries
+                 # the digit counts in the upper 16 bits (both sums stay below 2**16)
+                 Node.let_bind(f"ts{rnd}", Expr.u32(0)),
+                 each("i", NIBBLES, [Node.assign(f"ts{rnd}", v(f"ts{rnd}") + Expr.load("cnt", v("lid17") + i))])]
+        packed = v(f"ts{rnd}")
+        if rnd == 1:
+            tile += [Node.let_bind("hsum", Expr.u32(0)),
+                     each("e", E, [Node.if_(h.lt(BUCKETS), [Node.assign("hsum", v("hsum") + Expr.load("hist", h))])])]
+            packed = packed | (v("hsum") << 16)
+        scan, incl, _ = ping_pong_scan("hs", wg, U)
+        tile += [Node.store("hs", LID, packed), *scan,
+                 Node.let_bind(f"ex{rnd}", (incl & 0xFFFF) - v(f"ts{rnd}")),
+                 each("i", NIBBLES, [Node.let_bind("ci", Expr.load("cnt", v("lid17") + i)),
+                                     Node.store("cnt", v("lid17") + i, v(f"ex{rnd}")),
+                                     Node.assign(f"ex{rnd}", v(f"ex{rnd}") + v("ci"))])]
+        if rnd == 1:
+            tile += [Node.let_bind("hx", (incl >> 16) - v("hsum")),
+                     each("e", E, [Node.if_(h.lt(BUCKETS), [Node.let_bind("he", Expr.load("hist", h)),
+                                                            Node.store("start", h, v("hx")),
+                                                            Node.assign("hx", v("hx") + v("he"))])])]
+        tile += [Node.barrier(),
+                 # every element to its place in the tile (sorted by the nibble, stably)
+                 each("k", items, [Node.let_bind("p", pad32(Expr.load("cnt", counter(nib)) + Expr.load("rk", k))),
+                                   *both(lambda t, a: Node.store(t, v("p"), Expr.load(a, k)))]),
+                 Node.barrier()]
+        if rnd == 0:
+            tile.append(each("k", items, both(lambda t, a: Node.store(a, k, Expr.load(t, mine(k))))))
+    # the tile is sorted by the digit; digit d's run starts at start[d]
+    p = j * wg + LID
+    move = [Node.store("out_keys", v("pos"), _key(key_t, v("kk"), descending))]
+    if kv:
+        move.append(Node.store("out_values", v("pos"), Expr.load("tv", pad32(p))))
+    tile += [each("j", items, [Node.let_bind("kk", Expr.load("tk", pad32(p))),
+                               Node.let_bind("d", digit(v("kk"))),
+                               Node.let_bind("pos", Expr.load("run", v("d")) + p - Expr.load("start", v("d"))),
+                               Node.if_(v("pos").lt(N), move)]),
+             Node.barrier()]
+    d = LID + q * wg
+    tile += [each("q", E, [Node.if_(d.lt(BUCKETS), [Node.store("run", d, Expr.load("run", d) + Expr.load("hist", d)),
+                                                    Node.store("hist", d, Expr.u32(0))])]),
+             Node.barrier()]
+    body: list[Node] = [*lane_words(wg, items), Node.let_bind("lid_c", LID + (LID >> 4)),
+                        Node.let_bind("lid17", LID * 17),
+                        each("q", E, [Node.if_(d.lt(BUCKETS), [
+                            Node.store("run", d, Expr.load("offs", d * GROUPS + WGID))])]),
+                        Node.loop("t", Expr.u32(0), PER, tile)]
+    words = B + (B >> 5)
     bufs = [BufferDecl.read("keys", 0, key_t)]
-    if value_t is not None:
+    if kv:
         bufs.append(BufferDecl.read("values", 1, value_t))
     nb = len(bufs)
-    bufs += [BufferDecl.read("offs", nb, U), prm(nb + 1), BufferDecl.output("out_keys", nb + 2, key_t)]
-    if value_t is not None:
+    bufs += [BufferDecl.read("offs", nb, U), _prm(nb + 1), BufferDecl.output("out_keys", nb + 2, key_t)]
+    if kv:
         bufs.append(BufferDecl.output("out_values", nb + 3, value_t))
-    bufs += [BufferDecl.local("cnt", BUCKETS, U), BufferDecl.local("base", BUCKETS, U),
-             BufferDecl.workgroup("sh", BUCKETS * wg, U)]
+    bufs += [BufferDecl.workgroup("tk", words, _held(key_t)), BufferDecl.local("ka", items, _held(key_t)),
+             BufferDecl.local("rk", items, U)]
+    if kv:
+        bufs += [BufferDecl.workgroup("tv", words, value_t), BufferDecl.local("va", items, value_t)]
+    bufs += [BufferDecl.workgroup("cnt", 17 * wg, U), BufferDecl.workgroup("hs", 2 * wg, U),
+             BufferDecl.workgroup("run", BUCKETS, U), BufferDecl.workgroup("start", BUCKETS, U),
+             BufferDecl.workgroup("hist", BUCKETS, U)]
     return Program.wrapped(bufs, wg, body)
+
+
+def _shape(r: Runner, key_t: DataType, value_t: DataType | None) -> tuple[int, int]:
+    """(workgroup size, elements per invocation) of a tile that fits workgroup memory: 16
+    elements each (the per-tile scans cost the same for fewer), halving the workgroup down
+    to 64 first."""
+    wg, items = r.wg, 16
+    while tile_shape_bytes(wg, items, key_t, value_t) > r.shared_bytes:
+        if wg > 64:
+            wg //= 2
+        elif items > 1:
+            items //= 2
+        elif wg > 1:
+            wg //= 2
+        else:
+            break
+    return wg, items
 
 
 def _sort(r: Runner, keys: Any, values: Any, n: int, key_t: DataType, value_t: DataType | None,
           keep_last: bool, descending: bool = False) -> tuple[Any, Any]:
-    wg = r.wg
-    while BUCKETS * wg * 4 > 16384:   # the digit counts of a workgroup fit 16 KiB (wgpu)
-        wg //= 2
-    items = r.items
-    g = -(-n // (wg * items))
+    wg, items = _shape(r, key_t, value_t)
+    B = wg * items
+    tiles = -(-n // B)
+    per = -(-tiles // min(tiles, _GROUPS.get(r.id, r.chunk_groups)))   # tiles per workgroup
+    g = -(-tiles // per)
+    C = per * B
+    r.span(n, g * C, "vyre.lib.sort")
+    unroll = COUNT_UNROLL if items % COUNT_UNROLL == 0 else 1
     passes = key_t.bits // RADIX_BITS
     for p in range(passes):
-        shift = p * RADIX_BITS
-        prm_ = params(n, g, 0, shift)
-        counts = r.run(count_program(key_t, wg, items, descending), [keys, prm_], g, BUCKETS * g)[0]
+        prm = params(n, C, C // (wg * unroll), g, p * RADIX_BITS, per)
+        counts = r.run(count_program(key_t, wg, unroll, descending), [keys, prm], g, BUCKETS * g)[0]
         offs = _int_scan(r, counts, BUCKETS * g, U, False, True)
-        ins = [keys] + ([values] if value_t is not None else []) + [offs, prm_]
+        ins = [keys] + ([values] if value_t is not None else []) + [offs, prm]
         last = p == passes - 1
         outs = r.run(scatter_program(key_t, value_t, wg, items, descending), ins, g, n, keep=keep_last or not last)
         keys = outs[0]

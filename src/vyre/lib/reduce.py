@@ -1,11 +1,14 @@
 """Reductions: ``sum``, ``min``, ``max`` over every numeric type, and the f32 ``dot``.
 
-Two passes, both grid-stride: each workgroup reduces its share into one partial, then one
-workgroup reduces the partials. Integer sums wrap in the array's type (S1); min and max
-follow S10 for floats (a NaN gives NaN, -0 < +0) and refuse empty input (L003). Float sums and
-dots are exact and rounded once (S34): each partial is a normalised digit vector of the
-superaccumulator (`vyre.ir.superacc`), so neither the order, the workgroup size nor the
-device can change a bit.
+Grid-stride passes that load several elements per invocation before combining them (loads
+in flight together, `vyre.lib.kernels.strided_rounds`): each workgroup reduces its share into
+one partial, then one workgroup reduces the partials; 32-bit integer sums instead add each
+workgroup's total to the result with a wrapping atomic (one pass). Integer sums wrap in the
+array's type (S1); min and max follow S10 for floats (a NaN gives NaN, -0 < +0) and refuse
+empty input (L003). Float sums and dots are exact and rounded once (S34): a value sum keeps
+each invocation's superaccumulator digits in its column of workgroup memory
+(`vyre.lib.columns`), each partial is a normalised digit vector (`vyre.ir.superacc`), so
+neither the order, the workgroup size nor the device can change a bit.
 """
 
 from __future__ import annotations
@@ -18,9 +21,22 @@ import numpy as np
 from vyre.ir import AtomicOp, BinOp, BufferDecl, DataType, Expr, Node, Program
 from vyre.ir import superacc as sa
 
+from . import columns
 from .arrays import NUMERIC, Arr, as_arr, device_half, device_like, require, scalar, to_kind
 from .errors import LibError
-from .kernels import LID, WGID, binop, element, grid_stride, prm, storage, tree
+from .kernels import (
+    LID,
+    WGID,
+    balanced,
+    binop,
+    element,
+    grid_stride,
+    prm,
+    rounds_fit,
+    storage,
+    strided_rounds,
+    tree,
+)
 from .runner import Runner, params
 
 U, I = DataType.U32, DataType.I32
@@ -61,66 +77,90 @@ def _half_bits(key: Expr, dtype: DataType, op: BinOp) -> Expr:
     return Expr.select(key.eq(Expr.u32(_NAN_KEY[op])), Expr.u32(_HALF[dtype][2]), bits)
 
 
+UNROLL = 8        # items a pass loads before combining them (loads in flight per invocation)
+EXACT_UNROLL = 4  # the same for exact sums (each item takes more registers)
+
+
 @functools.cache
-def tree_program(dtype: DataType, op: BinOp, wg: int, first: bool, final: bool) -> Program:
+def tree_program(dtype: DataType, op: BinOp, wg: int, first: bool, final: bool, unroll: int = UNROLL,
+                 merge: bool = False) -> Program:
     """One pass of an integer/f32 reduction (or of a 16-bit float min/max on keys): each
-    workgroup reduces its grid-stride share of ``x`` into ``out[wgid]``. ``first``: ``x`` is
-    the caller's data (16-bit floats are mapped to keys); ``final``: write the result
-    (16-bit floats: their bits) to ``out[0]``."""
+    workgroup reduces its grid-stride share of ``x`` into ``out[wgid]``, ``unroll`` loads in
+    flight per invocation (`strided_rounds`). ``first``: ``x`` is the caller's data (16-bit
+    floats are mapped to keys); ``final``: write the result (16-bit floats: their bits) to
+    ``out[0]``; ``merge`` (32-bit integer sums): every workgroup adds its total to ``out[0]``
+    with an atomic (wrapping, so the order cannot matter): one pass."""
     half = dtype.is_half
     acc_t = U if half else dtype
     src_t = storage(dtype) if first else acc_t
     ident = Expr.u32(0xFFFFFFFF if op is BinOp.MIN else 0) if half else _identity(dtype, op)
     combine = binop(op)
 
-    def take(i: Expr) -> list[Node]:
+    def value(i: Expr) -> Expr:
         val = element("x", dtype, i) if first else Expr.load("x", i)
-        if half and first:
-            val = _half_key(val, dtype, op)
-        return [Node.assign("acc", combine(Expr.var("acc"), val))]
+        return _half_key(val, dtype, op) if half and first else val
+
+    def fold(items: list[Expr]) -> list[Node]:
+        return [Node.assign("acc", combine(Expr.var("acc"), balanced(items, combine)))]
 
     result: Expr = Expr.load("s", Expr.u32(0))
     out_t = acc_t
     if half and final:
         result = _half_bits(result, dtype, op)
-    body = [Node.let_bind("acc", ident), *grid_stride(take), Node.store("s", LID, Expr.var("acc")),
-            *tree("s", wg, combine),
-            Node.if_(LID.eq(Expr.u32(0)), [Node.store("out", WGID, result)])]
+    # sums: x holds exactly N items (the caller's array, or exactly the partials), and a load
+    # past the end gives 0, the identity; min and max fill with theirs
+    fill = None if op is BinOp.ADD else ident
+    body = [Node.let_bind("acc", ident), *strided_rounds(unroll, value, fill, fold),
+            Node.store("s", LID, Expr.var("acc")), *tree("s", wg, combine),
+            Node.if_(LID.eq(Expr.u32(0)), [Node.expr(Expr.atomic(AtomicOp.ADD, "out", Expr.u32(0), result))
+                                           if merge else Node.store("out", WGID, result)])]
     return Program.wrapped([BufferDecl.read("x", 0, src_t), prm(1), BufferDecl.output("out", 2, out_t),
                             BufferDecl.workgroup("s", wg, acc_t)], wg, body)
 
 
 @functools.cache
 def exact_program(source: DataType | str, layout: sa.Layout, fmt: sa.Format, wg: int,
-                  final: bool) -> Program:
-    """One pass of an exact sum. ``source``: F32/F16/BF16 values (16-bit ones packed),
-    "dot" (two f32 inputs, their products) or "digits" (the partial vectors of a previous
-    pass: ``digits + 1`` words each, the last one the flags). Each workgroup's total goes to
-    ``out`` as a normalised digit vector, or (``final``) rounded to ``fmt`` in ``out[0]``."""
+                  final: bool, unroll: int = 1) -> Program:
+    """One pass of an exact sum. ``source``: F32/F16/BF16 values (16-bit ones packed; read
+    ``unroll`` at a time, `strided_rounds`), "dot" (two f32 inputs, their products) or
+    "digits" (the partial vectors of a previous pass: ``digits + 1`` words each, the last one
+    the flags). Each workgroup's total goes to ``out`` as a normalised digit vector, or
+    (``final``) rounded to ``fmt`` in ``out[0]``."""
     K = layout.digits
     stride = K + 1
     fl = Expr.var("fl")
+    values = isinstance(source, DataType)
 
     def take(i: Expr) -> list[Node]:
         if source == "digits":
             return [*sa.add_digits_local("acc", lambda k: sa.as_i32(Expr.load("x", i * stride + k)), K),
                     Node.assign("fl", fl | Expr.load("x", i * stride + K))]
-        if source == "dot":
-            return [*sa.decode_f32(Expr.bitcast(U, Expr.load("x", i)), "a"),
-                    *sa.decode_f32(Expr.bitcast(U, Expr.load("y", i)), "b"),
-                    *sa.product("a", "b", "p"),
-                    *sa.add_local("acc", Expr.var("p_lo"), Expr.var("p_hi"), Expr.var("p_s"),
-                                  Expr.var("p_neg"), "c", layout),
-                    Node.assign("fl", fl | Expr.var("p_flags"))]
-        assert isinstance(source, DataType)
-        bits = Expr.bitcast(U, Expr.load("x", i)) if source is DataType.F32 else element("x", source, i)
-        return [*sa.DECODE[source](bits, "a"),
-                *sa.add_local("acc", Expr.var("a_m"), Expr.u32(0), Expr.var("a_s"), Expr.var("a_neg"),
-                              "c", layout),
-                Node.assign("fl", fl | Expr.var("a_flags"))]
+        return [*sa.decode_f32(Expr.bitcast(U, Expr.load("x", i)), "a"),
+                *sa.decode_f32(Expr.bitcast(U, Expr.load("y", i)), "b"),
+                *sa.product("a", "b", "p"),
+                *sa.add_local("acc", Expr.var("p_lo"), Expr.var("p_hi"), Expr.var("p_s"),
+                              Expr.var("p_neg"), "c", layout),
+                Node.assign("fl", fl | Expr.var("p_flags"))]
 
-    lane0: list[Node] = [Node.store("acc", Expr.u32(k), Expr.load("wacc", Expr.u32(k))) for k in range(K)]
-    lane0 += sa.normalise("acc", K, "w")
+    def bits(i: Expr) -> Expr:
+        assert isinstance(source, DataType)
+        return Expr.bitcast(U, Expr.load("x", i)) if source is DataType.F32 else element("x", source, i)
+
+    def add_values(items: list[Expr]) -> list[Node]:
+        out: list[Node] = []
+        for u, b in enumerate(items):
+            if source is DataType.F16:
+                out += columns.add_f16_bits("col", wg, b, f"a{u}")
+            else:
+                out += columns.add_f32_bits("col", wg, b << 16 if source is DataType.BF16 else b, f"a{u}")
+        return out
+
+    lane0: list[Node]
+    if values:
+        lane0 = columns.load_total("col", wg, "acc")
+    else:
+        lane0 = [Node.store("acc", Expr.u32(k), Expr.load("wacc", Expr.u32(k))) for k in range(K)]
+        lane0 += sa.normalise("acc", K, "w")
     if final:
         lane0 += sa.round_digits("acc", K, Expr.load("wfl", Expr.u32(0)), layout, fmt, "bits")
         lane0.append(Node.store("out", Expr.u32(0), Expr.var("bits")))
@@ -128,19 +168,29 @@ def exact_program(source: DataType | str, layout: sa.Layout, fmt: sa.Format, wg:
         lane0 += [Node.store("out", WGID * stride + k, sa.as_u32(Expr.load("acc", Expr.u32(k))))
                   for k in range(K)]
         lane0.append(Node.store("out", WGID * stride + K, Expr.load("wfl", Expr.u32(0))))
-    body = [Node.let_bind("fl", Expr.u32(0)), *grid_stride(take), *sa.normalise("acc", K)]
-    body += [Node.if_(Expr.load("acc", Expr.u32(k)).ne(Expr.i32(0)),
-                      [Node.expr(Expr.atomic(AtomicOp.ADD, "wacc", Expr.u32(k), Expr.load("acc", Expr.u32(k))))])
-             for k in range(K)]
-    body += [Node.if_(fl.ne(Expr.u32(0)), [Node.expr(Expr.atomic(AtomicOp.OR, "wfl", Expr.u32(0), fl))]),
-             Node.barrier(), Node.if_(LID.eq(Expr.u32(0)), lane0)]
+    flags = Node.if_(fl.ne(Expr.u32(0)), [Node.expr(Expr.atomic(AtomicOp.OR, "wfl", Expr.u32(0), fl))])
+    body: list[Node] = [Node.let_bind("fl", Expr.u32(0))]
+    if values:
+        # each invocation's sum in its column of `col`, then the columns added pairwise
+        # the caller's array holds exactly N values (16-bit ones: a zero pads the last word);
+        # past the end a load gives 0, the bits of +0, which adds nothing
+        body += [*columns.Specials.init(), *strided_rounds(unroll, bits, None, add_values),
+                 Node.assign("fl", fl | columns.Specials.flags()), flags, *columns.settle("col", wg, "acc")]
+    else:
+        body += [*grid_stride(take), *sa.normalise("acc", K)]
+        body += [Node.if_(Expr.load("acc", Expr.u32(k)).ne(Expr.i32(0)),
+                          [Node.expr(Expr.atomic(AtomicOp.ADD, "wacc", Expr.u32(k), Expr.load("acc", Expr.u32(k))))])
+                 for k in range(K)]
+        body += [flags, Node.barrier()]
+    body.append(Node.if_(LID.eq(Expr.u32(0)), lane0))
     src_t = U if source == "digits" else (DataType.F32 if source == "dot" else storage(source))
     bufs = [BufferDecl.read("x", 0, src_t)]
     if source == "dot":
         bufs.append(BufferDecl.read("y", 1, DataType.F32))
     nb = len(bufs)
-    bufs += [prm(nb), BufferDecl.output("out", nb + 1, U), *sa.local_decls("acc", layout),
-             BufferDecl.workgroup("wacc", K, I), BufferDecl.workgroup("wfl", 1, U)]
+    bufs += [prm(nb), BufferDecl.output("out", nb + 1, U), *sa.local_decls("acc", layout)]
+    bufs += [columns.decl("col", wg)] if values else [BufferDecl.workgroup("wacc", K, I)]
+    bufs.append(BufferDecl.workgroup("wfl", 1, U))
     return Program.wrapped(bufs, wg, body)
 
 
@@ -177,18 +227,21 @@ def _device_view(words: Any, like: Arr, np_dtype: Any) -> Any:
 
 
 def _two_pass(r: Runner, make: Any, inputs: list, n: int, like: Arr, dtype: DataType,
-              partial_words: int) -> Any:
-    """Run ``make(first, final)`` over ``n`` items then over the partials; one pass when one
-    workgroup suffices."""
-    wg = r.wg
-    g = r.groups(n)
+              partial_words: int, wg: int | None = None, unroll: int = 1, per_max: int = 1 << 14) -> Any:
+    """Run ``make(first, final, wg, unroll)`` over ``n`` items (``wg`` invocations a workgroup,
+    ``unroll`` items a round, at most ``per_max`` items an invocation), then over the
+    partials (this call's workgroup size, one item a round); one pass when one workgroup
+    suffices."""
+    wg = r.wg if wg is None else wg
+    g = r.groups(n, per_max=per_max, wg=wg)
+    T = g * wg
+    u = unroll if rounds_fit(n, T, unroll) else 1
+    first = params(n, T, -(-n // (T * u)))
     if g == 1:
-        out = r.run(make(True, True), [*inputs, params(n, wg, -(-n // wg))], 1, 1,
-                    keep=like.on_device)[0]
+        out = r.run(make(True, True, wg, u), [*inputs, first], 1, 1, keep=like.on_device)[0]
         return _scalar_out(r, out, like, dtype)
-    part = r.run(make(True, False), [*inputs, params(n, g * wg, -(-n // (g * wg)))], g,
-                 g * partial_words)[0]
-    out = r.run(make(False, True), [part, params(g, wg, -(-g // wg))], 1, 1, keep=like.on_device)[0]
+    part = r.run(make(True, False, wg, u), [*inputs, first], g, g * partial_words)[0]
+    out = r.run(make(False, True, r.wg, 1), [part, params(g, r.wg, -(-g // r.wg))], 1, 1, keep=like.on_device)[0]
     return _scalar_out(r, out, like, dtype)
 
 
@@ -205,15 +258,27 @@ def _reduce(x: Any, op: BinOp, name: str, backend: Any, workgroup_size: int | No
     if op is BinOp.ADD and a.dtype.is_float:
         fmt = sa.FORMATS[a.dtype]
 
-        def make_sum(first: bool, final: bool) -> Program:
-            return exact_program(a.dtype if first else "digits", sa.SUM, fmt, r.wg, final)
+        def make_sum(first: bool, final: bool, wg: int, unroll: int) -> Program:
+            return exact_program(a.dtype if first else "digits", columns.LAYOUT, fmt, wg, final,
+                                 unroll if first else 1)
 
-        return _two_pass(r, make_sum, [_source(a)], a.n, a, a.dtype, sa.SUM.digits + 1)
+        # each invocation adds at most LOCAL_HEADROOM values to its column before it settles
+        return _two_pass(r, make_sum, [_source(a)], a.n, a, a.dtype, columns.LAYOUT.digits + 1,
+                         wg=r.fit(columns.BYTES), unroll=EXACT_UNROLL, per_max=sa.LOCAL_HEADROOM - EXACT_UNROLL)
 
-    def make(first: bool, final: bool) -> Program:
-        return tree_program(a.dtype, op, r.wg, first, final)
+    if op is BinOp.ADD and a.dtype in (U, I):
+        # one pass: workgroup totals meet in out[0] through a wrapping integer atomic
+        g = r.groups(a.n)
+        T = g * r.wg
+        u = UNROLL if rounds_fit(a.n, T, UNROLL) else 1
+        out = r.run(tree_program(a.dtype, op, r.wg, True, True, u, merge=True),
+                    [_source(a), params(a.n, T, -(-a.n // (T * u)))], g, 1, keep=a.on_device)[0]
+        return _scalar_out(r, out, a, a.dtype)
 
-    return _two_pass(r, make, [_source(a)], a.n, a, a.dtype, 1)
+    def make(first: bool, final: bool, wg: int, unroll: int) -> Program:
+        return tree_program(a.dtype, op, wg, first, final, unroll)
+
+    return _two_pass(r, make, [_source(a)], a.n, a, a.dtype, 1, unroll=UNROLL)
 
 
 def sum(x: Any, *, backend: Any = None, workgroup_size: int | None = None) -> Any:
@@ -246,8 +311,8 @@ def dot(x: Any, y: Any, *, backend: Any = None, workgroup_size: int | None = Non
         return scalar(to_kind(np.zeros(1, np.float32), a, a.dtype), a, a.dtype)
     r = Runner(backend, workgroup_size)
 
-    def make(first: bool, final: bool) -> Program:
-        return exact_program("dot" if first else "digits", sa.DOT, sa.F32, r.wg, final)
+    def make(first: bool, final: bool, wg: int, unroll: int) -> Program:
+        return exact_program("dot" if first else "digits", sa.DOT, sa.F32, wg, final)
 
     inputs = [_source(a), _source(b)]
     return _two_pass(r, make, inputs, a.n, a, DataType.F32, sa.DOT.digits + 1)

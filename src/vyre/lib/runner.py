@@ -25,6 +25,17 @@ from .errors import LibError
 # is one workgroup
 _GRID = {"cuda": 1024}
 _GRID_DEFAULT = 64
+# workgroups of a pass over consecutive chunks (scans, sorts): on CUDA one tile each (the
+# hardware balances many small workgroups; a few long ones leave a partial last wave)
+_CHUNK_GROUPS = {"cuda": 1 << 24}
+# workgroup memory a pass may use: CUDA's static limit per block; elsewhere 16 KiB, the least
+# WebGPU guarantees (PoCL and the reference allow more)
+_SHARED = {"cuda": 48 * 1024}
+_SHARED_DEFAULT = 16 * 1024
+# backends whose scans pass each tile through workgroup memory so that every warp-wide access
+# is coalesced (GPUs); elsewhere (CPUs: PoCL, lavapipe, the reference) each invocation reads
+# and writes its own consecutive run, which a CPU caches best
+STAGED = frozenset({"cuda"})
 
 
 class Runner:
@@ -44,15 +55,35 @@ class Runner:
         else:
             self.wg = 256 if self.id == "cuda" else 64
         self.max_groups = _GRID.get(self.id, _GRID_DEFAULT)
-        # consecutive elements per invocation in blocked passes (scans, sorts)
+        self.shared_bytes = _SHARED.get(self.id, _SHARED_DEFAULT)
+        self.chunk_groups = _CHUNK_GROUPS.get(self.id, _GRID_DEFAULT)
+        self.staged = self.id in STAGED
+        # consecutive elements per invocation in the float scan's blocks
         self.items = 8 if self.id == "cuda" else 16
 
-    def groups(self, n: int, per_min: int = 1, per_max: int = 1 << 14) -> int:
-        """Workgroups for a grid-stride pass over ``n`` items: at most `max_groups` unless each
-        invocation would take more than ``per_max`` items."""
-        want = -(-n // (self.wg * per_min))
-        need = -(-n // (self.wg * per_max))
+    def groups(self, n: int, per_min: int = 1, per_max: int = 1 << 14, wg: int | None = None) -> int:
+        """Workgroups (of ``wg`` invocations, default this call's) for a grid-stride pass over
+        ``n`` items: at most `max_groups` unless each invocation would take more than
+        ``per_max`` items."""
+        wg = self.wg if wg is None else wg
+        want = -(-n // (wg * per_min))
+        need = -(-n // (wg * per_max))
         return max(1, min(want, self.max_groups), need)
+
+    def fit(self, bytes_per_invocation: int, wg: int | None = None) -> int:
+        """The workgroup size (``wg``, default this call's, halved as needed) whose workgroup
+        memory, ``bytes_per_invocation`` per invocation, fits `shared_bytes`."""
+        wg = self.wg if wg is None else wg
+        while wg > 1 and wg * bytes_per_invocation > self.shared_bytes:
+            wg //= 2
+        return wg
+
+    def span(self, n: int, reach: int, what: str) -> None:
+        """Refuse ``n`` elements when a pass's u32 element indices would run to ``reach`` at
+        or past 2**32 (they would wrap onto real elements)."""
+        if reach >= 2**32:
+            raise LibError("L002", f"{what}: {n} elements are too many for one call (indices reach {reach}).",
+                           f"pass at most {n - (reach - 2**32) - 1} elements per call.")
 
     def run(self, program: Program, inputs: Sequence[Any], groups: int, elements: int,
             keep: bool = True) -> list[Any]:
@@ -94,4 +125,4 @@ def params(*values: int) -> np.ndarray:
     return np.asarray(words + [0] * (4 - len(words) % 4 if len(words) % 4 else 0), dtype=np.uint32)
 
 
-__all__ = ["Runner", "params"]
+__all__ = ["STAGED", "Runner", "params"]

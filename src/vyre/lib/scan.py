@@ -1,10 +1,12 @@
 """Prefix sums: ``cumsum`` (inclusive) and ``exclusive_cumsum``.
 
 Reduce-then-scan, so no pass waits on another workgroup (portable backends give no
-forward-progress guarantee, so there is no decoupled look-back): block totals, an exclusive
-scan of the totals (the same algorithm, recursively), then each block scans its elements
-from its offset. A block is ``items`` consecutive elements per invocation times the
-workgroup. Integers wrap (S1). Float prefixes follow S35: prefix ``i`` is the exact sum of
+forward-progress guarantee, so there is no decoupled look-back). Integers: chunk totals,
+an exclusive scan of the totals (the same algorithm, recursively), then each workgroup scans
+its chunk's tiles from its offset; a tile (16 consecutive elements per invocation) is loaded
+and stored coalesced through workgroup memory. Integers wrap (S1). Floats: block totals, their
+prefixes, each block from its offset (a block is ``items`` consecutive elements per
+invocation times the workgroup). Float prefixes follow S35: prefix ``i`` is the exact sum of
 elements ``0..i`` (``0..i-1`` exclusive) rounded once, so it never depends on the blocking:
 block totals are superaccumulator digit vectors (`vyre.ir.superacc`), their prefixes are
 summed exactly, and every element's prefix is rounded from exact digits.
@@ -21,73 +23,138 @@ from vyre.ir import AtomicOp, BinOp, BufferDecl, DataType, Expr, Node, Program
 from vyre.ir import superacc as sa
 
 from .arrays import NUMERIC, as_arr, require, result, to_kind
-from .kernels import LID, WGID, N, element, prm, storage, tree
+from .kernels import (
+    LID,
+    WGID,
+    N,
+    balanced,
+    element,
+    lane_words,
+    pad32,
+    ping_pong_scan,
+    prm,
+    rounds,
+    storage,
+    tree,
+)
 from .runner import Runner, params
 
 U, I = DataType.U32, DataType.I32
 
 
+SCAN_ITEMS = 16   # consecutive elements per invocation in a tile
+SUM_UNROLL = 8   # loads in flight per invocation while a chunk is summed
+
+
+def tile_words(wg: int, items: int) -> int:
+    return wg * items + (wg * items >> 5)
+
+
+def tile_bytes(dtype: DataType, items: int) -> int:
+    """Workgroup memory per invocation of `chunk_scan_program` (tile and ping-pong scan)."""
+    return dtype.size * (items + (items + 31) // 32 + 2)
+
+
 @functools.cache
-def block_sums_program(dtype: DataType, wg: int, items: int) -> Program:
-    """``sums[b]`` = the wrapping sum of block ``b`` (``wg * items`` elements)."""
-    B = wg * items
+def chunk_sums_program(dtype: DataType, wg: int, unroll: int) -> Program:
+    """``sums[w]`` = the wrapping sum of chunk ``w`` (``prm[1]`` elements from ``w * prm[1]``;
+    ``prm[2]`` rounds of ``unroll`` coalesced loads per invocation)."""
+    C = Expr.load("prm", 1)
+
+    def fold(items: list[Expr]) -> list[Node]:
+        return [Node.assign("acc", Expr.var("acc") + balanced(items, lambda a, b: a + b))]
+
     body = [Node.let_bind("acc", Expr.lit(dtype, 0)),
-            Node.loop("j", Expr.u32(0), Expr.u32(items), [
-                Node.let_bind("e", WGID * B + Expr.var("j") * wg + LID),
-                Node.if_(Expr.var("e").lt(N), [Node.assign("acc", Expr.var("acc") + Expr.load("x", Expr.var("e")))])]),
+            *rounds(WGID * C + LID, wg, Expr.load("prm", 2), unroll, lambda i: Expr.load("x", i),
+                    Expr.lit(dtype, 0), fold),
             Node.store("s", LID, Expr.var("acc")), *tree("s", wg, lambda a, b: Expr.bin(BinOp.ADD, a, b)),
             Node.if_(LID.eq(Expr.u32(0)), [Node.store("sums", WGID, Expr.load("s", Expr.u32(0)))])]
     return Program.wrapped([BufferDecl.read("x", 0, dtype), prm(1), BufferDecl.output("sums", 2, dtype),
                             BufferDecl.workgroup("s", wg, dtype)], wg, body)
 
 
-def _hillis_steele(shared: str, wg: int, add: Any) -> list[Node]:
-    """Inclusive scan of ``shared[0..wg)`` in place (log2 steps, two barriers each)."""
-    out: list[Node] = [Node.barrier()]
-    h = 1
-    while h < wg:
-        out += [Node.let_bind(f"hs{h}", Expr.select(LID.ge(h), Expr.load(shared, LID - h), Expr.lit(add, 0))),
-                Node.barrier(),
-                Node.store(shared, LID, Expr.load(shared, LID) + Expr.var(f"hs{h}")),
-                Node.barrier()]
-        h *= 2
-    return out
-
-
 @functools.cache
-def block_scan_program(dtype: DataType, wg: int, items: int, inclusive: bool) -> Program:
-    """Each block scans its elements from ``offs[b]``: invocation ``lid`` owns ``items``
-    consecutive elements."""
+def chunk_scan_program(dtype: DataType, wg: int, items: int, inclusive: bool, staged: bool = True) -> Program:
+    """Workgroup ``w`` scans its ``prm[1]`` tiles of ``wg * items`` elements in order, from
+    ``offs[w]``: each invocation scans its ``items`` consecutive elements, a ping-pong scan of
+    the invocations' totals gives each its offset. ``staged`` (GPUs): each tile is loaded and
+    stored coalesced through workgroup memory; else (CPUs) each invocation reads and writes
+    its own run directly. The loops over a tile have literal bounds (a GPU compiler unrolls
+    them; CPU compilers get a small program)."""
     B = wg * items
-    first = WGID * B + LID * items
-    e = Expr.var("e")
-    body = [Node.let_bind("t", Expr.lit(dtype, 0)),
-            Node.loop("j", Expr.u32(0), Expr.u32(items), [
-                Node.let_bind("e", first + Expr.var("j")),
-                Node.if_(e.lt(N), [Node.assign("t", Expr.var("t") + Expr.load("x", e))])]),
-            Node.store("s", LID, Expr.var("t")), *_hillis_steele("s", wg, dtype),
-            Node.let_bind("run", Expr.load("offs", WGID) + Expr.load("s", LID) - Expr.var("t")),
-            Node.loop("j2", Expr.u32(0), Expr.u32(items), [
-                Node.let_bind("e", first + Expr.var("j2")),
-                Node.if_(e.lt(N), [
-                    Node.let_bind("xv", Expr.load("x", e)),
-                    *([Node.assign("run", Expr.var("run") + Expr.var("xv")), Node.store("out", e, Expr.var("run"))]
-                      if inclusive else
-                      [Node.store("out", e, Expr.var("run")), Node.assign("run", Expr.var("run") + Expr.var("xv"))])])])]
-    return Program.wrapped([BufferDecl.read("x", 0, dtype), BufferDecl.read("offs", 1, dtype), prm(2),
-                            BufferDecl.output("out", 3, dtype), BufferDecl.workgroup("s", wg, dtype)], wg, body)
+    zero = Expr.lit(dtype, 0)
+    v = Expr.var
+    j, k = v("j"), v("k")
+    e = v("base") + j * wg + LID
+    mine = v("own_p") + k if 32 % items == 0 else pad32(LID * items + k)
+
+    def each(var: str, body: list[Node]) -> Node:
+        return Node.loop(var, Expr.u32(0), Expr.u32(items), body)
+
+    if staged:
+        # coalesced loads (independent: in flight together), into the padded tile
+        load = [each("j", [Node.store("tile", pad32(j * wg + LID), Expr.select(e.lt(N), Expr.load("x", e), zero))]),
+                Node.barrier()]
+        value: Expr = Expr.load("tile", mine)
+
+        def put(x: Expr) -> Node:
+            return Node.store("tile", mine, x)
+        store = [Node.barrier(),
+                 each("j", [Node.if_(e.lt(N), [Node.store("out", e, Expr.load("tile", pad32(j * wg + LID)))])])]
+    else:
+        own_e = v("base") + LID * items + k
+        load = []
+        value = Expr.select(own_e.lt(N), Expr.load("x", own_e), zero)
+
+        def put(x: Expr) -> Node:
+            return Node.if_(own_e.lt(N), [Node.store("out", own_e, x)])
+        store = []
+    scan, incl, total = ping_pong_scan("s", wg, dtype)
+    step = [Node.let_bind("a", value)]
+    if inclusive:
+        step += [Node.assign("run", v("run") + v("a")), put(v("run"))]
+    else:
+        step += [put(v("run")), Node.assign("run", v("run") + v("a"))]
+    tile = [
+        Node.let_bind("base", (WGID * Expr.load("prm", 1) + v("t")) * B),
+        *load,
+        Node.let_bind("tsum", zero),
+        each("k", [Node.assign("tsum", v("tsum") + value)]),
+        Node.store("s", LID, v("tsum")),
+        *scan,
+        Node.let_bind("run", v("carry") + incl - v("tsum")),
+        Node.assign("carry", v("carry") + total),
+        each("k", step),
+        *store,
+        Node.barrier(),
+    ]
+    body = [*lane_words(wg, items), Node.let_bind("carry", Expr.load("offs", WGID)),
+            Node.loop("t", Expr.u32(0), Expr.load("prm", 1), tile)]
+    bufs = [BufferDecl.read("x", 0, dtype), BufferDecl.read("offs", 1, dtype), prm(2),
+            BufferDecl.output("out", 3, dtype), BufferDecl.workgroup("s", 2 * wg, dtype)]
+    if staged:
+        bufs.append(BufferDecl.workgroup("tile", tile_words(wg, items), dtype))
+    return Program.wrapped(bufs, wg, body)
 
 
 def _int_scan(r: Runner, x: Any, n: int, dtype: DataType, inclusive: bool, keep: bool) -> Any:
-    items = r.items
-    B = r.wg * items
-    g = -(-n // B)
+    """Reduce-then-scan: chunk totals, their exclusive scan (recursively), each chunk scanned
+    from its offset. Three kinds of pass, none waiting on another workgroup."""
+    items = SCAN_ITEMS
+    wg = r.fit(tile_bytes(dtype, items)) if r.staged else r.wg
+    B = wg * items
+    tiles = -(-n // B)
+    per = -(-tiles // min(tiles, r.chunk_groups))      # tiles per workgroup
+    g = -(-tiles // per)
+    r.span(n, g * per * B, "vyre.lib.cumsum")
     if g == 1:
         offs: Any = np.zeros(1, dtype.host)
     else:
-        sums = r.run(block_sums_program(dtype, r.wg, items), [x, params(n)], g, g)[0]
+        unroll = SUM_UNROLL if items % SUM_UNROLL == 0 else 1
+        sums = r.run(chunk_sums_program(dtype, wg, unroll), [x, params(n, per * B, per * items // unroll)], g, g)[0]
         offs = _int_scan(r, sums, g, dtype, False, True)
-    return r.run(block_scan_program(dtype, r.wg, items, inclusive), [x, offs, params(n)], g, n, keep=keep)[0]
+    return r.run(chunk_scan_program(dtype, wg, items, inclusive, r.staged), [x, offs, params(n, per)], g, n,
+                 keep=keep)[0]
 
 
 # ---- floats: S35 ----------------------------------------------------------------------------
@@ -250,5 +317,5 @@ def exclusive_cumsum(x: Any, *, backend: Any = None, workgroup_size: int | None 
     return _scan(x, False, "exclusive_cumsum", backend, workgroup_size)
 
 
-__all__ = ["block_scan_program", "block_sums_program", "cumsum", "exclusive_cumsum",
+__all__ = ["chunk_scan_program", "chunk_sums_program", "cumsum", "exclusive_cumsum",
            "float_block_scan_program", "float_block_totals_program", "vector_prefix_program"]

@@ -4,7 +4,9 @@
 ``index[i]``. Integer targets wrap (S1) through integer atomics; float targets (f32, f16,
 bf16) get, per slot, the exact sum of its initial value and every contribution, rounded once
 (S34): each contribution goes into the slot's global superaccumulator with integer atomics
-(`vyre.ir.superacc.atomic_add_value`) and a second pass rounds every slot. The order of
+(one 64-bit atomic per value where the backend has them and there are at most `WIDE_MAX`
+values; else `vyre.ir.superacc.atomic_add_value`'s u32 chunks) and a second pass rounds
+every slot. The order of
 ``index`` and the workgroup size change nothing. An index outside ``[0, len(target))`` is an
 `LibError` L004 (the pass flags it; nothing is written). ``gather(x, index)`` is
 ``x[index]`` with the same index rule.
@@ -17,15 +19,17 @@ from typing import Any
 
 import numpy as np
 
+from vyre.driver.runnable import refusals
 from vyre.ir import AtomicOp, BufferDecl, DataType, Expr, Node, Program
 from vyre.ir import superacc as sa
 
+from . import columns
 from .arrays import NUMERIC, Arr, as_arr, require, result, to_kind
 from .errors import LibError
 from .kernels import EXTRA, GID, element, grid_stride, prm, storage
 from .runner import Runner, params
 
-U = DataType.U32
+U, I = DataType.U32, DataType.I32
 INDEX_TYPES = (DataType.U32, DataType.I32, DataType.U64, DataType.I64)
 
 
@@ -88,6 +92,106 @@ def finish_program(dtype: DataType, wg: int) -> Program:
     return Program.wrapped([BufferDecl.read("target", 0, storage(dtype)), BufferDecl.read("slots", 1, U),
                             prm(2), BufferDecl.output("out", 3, out_t),
                             BufferDecl.local("acc", span, DataType.I32)], wg, body)
+
+
+# ---- floats through 64-bit atomics --------------------------------------------------------
+# With 64-bit integer atomics each contribution is ONE atomic: slot word d (weight 2**(16 d),
+# bit 0 at 2**-150 as in `vyre.lib.columns`) takes the signed ``±m << (e & 15)`` (|.| < 2**39)
+# of a value with biased exponent e and d = e >> 4, added in two's complement. Up to
+# `WIDE_MAX` contributions cannot overflow a word (2**24 * 2**39 = 2**63), so no carries are
+# needed and the final words are the same whatever the order of the atomics.
+WIDE_WORDS = 16          # digit words per slot (e >> 4 < 16)
+WIDE_MAX = 1 << 24       # contributions a call may make through the 64-bit path
+
+
+@functools.cache
+def wide_scatter_program(dtype: DataType, index_t: DataType, wg: int) -> Program:
+    """Pass 1 through 64-bit atomics: every contribution into its slot's `WIDE_WORDS` words
+    (``acc``, u64), specials into the slot's flags (``fl``, u32), a bad index into ``err``."""
+    W = WIDE_WORDS
+    U64 = DataType.U64
+
+    def take(i: Expr) -> list[Node]:
+        slot = Expr.var("slot")
+        if dtype is DataType.F16:
+            bits = element("values", dtype, i)
+            value = [*sa.decode_f16(bits, "a"),
+                     Node.let_bind("pos", Expr.var("a_s") + 1),        # bit 0 at 2**-150
+                     Node.let_bind("mag", Expr.var("a_m")), Node.let_bind("neg", Expr.var("a_neg")),
+                     Node.let_bind("flags", Expr.var("a_flags"))]
+        else:
+            bits = Expr.bitcast(U, Expr.load("values", i)) if dtype is DataType.F32 \
+                else element("values", dtype, i) << 16
+            b, e = Expr.var("b"), Expr.var("pos")
+            frac = b & 0x7FFFFF
+            value = [Node.let_bind("b", bits), Node.let_bind("pos", (b >> 23) & 0xFF),
+                     # a zero or a subnormal adds nothing (S9); a special only sets its flag
+                     Node.let_bind("mag", Expr.select(e.eq(Expr.u32(0)).or_(e.eq(Expr.u32(255))), Expr.u32(0),
+                                                      frac | 0x800000)),
+                     Node.let_bind("neg", b >> 31),
+                     Node.let_bind("flags", Expr.select(e.eq(Expr.u32(255)), Expr.select(
+                         frac.eq(Expr.u32(0)), Expr.select(Expr.var("neg").eq(Expr.u32(1)), Expr.u32(sa.FLAG_NINF),
+                                                           Expr.u32(sa.FLAG_PINF)), Expr.u32(sa.FLAG_NAN)), Expr.u32(0)))]
+        pos = Expr.var("pos")
+        v = Expr.cast(U64, Expr.var("mag")) << (pos & 15)
+        add = [*value,
+               Node.let_bind("v", Expr.select(Expr.var("neg").eq(Expr.u32(1)), Expr.u64(0) - v, v)),
+               Node.if_(Expr.var("mag").ne(Expr.u32(0)), [
+                   Node.expr(Expr.atomic(AtomicOp.ADD, "acc", slot * W + (pos >> 4), Expr.var("v")))]),
+               Node.if_(Expr.var("flags").ne(Expr.u32(0)), [
+                   Node.expr(Expr.atomic(AtomicOp.OR, "fl", slot, Expr.var("flags")))])]
+        return [*_slot(index_t, i), Node.if_(Expr.var("ok"), add, [
+            Node.expr(Expr.atomic(AtomicOp.OR, "err", Expr.u32(0), Expr.u32(1)))])]
+
+    return Program.wrapped([BufferDecl.read("values", 0, storage(dtype)), BufferDecl.read("index", 1, index_t),
+                            prm(2), BufferDecl.output("acc", 3, U64), BufferDecl.output("fl", 4, U),
+                            BufferDecl.output("err", 5, U, 1)], wg, grid_stride(take))
+
+
+@functools.cache
+def wide_finish_program(dtype: DataType, wg: int) -> Program:
+    """Pass 2 after `wide_scatter_program`: slot ``gid``'s words as radix-2**16 digits (each
+    word split into its low 16 bits and the signed rest one digit up, so no i64 sum can
+    overflow), plus the slot's initial value, rounded once."""
+    W, K = WIDE_WORDS, columns.LAYOUT.digits
+    I64 = DataType.I64
+    s = GID
+    bits = Expr.bitcast(U, Expr.load("target", s)) if dtype is DataType.F32 else element("target", dtype, s)
+    c, up = Expr.var("c"), Expr.var("up")
+    digits: list[Node] = [Node.let_bind("c", Expr.i64(0)), Node.let_bind("up", Expr.i64(0))]
+    for k in range(K):
+        w = Expr.bitcast(I64, Expr.load("slots", s * W + k)) if k < W else Expr.i64(0)
+        t = Expr.var(f"t{k}")
+        digits += [Node.let_bind(f"w{k}", w),
+                   Node.let_bind(f"t{k}", (Expr.var(f"w{k}") & 0xFFFF) + up + c),
+                   Node.store("acc", Expr.u32(k), Expr.cast(I, t if k == K - 1 else t & 0xFFFF)),
+                   Node.assign("c", t >> 16), Node.assign("up", Expr.var(f"w{k}") >> 16)]
+    body = [Node.if_(s.lt(EXTRA), [
+        *digits,
+        *sa.DECODE[dtype](bits, "t"),
+        # superacc positions are above 2**-149; the columns layout's bit 0 is 2**-150
+        *sa.add_local("acc", Expr.var("t_m"), Expr.u32(0), Expr.var("t_s") + 1, Expr.var("t_neg"), "c",
+                      columns.LAYOUT),
+        *sa.normalise("acc", K, "n2"),
+        *sa.round_digits("acc", K, Expr.load("fl", s) | Expr.var("t_flags"), columns.LAYOUT, sa.FORMATS[dtype],
+                         "bits"),
+        Node.store("out", s, Expr.bitcast(DataType.F32, Expr.var("bits")) if dtype is DataType.F32 else Expr.var("bits")),
+    ])]
+    out_t = DataType.F32 if dtype is DataType.F32 else U
+    return Program.wrapped([BufferDecl.read("target", 0, storage(dtype)), BufferDecl.read("slots", 1, DataType.U64),
+                            BufferDecl.read("fl", 2, U), prm(3), BufferDecl.output("out", 4, out_t),
+                            *sa.local_decls("acc", columns.LAYOUT)], wg, body)
+
+
+def _wide(r: Runner, dtype: DataType, index_t: DataType, n: int, slots: int) -> bool:
+    """Whether this call takes the 64-bit path: few enough contributions, word indices
+    within u32, and a backend that runs 64-bit atomics."""
+    return n <= WIDE_MAX and slots * WIDE_WORDS < 2**32 and _runs_wide(r.backend, dtype, index_t, r.wg)
+
+
+@functools.lru_cache(maxsize=64)
+def _runs_wide(backend: Any, dtype: DataType, index_t: DataType, wg: int) -> bool:
+    return not refusals(wide_scatter_program(dtype, index_t, wg), backend)
 
 
 @functools.cache
@@ -165,6 +269,14 @@ def index_add(target: Any, index: Any, values: Any, *, backend: Any = None,
         if r.read_u32(outs[1], 0):
             raise _bad_index("vyre.lib.index_add", t.n)
         return result(outs[0], t, t.dtype, t.n)
+    if _wide(r, t.dtype, i.dtype, i.n, t.n):
+        slots, fl, err = r.run(wide_scatter_program(t.dtype, i.dtype, r.wg),
+                               [_data(v), _data(i), params(i.n, T, -(-i.n // T), t.n)], g, t.n * WIDE_WORDS)
+        out = r.run(wide_finish_program(t.dtype, r.wg), [_data(t), slots, fl, params(t.n, 0, 0, t.n)],
+                    -(-t.n // r.wg), t.n, keep=t.on_device)[0]
+        if r.read_u32(err, 0):
+            raise _bad_index("vyre.lib.index_add", t.n)
+        return result(out, t, t.dtype, t.n)
     W = sa.slot_words(sa.SUM)
     slots, err = r.run(scatter_program(t.dtype, i.dtype, r.wg),
                        [_data(v), _data(i), params(i.n, T, -(-i.n // T), t.n)], g, t.n * W)
