@@ -26,8 +26,8 @@ How a function is written::
         b.ret(vym_example(x.to(F64), x.bits() & 3).to(F32))   # a call is an expression
 
 Types: `F64 F32 U64 I64 U32 I32 BOOL`. Operators: ``+ - *`` (same type, no F32 arithmetic:
-f32 values are only compared, converted and moved); ``/`` (F64; on U32/I32 C's truncating
-division by a non-zero literal); unary ``-`` (F64, F32: the sign flip; I32/I64: wrapping);
+f32 values are only compared, converted and moved); ``/`` (F64; U32 by a value that is never
+zero; I32 C's truncating division by a literal other than 0 and -1); unary ``-`` (F64, F32: the sign flip; I32/I64: wrapping);
 ``& | ^ ~`` (integers; on BOOL: logical and, or, not); ``<< >>`` (integers, the amount a
 U32/I32 taken modulo the width; ``>>`` is arithmetic on I32/I64); comparisons are methods
 ``.lt .le .gt .ge .eq .ne`` (IEEE for floats: false on NaN except ``ne``). Conversions:
@@ -288,9 +288,10 @@ def _div(a: Operand, b: Operand) -> Val:
     x, y = _pair_of(a, b)
     if x.ty is F64:
         return Val("div", F64, (x, y))
-    if x.ty in (U32, I32) and y.op == "lit" and y.data not in (0, -1):
+    if (x.ty is U32 and y.op != "lit") or (x.ty in (U32, I32) and y.op == "lit" and y.data not in (0, -1)):
         return Val("div", x.ty, (x, y))
-    raise TypeError(f"division of {x.ty} (integers: only by a literal other than 0 and -1)")
+    raise TypeError(f"division of {x.ty} (U32: by a value that is never 0; I32: by a literal "
+                    "other than 0 and -1)")
 
 
 def _bit(op: str, a: Operand, b: Operand) -> Val:

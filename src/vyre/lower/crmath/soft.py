@@ -99,19 +99,6 @@ def shr64(b: Block, x: W, s: Val | int) -> W:
     return b.let(select(big, u32(0), hs), "hi"), b.let(select(big, hs, ls), "lo")
 
 
-def shr64_sticky(b: Block, x: W, s: Val) -> W:
-    """x >> s for any u32 s, with bit 0 set when a 1 bit was shifted out."""
-    short = b.let(s.lt(64), "inrange")
-    r = shr64(b, x, b.let(select(short, s, u32(0)), "sc"))
-    # the bits shifted out: x & ((1 << s) - 1)
-    s5 = b.let(s & 31, "m5")
-    m = b.let((u32(1) << s5) - 1, "m")
-    mlo = select(s.lt(32), m, u32(0xFFFFFFFF))
-    mhi = select(s.lt(32), u32(0), select(s.lt(64), m, u32(0xFFFFFFFF)))
-    lost = b.let(((x[1] & mlo) | (x[0] & mhi)).ne(0), "lost")
-    return select(short, r[0], u32(0)), b.let(select(short, r[1], u32(0)) | one(lost), "lo")
-
-
 def clz64(x: W) -> Val:
     return select(x[0].ne(0), clz(x[0]), 32 + clz(x[1]))
 
@@ -239,47 +226,42 @@ def vyi_from_i32(b: Block, a: Val) -> None:
 
 
 # ---- float64 -------------------------------------------------------------------------------------
-def round_pack(b: Block, sign: Val, e: Val, t: W) -> Val:
+def shr64_jam(b: Block, x: W, s: Val) -> W:
+    """x >> min(s, 63), bit 0 set when a 1 bit was shifted out (s any u32)."""
+    sc = b.let(select(s.gt(63), u32(63), s), "sc")
+    s5 = b.let(sc & 31, "s5")
+    big = b.let(sc.ge(32), "big")
+    hs = b.let(x[0] >> s5, "hs")
+    ls = (x[1] >> s5) | ((x[0] << 1) << (31 - s5))
+    m = b.let((u32(1) << s5) - 1, "m")
+    lost = select(big, x[1] | (x[0] & m), x[1] & m).ne(0)
+    return b.let(select(big, u32(0), hs), "hi"), b.let(select(big, hs, ls) | one(lost), "lo")
+
+
+def round_pack(b: Block, sign: Val, e: Val, t: W, normal: bool = False) -> Val:
     """The float64 sign | t 2^(e - 1023 - 63) rounded to nearest even, for t with its top bit
-    (bit 63) set and any biased exponent e (I32): subnormal, normal or overflowing to inf."""
-    sub = b.let(e.lt(1), "sub")
-    sh = b.let(select(sub, (1 - e).to(U32), u32(0)), "sh")
-    zh, zl = shr64_sticky(b, t, sh)
-    mh = b.let(zh >> 11, "mh")
+    (bit 63) set and any biased exponent e (I32): subnormal, normal or overflowing to inf.
+    ``normal``: the caller promises e >= 1 (a value below 2^-1022 then comes with t not
+    normalized, and exact: it packs as the subnormal it is)."""
+    if normal:
+        zh, zl = t
+        ep = e - 1
+    else:   # shifting by more than 63 rounds to zero as 63 does
+        sub = b.let(e.lt(1), "sub")
+        zh, zl = shr64_jam(b, t, select(sub, (1 - e).to(U32), u32(0)))
+        ep = select(sub, i32(0), e - 1)
     ml = b.let((zl >> 11) | (zh << 21), "ml")
     rest = b.let(zl & 0x7FF, "rest")
-    up = b.let(rest.gt(0x400) | (rest.eq(0x400) & (ml & 1).ne(0)), "up")
-    rh, rl = add64(b, (mh, ml), (u32(0), one(up)))
-    ep = b.let(select(sub, i32(0), e - 1), "ep")
-    big = b.let(e.ge(2047), "big")
-    hi = b.let(select(big, u32(0x7FF00000), (ep.to(U32) << 20) + rh), "hi")   # a carry may reach 0x7FF: inf
-    over = b.let(hi.ge(0x7FF00000), "over")
+    up = rest.gt(0x400) | (rest.eq(0x400) & (ml & 1).ne(0))
+    rh, rl = add64(b, (zh >> 11, ml), (u32(0), one(up)))
+    hi = b.let((ep.to(U32) << 20) + rh, "hi")     # a carry may reach exponent 0x7FF: inf
+    over = b.let(e.ge(2047) | hi.ge(0x7FF00000), "over")
     return pair(F64, sign | select(over, u32(0x7FF00000), hi), select(over, u32(0), rl))
 
 
-class _Parts:
-    """The fields of a float64 operand: sign bit, biased exponent, words, class tests."""
-
-    def __init__(self, b: Block, v: Val, name: str) -> None:
-        self.h = b.let(v.hi(), f"{name}h")
-        self.l = v.lo()
-        self.sign = b.let(self.h & SIGN, f"{name}s")
-        self.mag = b.let(self.h & 0x7FFFFFFF, f"{name}m")
-        self.e = b.let(self.mag >> 20, f"{name}e")
-        self.special = self.e.eq(0x7FF)
-        self.nan = b.let(self.mag.gt(0x7FF00000) | (self.mag.eq(0x7FF00000) & self.l.ne(0)), f"{name}nan")
-        self.inf = b.let(self.mag.eq(0x7FF00000) & self.l.eq(0), f"{name}inf")
-        self.zero = b.let((self.mag | self.l).eq(0), f"{name}z")
-
-    def normalized(self, b: Block) -> tuple[Val, W]:
-        """(exponent, significand) of a finite non-zero operand with the significand's top bit
-        at bit 52 (subnormals shifted up, their exponent below 1)."""
-        frac = (self.h & 0xFFFFF, self.l)
-        sub = b.let(self.e.eq(0), "sub")
-        lz = b.let(select(sub, clz64(frac) - 11, u32(0)), "lz")
-        m = shl64(b, (b.let(frac[0] | select(sub, u32(0), u32(HIDDEN)), "fh"), frac[1]), lz)
-        e = b.let(select(sub, i32(1), self.e.to(I32)) - lz.to(I32), "ex")
-        return e, m
+def is_nan_words(mag: Val, lo: Val) -> Val:
+    """Whether a float64 with these magnitude (high word, sign cleared) and low words is NaN."""
+    return (mag + one(lo.ne(0))).gt(0x7FF00000)
 
 
 def _nan() -> Val:
@@ -289,36 +271,32 @@ def _nan() -> Val:
 @function(F64, soft=True, a=F64, b=F64)
 def vyd_add(b: Block, a: Val, c: Val) -> None:
     """a + b"""
-    x, y = _Parts(b, a, "a"), _Parts(b, c, "b")
-    with b.if_(x.special | y.special):
-        with b.if_(x.nan | y.nan | (x.inf & y.inf & x.sign.ne(y.sign))):
-            b.ret(_nan())
-        b.ret(select(x.special, a, c))
-    with b.if_(x.zero):
-        b.ret(select(y.zero, pair(F64, x.sign & y.sign, 0), c))
-    with b.if_(y.zero):
-        b.ret(a)
-    swap = b.let(lt64((x.mag, x.l), (y.mag, y.l)), "swap")
-    big, small = (sel64(swap, (y.h, y.l), (x.h, x.l)), sel64(swap, (x.h, x.l), (y.h, y.l)))
-    bh = b.let(big[0], "gh")
-    sh_ = b.let(small[0], "lh")
-    sign = b.let(bh & SIGN, "sign")
-    eb = b.let((bh >> 20) & 0x7FF, "eg")
-    es = b.let((sh_ >> 20) & 0x7FF, "el")
-    mb = ((bh & 0xFFFFF) | select(eb.ne(0), u32(HIDDEN), u32(0)), b.let(big[1], "gl"))
-    ms = ((sh_ & 0xFFFFF) | select(es.ne(0), u32(HIDDEN), u32(0)), b.let(small[1], "ll"))
-    e1 = b.let(select(eb.eq(0), u32(1), eb), "e1")
-    d = b.let(e1 - select(es.eq(0), u32(1), es), "d")
-    X = shl64(b, mb, 9)                     # significand top at bit 61, 9 bits below its last
-    Y = shr64_sticky(b, shl64(b, ms, 9), d)
-    same = b.let(((bh ^ sh_) & SIGN).eq(0), "same")
-    s = add64(b, X, Y)
-    df = sub64(b, X, Y)
-    z = (b.let(select(same, s[0], df[0]), "zh"), b.let(select(same, s[1], df[1]), "zl"))
+    ah, al, bh, bl = b.let(a.hi(), "ah"), a.lo(), b.let(c.hi(), "bh"), c.lo()
+    am, bm = b.let(ah & 0x7FFFFFFF, "am"), b.let(bh & 0x7FFFFFFF, "bm")
+    sa, sb = b.let(am.ge(0x7FF00000), "sa"), b.let(bm.ge(0x7FF00000), "sb")
+    with b.if_(sa | sb):                    # inf or NaN: equal ones stay, +inf + -inf is NaN
+        b.ret(select(sa & sb, select(ah.eq(bh) & al.eq(bl), a, _nan()), select(sa, a, c)))
+    swap = b.let(lt64((am, al), (bm, bl)), "swap")   # x: the larger magnitude, y the smaller
+    xh, xl = b.let(select(swap, bh, ah), "xh"), b.let(select(swap, bl, al), "xl")
+    yh, yl = b.let(select(swap, ah, bh), "yh"), b.let(select(swap, al, bl), "yl")
+    ym = b.let(yh & 0x7FFFFFFF, "ym")
+    with b.if_((ym | yl).eq(0)):            # x + 0 = x; -0 + -0 = -0, else a zero sum is +0
+        b.ret(select(((xh & 0x7FFFFFFF) | xl).eq(0), pair(F64, ah & bh, 0), pair(F64, xh, xl)))
+    ex = b.let((xh >> 20) & 0x7FF, "ex")
+    ey = b.let(ym >> 20, "ey")
+    e1 = b.let(select(ex.eq(0), u32(1), ex), "e1")     # subnormals: exponent 1, no hidden bit
+    d = e1 - select(ey.eq(0), u32(1), ey)
+    X = shl64(b, ((xh & 0xFFFFF) | select(ex.eq(0), u32(0), u32(HIDDEN)), xl), 9)   # top at bit 61
+    Y = shr64_jam(b, shl64(b, ((yh & 0xFFFFF) | select(ey.eq(0), u32(0), u32(HIDDEN)), yl), 9), d)
+    same = b.let(((ah ^ bh) & SIGN).eq(0), "same")
+    s_, df = add64(b, X, Y), sub64(b, X, Y)
+    z = (b.let(select(same, s_[0], df[0]), "zh"), b.let(select(same, s_[1], df[1]), "zl"))
     with b.if_(is_zero64(z)):
         b.ret(pair(F64, 0, 0))              # exact cancellation: +0
+    # normalize, but not below exponent 1: a sum below 2^-1022 is exact
     lz = b.let(clz64(z), "lz")
-    b.ret(round_pack(b, sign, e1.to(I32) + 2 - lz.to(I32), shl64(b, z, lz)))
+    lz = b.let(select(lz.gt(e1 + 1), e1 + 1, lz), "lz")
+    b.ret(round_pack(b, xh & SIGN, e1.to(I32) + 2 - lz.to(I32), shl64(b, z, lz), normal=True))
 
 
 @function(F64, soft=True, a=F64, b=F64)
@@ -332,19 +310,30 @@ def vyd_neg(b: Block, a: Val) -> None:
     b.ret(pair(F64, a.hi() ^ SIGN, a.lo()))
 
 
+def _normalized(b: Block, h: Val, lo: Val, e: Val) -> tuple[Val, W]:
+    """(exponent, significand with its top bit at bit 52) of a finite non-zero float64 with
+    high word h, low word lo and biased exponent e (a subnormal's exponent ends below 1)."""
+    sub = b.let(e.eq(0), "sub")
+    frac = (b.let(h & 0xFFFFF, "fh"), lo)
+    lz = b.let(select(sub, clz64(frac) - 11, u32(0)), "lz")
+    m = shl64(b, (frac[0] | select(sub, u32(0), u32(HIDDEN)), lo), lz)
+    return b.let(select(sub, i32(1), e.to(I32)) - lz.to(I32), "ex"), m
+
+
 @function(F64, soft=True, a=F64, b=F64)
 def vyd_mul(b: Block, a: Val, c: Val) -> None:
     """a * b"""
-    x, y = _Parts(b, a, "a"), _Parts(b, c, "b")
-    sign = b.let(x.sign ^ y.sign, "sign")
-    with b.if_(x.special | y.special):
-        with b.if_(x.nan | y.nan | (x.inf & y.zero) | (y.inf & x.zero)):
-            b.ret(_nan())
-        b.ret(pair(F64, sign | 0x7FF00000, 0))
-    with b.if_(x.zero | y.zero):
+    ah, al, bh, bl = b.let(a.hi(), "ah"), a.lo(), b.let(c.hi(), "bh"), c.lo()
+    am, bm = b.let(ah & 0x7FFFFFFF, "am"), b.let(bh & 0x7FFFFFFF, "bm")
+    sign = b.let((ah ^ bh) & SIGN, "sign")
+    za, zb = b.let((am | al).eq(0), "za"), b.let((bm | bl).eq(0), "zb")
+    with b.if_(am.ge(0x7FF00000) | bm.ge(0x7FF00000)):   # NaN, or inf * 0: NaN; else inf
+        bad = is_nan_words(am, al) | is_nan_words(bm, bl) | za | zb
+        b.ret(select(bad, _nan(), pair(F64, sign | 0x7FF00000, 0)))
+    with b.if_(za | zb):
         b.ret(pair(F64, sign, 0))
-    ex, (xh, xl) = x.normalized(b)
-    ey, (yh, yl) = y.normalized(b)
+    ex, (xh, xl) = _normalized(b, ah, al, am >> 20)
+    ey, (yh, yl) = _normalized(b, bh, bl, bm >> 20)
     # the 106-bit product, words w3 w2 w1 w0
     h00, w0 = mul32x32(b, xl, yl)
     h01, l01 = mul32x32(b, xl, yh)
@@ -368,67 +357,80 @@ def vyd_mul(b: Block, a: Val, c: Val) -> None:
 @function(F64, soft=True, a=F64, b=F64)
 def vyd_div(b: Block, a: Val, c: Val) -> None:
     """a / b"""
-    x, y = _Parts(b, a, "a"), _Parts(b, c, "b")
-    sign = b.let(x.sign ^ y.sign, "sign")
-    with b.if_(x.nan | y.nan | (x.inf & y.inf) | (x.zero & y.zero)):
-        b.ret(_nan())
-    with b.if_(x.inf | y.zero):
-        b.ret(pair(F64, sign | 0x7FF00000, 0))
-    with b.if_(x.zero | y.inf):
-        b.ret(pair(F64, sign, 0))
-    ex, mx = x.normalized(b)
-    ey, my = y.normalized(b)
+    ah, al, bh, bl = b.let(a.hi(), "ah"), a.lo(), b.let(c.hi(), "bh"), c.lo()
+    am, bm = b.let(ah & 0x7FFFFFFF, "am"), b.let(bh & 0x7FFFFFFF, "bm")
+    sign = b.let((ah ^ bh) & SIGN, "sign")
+    sa, sb = b.let(am.ge(0x7FF00000), "sa"), b.let(bm.ge(0x7FF00000), "sb")
+    za, zb = b.let((am | al).eq(0), "za"), b.let((bm | bl).eq(0), "zb")
+    with b.if_(sa | sb | za | zb):          # NaN, inf / inf, 0 / 0: NaN; x / 0, inf / y: inf; else 0
+        nan = is_nan_words(am, al) | is_nan_words(bm, bl) | (sa & sb) | (za & zb)
+        b.ret(select(nan, _nan(), pair(F64, sign | select(sa | zb, u32(0x7FF00000), u32(0)), 0)))
+    ex, mx = _normalized(b, ah, al, am >> 20)
+    ey, my = _normalized(b, bh, bl, bm >> 20)
     lt = b.let(lt64(mx, my), "lt")
     n = sel64(lt, shl64(b, mx, 1), mx)          # the quotient n / my lies in [1, 2)
-    rh, rl = sub64(b, n, my)
-    qh = u32(1 << 22)                          # quotient bit 54 (of 0..54)
-    ql = u32(0)
-    for k in range(53, -1, -1):                # one quotient bit per step: r < my after each
-        r2h = b.let((rh << 1) | (rl >> 31), "rh")
-        r2l = b.let(rl << 1, "rl")
-        ge = b.let(~lt64((r2h, r2l), my), "ge")
-        dh, dl = sub64(b, (r2h, r2l), my)
-        rh = b.let(select(ge, dh, r2h), "rh")
-        rl = b.let(select(ge, dl, r2l), "rl")
-        bit = select(ge, u32(1 << (k % 32)), u32(0))
-        if k >= 32:
-            qh = b.let(qh | bit, "qh")
-        else:
-            ql = b.let(ql | bit, "ql") if k < 31 else b.let(bit, "ql")
-    sticky = one((rh | rl).ne(0))
-    t = (b.let((qh << 9) | (ql >> 23), "th"), b.let((ql << 9) | sticky, "tl"))
+    rh, rl = sub64(b, n, my)                   # quotient 1.d1 d2 ... d7, 8-bit digits
+    # digit k: q = floor(256 r / my) < 256, estimated as floor((256 r >> 29) / ((my >> 29) + 1)),
+    # which is q or q - 1 (my >> 29 >= 2^23, so the two truncations cost under 1 + 2^-15): one
+    # conditional subtraction makes the digit and the remainder exact (r < my throughout)
+    div = b.let((my[0] << 3 | my[1] >> 29) + 1, "dv")
+    m_lo, m_mid = b.let(my[1] & 0xFFFF, "ml"), b.let(my[1] >> 16, "mm")
+    digits = []
+    for _ in range(7):
+        th = b.let(rh << 8 | rl >> 24, "th")     # t = r << 8 < 2^61
+        tl = b.let(rl << 8, "tl")
+        q = b.let((th << 3 | tl >> 29) / div, "q")
+        lo = q * m_lo
+        mid = b.let(q * m_mid + (lo >> 16), "pm")   # q my < 2^61 as (q my_h + (mid >> 16), q my_l)
+        ph, pl = q * my[0] + (mid >> 16), q * my[1]
+        rh, rl = sub64(b, (th, tl), (ph, pl))
+        up = b.let(~lt64((rh, rl), my), "up")
+        dh, dl = sub64(b, (rh, rl), my)
+        rh, rl = b.let(select(up, dh, rh), "rh"), b.let(select(up, dl, rl), "rl")
+        digits.append(b.let(q + one(up), "d"))
+    qh = (u32(1) << 24) | digits[0] << 16 | digits[1] << 8 | digits[2]
+    ql = b.let(digits[3] << 24 | digits[4] << 16 | digits[5] << 8 | digits[6], "ql")
+    t = (b.let(qh << 7 | ql >> 25, "th"), b.let(ql << 7 | one((rh | rl).ne(0)), "tl"))   # top at bit 63
     b.ret(round_pack(b, sign, ex - ey + 1023 - one(lt).to(I32), t))
 
 
 @function(F64, soft=True, a=F64)
 def vyd_sqrt(b: Block, a: Val) -> None:
     """the correctly rounded square root"""
-    x = _Parts(b, a, "a")
-    with b.if_(x.nan | (x.sign.ne(0) & ~x.zero)):
+    ah, al = b.let(a.hi(), "ah"), a.lo()
+    am = b.let(ah & 0x7FFFFFFF, "am")
+    za = b.let((am | al).eq(0), "za")
+    with b.if_(is_nan_words(am, al) | (ah.ge(SIGN) & ~za)):
         b.ret(_nan())
-    with b.if_(x.zero | x.inf):
+    with b.if_(za | am.eq(0x7FF00000)):     # +-0, +inf
         b.ret(a)
-    e, m = x.normalized(b)
+    e, m = _normalized(b, ah, al, am >> 20)
     k = b.let(e - 1023, "k")
     odd = b.let((k & 1).ne(0), "odd")
     mm = sel64(odd, shl64(b, m, 1), m)          # m 2^(k - 52) with k even: m < 2^54
     mh, ml = b.let(mm[0], "mh"), b.let(mm[1], "ml")
-    # root of M = mm 2^56 (110 bits), two radicand bits per step from the top: mm's 54 bits
-    # are bits 109..56 of M, the rest are zeros
-    rh, rl = u32(0), u32(0)
-    qh, ql = u32(0), u32(0)
-    for i in range(54, -1, -1):
+    # root of M = mm 2^56 (110 bits), two radicand bits per step from the top (mm's 54 bits
+    # are bits 109..56 of M, the rest zeros): q gains one bit per step, r = (bits so far) - q^2
+    # <= 2q. While q < 2^28 (the first 29 steps) r and 4q + 1 fit one word.
+    def radicand(i: int) -> Val:
         pos = 2 * i - 56                       # the two bits (pos + 1, pos) of mm, if pos >= 0
         if pos >= 32:
-            two = (mh >> (pos - 32)) & 3
-        elif pos == 31:
-            two = ((mh & 1) << 1) | (ml >> 31)
-        elif pos >= 0:
-            two = (ml >> pos) & 3
-        else:
-            two = u32(0)
+            return (mh >> (pos - 32)) & 3
+        if pos == 31:
+            return ((mh & 1) << 1) | (ml >> 31)
+        return (ml >> pos) & 3 if pos >= 0 else u32(0)
+
+    r, q = u32(0), u32(0)
+    for i in range(54, 25, -1):
+        r2 = b.let(r << 2 | radicand(i), "r")
+        t = b.let(q << 2 | 1, "t")
+        ge = b.let(r2.ge(t), "ge")
+        r = b.let(select(ge, r2 - t, r2), "r")
+        q = b.let(q << 1 | one(ge), "q")
+    rh, rl, qh, ql = u32(0), r, u32(0), q
+    for i in range(25, -1, -1):
         r2h = b.let((rh << 2) | (rl >> 30), "rh")
-        r2l = b.let((rl << 2) | two, "rl")
+        r2l = b.let((rl << 2) | radicand(i), "rl")
         th = b.let((qh << 2) | (ql >> 30), "th")
         tl = b.let((ql << 2) | 1, "tl")
         ge = b.let(~lt64((r2h, r2l), (th, tl)), "ge")
@@ -492,24 +494,24 @@ def vyd_from_f32(b: Block, x: Val) -> None:
 @function(F32, soft=True, a=F64)
 def vyd_to_f32(b: Block, a: Val) -> None:
     """(float)a, rounded to nearest even (subnormal results too; overflow to infinity)"""
-    x = _Parts(b, a, "a")
-    with b.if_(x.nan):
-        b.ret((x.sign | 0x7FC00000 | ((x.h & 0x7FFFF) << 3) | (x.l >> 29)).bits())
-    with b.if_(x.inf | x.zero | x.e.eq(0)):      # double subnormals are far below every f32
-        b.ret(select(x.inf, x.sign | 0x7F800000, x.sign).bits())
-    e32 = b.let(x.e.to(I32) - 896, "e32")
-    th = b.let(((x.h & 0xFFFFF) | HIDDEN) << 11 | (x.l >> 21), "th")   # significand top at bit 63
-    tl = b.let(x.l << 11, "tl")
+    ah, al = b.let(a.hi(), "ah"), a.lo()
+    sign = b.let(ah & SIGN, "sign")
+    am = b.let(ah & 0x7FFFFFFF, "am")
+    e = b.let(am >> 20, "e")
+    with b.if_(is_nan_words(am, al)):
+        b.ret((sign | 0x7FC00000 | ((ah & 0x7FFFF) << 3) | (al >> 29)).bits())
+    with b.if_(e.eq(0x7FF) | e.eq(0)):        # inf; zeros and double subnormals (far below f32's)
+        b.ret(select(e.eq(0), sign, sign | 0x7F800000).bits())
+    e32 = b.let(e.to(I32) - 896, "e32")
+    th = b.let(((ah & 0xFFFFF) | HIDDEN) << 11 | (al >> 21), "th")   # significand top at bit 63
     sub = b.let(e32.lt(1), "sub")
-    zh, zl = shr64_sticky(b, (th, tl), b.let(select(sub, (1 - e32).to(U32), u32(0)), "sh"))
+    zh, zl = shr64_jam(b, (th, al << 11), select(sub, (1 - e32).to(U32), u32(0)))
     m = b.let(zh >> 8, "m")
-    guard = b.let((zh >> 7) & 1, "g")
-    sticky = b.let(((zh & 0x7F) | zl).ne(0), "st")
+    guard = (zh >> 7) & 1
+    sticky = ((zh & 0x7F) | zl).ne(0)
     up = guard & (one(sticky) | (m & 1))
-    ep = b.let(select(sub, i32(0), e32 - 1), "ep")
-    big = e32.ge(255)
-    packed = b.let((ep.to(U32) << 23) + m + up, "pk")
-    b.ret((x.sign | select(big | packed.ge(0x7F800000), u32(0x7F800000), packed)).bits())
+    packed = b.let((select(sub, i32(0), e32 - 1).to(U32) << 23) + m + up, "pk")
+    b.ret((sign | select(e32.ge(255) | packed.ge(0x7F800000), u32(0x7F800000), packed)).bits())
 
 
 @function(F64, soft=True, v=U32)
@@ -534,12 +536,12 @@ def vyd_from_i32(b: Block, v: Val) -> None:
 @function(I32, soft=True, a=F64)
 def vyd_to_i32(b: Block, a: Val) -> None:
     """(int)a, truncated, for |a| < 2^31 (others: not defined by C; here wrapped bits)"""
-    x = _Parts(b, a, "a")
-    with b.if_(x.e.lt(1023)):
+    ah = b.let(a.hi(), "ah")
+    e = b.let((ah >> 20) & 0x7FF, "e")
+    with b.if_(e.lt(1023)):
         b.ret(i32(0))
-    sh = b.let(select(x.e.gt(1075), u32(0), 1075 - x.e), "sh")
-    _, lo = shr64(b, ((x.h & 0xFFFFF) | HIDDEN, x.l), sh)
-    b.ret(select(x.sign.ne(0), 0 - lo, lo).to(I32))
+    _, lo = shr64(b, ((ah & 0xFFFFF) | HIDDEN, a.lo()), b.let(select(e.gt(1075), u32(0), 1075 - e), "sh"))
+    b.ret(select(ah.ge(SIGN), 0 - lo, lo).to(I32))
 
 
 # ---- f32 comparisons on the bits (WGSL keeps f32 values as their u32 bits) --------------------
