@@ -26,11 +26,15 @@ How a function is written::
         b.ret(vym_example(x.to(F64), x.bits() & 3).to(F32))   # a call is an expression
 
 Types: `F64 F32 U64 I64 U32 I32 BOOL`. Operators: ``+ - *`` (same type, no F32 arithmetic:
-f32 values are only compared, converted and moved); ``/`` (F64; U32 by a value that is never
-zero; I32 C's truncating division by a literal other than 0 and -1); unary ``-`` (F64, F32: the sign flip; I32/I64: wrapping);
+f32 values are only compared, converted and moved; unsigned integers wrap, signed ones must
+not overflow, as in C); ``/`` (F64; U32 by a value that is never zero; I32 C's truncating
+division by a literal other than 0 and -1); unary ``-`` (F64, F32: the sign flip; I32/I64:
+must not overflow);
 ``& | ^ ~`` (integers; on BOOL: logical and, or, not); ``<< >>`` (integers, the amount a
 U32/I32 taken modulo the width; ``>>`` is arithmetic on I32/I64); comparisons are methods
-``.lt .le .gt .ge .eq .ne`` (IEEE for floats: false on NaN except ``ne``). Conversions:
+``.lt .le .gt .ge .eq .ne`` (IEEE for floats: false on NaN except ``ne``). A float NaN's
+bits (sign, payload) are not defined: targets differ, so algorithms may test for NaN but
+must not depend on its bits. Conversions:
 ``v.to(T)`` (C's cast: exact where it can be, float64 -> f32 and 64-bit integer -> float64 round
 to nearest even, float -> integer truncates and must be in range), ``v.bits()`` (the same
 bits as the integer/float of the same width), ``v.hi()``/``v.lo()`` (the u32 words of a
@@ -40,11 +44,16 @@ evaluated: use ``if_`` for expensive arms), `sqrt`, `mulhi` (high word of the pr
 
 Statements go through the `Block` ``b`` handed to the function: ``b.let(v, name)`` (a local;
 a call of a function with several results gives a tuple of locals), ``b.var``/``b.set``
-(mutable locals), ``with b.if_(c):`` / ``with b.else_():``, ``b.ret(*values)``; the body must
-end in a return. Tables are read-only module constants (`table`). A function's body and a
-table's values are built on first use; every target prints the functions and tables that
-the requested ones reach, callees first (`closure`). Loops are deliberately absent: the
-generated code is loop-free (lavapipe limits the loop trips of an invocation).
+(mutable locals), ``with b.if_(c):`` / ``with b.else_():``, ``b.choose(c, then, orelse)`` (a
+local computed by only the chosen arm), ``b.ret(*values)``; the body must end in a return.
+Tables are read-only module constants (`table`; ``T[i]``, or ``T.row(i, w)`` for ``w``
+consecutive entries at once, which ``b.let`` unpacks); a `Lookup` is a constant map from u32
+keys to u32 values (``L.get(x, default)``; the hard cases). A function's body and a table's
+values are built on first use; every target prints the functions, tables and lookups that the
+requested ones reach, callees first (`closure`). Loops are deliberately absent: the generated
+code is loop-free (lavapipe limits the loop trips of an invocation). The printers know no
+function by name: a new function is a new Python definition (`vyre.lower.crmath.functions`
+shows the whole vocabulary in use, with `finisher` for the correct-rounding step).
 
 ``soft=True`` marks a function written with 32-bit operations only (u32/i32/bool plus
 ``hi``/``lo``/`pair`, `select` and calls of other such functions): the WGSL printer implements the

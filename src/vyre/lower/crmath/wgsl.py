@@ -65,6 +65,8 @@ def _helper(v: Val) -> tuple[Function, tuple[Val, ...], bool] | None:
         return getattr(soft, f"vyd_{op}"), a, False
     if t in (U64, I64) and op in ("add", "sub", "mul"):
         return getattr(soft, f"vyu_{op}"), a, False
+    if t is I64 and op == "neg":
+        return soft.vyu_sub, (Val("lit", I64, data=0), a[0]), False
     if t in (U64, I64) and op in ("shl", "shr"):
         fn = soft.vyi_shr if (op == "shr" and t is I64) else getattr(soft, f"vyu_{op}")
         return fn, a, False
