@@ -6,7 +6,8 @@ these functions (WGSL has neither type); they are written with 32-bit operations
 hardware's float64 and 64-bit arithmetic on millions of operands (tests/lower/test_crmath_soft.py).
 
 Float64 results are IEEE 754 binary64, round to nearest even, with subnormals, exactly as
-the hardware's: the significands are aligned, added, multiplied or divided as integers (the
+the hardware's (branch-free: every case is computed and selects pick the result, since
+lavapipe runs both arms of a branch anyway and straight-line code compiles faster): the significands are aligned, added, multiplied or divided as integers (the
 product and quotient exactly, plus a sticky bit), then `round_pack` rounds once. Loop-free:
 division and square root are the restoring digit recurrences, one bit per step, unrolled.
 A NaN result is the quiet NaN ``0x7FF8000000000000`` (payloads are not propagated; vyre's math
@@ -213,11 +214,9 @@ def vyu_clz(b: Block, a: Val) -> None:
 def vyd_from_u64(b: Block, a: Val) -> None:
     """(double)a, rounded to nearest even"""
     x = words(a)
-    with b.if_(is_zero64(x)):
-        b.ret(pair(F64, 0, 0))
     lz = b.let(clz64(x), "lz")
-    t = shl64(b, x, lz)
-    b.ret(round_pack(b, u32(0), i32(1023 + 63) - lz.to(I32), t))
+    r = round_pack(b, u32(0), i32(1023 + 63) - lz.to(I32), shl64(b, x, lz))
+    b.ret(select(is_zero64(x), pair(F64, 0, 0), r))
 
 
 @function(I64, soft=True, a=I32)
@@ -274,14 +273,15 @@ def vyd_add(b: Block, a: Val, c: Val) -> None:
     ah, al, bh, bl = b.let(a.hi(), "ah"), a.lo(), b.let(c.hi(), "bh"), c.lo()
     am, bm = b.let(ah & 0x7FFFFFFF, "am"), b.let(bh & 0x7FFFFFFF, "bm")
     sa, sb = b.let(am.ge(0x7FF00000), "sa"), b.let(bm.ge(0x7FF00000), "sb")
-    with b.if_(sa | sb):                    # inf or NaN: equal ones stay, +inf + -inf is NaN
-        b.ret(select(sa & sb, select(ah.eq(bh) & al.eq(bl), a, _nan()), select(sa, a, c)))
+    # branch-free: every case is computed, the last select picks (lavapipe runs both arms of
+    # every branch anyway, and straight-line code compiles faster)
+    special = select(sa & sb, select(ah.eq(bh) & al.eq(bl), a, _nan()), select(sa, a, c))
     swap = b.let(lt64((am, al), (bm, bl)), "swap")   # x: the larger magnitude, y the smaller
     xh, xl = b.let(select(swap, bh, ah), "xh"), b.let(select(swap, bl, al), "xl")
     yh, yl = b.let(select(swap, ah, bh), "yh"), b.let(select(swap, al, bl), "yl")
     ym = b.let(yh & 0x7FFFFFFF, "ym")
-    with b.if_((ym | yl).eq(0)):            # x + 0 = x; -0 + -0 = -0, else a zero sum is +0
-        b.ret(select(((xh & 0x7FFFFFFF) | xl).eq(0), pair(F64, ah & bh, 0), pair(F64, xh, xl)))
+    # x + 0 = x; -0 + -0 = -0, else a zero sum is +0
+    with_zero = select(((xh & 0x7FFFFFFF) | xl).eq(0), pair(F64, ah & bh, 0), pair(F64, xh, xl))
     ex = b.let((xh >> 20) & 0x7FF, "ex")
     ey = b.let(ym >> 20, "ey")
     e1 = b.let(select(ex.eq(0), u32(1), ex), "e1")     # subnormals: exponent 1, no hidden bit
@@ -291,12 +291,12 @@ def vyd_add(b: Block, a: Val, c: Val) -> None:
     same = b.let(((ah ^ bh) & SIGN).eq(0), "same")
     s_, df = add64(b, X, Y), sub64(b, X, Y)
     z = (b.let(select(same, s_[0], df[0]), "zh"), b.let(select(same, s_[1], df[1]), "zl"))
-    with b.if_(is_zero64(z)):
-        b.ret(pair(F64, 0, 0))              # exact cancellation: +0
     # normalize, but not below exponent 1: a sum below 2^-1022 is exact
     lz = b.let(clz64(z), "lz")
     lz = b.let(select(lz.gt(e1 + 1), e1 + 1, lz), "lz")
-    b.ret(round_pack(b, xh & SIGN, e1.to(I32) + 2 - lz.to(I32), shl64(b, z, lz), normal=True))
+    r = round_pack(b, xh & SIGN, e1.to(I32) + 2 - lz.to(I32), shl64(b, z, lz), normal=True)
+    r = select(is_zero64(z), pair(F64, 0, 0), r)      # exact cancellation: +0
+    b.ret(select(sa | sb, special, select((ym | yl).eq(0), with_zero, r)))
 
 
 @function(F64, soft=True, a=F64, b=F64)
@@ -327,11 +327,11 @@ def vyd_mul(b: Block, a: Val, c: Val) -> None:
     am, bm = b.let(ah & 0x7FFFFFFF, "am"), b.let(bh & 0x7FFFFFFF, "bm")
     sign = b.let((ah ^ bh) & SIGN, "sign")
     za, zb = b.let((am | al).eq(0), "za"), b.let((bm | bl).eq(0), "zb")
-    with b.if_(am.ge(0x7FF00000) | bm.ge(0x7FF00000)):   # NaN, or inf * 0: NaN; else inf
-        bad = is_nan_words(am, al) | is_nan_words(bm, bl) | za | zb
-        b.ret(select(bad, _nan(), pair(F64, sign | 0x7FF00000, 0)))
-    with b.if_(za | zb):
-        b.ret(pair(F64, sign, 0))
+    # branch-free (as every helper here): each case is computed and selects pick the result
+    # (lavapipe runs both arms of a branch anyway, and straight-line code compiles faster)
+    special = b.let(am.ge(0x7FF00000) | bm.ge(0x7FF00000), "special")   # NaN, or inf * 0: NaN; else inf
+    bad = is_nan_words(am, al) | is_nan_words(bm, bl) | za | zb
+    special_r = select(bad, _nan(), pair(F64, sign | 0x7FF00000, 0))
     ex, (xh, xl) = _normalized(b, ah, al, am >> 20)
     ey, (yh, yl) = _normalized(b, bh, bl, bm >> 20)
     # the 106-bit product, words w3 w2 w1 w0
@@ -351,7 +351,8 @@ def vyd_mul(b: Block, a: Val, c: Val) -> None:
     tl = b.let((w2 << 22) | (w1 >> 10) | one(((w1 & 0x3FF) | w0).ne(0)), "tl")
     top = b.let((th >> 31).ne(0), "top")
     t = sel64(top, (th, tl), ((th << 1) | (tl >> 31), tl << 1))
-    b.ret(round_pack(b, sign, ex + ey - 1023 + one(top).to(I32), (b.let(t[0], "nh"), b.let(t[1], "nl"))))
+    r = round_pack(b, sign, ex + ey - 1023 + one(top).to(I32), (b.let(t[0], "nh"), b.let(t[1], "nl")))
+    b.ret(select(special, special_r, select(za | zb, pair(F64, sign, 0), r)))
 
 
 @function(F64, soft=True, a=F64, b=F64)
@@ -362,9 +363,9 @@ def vyd_div(b: Block, a: Val, c: Val) -> None:
     sign = b.let((ah ^ bh) & SIGN, "sign")
     sa, sb = b.let(am.ge(0x7FF00000), "sa"), b.let(bm.ge(0x7FF00000), "sb")
     za, zb = b.let((am | al).eq(0), "za"), b.let((bm | bl).eq(0), "zb")
-    with b.if_(sa | sb | za | zb):          # NaN, inf / inf, 0 / 0: NaN; x / 0, inf / y: inf; else 0
-        nan = is_nan_words(am, al) | is_nan_words(bm, bl) | (sa & sb) | (za & zb)
-        b.ret(select(nan, _nan(), pair(F64, sign | select(sa | zb, u32(0x7FF00000), u32(0)), 0)))
+    # NaN, inf / inf, 0 / 0: NaN; x / 0, inf / y: inf; 0 / y, x / inf: 0
+    nan = is_nan_words(am, al) | is_nan_words(bm, bl) | (sa & sb) | (za & zb)
+    special_r = select(nan, _nan(), pair(F64, sign | select(sa | zb, u32(0x7FF00000), u32(0)), 0))
     ex, mx = _normalized(b, ah, al, am >> 20)
     ey, my = _normalized(b, bh, bl, bm >> 20)
     lt = b.let(lt64(mx, my), "lt")
@@ -391,7 +392,8 @@ def vyd_div(b: Block, a: Val, c: Val) -> None:
     qh = (u32(1) << 24) | digits[0] << 16 | digits[1] << 8 | digits[2]
     ql = b.let(digits[3] << 24 | digits[4] << 16 | digits[5] << 8 | digits[6], "ql")
     t = (b.let(qh << 7 | ql >> 25, "th"), b.let(ql << 7 | one((rh | rl).ne(0)), "tl"))   # top at bit 63
-    b.ret(round_pack(b, sign, ex - ey + 1023 - one(lt).to(I32), t))
+    r = round_pack(b, sign, ex - ey + 1023 - one(lt).to(I32), t)
+    b.ret(select(sa | sb | za | zb, special_r, r))
 
 
 @function(F64, soft=True, a=F64)
@@ -400,10 +402,8 @@ def vyd_sqrt(b: Block, a: Val) -> None:
     ah, al = b.let(a.hi(), "ah"), a.lo()
     am = b.let(ah & 0x7FFFFFFF, "am")
     za = b.let((am | al).eq(0), "za")
-    with b.if_(is_nan_words(am, al) | (ah.ge(SIGN) & ~za)):
-        b.ret(_nan())
-    with b.if_(za | am.eq(0x7FF00000)):     # +-0, +inf
-        b.ret(a)
+    nan = b.let(is_nan_words(am, al) | (ah.ge(SIGN) & ~za), "nan")
+    keep = b.let(za | am.eq(0x7FF00000), "keep")   # +-0, +inf
     e, m = _normalized(b, ah, al, am >> 20)
     k = b.let(e - 1023, "k")
     odd = b.let((k & 1).ne(0), "odd")
@@ -441,7 +441,7 @@ def vyd_sqrt(b: Block, a: Val) -> None:
         ql = b.let((ql << 1) | one(ge), "ql")
     sticky = one((rh | rl).ne(0))
     t = (b.let((qh << 9) | (ql >> 23), "th"), b.let((ql << 9) | sticky, "tl"))   # root top at bit 54
-    b.ret(round_pack(b, u32(0), (k >> 1) + 1023, t))
+    b.ret(select(nan, _nan(), select(keep, a, round_pack(b, u32(0), (k >> 1) + 1023, t))))
 
 
 def _cmp_parts(b: Block, a: Val, c: Val) -> tuple[Val, Val, Val, Val]:
@@ -480,15 +480,12 @@ def vyd_from_f32(b: Block, x: Val) -> None:
     s = b.let(u & SIGN, "s")
     e = b.let((u >> 23) & 0xFF, "e")
     f = b.let(u & 0x7FFFFF, "f")
-    with b.if_(e.eq(0xFF)):
-        b.ret(pair(F64, s | 0x7FF00000 | select(f.ne(0), u32(0x80000), u32(0)) | (f >> 3), f << 29))
-    with b.if_(e.eq(0)):
-        with b.if_(f.eq(0)):
-            b.ret(pair(F64, s, 0))
-        p = b.let(31 - clz(f), "p")             # f = 1.xxx 2^p: x = f 2^-149
-        hi, lo = shl64(b, (u32(0), f), b.let(52 - p, "sh"))
-        b.ret(pair(F64, s | ((p + 874) << 20) | (hi & 0xFFFFF), lo))
-    b.ret(pair(F64, s | ((e + 896) << 20) | (f >> 3), f << 29))
+    special = pair(F64, s | 0x7FF00000 | select(f.ne(0), u32(0x80000), u32(0)) | (f >> 3), f << 29)
+    p = b.let(31 - clz(f), "p")                 # a subnormal: f = 1.xxx 2^p, x = f 2^-149
+    hi, lo = shl64(b, (u32(0), f), b.let((52 - p) & 63, "sh"))
+    sub = select(f.eq(0), pair(F64, s, 0), pair(F64, s | ((p + 874) << 20) | (hi & 0xFFFFF), lo))
+    normal = pair(F64, s | ((e + 896) << 20) | (f >> 3), f << 29)
+    b.ret(select(e.eq(0xFF), special, select(e.eq(0), sub, normal)))
 
 
 @function(F32, soft=True, a=F64)
@@ -498,10 +495,8 @@ def vyd_to_f32(b: Block, a: Val) -> None:
     sign = b.let(ah & SIGN, "sign")
     am = b.let(ah & 0x7FFFFFFF, "am")
     e = b.let(am >> 20, "e")
-    with b.if_(is_nan_words(am, al)):
-        b.ret((sign | 0x7FC00000 | ((ah & 0x7FFFF) << 3) | (al >> 29)).bits())
-    with b.if_(e.eq(0x7FF) | e.eq(0)):        # inf; zeros and double subnormals (far below f32's)
-        b.ret(select(e.eq(0), sign, sign | 0x7F800000).bits())
+    nan = sign | 0x7FC00000 | ((ah & 0x7FFFF) << 3) | (al >> 29)
+    edge = select(e.eq(0), sign, sign | 0x7F800000)   # inf; zeros and double subnormals (far below f32's)
     e32 = b.let(e.to(I32) - 896, "e32")
     th = b.let(((ah & 0xFFFFF) | HIDDEN) << 11 | (al >> 21), "th")   # significand top at bit 63
     sub = b.let(e32.lt(1), "sub")
@@ -511,17 +506,17 @@ def vyd_to_f32(b: Block, a: Val) -> None:
     sticky = ((zh & 0x7F) | zl).ne(0)
     up = guard & (one(sticky) | (m & 1))
     packed = b.let((select(sub, i32(0), e32 - 1).to(U32) << 23) + m + up, "pk")
-    b.ret((sign | select(e32.ge(255) | packed.ge(0x7F800000), u32(0x7F800000), packed)).bits())
+    r = sign | select(e32.ge(255) | packed.ge(0x7F800000), u32(0x7F800000), packed)
+    b.ret(select(is_nan_words(am, al), nan, select(e.eq(0x7FF) | e.eq(0), edge, r)).bits())
 
 
 @function(F64, soft=True, v=U32)
 def vyd_from_u32(b: Block, v: Val) -> None:
     """(double)v, exact"""
-    with b.if_(v.eq(0)):
-        b.ret(pair(F64, 0, 0))
-    lz = b.let(clz(v), "lz")
+    lz = b.let(clz(v) & 31, "lz")
     mn = b.let(v << lz, "mn")
-    b.ret(pair(F64, ((1054 - lz) << 20) | ((mn >> 11) & 0xFFFFF), mn << 21))
+    r = pair(F64, ((1054 - lz) << 20) | ((mn >> 11) & 0xFFFFF), mn << 21)
+    b.ret(select(v.eq(0), pair(F64, 0, 0), r))
 
 
 @function(F64, soft=True, v=I32)
@@ -538,10 +533,9 @@ def vyd_to_i32(b: Block, a: Val) -> None:
     """(int)a, truncated, for |a| < 2^31 (others: not defined by C; here wrapped bits)"""
     ah = b.let(a.hi(), "ah")
     e = b.let((ah >> 20) & 0x7FF, "e")
-    with b.if_(e.lt(1023)):
-        b.ret(i32(0))
-    _, lo = shr64(b, ((ah & 0xFFFFF) | HIDDEN, a.lo()), b.let(select(e.gt(1075), u32(0), 1075 - e), "sh"))
-    b.ret(select(ah.ge(SIGN), 0 - lo, lo).to(I32))
+    sh = select(e.gt(1075), u32(0), select(e.lt(1013), u32(63), 1075 - e))
+    _, lo = shr64(b, ((ah & 0xFFFFF) | HIDDEN, a.lo()), b.let(sh, "sh"))
+    b.ret(select(e.lt(1023), i32(0), select(ah.ge(SIGN), 0 - lo, lo).to(I32)))
 
 
 # ---- f32 comparisons on the bits (WGSL keeps f32 values as their u32 bits) --------------------
