@@ -157,7 +157,10 @@ def test_operators_on_literals_survive_constant_folding(backend, t):
     for op, ty, rt in _valid_bin():
         if ty is not t or (t is DataType.I32 and op in (BinOp.DIV, BinOp.MOD)):
             continue
-        for a, b in zip(lits, lits[3:] + lits[:3]):
+        pairs = list(zip(lits, lits[3:] + lits[:3]))
+        if op in TRANSCENDENTAL:   # hypot: a large function on WGSL; one literal pair (its values: test_crmath)
+            pairs = pairs[:1]
+        for a, b in pairs:
             v = Expr.bin(op, a, b)
             stores.append(Node.store("out", Expr.u32(k), Expr.bitcast(DataType.U32, v)
                                      if rt is not DataType.BOOL else Expr.cast(DataType.U32, v)))
