@@ -14,6 +14,7 @@ reserved words).
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable
 
 from . import soft
@@ -109,12 +110,10 @@ def _lit(v: Val) -> str:
 
 
 def _bits32(x: float) -> int:
-    import struct
     return struct.unpack("<I", struct.pack("<f", x))[0]
 
 
 def _bits64(x: float) -> int:
-    import struct
     return struct.unpack("<Q", struct.pack("<d", x))[0]
 
 
