@@ -1,6 +1,8 @@
-"""Every f32 input of every correctly rounded function on one backend (wgpu through Vulkan,
-say) against a backend already proven over all 2^32 inputs (cuda:
-benchmarks/results/exhaustive_math.json, 0 mismatches against an independent oracle), without
+"""Every f32 input of every correctly rounded function: one backend against another, by digests.
+
+The backend under test (wgpu through Vulkan, say) is compared with one already proven over
+all 2^32 inputs (cuda: benchmarks/results/exhaustive_math.json, 0 mismatches against an
+independent oracle), without
 moving 16 GB of results per function: one vyre Program computes f(x) for x = every input of
 a chunk and folds each workgroup's 256 (x, f(x)) pairs into two 32-bit digests on the device
 (atomic add of a mixed hash, atomic xor of a second one). The same Program runs on both
