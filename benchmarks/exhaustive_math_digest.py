@@ -5,9 +5,10 @@ all 2^32 inputs (cuda: benchmarks/results/exhaustive_math.json, 0 mismatches aga
 independent oracle), without moving 16 GB of results per function: one vyre Program computes
 f(x) for x = every input of a chunk and folds each workgroup's 256 (x, f(x)) pairs into two
 32-bit digests on the device (atomic add of a mixed hash, atomic xor of a second one). The same Program runs on both
-backends; equal digests in every slot mean equal results (a difference survives both
-digests only by a 2^-64 accident; the 2^-64 assumes the hashes mix well, which is the
-method's one assumption). A slot whose digests differ is re-run input by input on
+backends; equal digests in every slot mean equal results unless a difference leaves both
+digests of its slot unchanged (a single wrong f(x) changes the xor digest for certain; several
+in one slot would have to cancel in the sum of a multiplicative hash of (x, f(x)) and in the
+xor at once). A slot whose digests differ is re-run input by input on
 both backends and its differing inputs are listed.
 
     python benchmarks/exhaustive_math_digest.py --backend wgpu --against cuda --json out.json
