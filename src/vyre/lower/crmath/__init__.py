@@ -1,0 +1,56 @@
+"""Correctly rounded f32 transcendentals for every generated target (S13).
+
+One algorithm per function, written once in a small typed language (`vyre.lower.crmath.dsl`;
+the functions: `vyre.lower.crmath.functions`) and printed for each target:
+
+* C family (CUDA C, OpenCL C with fp64, host C): `prelude` (`vyre.lower.crmath.c`), native
+  float64 and 64-bit integers;
+* WGSL: `wgsl_prelude` (`vyre.lower.crmath.wgsl`), where each float64 and 64-bit integer
+  operation is a software helper on u32 words (`vyre.lower.crmath.soft`, written in the
+  same language, IEEE round-to-nearest-even), so WGSL performs the same double operations
+  on the same values and gets the same bits.
+
+Printers call an op's function by `HELPER`; its argument is the canonical (S9) f32 operand.
+"""
+
+from __future__ import annotations
+
+from vyre.ir.types import BinOp, UnOp
+
+from . import c as _c
+from .functions import DEVICE_EPS, ENTRY, HARD_CASES, hard_cases, vym_hypot
+
+__all__ = ["DEVICE_EPS", "DOUBLE", "HARD_CASES", "HELPER", "hard_cases", "prelude", "roots",
+           "wgsl_prelude"]
+
+# the device function each correctly rounded op is printed as
+HELPER: dict[UnOp | BinOp, str] = {
+    **{UnOp(name): fn.name for name, fn in ENTRY.items()},
+    BinOp.HYPOT: vym_hypot.name,
+}
+# the double each helper rounds, as a C expression of the f32 ``x`` (tests measure its error
+# against DEVICE_EPS)
+DOUBLE: dict[UnOp, str] = {
+    UnOp.EXP: "vym_exp_d((double)x)", UnOp.EXP2: "vym_exp2_d((double)x)", UnOp.LOG: "vym_log_d(x)",
+    UnOp.LOG2: "vym_log2_d(x)",
+    **{UnOp(name): f"vym_{name}_y(x)" for name in ENTRY if name not in ("exp", "exp2", "log", "log2")},
+}
+
+
+def roots(ops: frozenset[UnOp | BinOp] | set[UnOp | BinOp]) -> list:
+    """The entry functions of the correctly rounded ops among ``ops`` (in `HELPER` order)."""
+    return [vym_hypot if op is BinOp.HYPOT else ENTRY[op.value] for op in HELPER if op in ops]
+
+
+def prelude(ops: frozenset[UnOp | BinOp] | set[UnOp | BinOp]) -> str:
+    """C source of the helpers (and their tables) for the given ops; '' when none."""
+    fns = roots(ops)
+    return _c.source(fns) if fns else ""
+
+
+def wgsl_prelude(ops: frozenset[UnOp | BinOp] | set[UnOp | BinOp]) -> str:
+    """WGSL source of the helpers for the given ops (f32 values as their u32 bits); '' when none."""
+    from . import wgsl as _wgsl
+
+    fns = roots(ops)
+    return _wgsl.source(fns) if fns else ""

@@ -1,0 +1,224 @@
+"""The C printer of `vyre.lower.crmath.dsl`: CUDA C, OpenCL C (with fp64) and host C.
+
+Every operation is C's own on native ``double``, ``float`` and 64-bit integers, printed as
+one expression per statement of the language, so the doubles are exactly those of the
+algorithm as written (the targets forbid contraction: CUDA ``--fmad=false``, OpenCL
+``FP_CONTRACT OFF``, host gcc ``-ffp-contract=off``). Shift amounts that are not literals are
+masked to the width (the language's rule; in range they are unchanged). The target's
+header provides ``uint``, ``vy_u64``/``vy_i64``, ``VY_FN``, ``VY_F2U``/``VY_U2F``, ``VY_CLZ``,
+``VY_CLZ64`` and ``VY_UMULHI64``; `COMMON` adds the float64 bit casts and the table qualifier.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from .dsl import (
+    BOOL,
+    F32,
+    F64,
+    I32,
+    I64,
+    U32,
+    U64,
+    Function,
+    If,
+    Let,
+    Ret,
+    Set,
+    Stmt,
+    Table,
+    Tup,
+    Ty,
+    Val,
+    closure,
+)
+
+CT = {F64: "double", F32: "float", U64: "vy_u64", I64: "vy_i64", U32: "uint", I32: "int", BOOL: "bool"}
+
+COMMON = r"""
+#if defined(__OPENCL_VERSION__)
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#define VYM_TABLE __constant
+#define VYM_L2D(x) as_double((vy_u64)(x))
+#define VYM_D2L(x) as_ulong(x)
+#elif defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define VYM_TABLE static __device__ const
+#define VYM_L2D(x) __longlong_as_double((long long)(x))
+#define VYM_D2L(x) ((vy_u64)__double_as_longlong(x))
+#else   /* a host C target */
+#define VYM_TABLE static const
+VY_FN double vym_l2d(vy_u64 u) { double d; __builtin_memcpy(&d, &u, 8); return d; }
+VY_FN vy_u64 vym_d2l(double d) { vy_u64 u; __builtin_memcpy(&u, &d, 8); return u; }
+#define VYM_L2D(x) vym_l2d((vy_u64)(x))
+#define VYM_D2L(x) vym_d2l(x)
+#endif
+// Correctly rounded f32 transcendentals (vyre.lower.crmath), printed from one algorithm per
+// function; doubles are computed with basic IEEE operations only, so every target gets the same.
+"""
+
+# C operator precedence (higher binds tighter)
+_BIN = {"mul": ("*", 13), "div": ("/", 13), "add": ("+", 12), "sub": ("-", 12),
+        "shl": ("<<", 11), "shr": (">>", 11), "lt": ("<", 10), "le": ("<=", 10), "gt": (">", 10),
+        "ge": (">=", 10), "eq": ("==", 9), "ne": ("!=", 9), "and": ("&", 8), "xor": ("^", 7),
+        "or": ("|", 6), "land": ("&&", 5), "lor": ("||", 4)}
+_BITWISE = ("and", "or", "xor", "shl", "shr")
+_UNARY, _PRIMARY = 15, 16
+
+
+def c_type(t: Ty | Tup, fn: Function | None = None) -> str:
+    if isinstance(t, Tup):
+        assert fn is not None
+        return f"{fn.name}_r"
+    return CT[t]
+
+
+def hexfloat(x: float) -> str:
+    """An exact C hex literal of a double, trailing zeros trimmed (``0x1.8p+52``)."""
+    if x == 0:
+        return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
+    text = float(x).hex()
+    mant, exp = text.split("p")
+    if "." in mant:
+        mant = mant.rstrip("0").rstrip(".")
+    return f"{mant}p{exp}"
+
+
+def literal(v: Val) -> tuple[str, int]:
+    """A literal's C text and precedence."""
+    t, x = v.ty, v.data
+    if t is BOOL:
+        return ("true" if x else "false"), _PRIMARY
+    if t is F64 or t is F32:
+        text = hexfloat(x) + ("f" if t is F32 else "")
+        return text, (_UNARY if text.startswith("-") else _PRIMARY)
+    if t is U32:
+        return (f"{x}u" if x < 4096 else f"0x{x:X}u"), _PRIMARY
+    if t is I32:
+        if x == -(1 << 31):
+            return "(int)0x80000000u", _UNARY
+        return str(x), (_UNARY if x < 0 else _PRIMARY)
+    if t is U64:
+        return f"((vy_u64)0x{x:X}ull)", _PRIMARY
+    return f"((vy_i64)0x{x & ((1 << 64) - 1):X}ull)", _PRIMARY
+
+
+def expr(v: Val) -> tuple[str, int]:
+    """C text of an expression and its precedence."""
+    op, a = v.op, v.args
+    if op == "lit":
+        return literal(v)
+    if op == "ref":
+        return v.data, _PRIMARY
+    if op == "field":
+        return f"{wrap(a[0], _PRIMARY)}.v{v.data}", _PRIMARY
+    if op == "call":
+        return f"{v.data.name}({', '.join(expr(x)[0] for x in a)})", _PRIMARY
+    if op == "index":
+        return f"{v.data.name}[{expr(a[0])[0]}]", _PRIMARY
+    if op in _BIN:
+        sym, p = _BIN[op]
+        left, right = a
+        if op in _BITWISE:   # operands of bit operations parenthesised unless simple
+            ls = wrap(left, p if left.op == op and op not in ("shl", "shr") else _UNARY)
+            rs = wrap(right, _UNARY)
+        else:
+            ls, rs = wrap(left, p), wrap(right, p + 1)
+        if op in ("shl", "shr") and right.op != "lit":
+            rs = f"({wrap(right, _UNARY)} & {v.ty.width - 1})"
+        return f"{ls} {sym} {rs}", p
+    if op == "neg":
+        return f"-{wrap(a[0], _UNARY + 1)}", _UNARY
+    if op == "not":
+        return f"~{wrap(a[0], _UNARY)}", _UNARY
+    if op == "lnot":
+        return f"!{wrap(a[0], _UNARY)}", _UNARY
+    if op == "sqrt":
+        return f"sqrt({expr(a[0])[0]})", _PRIMARY
+    if op == "select":
+        return f"{wrap(a[0], 4)} ? {wrap(a[1], 4)} : {wrap(a[2], 3)}", 3
+    if op == "cvt":
+        return f"({CT[v.ty]}){wrap(a[0], _UNARY)}", _UNARY
+    if op == "bits":
+        fn = {F64: "VYM_L2D", U64: "VYM_D2L", F32: "VY_U2F", U32: "VY_F2U"}[v.ty]
+        return f"{fn}({expr(a[0])[0]})", _PRIMARY
+    if op in ("hi", "lo"):
+        w = f"VYM_D2L({expr(a[0])[0]})" if a[0].ty is F64 else wrap(a[0], _UNARY)
+        return (f"(uint)({w} >> 32)" if op == "hi" else f"(uint){w}"), _UNARY
+    if op == "pair":
+        bits = f"(vy_u64){wrap(a[0], _UNARY)} << 32 | (vy_u64){wrap(a[1], _UNARY)}"
+        if v.ty is F64:
+            return f"VYM_L2D({bits})", _PRIMARY
+        return (f"({bits})", _PRIMARY) if v.ty is U64 else (f"(vy_i64)({bits})", _UNARY)
+    if op == "mulhi":
+        if v.ty is U64:
+            return f"VY_UMULHI64({expr(a[0])[0]}, {expr(a[1])[0]})", _PRIMARY
+        return f"(uint)((vy_u64){wrap(a[0], _UNARY)} * (vy_u64){wrap(a[1], _UNARY)} >> 32)", _UNARY
+    if op == "clz":
+        return f"(uint){'VY_CLZ64' if a[0].ty is U64 else 'VY_CLZ'}({expr(a[0])[0]})", _UNARY
+    raise ValueError(f"the C printer has no case for {op}")
+
+
+def wrap(v: Val, prec: int) -> str:
+    """``v``'s text, parenthesised unless it binds at least as tightly as ``prec``."""
+    text, p = expr(v)
+    return text if p >= prec else f"({text})"
+
+
+def _stmts(stmts: list[Stmt], fn: Function, types: dict[str, Ty | Tup], depth: int) -> list[str]:
+    pad = "    " * depth
+    out: list[str] = []
+    for s in stmts:
+        if isinstance(s, Let):
+            types[s.name] = s.value.ty
+            callee = s.value.data if isinstance(s.value.ty, Tup) else None
+            out.append(f"{pad}{c_type(s.value.ty, callee)} {s.name} = {expr(s.value)[0]};")
+        elif isinstance(s, Set):
+            out.append(f"{pad}{s.name} = {expr(s.value)[0]};")
+        elif isinstance(s, If):
+            out.append(f"{pad}if ({expr(s.cond)[0]}) {{")
+            out.extend(_stmts(s.then, fn, types, depth + 1))
+            if s.orelse:
+                out.append(f"{pad}}} else {{")
+                out.extend(_stmts(s.orelse, fn, types, depth + 1))
+            out.append(f"{pad}}}")
+        elif isinstance(s, Ret):
+            if len(s.values) == 1:
+                out.append(f"{pad}return {expr(s.values[0])[0]};")
+            else:
+                vals = ", ".join(expr(x)[0] for x in s.values)
+                out.append(f"{pad}{{ {fn.name}_r vy_r = {{{vals}}}; return vy_r; }}")
+    return out
+
+
+def function_source(fn: Function) -> str:
+    """One function (with its result struct when it has several results)."""
+    head = ""
+    if fn.doc:
+        head = "".join(f"// {line.strip()}\n" for line in fn.doc.strip().splitlines())
+    if isinstance(fn.result, Tup):
+        fields = " ".join(f"{CT[t]} v{k};" for k, t in enumerate(fn.result.types))
+        head += f"typedef struct {{ {fields} }} {fn.name}_r;\n"
+    params = ", ".join(f"{CT[t]} {n}" for n, t in fn.params)
+    lines = [f"{head}VY_FN {c_type(fn.result, fn)} {fn.name}({params}) {{",
+             *_stmts(fn.body, fn, dict(fn.params), 1), "}"]
+    return "\n".join(lines)
+
+
+def table_source(t: Table) -> str:
+    if t.ty is F64:
+        vals = ",".join(hexfloat(v) for v in t.values)
+    elif t.ty is U32:
+        vals = ",".join(f"0x{v:08x}u" for v in t.values)
+    else:
+        vals = ",".join(literal(Val("lit", t.ty, data=v))[0] for v in t.values)
+    return f"VYM_TABLE {CT[t.ty]} {t.name}[{len(t.values)}] = {{{vals}}};"
+
+
+def source(roots: Iterable[Function], common: bool = True) -> str:
+    """C source of the roots and everything they reach (callees first), after `COMMON`."""
+    parts = [COMMON] if common else []
+    for item in closure(roots):
+        parts.append(function_source(item) if isinstance(item, Function) else table_source(item))
+    return "\n".join(parts) + "\n"

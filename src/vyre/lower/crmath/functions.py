@@ -1,0 +1,728 @@
+"""The correctly rounded f32 functions, one algorithm each, in `vyre.lower.crmath.dsl`.
+
+Method (after CORE-MATH's binary32 functions): argument reduction and a polynomial evaluated
+in float64 with IEEE basic operations only (+ - * / sqrt, exact conversions, bit
+operations), so every target computes the same doubles, each within `DEVICE_EPS` relative
+error of the exact value (measured on 2^16+ inputs per function by
+tests/semantics/test_crmath.py, all under 2^-50).
+
+Rounding that double to f32 is correct unless it lies within DEVICE_EPS of a rounding
+boundary (a midpoint between neighbouring f32 values, the overflow threshold or the flush
+threshold). ``vym_finish_<f>`` tests that on the double's bits (one in about 2^20 inputs
+fails the test) and then searches the function's table of hard cases
+(``crmath_hard_cases.json``, from scripts/crmath_hard_cases.py, which runs the reference's
+rounding test over every f32 input): an input found there gets the table's result; any
+other input's exact value is farther than 2^-47 = 2 DEVICE_EPS from every boundary (the
+reference flags at 2^-46 with float64 values within 2^-50), so its double rounds correctly.
+hypot needs no table: near a boundary it compares x^2 + y^2 with the boundary's square
+exactly. Range reduction of sin/cos/tan is exact for every f32 (Payne-Hanek on 192 bits of
+2/pi, 64-bit integer products).
+
+The entry points (`ENTRY`) take and return f32; ``vym_<f>_y`` (or the core named in
+`DOUBLE`) is the double each one rounds. This text was C until the language existed; the
+printed C computes the same doubles in the same order (scripts/crmath_equal_c.py compares
+it with that C over every f32 input).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import pathlib
+import struct
+
+import mpmath
+
+from .dsl import (
+    F32,
+    F64,
+    I32,
+    U32,
+    U64,
+    Block,
+    Function,
+    Table,
+    Val,
+    clz,
+    f32,
+    f64,
+    function,
+    i32,
+    mulhi,
+    pair,
+    select,
+    sqrt,
+    table,
+    u32,
+    u64,
+)
+
+DEVICE_EPS = 2.0 ** -48   # relative error bound of every helper's double result
+HARD_CASES = pathlib.Path(__file__).resolve().parent.parent / "crmath_hard_cases.json"
+MAGIC = 1.5 * 2.0 ** 52         # adding it rounds a double below 2^51 to an integer (in its low bits)
+
+
+@functools.cache
+def hard_cases() -> dict[str, list[tuple[int, int]]]:
+    """Per function name: sorted (input bits, correctly rounded output bits)."""
+    raw = json.loads(HARD_CASES.read_text())
+    return {k: [(int(a, 16), int(b, 16)) for a, b in (p.split(":") for p in v)] for k, v in raw.items()}
+
+
+def _split(v: mpmath.mpf, bits: int) -> tuple[float, float]:
+    """v as hi (``bits`` significant bits) + lo (the rest rounded to double)."""
+    with mpmath.workprec(bits):
+        hi = mpmath.mpf(v)
+    with mpmath.workprec(200):
+        return float(hi), float(v - hi)
+
+
+def _f32(v: mpmath.mpf | float) -> float:
+    """v rounded to the nearest f32 (as a Python float)."""
+    return struct.unpack("f", struct.pack("f", float(v)))[0]
+
+
+def horner(var: Val, coeffs: list[float] | list[Val]) -> Val:
+    """sum(c_i var^i) as c_0 + var * (c_1 + var * (...))."""
+    out = coeffs[-1] if isinstance(coeffs[-1], Val) else f64(coeffs[-1])
+    for c in reversed(coeffs[:-1]):
+        out = c + var * out
+    return out
+
+
+# ---- f32 vocabulary (on the bits, as the C family's vy_isnan / vy_isinf) ---------------------
+def fbits(bits: int) -> Val:
+    """The f32 with these bits."""
+    return u32(bits).bits()
+
+
+def is_nan(x: Val) -> Val:
+    return (x.bits() & 0x7FFFFFFF).gt(0x7F800000)
+
+
+def is_inf(x: Val) -> Val:
+    return (x.bits() & 0x7FFFFFFF).eq(0x7F800000)
+
+
+def fabs(x: Val) -> Val:
+    """|x| of an f32 (its sign bit cleared)."""
+    return (x.bits() & 0x7FFFFFFF).bits()
+
+
+def negative(x: Val) -> Val:
+    """Whether the f32 ``x``'s sign bit is set."""
+    return (x.bits() >> 31).ne(0)
+
+
+NAN = 0x7FC00000
+INF = 0x7F800000
+NEG_INF = 0xFF800000
+
+
+# ---- shared helpers ----------------------------------------------------------------------------
+@function(F64, m=I32)
+def vym_pow2i(b: Block, m: Val) -> None:
+    """2^m, |m| < 1023"""
+    b.ret(pair(F64, (m + 1023).to(U32) << 20, 0))
+
+
+@function(F32, y=F64)
+def vym_round(b: Block, y: Val) -> None:
+    """y rounded once to f32 (nearest even, overflow to infinity), then flushed (S9): results
+    below 2^-126 never go through a hardware conversion (ftz conversions may differ)"""
+    a = b.let(select(y.lt(0.0), -y, y), "a")
+    with b.if_(y.eq(0.0)):                       # keeps the zero's sign
+        b.ret(y.to(F32))
+    with b.if_(a.lt(2.0 ** -126)):
+        r = b.let(select(a.ge(float.fromhex('0x1.fffffep-127')), f32(2.0 ** -126), f32(0.0)), "r")
+        b.ret(select(y.lt(0.0), -r, r))
+    b.ret(y.to(F32))
+
+
+def _hard_table(name: str, k: int) -> Table:
+    return table(f"vym_h{'kv'[k]}_{name}", U32, lambda: [c[k] for c in hard_cases().get(name, [])])
+
+
+def finisher(name: str) -> Function:
+    """The finishing function of one op: round the double, unless it lies within DEVICE_EPS
+    of a rounding boundary (tested on its bits); then the hard-case table decides: an input
+    in it gets the table's result, any other rounds its double (its exact value is farther
+    than 2^-47 from every boundary, so the double rounds the same way)."""
+    keys, vals = _hard_table(name, 0), _hard_table(name, 1)
+
+    def build(b: Block, y: Val, xb: Val) -> None:
+        n = len(hard_cases().get(name, []))
+        if n == 0:
+            b.ret(vym_round(y))
+            return
+        # a normal result whose low 29 bits (of the 52 an f32 drops) are more than DEVICE_EPS |y|
+        # (under 32 of their units) from the half-way pattern rounds as the exact value does
+        ay = b.let(select(y.lt(0.0), -y, y), "ay")
+        h = b.let((y.lo() & 0x1FFFFFFF).to(I32) - 0x10000000, "h")
+        with b.if_(ay.ge(2.0 ** -126) & (h.gt(40) | h.lt(-40))):
+            b.ret(y.to(F32))
+        a = i32(0)                               # loop-free binary search of the sorted inputs
+        for k in reversed(range(n.bit_length())):
+            up = a + (1 << k)
+            t = b.let(select(up.lt(n - 1), up, i32(n - 1)), "t")
+            a = b.let(select(keys[t].le(xb), t, a), "a")
+        b.ret(select(keys[a].eq(xb), vals[a].bits(), vym_round(y)))
+
+    return Function(f"vym_finish_{name}", F32, (("y", F64), ("xb", U32)), build)
+
+
+# ---- e^x, 2^x, e^x - 1 -------------------------------------------------------------------------
+# x = (k/64) ln 2 + r, |r| <= ln2/128, 2^(j/64) from a table, degree-6 Taylor polynomial
+# (truncation < 2^-60); about 2^-51 relative error.
+with mpmath.workprec(200):
+    _LN2 = mpmath.log(2)
+    _LN2_64_HI, _LN2_64_LO = _split(_LN2 / 64, 38)   # k * hi exact for |k| < 2^15
+    _EXP_C = [float(1 / mpmath.factorial(i)) for i in range(7)]
+    _EXP2_C = [float(_LN2 ** i / mpmath.factorial(i)) for i in range(7)]
+    _EM1_C = [float(1 / mpmath.factorial(i)) for i in range(1, 17)]
+    _INV_LN2_64 = float(64 / _LN2)
+
+EXP_T = table("vym_exp_t", F64, lambda: [float(mpmath.power(2, mpmath.mpf(j) / 64)) for j in range(64)])
+
+
+@function(F64, ki=I32, p=F64)
+def vym_scale(b: Block, ki: Val, p: Val) -> None:
+    """2^(k/64) * p for an integer |k| < 2^15"""
+    j = b.let(ki & 63, "j")
+    b.ret(vym_pow2i((ki - j) / 64) * (EXP_T[j] * p))
+
+
+@function(F64, x=F64)
+def vym_exp_d(b: Block, x: Val) -> None:
+    """e^x for -160 < x < 100"""
+    s = b.let(x * _INV_LN2_64 + MAGIC, "s")   # k = nearest integer (even on ties), in s's low bits
+    k = b.let(s - MAGIC, "k")
+    r = b.let((x - k * _LN2_64_HI) - k * _LN2_64_LO, "r")
+    b.ret(vym_scale(s.lo().to(I32), horner(r, _EXP_C)))
+
+
+@function(F64, x=F64)
+def vym_exp2_d(b: Block, x: Val) -> None:
+    """2^x for an f32 x, -160 < x < 160 (x * 64 and its fraction are exact)"""
+    t = b.let(x * 64.0, "t")
+    s = b.let(t + MAGIC, "s")
+    r = b.let((t - (s - MAGIC)) * 2.0 ** -6, "r")
+    b.ret(vym_scale(s.lo().to(I32), horner(r, _EXP2_C)))
+
+
+@function(F64, y=F64)
+def vym_expm1_d(b: Block, y: Val) -> None:
+    """e^y - 1 for -160 < y < 100 (Taylor on |y| < 1/2, where exp would cancel)"""
+    with b.if_(y.gt(-0.5) & y.lt(0.5)):
+        b.ret(y * horner(y, _EM1_C))
+    b.ret(vym_exp_d(y) - 1.0)
+
+
+# ---- ln, log2, ln(1 + x) ---------------------------------------------------------------------
+# ln x = e ln2 - ln c_i + ln(1 + z), z = m c_i - 1 exact (c_i an f32 near 1/m on the mantissa's
+# top 7 bits), |z| < 2^-7, degree-8 series; c_0 = 1 and c_127 = 1/2 make x next to 1
+# exact-relative. About 2^-51 relative.
+@functools.cache
+def _log_tables() -> tuple[list[float], list[float], list[float]]:
+    c, lc_hi, lc_lo = [], [], []
+    with mpmath.workprec(200):
+        for i in range(128):
+            ci = 1.0 if i == 0 else 0.5 if i == 127 else _f32(1 / (1 + (mpmath.mpf(i) + 0.5) / 128))
+            v = -mpmath.log(ci) - (_LN2 if i >= 53 else 0)
+            h, lo = _split(v, 53)
+            c.append(ci)
+            lc_hi.append(h)
+            lc_lo.append(lo)
+    return c, lc_hi, lc_lo
+
+
+LOG_C = table("vym_log_c", F64, lambda: _log_tables()[0])
+LOG_H = table("vym_log_h", F64, lambda: _log_tables()[1])
+LOG_L = table("vym_log_l", F64, lambda: _log_tables()[2])
+with mpmath.workprec(200):
+    _L2HI, _L2LO = _split(_LN2, 44)
+    _LOG_SERIES = [float(mpmath.mpf((-1) ** (i + 1)) / i) for i in range(2, 9)]
+    _INV_LN2 = float(1 / _LN2)
+
+
+@function(F64, z=F64)
+def vym_log1p_s(b: Block, z: Val) -> None:
+    """ln(1 + z) for |z| < 2^-7"""
+    b.ret(z + z * z * horner(z, _LOG_SERIES))
+
+
+@function((F64, I32, F64), x=F32)
+def vym_log_parts(b: Block, x: Val) -> None:
+    """ln(x) = e' ln2 + h + lo for a positive normal f32 x: (h, e', lo)"""
+    bx = b.let(x.bits(), "b")
+    i = b.let((bx >> 16) & 127, "i")
+    e = b.let((bx >> 23).to(I32) - 127 + select(i.ge(53), i32(1), i32(0)), "e")
+    m = b.let(((bx & 0x007FFFFF) | 0x3F800000).bits().to(F64), "m")
+    z = b.let(m * LOG_C[i] - 1.0, "z")
+    p = b.let(vym_log1p_s(z), "p")
+    b.ret(LOG_H[i], e, p + LOG_L[i])
+
+
+@function(F64, x=F32)
+def vym_log_d(b: Block, x: Val) -> None:
+    h, e, lo = b.let(vym_log_parts(x), "lp")
+    b.ret((e.to(F64) * _L2HI + h) + (e.to(F64) * _L2LO + lo))
+
+
+@function(F64, u=F64)
+def vym_log_dd(b: Block, u: Val) -> None:
+    """ln(u) for a positive normal double u: m split in 24 + 29 bits so m c_i - 1 stays exact"""
+    bh = b.let(u.hi(), "bh")
+    i = b.let((bh >> 13) & 127, "i")
+    e = b.let((bh >> 20).to(I32) - 1023 + select(i.ge(53), i32(1), i32(0)), "e")
+    m = b.let(pair(F64, (bh & 0x000FFFFF) | 0x3FF00000, u.lo()), "m")
+    mh = b.let(pair(F64, m.hi(), m.lo() & 0xE0000000), "mh")
+    c = b.let(LOG_C[i], "c")
+    z = b.let((mh * c - 1.0) + (m - mh) * c, "z")
+    b.ret((e.to(F64) * _L2HI + LOG_H[i]) + (e.to(F64) * _L2LO + (vym_log1p_s(z) + LOG_L[i])))
+
+
+@function(F64, x=F32)
+def vym_log2_d(b: Block, x: Val) -> None:
+    h, e, lo = b.let(vym_log_parts(x), "lp")
+    b.ret(e.to(F64) + (h + lo) * _INV_LN2)
+
+
+# ---- sin, cos, tan ---------------------------------------------------------------------------
+# r = x - q pi/2 exactly reduced (|x| < pi/4: r = x; else Payne-Hanek on 192 bits of 2/pi),
+# Taylor polynomials on |r| <= pi/4 (truncation < 2^-54).
+@functools.cache
+def _two_over_pi() -> list[int]:
+    with mpmath.workprec(600):
+        words = [0]                              # one zero word: windows may start before bit 1
+        f = 2 / mpmath.pi
+        for _ in range(12):
+            f *= 2 ** 32
+            w = int(mpmath.floor(f))
+            words.append(w)
+            f -= w
+    return words
+
+
+TWO_OPI = table("vym_2opi", U32, _two_over_pi)
+with mpmath.workprec(600):
+    _PIO2 = float(mpmath.pi / 2)
+    _SIN_C = [float(mpmath.mpf((-1) ** k) / mpmath.factorial(2 * k + 1)) for k in range(1, 8)]
+    _COS_C = [float(mpmath.mpf((-1) ** k) / mpmath.factorial(2 * k)) for k in range(1, 9)]
+_QUARTER_PI_F32 = _f32(0.785398)
+
+
+@function(U64, g=I32)
+def vym_2opi_w(b: Block, g: Val) -> None:
+    """bits g .. g+63 of the padded 2/pi stream"""
+    k = b.let(g >> 5, "k")
+    sh = b.let((g & 31).to(U32), "sh")
+    w0, w1, w2 = TWO_OPI[k], TWO_OPI[k + 1], TWO_OPI[k + 2]
+    # w >> (32 - sh) as (w >> 1) >> (31 - sh): 0 when sh = 0
+    hi = (w0 << sh) | ((w1 >> 1) >> (31 - sh))
+    lo = (w1 << sh) | ((w2 >> 1) >> (31 - sh))
+    b.ret(pair(U64, hi, lo))
+
+
+@function((F64, I32), ax=F32)
+def vym_reduce(b: Block, ax: Val) -> None:
+    """|x| = q pi/2 + r, |r| <= pi/4 (+ a rounding), for a finite |x|: (r, q)"""
+    with b.if_(ax.lt(_QUARTER_PI_F32)):
+        b.ret(ax.to(F64), i32(0))
+    bx = b.let(ax.bits(), "b")
+    e = b.let((bx >> 23).to(I32) - 150, "e")                     # ax = m 2^e, m a 24-bit integer
+    m = b.let(((bx & 0x007FFFFF) | 0x00800000).to(U64), "m")
+    g = b.let(e - 2 + 32, "g")                                   # bit b_(e-1) of 2/pi, after the pad word
+    w0 = b.let(vym_2opi_w(g), "w0")
+    w1 = b.let(vym_2opi_w(g + 64), "w1")
+    w2 = b.let(vym_2opi_w(g + 128), "w2")
+    # P = m (w0 w1 w2); x 2/pi mod 4 = P 2^-190: bits 191..64 of P
+    h2 = b.let(mulhi(m, w2), "h2")
+    l1 = b.let(m * w1, "l1")
+    h1 = b.let(mulhi(m, w1), "h1")
+    l0 = b.let(m * w0, "l0")
+    p1 = b.let(h2 + l1, "p1")
+    p2 = b.let(h1 + l0 + select(p1.lt(h2), u64(1), u64(0)), "p2")
+    quad = b.var((p2 >> 62).to(U32).to(I32), "quad")
+    fh = b.var((p2 << 2) | (p1 >> 62), "fh")                     # fraction, 128 bits
+    fl = b.var(p1 << 2, "fl")
+    sgn = b.var(f64(1.0), "sgn")
+    with b.if_((fh >> 63).ne(0)):                                # fraction >= 1/2: next quadrant, negative r
+        b.set(quad, quad + 1)
+        b.set(sgn, -1.0)
+        b.set(fh, ~fh)
+        b.set(fl, ~fl + 1)
+        with b.if_(fl.eq(0)):
+            b.set(fh, fh + 1)
+    n = b.var(i32(0), "n")
+    with b.if_(fh.eq(0)):
+        b.set(fh, fl)
+        b.set(fl, 0)
+        b.set(n, 64)
+    s = b.let(clz(fh).to(I32), "s")
+    with b.if_(s.gt(0)):
+        b.set(fh, (fh << s) | (fl >> (64 - s)))
+    b.ret(sgn * (fh.to(F64) * vym_pow2i(-64 - n - s)) * _PIO2, quad & 3)
+
+
+@function(F64, r=F64)
+def vym_sin_p(b: Block, r: Val) -> None:
+    z = b.let(r * r, "z")
+    b.ret(r + r * z * horner(z, _SIN_C))
+
+
+@function(F64, r=F64)
+def vym_cos_p(b: Block, r: Val) -> None:
+    z = b.let(r * r, "z")
+    b.ret(1.0 + z * horner(z, _COS_C))
+
+
+@function(F64, x=F32)
+def vym_sin_y(b: Block, x: Val) -> None:
+    r, q = b.let(vym_reduce(fabs(x)), "rq")
+    y = b.choose((q & 1).ne(0), lambda: vym_cos_p(r), lambda: vym_sin_p(r), "y")
+    with b.if_((q & 2).ne(0)):
+        b.set(y, -y)
+    b.ret(select(negative(x), -y, y))
+
+
+@function(F64, x=F32)
+def vym_cos_y(b: Block, x: Val) -> None:
+    r, q0 = b.let(vym_reduce(fabs(x)), "rq")
+    q = b.let((q0 + 1) & 3, "q")
+    y = b.choose((q & 1).ne(0), lambda: vym_cos_p(r), lambda: vym_sin_p(r), "y")
+    b.ret(select((q & 2).ne(0), -y, y))
+
+
+@function(F64, x=F32)
+def vym_tan_y(b: Block, x: Val) -> None:
+    r, q = b.let(vym_reduce(fabs(x)), "rq")
+    s = b.let(vym_sin_p(r), "s")
+    c = b.let(vym_cos_p(r), "c")
+    odd = b.let((q & 1).ne(0), "odd")
+    # odd: -c / s, else s / c (one division either way)
+    y = b.let(select(odd, -c, s) / select(odd, s, c), "y")
+    b.ret(select(negative(x), -y, y))
+
+
+# ---- tanh, sinh, cosh, expm1, log1p ------------------------------------------------------------
+@function(F64, x=F32)
+def vym_tanh_y(b: Block, x: Val) -> None:
+    ax = b.let(fabs(x), "ax")
+
+    def small() -> Val:
+        e = b.let(vym_expm1_d(2.0 * ax.to(F64)), "e")
+        return e / (e + 2.0)
+
+    y = b.choose(ax.ge(10.0), lambda: f64(1.0), small, "y")
+    b.ret(select(negative(x), -y, y))
+
+
+@function(F64, x=F32)
+def vym_sinh_y(b: Block, x: Val) -> None:
+    a = b.let(fabs(x).to(F64), "a")
+    e = b.let(vym_expm1_d(a), "e")
+    y = b.let(0.5 * (e + e / (e + 1.0)), "y")
+    b.ret(select(negative(x), -y, y))
+
+
+@function(F64, x=F32)
+def vym_cosh_y(b: Block, x: Val) -> None:
+    e = b.let(vym_exp_d(fabs(x).to(F64)), "e")
+    b.ret(0.5 * (e + 1.0 / e))
+
+
+@function(F64, x=F32)
+def vym_expm1_y(b: Block, x: Val) -> None:
+    b.ret(b.choose(x.lt(-110.0), lambda: f64(-1.0), lambda: vym_expm1_d(x.to(F64)), "y"))
+
+
+@function(F64, x=F32)
+def vym_log1p_y(b: Block, x: Val) -> None:
+    d = b.let(x.to(F64), "d")
+    with b.if_(d.gt(-2.0 ** -7) & d.lt(2.0 ** -7)):
+        b.ret(vym_log1p_s(d))
+    b.ret(vym_log_dd(1.0 + d))                   # 1 + d exact below 2^52 (above: harmless)
+
+
+# ---- atan, asin, acos --------------------------------------------------------------------------
+# atan(v) = atan(k/64) + atan(t), t = (v - k/64) / (1 + v k/64), |t| <= 1/128, for 0 <= v <= 1
+# (v - k/64 exact); |x| > 1 through pi/2 - atan(1/|x|). Series through t^9 (truncation
+# < 2^-66); about 2^-51 relative.
+@functools.cache
+def _atan_parts() -> list[tuple[float, float]]:
+    with mpmath.workprec(200):
+        return [_split(mpmath.atan(mpmath.mpf(k) / 64), 53) for k in range(65)]
+
+
+ATAN_H = table("vym_atan_h", F64, lambda: [h for h, _ in _atan_parts()])
+ATAN_L = table("vym_atan_l", F64, lambda: [lo for _, lo in _atan_parts()])
+with mpmath.workprec(200):
+    _ATAN_SERIES = [float(mpmath.mpf((-1) ** k) / (2 * k + 1)) for k in range(1, 5)]
+    _PIO2_HI, _PIO2_LO = _split(mpmath.pi / 2, 53)
+
+
+@function(F64, x=F64)
+def vym_atan_d(b: Block, x: Val) -> None:
+    """any double, infinities included"""
+    a = b.let(select(x.lt(0.0), -x, x), "a")
+    inv = b.let(a.gt(1.0), "inv")
+    v = b.choose(inv, lambda: 1.0 / a, lambda: a, "v")
+    s = b.let(v * 64.0 + MAGIC, "s")                            # nearest integer k, in s's low bits
+    c = b.let((s - MAGIC) * 2.0 ** -6, "c")
+    t = b.let((v - c) / (1.0 + v * c), "t")
+    z = b.let(t * t, "z")
+    k0 = b.let(s.lo().to(I32), "ki")
+    ki = b.let(select(k0.lt(0), i32(0), select(k0.gt(64), i32(64), k0)), "ki")   # 0..64
+    r = b.var(ATAN_H[ki] + ((t + t * z * horner(z, _ATAN_SERIES)) + ATAN_L[ki]), "r")
+    with b.if_(inv):
+        b.set(r, (_PIO2_HI - r) + _PIO2_LO)
+    b.ret(select(x.lt(0.0), -r, r))
+
+
+@function(F64, x=F32)
+def vym_atan_y(b: Block, x: Val) -> None:
+    b.ret(vym_atan_d(x.to(F64)))
+
+
+@function(F64, x=F32)
+def vym_asin_y(b: Block, x: Val) -> None:
+    """atan(x / sqrt((1 - x)(1 + x))); +-1: +-pi/2"""
+    d = b.let(x.to(F64), "d")
+    b.ret(vym_atan_d(d / sqrt((1.0 - d) * (1.0 + d))))
+
+
+@function(F64, x=F32)
+def vym_acos_y(b: Block, x: Val) -> None:
+    """2 atan(sqrt((1 - x) / (1 + x))); -1: pi"""
+    d = b.let(x.to(F64), "d")
+    b.ret(2.0 * vym_atan_d(sqrt((1.0 - d) / (1.0 + d))))
+
+
+# ---- cbrt, erf ---------------------------------------------------------------------------------
+@function(F64, x=F32)
+def vym_cbrt_y(b: Block, x: Val) -> None:
+    """x normal, nonzero: m 2^(3q + r), Newton on [1, 8)"""
+    bx = b.let(x.bits() & 0x7FFFFFFF, "b")
+    e = b.let((bx >> 23).to(I32) - 127, "e")
+    q = b.let(select(e.ge(0), e, e - 2) / 3, "q")
+    r = b.let(e - 3 * q, "r")
+    vf = b.let(((bx & 0x007FFFFF) | 0x3F800000) + (r.to(U32) << 23), "vf")   # bits of m 2^r (exact)
+    v = b.let(vf.bits().to(F64), "v")
+    y = b.var((vf / 3 + 0x2A5137A0).bits().to(F64), "y")                   # within about 6%
+    for _ in range(4):
+        b.set(y, y - (y * y * y - v) / (3.0 * y * y))
+    b.set(y, y * vym_pow2i(q))
+    b.ret(select(negative(x), -y, y))
+
+
+# erf(a), 0 <= a < 6: odd series below 1/16; else the degree-12 Taylor polynomial of erf at the
+# centre c of a's 1/16-wide interval (mpmath's coefficients), d = a - c exact, |d| <= 1/32
+# (truncation < 2^-58 relative).
+_ERF_DEG = 12
+
+
+@functools.cache
+def _erf_rows() -> list[float]:
+    deg = _ERF_DEG
+    rows = []
+    with mpmath.workprec(80):
+        for k in range(96):
+            c = (mpmath.mpf(k) + 0.5) / 16
+            g = 2 / mpmath.sqrt(mpmath.pi) * mpmath.exp(-c * c)   # erf^(n) = g (-1)^(n-1) H_(n-1)
+            h = [mpmath.mpf(1), 2 * c]                             # Hermite: H_(n+1) = 2c H_n - 2n H_(n-1)
+            while len(h) < deg:
+                h.append(2 * c * h[-1] - 2 * (len(h) - 1) * h[-2])
+            rows.append(float(mpmath.erf(c)))
+            rows.extend(float(g * (-1) ** (n - 1) * h[n - 1] / mpmath.factorial(n)) for n in range(1, deg + 1))
+    return rows
+
+
+ERF_T = table("vym_erf_t", F64, _erf_rows)
+with mpmath.workprec(80):
+    _ERF_S0 = [float(2 / mpmath.sqrt(mpmath.pi) * mpmath.mpf(-1) ** n / (mpmath.factorial(n) * (2 * n + 1)))
+               for n in range(7)]
+
+
+@function(F64, a=F64)
+def vym_erf_d(b: Block, a: Val) -> None:
+    with b.if_(a.lt(0.0625)):
+        z = b.let(a * a, "z")
+        b.ret(a * horner(z, _ERF_S0))
+    k0 = b.let((a * 16.0).to(I32), "k")
+    k = b.let(select(k0.gt(95), i32(95), k0), "k")
+    d = b.let(a - (k.to(F64) + 0.5) * 0.0625, "d")
+    o = b.let(k * (_ERF_DEG + 1), "o")
+    b.ret(horner(d, [ERF_T[o + i] for i in range(_ERF_DEG + 1)]))
+
+
+@function(F64, x=F32)
+def vym_erf_y(b: Block, x: Val) -> None:
+    ax = b.let(fabs(x), "ax")
+    y = b.choose(ax.ge(6.0), lambda: f64(1.0), lambda: vym_erf_d(ax.to(F64)), "y")   # 1 - erf(6) < 2^-55
+    b.ret(select(negative(x), -y, y))
+
+
+# ---- the entry points ----------------------------------------------------------------------
+def _entry(name: str, core: Function, special) -> Function:
+    """``vym_<name>(x)``: the special values (``special(b, x)`` returns early), then the
+    finishing function of the core's double."""
+    fin = finisher(name)
+
+    def build(b: Block, x: Val) -> None:
+        special(b, x)
+        b.ret(fin(core(x), x.bits()))
+
+    return Function(f"vym_{name}", F32, (("x", F32),), build)
+
+
+def _keep_zero(b: Block, x: Val) -> None:
+    with b.if_(x.eq(0.0)):                       # keeps the zero's sign
+        b.ret(x)
+
+
+def _nan_if(b: Block, cond: Val) -> None:
+    with b.if_(cond):
+        b.ret(fbits(NAN))
+
+
+def _exp_special(b: Block, x: Val) -> None:
+    _nan_if(b, is_nan(x))
+    with b.if_(x.gt(100.0)):
+        b.ret(fbits(INF))
+    with b.if_(x.lt(-110.0)):
+        b.ret(f32(0.0))
+
+
+def _exp2_special(b: Block, x: Val) -> None:
+    _nan_if(b, is_nan(x))
+    with b.if_(x.ge(128.0)):
+        b.ret(fbits(INF))
+    with b.if_(x.lt(-152.0)):
+        b.ret(f32(0.0))
+
+
+def _log_special(b: Block, x: Val) -> None:
+    _nan_if(b, is_nan(x) | x.lt(0.0))
+    with b.if_(x.eq(0.0)):
+        b.ret(fbits(NEG_INF))
+    with b.if_(is_inf(x)):
+        b.ret(x)
+
+
+def _trig_special(b: Block, x: Val) -> None:
+    _nan_if(b, is_nan(x) | is_inf(x))
+
+
+def _tanh_special(b: Block, x: Val) -> None:
+    _nan_if(b, is_nan(x))
+
+
+def _sinh_special(b: Block, x: Val) -> None:
+    _keep_zero(b, x)
+    _nan_if(b, is_nan(x))
+    with b.if_(fabs(x).ge(90.0)):
+        b.ret(((x.bits() & 0x80000000) | INF).bits())
+
+
+def _cosh_special(b: Block, x: Val) -> None:
+    _nan_if(b, is_nan(x))
+    with b.if_(fabs(x).ge(90.0)):
+        b.ret(fbits(INF))
+
+
+def _expm1_special(b: Block, x: Val) -> None:
+    _keep_zero(b, x)
+    _nan_if(b, is_nan(x))
+    with b.if_(x.gt(100.0)):
+        b.ret(fbits(INF))
+
+
+def _log1p_special(b: Block, x: Val) -> None:
+    _keep_zero(b, x)
+    _nan_if(b, is_nan(x) | x.lt(-1.0))
+    with b.if_(x.eq(-1.0)):
+        b.ret(fbits(NEG_INF))
+    with b.if_(is_inf(x)):
+        b.ret(x)
+
+
+def _atan_special(b: Block, x: Val) -> None:
+    _keep_zero(b, x)
+    _nan_if(b, is_nan(x))
+
+
+def _asin_special(b: Block, x: Val) -> None:
+    _keep_zero(b, x)
+    _nan_if(b, is_nan(x) | x.gt(1.0) | x.lt(-1.0))
+
+
+def _acos_special(b: Block, x: Val) -> None:
+    _nan_if(b, is_nan(x) | x.gt(1.0) | x.lt(-1.0))
+
+
+def _cbrt_special(b: Block, x: Val) -> None:
+    _nan_if(b, is_nan(x))
+    with b.if_(x.eq(0.0) | is_inf(x)):
+        b.ret(x)
+
+
+# name -> (the double it rounds, the special values)
+_ENTRIES = {
+    "exp": (vym_exp_d, _exp_special), "exp2": (vym_exp2_d, _exp2_special),
+    "log": (vym_log_d, _log_special), "log2": (vym_log2_d, _log_special),
+    "sin": (vym_sin_y, _trig_special), "cos": (vym_cos_y, _trig_special), "tan": (vym_tan_y, _trig_special),
+    "tanh": (vym_tanh_y, _tanh_special), "sinh": (vym_sinh_y, _sinh_special),
+    "cosh": (vym_cosh_y, _cosh_special), "expm1": (vym_expm1_y, _expm1_special),
+    "log1p": (vym_log1p_y, _log1p_special), "atan": (vym_atan_y, _atan_special),
+    "asin": (vym_asin_y, _asin_special), "acos": (vym_acos_y, _acos_special),
+    "cbrt": (vym_cbrt_y, _cbrt_special), "erf": (vym_erf_y, _atan_special),
+}
+
+
+def _core_of(name: str, core: Function) -> Function:
+    """exp/exp2 round their core of (double)x: a one-line wrapper keeps the entry uniform."""
+    if core.params[0][1] is F32:
+        return core
+
+    def build(b: Block, x: Val) -> None:
+        b.ret(core(x.to(F64)))
+
+    return Function(f"vym_{name}_y", F64, (("x", F32),), build)
+
+
+ENTRY: dict[str, Function] = {name: _entry(name, _core_of(name, core), special)
+                              for name, (core, special) in _ENTRIES.items()}
+
+
+@function(F32, x=F32, y=F32)
+def vym_hypot(b: Block, x: Val, y: Val) -> None:
+    """sqrt(x^2 + y^2): squares exact, their sum s + e exact (two-sum), sqrt within 2^-52;
+    near a rounding boundary the exact sum decides against the boundary's square (exact too)"""
+    with b.if_(is_inf(x) | is_inf(y)):
+        b.ret(fbits(INF))
+    _nan_if(b, is_nan(x) | is_nan(y))
+    a = b.let(x.to(F64), "a")
+    c = b.let(y.to(F64), "b")
+    p = b.let(a * a, "p")
+    q = b.let(c * c, "q")
+    s = b.let(p + q, "s")
+    bb = b.let(s - p, "bb")
+    e = b.let((p - (s - bb)) + (q - bb), "e")
+    r = b.let(sqrt(s), "r")
+    with b.if_(r.eq(0.0)):
+        b.ret(f32(0.0))
+    with b.if_(r.ge(2.0 ** 128)):
+        b.ret(fbits(INF))
+    h = b.let((r.lo() & 0x1FFFFFFF).to(I32) - 0x10000000, "h")
+    with b.if_(h.gt(40) | h.lt(-40)):              # r >= max(|x|, |y|) >= 2^-126
+        b.ret(r.to(F32))
+    fb = b.let(r.to(F32).bits(), "fb")
+    fv = b.let(select(fb.eq(INF), f64(2.0 ** 128), fb.bits().to(F64)), "fv")
+    ob = b.let(select(r.ge(fv), fb + 1, fb - 1), "ob")
+    ov = b.let(select(ob.eq(INF), f64(2.0 ** 128), ob.bits().to(F64)), "ov")
+    m = b.let(0.5 * (fv + ov), "m")                # the boundary: 25 bits, m * m exact
+    d = b.let((s - m * m) + e, "d")                # sign of (x^2 + y^2 - m^2), exactly
+    lo = b.let(select(fb.lt(ob), fb, ob), "lo")
+    hi = b.let(select(fb.lt(ob), ob, fb), "hi")
+    b.ret(select(d.gt(0.0), hi, select(d.lt(0.0), lo, select((lo & 1).ne(0), hi, lo))).bits())
