@@ -427,11 +427,37 @@ def vym_atan2_acc(b: Block, n: Val, d: Val) -> None:
     b.ret(ah, al)
 
 
+def _pi_parts() -> tuple[tuple[float, float], tuple[float, float]]:
+    k = _atan2_constants()
+    return k["pi2"], k["pi"]
+
+
+@function(F64, n=F64, d=F64, sw=BOOL, xneg=BOOL)
+def vym_atan2_fast(b: Block, n: Val, d: Val, sw: Val, xneg: Val) -> None:
+    """|atan2(y, x)| within ATAN2_EPS_FAST, from n = min(|x|, |y|), d = max(|x|, |y|) (f32 values,
+    0 < n <= d), sw = |y| > |x| and xneg = x < 0"""
+    (pi2h, pi2l), (pih, pil) = _pi_parts()
+    a0 = b.let(vym_atan_d(n / d), "a0")                           # in [0, pi/4]
+    a1 = b.let(select(sw, (pi2h - a0) + pi2l, a0), "a1")          # pi/2 - a0 >= pi/4
+    b.ret(select(xneg, (pih - a1) + pil, a1))                     # pi - a1 >= pi/2
+
+
+@function((F64, F64), n=F64, d=F64, sw=BOOL, xneg=BOOL)
+def vym_atan2_dd(b: Block, n: Val, d: Val, sw: Val, xneg: Val) -> None:
+    """|atan2(y, x)| as a double-double within ATAN2_EPS_ACC (arguments as vym_atan2_fast)"""
+    (pi2h, pi2l), (pih, pil) = _pi_parts()
+    h0, l0 = b.let(vym_atan2_acc(n, d), "a0")
+    hs, ls = b.let(vym_dd_add(f64(pi2h), f64(pi2l), -h0, -l0), "a1")
+    h1 = b.let(select(sw, hs, h0), "h1")
+    l1 = b.let(select(sw, ls, l0), "l1")
+    hp, lp = b.let(vym_dd_add(f64(pih), f64(pil), -h1, -l1), "a2")
+    b.ret(select(xneg, hp, h1), select(xneg, lp, l1))
+
+
 @function(F32, y=F32, x=F32)
 def vym_atan2(b: Block, y: Val, x: Val) -> None:
     """atan2(y, x) (IEEE 754-2019 9.2 special values, docs/semantics.md S13)"""
-    k = _atan2_constants()
-    q1, q2, q3, q4 = (f32(v) for v in k["quarter"])
+    q1, q2, q3, q4 = (f32(v) for v in _atan2_constants()["quarter"])
     with b.if_(is_nan(x) | is_nan(y)):
         b.ret(fbits(NAN))
     sy = b.let(y.bits() & 0x80000000, "sy")
@@ -449,19 +475,9 @@ def vym_atan2(b: Block, y: Val, x: Val) -> None:
     sw = b.let(ay.gt(ax), "sw")
     n = b.let(select(sw, ax, ay), "n")
     d = b.let(select(sw, ay, ax), "d")
-    pi2h, pi2l = k["pi2"]
-    pih, pil = k["pi"]
-    a0 = b.let(vym_atan_d(n / d), "a0")                           # in [0, pi/4]
-    a1 = b.let(select(sw, (pi2h - a0) + pi2l, a0), "a1")
-    a = b.let(select(xneg, (pih - a1) + pil, a1), "a")
+    a = b.let(vym_atan2_fast(n, d, sw, xneg), "a")
     with b.if_(decided(b, a, ATAN2_EPS_FAST)):
         b.ret((vym_round(a).bits() | sy).bits())
-    h0, l0 = b.let(vym_atan2_acc(n, d), "acc")
-    hs, ls = b.let(vym_dd_add(f64(pi2h), f64(pi2l), -h0, -l0), "sw")
-    h1 = b.let(select(sw, hs, h0), "h1")
-    l1 = b.let(select(sw, ls, l0), "l1")
-    hp, lp = b.let(vym_dd_add(f64(pih), f64(pil), -h1, -l1), "xn")
-    h = b.let(select(xneg, hp, h1), "h")
-    lo = b.let(select(xneg, lp, l1), "lo")
+    h, lo = b.let(vym_atan2_dd(n, d, sw, xneg), "acc")
     ok, bits = b.let(vym_dd_round(h, lo, f64(ATAN2_EPS_ACC)), "dec")
     b.ret((select(ok, bits, vym_round(h).bits()) | sy).bits())
