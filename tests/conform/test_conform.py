@@ -123,3 +123,13 @@ def test_witness_sets_contain_boundary_values():
     for bits in (0x7FC00000, 0xFF800000, 0x00000001, 0x80000000):
         assert bits in w
     assert np.array_equal(w, witness_words(DataType.F32, 64, 0))
+
+
+def test_generator_emits_every_correctly_rounded_function_of_two_operands():
+    """S13: the random programs the backends are compared on use hypot, pow and atan2."""
+    from vyre.conform.generator import random_program
+    from vyre.ir import node as N
+    from vyre.ir.types import TRANSCENDENTAL
+
+    seen = {e.op for s in range(60) for e in N.program_exprs(random_program(s)[0]) if isinstance(e, E.Bin)}
+    assert {op for op in TRANSCENDENTAL if isinstance(op, BinOp)} <= seen
