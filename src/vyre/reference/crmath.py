@@ -13,6 +13,26 @@ roughly one input in a million.
 
 `flagged` exposes the rounding test itself: the hard-case search
 (`scripts/crmath_hard_cases.py`) runs it over all 2^32 inputs.
+
+pow and atan2 (two operands, `pow_`, `atan2`) use the same float64 evaluation and rounding
+test (numpy's ``power``/``arctan2``, within a few float64 ULPs); a flagged element is
+decided exactly, and why that terminates and is right:
+
+* Every rounding boundary is a dyadic rational with an odd numerator of at most 25 bits
+  (a midpoint m 2^k, the overflow threshold (2^25 - 1) 2^103, the flush threshold
+  (2^24 - 1) 2^-150). So a value that is not such a dyadic is at a positive distance from
+  every boundary, and a Ziv loop (`ziv_round`: evaluate with mpmath at p bits plus guard
+  bits, widen by 2^-p relative, stop when both ends round alike, else double p) ends with
+  the correctly rounded result.
+* atan2 of nonzero f32 values is never a dyadic rational (atan and pi - atan of a nonzero
+  rational are transcendental, by Lindemann), so the Ziv loop alone is right for it.
+* x^y for f32 values can be dyadic (x = m 2^e, m odd, |y| = s 2^f, s odd): for an integer y
+  exactly when m = 1 or y > 0 (m^y 2^(e y)); for y = ±s / 2^k exactly when m is a perfect
+  (2^k)-th power r^(2^k), 2^k divides e, and r = 1 or y > 0 (x^(1/2^k) is then rational,
+  and x^y rational implies it since gcd(s, 2^k) = 1). `pow_dyadic` decides this with Python
+  integers (k integer square roots) and returns the exact value N 2^E when N is short
+  (64 bits), which `mp_round_dyadic` rounds exactly; a longer N is no boundary either, so
+  the Ziv loop handles it with every other x^y.
 """
 
 from __future__ import annotations
