@@ -58,6 +58,15 @@ VY_FN vy_u64 vym_d2l(double d) { vy_u64 u; __builtin_memcpy(&u, &d, 8); return u
 // function; doubles are computed with basic IEEE operations only, so every target gets the same.
 """
 
+# names a local must not take in C, OpenCL C or CUDA C++ (printed with a trailing underscore)
+_RESERVED = frozenset(["auto", "bool", "break", "case", "char", "const", "constant", "continue", "default", "do", "double", "else", "enum", "extern", "false", "float", "for", "global", "goto", "half", "if", "inline", "int", "kernel", "local", "long", "private", "register", "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "true", "typedef", "uint", "ulong", "ushort", "uchar", "union", "unsigned", "void", "volatile", "while", "class", "new", "delete", "this", "template", "typename", "namespace", "operator", "private", "public", "protected", "sqrt", "exp", "log", "sin", "cos", "tan", "pow", "floor", "ceil", "trunc", "round", "min", "max", "abs", "select"])
+
+
+def name(n: str) -> str:
+    """A local's C name."""
+    return f"{n}_" if n in _RESERVED else n
+
+
 # C operator precedence (higher binds tighter)
 _BIN = {"mul": ("*", 13), "div": ("/", 13), "add": ("+", 12), "sub": ("-", 12),
         "shl": ("<<", 11), "shr": (">>", 11), "lt": ("<", 10), "le": ("<=", 10), "gt": (">", 10),
@@ -110,7 +119,7 @@ def expr(v: Val) -> tuple[str, int]:
     if op == "lit":
         return literal(v)
     if op == "ref":
-        return v.data, _PRIMARY
+        return name(v.data), _PRIMARY
     if op == "field":
         return f"{wrap(a[0], _PRIMARY)}.v{v.data}", _PRIMARY
     if op == "call":
@@ -173,9 +182,9 @@ def _stmts(stmts: list[Stmt], fn: Function, types: dict[str, Ty | Tup], depth: i
         if isinstance(s, Let):
             types[s.name] = s.value.ty
             callee = s.value.data if isinstance(s.value.ty, Tup) else None
-            out.append(f"{pad}{c_type(s.value.ty, callee)} {s.name} = {expr(s.value)[0]};")
+            out.append(f"{pad}{c_type(s.value.ty, callee)} {name(s.name)} = {expr(s.value)[0]};")
         elif isinstance(s, Set):
-            out.append(f"{pad}{s.name} = {expr(s.value)[0]};")
+            out.append(f"{pad}{name(s.name)} = {expr(s.value)[0]};")
         elif isinstance(s, If):
             out.append(f"{pad}if ({expr(s.cond)[0]}) {{")
             out.extend(_stmts(s.then, fn, types, depth + 1))
@@ -200,7 +209,7 @@ def function_source(fn: Function) -> str:
     if isinstance(fn.result, Tup):
         fields = " ".join(f"{CT[t]} v{k};" for k, t in enumerate(fn.result.types))
         head += f"typedef struct {{ {fields} }} {fn.name}_r;\n"
-    params = ", ".join(f"{CT[t]} {n}" for n, t in fn.params)
+    params = ", ".join(f"{CT[t]} {name(n)}" for n, t in fn.params)
     lines = [f"{head}VY_FN {c_type(fn.result, fn)} {fn.name}({params}) {{",
              *_stmts(fn.body, fn, dict(fn.params), 1), "}"]
     return "\n".join(lines)

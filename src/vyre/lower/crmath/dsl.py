@@ -47,7 +47,7 @@ the requested ones reach, callees first (`closure`). Loops are deliberately abse
 generated code is loop-free (lavapipe limits the loop trips of an invocation).
 
 ``soft=True`` marks a function written with 32-bit operations only (u32/i32/bool plus
-``hi``/``lo``/`pair` and calls of other such functions): the WGSL printer implements the
+``hi``/``lo``/`pair`, `select` and calls of other such functions): the WGSL printer implements the
 64-bit operations with them, so they may not use a 64-bit operation themselves.
 """
 
@@ -516,7 +516,7 @@ def _check_soft(v: Val) -> None:
         raise TypeError(f"{_BUILDING[-1].name} is soft: it may call only soft functions, not {v.data.name}")
     if v.op == "bits" and v.ty in (F32, U32):
         return
-    if v.op not in ("ref", "field", "call", "hi", "lo", "pair"):
+    if v.op not in ("ref", "field", "call", "hi", "lo", "pair", "select"):
         tys = [v.ty, *(a.ty for a in v.args)]
         if any(isinstance(t, Ty) and t not in SOFT_OK for t in tys):
             raise TypeError(f"{_BUILDING[-1].name} is soft: {v.op} on {v.ty} is a 64-bit operation")
