@@ -286,11 +286,14 @@ def vym_pow_acc(b: Block, e: Val, i: Val, r: Val, y: Val) -> None:
 @function((BOOL, F64), x=F32, y=F32)
 def vym_pow_exact(b: Block, x: Val, y: Val) -> None:
     """(whether x^y is an odd multiple of a power of two with at most 26 significant bits,
-    its value) for a positive normal f32 x and a finite y with x^y within [2^-131, 2^130].
-    Every rounding boundary is such a number; a power of two never is one, and x^y is one
-    only for y = n / 2^k with n <= 15, k <= 3 (x = m 2^e with m odd: x^y dyadic needs
-    m = r^(2^k), so r < 2^(24 / 2^k), and r^n < 2^26 with r >= 3). x^(1/2^k) is taken by k
-    exact square roots (each checked: w = s^2 exactly), then r^n by exact products."""
+    its value) for a positive normal f32 x and a finite f32 y. Every rounding boundary is
+    such a number; a power of two never is one, and x^y is one only for y = n / 2^k with
+    n <= 15, k <= 3 (x = m 2^e with m odd: x^y dyadic needs m = r^(2^k), so r < 2^(24 / 2^k),
+    and r^n < 2^26 with r >= 3). x^(1/2^k) is taken by k square roots, each checked exact
+    (an exact root has at most 12 significant bits: with at most 26, s s is exact and must
+    equal w); then r^n = r^(n & 1) r^(n & 2) r^(n & 4) r^(n & 8), exact when below 2^26
+    (every factor and partial product is at most r^n), and at least 2^26 when r^n is (an odd
+    r^n > 2^26 is not lost to 4 roundings)."""
     y8 = b.let((y.to(F64) * 8.0), "y8")
     ok0 = b.let(y8.ge(1.0) & y8.le(120.0), "ok0")
     n8 = b.let(select(ok0, y8, f64(1.0)).to(I32), "n8")
@@ -303,9 +306,9 @@ def vym_pow_exact(b: Block, x: Val, y: Val) -> None:
     w = b.var(x.to(F64), "w")
     for step in (1, 2, 3):                                       # w = x^(1/2^k), exactly or not ok
         s = b.let(sqrt(w), "s")
-        p, pe = b.let(vym_two_prod(s, s), "sq")
+        exact = (s.lo() & 0x07FFFFFF).eq(0) & (s * s).eq(w)
         active = b.let(k.ge(step), "act")
-        b.set(ok, ok & (~active | (p.eq(w) & pe.eq(0.0))))
+        b.set(ok, ok & (~active | exact))
         b.set(w, select(active, s, w))
     # w = r 2^c, r odd (w has at most 24 significant bits)
     wb = b.let(w.bits(), "wb")
@@ -314,15 +317,13 @@ def vym_pow_exact(b: Block, x: Val, y: Val) -> None:
     t = b.let((31 - clz(low)).to(I32), "tzw")
     r = b.let((mw >> t.to(U32)).to(F64), "r")
     c = b.let((wb.hi() >> 20).to(I32) - 1023 - 23 + t, "c")
-    q = b.var(f64(1.0), "q")                                      # r^n, exact while below 2^26
-    for j in range(1, 16):
-        nq = b.let(q * r, "nq")
-        use = b.let(n.ge(j), "use")
-        b.set(ok, ok & (~use | nq.lt(2.0 ** 26)))
-        b.set(q, select(use & nq.lt(2.0 ** 26), nq, q))
-    ok = b.let(ok & r.gt(1.0), "okr")
+    r2 = b.let(r * r, "r2")
+    r4 = b.let(r2 * r2, "r4")
+    q = b.let(select((n & 1).ne(0), r, f64(1.0)) * select((n & 2).ne(0), r2, f64(1.0))
+              * select((n & 4).ne(0), r4, f64(1.0)) * select((n & 8).ne(0), r4 * r4, f64(1.0)), "q")
     ce = b.let(select(ok, c * n, i32(0)), "ce")
-    b.ret(ok & ce.gt(-1000) & ce.lt(1000), q * vym_pow2i(select(ce.gt(-1000) & ce.lt(1000), ce, i32(0))))
+    okf = b.let(ok & r.gt(1.0) & q.lt(2.0 ** 26) & ce.gt(-1000) & ce.lt(1000), "okf")
+    b.ret(okf, q * vym_pow2i(select(okf, ce, i32(0))))
 
 
 @function(I32, y=F32)
