@@ -343,17 +343,11 @@ def test_pow_dyadic_finds_exact_powers():
 
 # ---- every backend: the same bytes ---------------------------------------------------------
 @pytest.mark.parametrize("fn", FUNCS, ids=lambda f: f.value)
-def test_opencl_is_byte_identical(opencl, fn):
+def test_every_backend_is_byte_identical(backend, fn):
+    """opencl, cuda (gpu) and wgpu (where it runs them: WGSL prints the same algorithm on
+    software float64) give the reference's bytes on every case."""
     a, b, want = _cases(fn)
-    got = _run(opencl, fn, a, b)
-    assert np.array_equal(got, want), _first_bad(a, b, got, want)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("fn", FUNCS, ids=lambda f: f.value)
-def test_cuda_is_byte_identical(cuda, fn):
-    a, b, want = _cases(fn)
-    got = _run(cuda, fn, a, b)
+    got = _run(backend, fn, a, b)
     assert np.array_equal(got, want), _first_bad(a, b, got, want)
 
 
@@ -399,6 +393,11 @@ __kernel void vy_atan2_parts(__global const float* ys, __global const float* xs,
     vym_atan2_dd_r acc = vym_atan2_dd(n, d, sw, xneg);
     o[3 * i] = vym_atan2_fast(n, d, sw, xneg); o[3 * i + 1] = acc.v0; o[3 * i + 2] = acc.v1;
 }
+__kernel void vy_dd_round(__global const double* hs, __global const double* ls, __global double* o) {
+    size_t i = get_global_id(0);
+    vym_dd_round_r r = vym_dd_round(hs[i], ls[i], 0x1p-100);
+    o[2 * i] = r.v0 ? 1.0 : 0.0; o[2 * i + 1] = (double)r.v1;
+}
 __kernel void vy_pow_exact(__global const float* xs, __global const float* ys, __global double* o) {
     size_t i = get_global_id(0);
     vym_pow_exact_r r = vym_pow_exact(xs[i], ys[i]);
@@ -407,20 +406,20 @@ __kernel void vy_pow_exact(__global const float* xs, __global const float* ys, _
 """
 
 
-def _cl_parts(opencl, kernel: str, a: np.ndarray, b: np.ndarray, width: int) -> np.ndarray:
+def _cl_parts(opencl, kernel: str, a: np.ndarray, b: np.ndarray, width: int, dtype=F32) -> np.ndarray:
     cl = pytest.importorskip("pyopencl")
     from vyre.drivers.opencl.codegen import HEADER
     from vyre.lower.cfamily import PRELUDE
     from vyre.lower.crmath import c as crmath_c
 
     fns = [dev.vym_pow_reduce, dev.vym_pow_t, dev.vym_pow_acc, dev.vym_exp2_d, dev.vym_atan2_fast,
-           dev.vym_atan2_dd, dev.vym_pow_exact]
+           dev.vym_atan2_dd, dev.vym_pow_exact, dev.vym_dd_round]
     ctx = cl.Context([opencl.rt.device])
     queue = cl.CommandQueue(ctx)
     prg = cl.Program(ctx, HEADER + PRELUDE + crmath_c.source(fns) + _PARTS).build(options=["-cl-std=CL1.2"])
     mf = cl.mem_flags
-    ab = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(a, F32))
-    bb = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(b, F32))
+    ab = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(a, dtype))
+    bb = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(b, dtype))
     out = np.empty(width * a.size)
     ob = cl.Buffer(ctx, mf.WRITE_ONLY, out.nbytes)
     getattr(prg, kernel)(queue, (a.size,), None, ab, bb, ob)
@@ -496,3 +495,55 @@ def test_device_finds_exactly_the_exact_cases(opencl):
     assert np.array_equal(o[ints, 1], np.array([w for w in want if w is not None]))
     off = _cl_parts(opencl, "vy_pow_exact", xa, np.nextafter(ya, np.float32(np.inf)), 2)
     assert not off[:, 0].any()
+
+
+@pytest.mark.slow
+def test_wgsl_print_is_byte_identical_on_lavapipe():
+    """The WGSL print of pow and atan2 (float64 in software on u32 words: one algorithm,
+    `vyre.lower.crmath.wgsl`) on the local wgpu adapter (lavapipe in CI), below vyre's IR:
+    the reference's bytes on every special, exact and hard pair and 2^13 random pairs per
+    function, both functions on every pair."""
+    import wgsl_runner
+    from vyre.lower.crmath import wgsl
+
+    parts = [_special_pairs(), _hard_pairs(BinOp.POW), _hard_pairs(BinOp.ATAN2), _exact_pow_cases()[:2],
+             _random_pairs(BinOp.POW, 1 << 13, 21), _random_pairs(BinOp.ATAN2, 1 << 13, 22)]
+    a = np.concatenate([p[0] for p in parts])
+    b = np.concatenate([p[1] for p in parts])
+    for fn, entry in ((BinOp.POW, dev.vym_pow), (BinOp.ATAN2, dev.vym_atan2)):   # one shader each: a
+        src = wgsl_runner.kernel(wgsl.source([entry]), f"{entry.name}(a0, a1)", 2,  # shader of both
+                                 in_words=1, out_words=1)                            # compiles far slower
+        got = wgsl_runner.run(src, [a, b], a.size, out_words=1)
+        want = _run(None, fn, a, b)
+        assert np.array_equal(got, want), (fn.value, _first_bad(a, b, got, want))
+
+
+def test_dd_round_decides_by_the_side_of_the_nearest_boundary(opencl):
+    """vym_dd_round (h + l known within 2^-100 |h|): at midpoints, the flush threshold
+    2^-126 - 2^-150 and the overflow threshold 2^128 - 2^103, an offset l of 2^-80 |h| is
+    decided to its side (mpmath's rounding of h + l), one of 2^-120 |h| or none is not;
+    values well inside an interval are decided."""
+    rng = np.random.default_rng(12)
+    v = np.exp2(rng.uniform(-125, 127, 300)).astype(F32)
+    mids = [(float(p) + float(np.nextafter(p, np.float32(np.inf)))) / 2 for p in v]
+    mids += [float.fromhex("0x1.fffffep-127"), 2.0 ** 128 - 2.0 ** 103, 2.0 ** -126 + 2.0 ** -150]
+    hs, ls, decided = [], [], []
+    for m in mids:
+        for sign in (1.0, -1.0):
+            for off, dec in ((2.0 ** -80, True), (-(2.0 ** -80), True), (2.0 ** -120, False), (0.0, False)):
+                hs.append(sign * m)
+                ls.append(sign * m * off)
+                decided.append(dec)
+            for inside in (m * (1 + 2.0 ** -40), m * (1 - 2.0 ** -40)):
+                hs.append(sign * inside)
+                ls.append(0.0)
+                decided.append(True)
+    hs += [2.0 ** 129, -(2.0 ** -140), 2.0 ** -200]
+    ls += [0.0, 0.0, 0.0]
+    decided += [True, True, True]
+    o = _cl_parts(opencl, "vy_dd_round", np.array(hs), np.array(ls), 2, dtype=np.float64)
+    assert np.array_equal(o[:, 0] == 1, np.array(decided)), np.flatnonzero((o[:, 0] == 1) != np.array(decided))[:5]
+    with mpmath.workprec(300):
+        want = [_round24(mpmath.mpf(h) + mpmath.mpf(lo)) for h, lo, d in zip(hs, ls, decided) if d]
+    got = o[o[:, 0] == 1, 1].astype(np.uint64).astype(U32)
+    assert np.array_equal(got, np.array(want, U32)), _first_bad(got, got, got, np.array(want, U32))
