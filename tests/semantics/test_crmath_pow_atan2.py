@@ -497,26 +497,6 @@ def test_device_finds_exactly_the_exact_cases(opencl):
     assert not off[:, 0].any()
 
 
-@pytest.mark.slow
-def test_wgsl_print_is_byte_identical_on_lavapipe():
-    """The WGSL print of pow and atan2 (float64 in software on u32 words: one algorithm,
-    `vyre.lower.crmath.wgsl`) on the local wgpu adapter (lavapipe in CI), below vyre's IR:
-    the reference's bytes on every special, exact and hard pair and 2^13 random pairs per
-    function, both functions on every pair."""
-    import wgsl_runner
-    from vyre.lower.crmath import wgsl
-
-    parts = [_special_pairs(), _hard_pairs(BinOp.POW), _hard_pairs(BinOp.ATAN2), _exact_pow_cases()[:2],
-             _random_pairs(BinOp.POW, 1 << 13, 21), _random_pairs(BinOp.ATAN2, 1 << 13, 22)]
-    a = _canon(np.concatenate([p[0] for p in parts]))   # as vyre's printers hand them over (S9)
-    b = _canon(np.concatenate([p[1] for p in parts]))
-    for fn, entry in ((BinOp.POW, dev.vym_pow), (BinOp.ATAN2, dev.vym_atan2)):   # one shader each: a
-        src = wgsl_runner.kernel(wgsl.source([entry]), f"{entry.name}(a0, a1)", 2,  # shader of both
-                                 in_words=1, out_words=1)                            # compiles far slower
-        got = wgsl_runner.run(src, [a, b], a.size, out_words=1)
-        want = _run(None, fn, a, b)
-        assert np.array_equal(got, want), (fn.value, _first_bad(a, b, got, want))
-
 
 def test_dd_round_decides_by_the_side_of_the_nearest_boundary(opencl):
     """vym_dd_round (h + l known within 2^-100 |h|): at midpoints, the flush threshold
