@@ -20,6 +20,7 @@ varying low part) is checked.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.util
 import json
 import os
@@ -165,6 +166,9 @@ def main() -> None:
     result.update({"what": "old hand-written C (git " + args.rev + ") vs C printed from vyre.lower.crmath.dsl, "
                    "host gcc -O2 -ffp-contract=off", "compiler": subprocess.run(
                        ["gcc", "--version"], capture_output=True, text=True).stdout.splitlines()[0]})
+    from vyre.lower import crmath
+
+    result["new_prelude_sha256"] = hashlib.sha256(crmath.prelude(set(crmath.HELPER)).encode()).hexdigest()
     with tempfile.TemporaryDirectory() as t:
         exe = build(args.rev, pathlib.Path(t))
         for f in args.functions.split(","):

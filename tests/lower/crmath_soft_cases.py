@@ -46,11 +46,13 @@ _W_OUT = {F64: "{r}", U64: "{r}", I64: "{r}", F32: "vec2<u32>({r}, 0u)", U32: "v
 
 
 class HostC:
-    """Every soft helper compiled as host C (gcc -O2 -ffp-contract=off), called through ctypes."""
+    """Functions of the language (every soft helper by default) compiled as host C (gcc -O2
+    -ffp-contract=off), called through ctypes."""
 
-    def __init__(self) -> None:
-        src = [HEADER, cprint.source(soft.SOFT)]
-        for fn in soft.SOFT:
+    def __init__(self, fns: list[Function] | None = None) -> None:
+        fns = soft.SOFT if fns is None else fns
+        src = [HEADER, cprint.source(fns)]
+        for fn in fns:
             ins = ", ".join(f"const vy_u64* a{k}" for k in range(len(fn.params)))
             args = ", ".join(_C_IN[t].format(k=k) for k, (_, t) in enumerate(fn.params))
             src.append(f"void w_{fn.name}({ins}, vy_u64* out, long n) {{ for (long i = 0; i < n; i++) "

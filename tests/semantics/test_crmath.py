@@ -119,11 +119,28 @@ def _program(op: UnOp):
     return map_program([DataType.F32], DataType.F32, lambda v: Expr.un(op, v), wg=64)
 
 
+@pytest.fixture
+def wgpu():
+    from conftest import get_backend
+
+    return get_backend("wgpu")
+
+
+def _dispatch(backend, program, inputs):
+    """The backend's outputs; a refusal fails the test (conftest would skip a wgpu refusal)."""
+    from vyre.driver import UnsupportedFeature
+
+    try:
+        return backend.dispatch(program, inputs)
+    except UnsupportedFeature as exc:
+        pytest.fail(f"{backend.id()} refused a correctly rounded function: {exc}")
+
+
 def _run(backend, op: UnOp, xb: np.ndarray) -> np.ndarray:
     if backend is None:
         out = reference.run(_program(op), [xb.view(np.float32)])
     else:
-        out = backend.dispatch(_program(op), [xb.view(np.float32)])
+        out = _dispatch(backend, _program(op), [xb.view(np.float32)])
     return np.frombuffer(out[0], np.uint32)
 
 
@@ -180,6 +197,14 @@ def test_opencl_is_byte_identical(opencl, op):
     assert np.array_equal(got, want), _first_bad(xs, got, want)
 
 
+@pytest.mark.parametrize("op", OPS, ids=lambda o: o.value)
+def test_wgpu_is_byte_identical(wgpu, op):
+    """WGSL has no f64: the same algorithm runs on software float64 (vyre.lower.crmath.soft)."""
+    xs, want = _cases(op)
+    got = _run(wgpu, op, xs)
+    assert np.array_equal(got, want), _first_bad(xs, got, want)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("op", OPS, ids=lambda o: o.value)
 def test_cuda_is_byte_identical(cuda, op):
@@ -210,15 +235,19 @@ def test_cuda_source_of_every_function_compiles_with_nvrtc():
 
 
 @pytest.mark.parametrize("t", [DataType.F16, DataType.BF16], ids=lambda t: t.value)
-def test_half_forms_round_the_f32_result_once(opencl, t):
+@pytest.mark.parametrize("backend_id", ["opencl", "wgpu"])
+def test_half_forms_round_the_f32_result_once(backend_id, t):
     """S27: f16/bf16 exp/sin are the correctly rounded f32 result rounded once (numpy's
     float16 conversion for f16; bf16 by round-to-nearest-even on the top 16 bits)."""
+    from conftest import get_backend
+
+    backend = get_backend(backend_id)
     rng = np.random.default_rng(3)
     hb = rng.integers(0, 1 << 16, 4096, dtype=np.uint32).astype(np.uint16)
     for op in (UnOp.EXP, UnOp.SIN):
         prog = map_program([t], t, lambda v, op=op: Expr.un(op, v), wg=64)
         want = reference.run(prog, [hb])[0]
-        got = opencl.dispatch(prog, [hb])[0]
+        got = _dispatch(backend, prog, [hb])[0]
         assert got == want
         wide = hb.view(np.float16).astype(np.float32) if t is DataType.F16 else \
             (hb.astype(np.uint32) << 16).view(np.float32)
@@ -232,15 +261,6 @@ def test_half_forms_round_the_f32_result_once(opencl, t):
             b = f32.view(np.uint32).astype(np.uint64)
             exp16 = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16).astype(np.uint16)
         assert np.array_equal(w[ok], exp16[ok])
-
-
-def test_wgpu_refuses_in_plain_words():
-    """WGSL has no f64: the refusal says which backends run the transcendentals."""
-    from vyre.lower.plan import lower
-    from vyre.lower.wgsl import refusals
-
-    why = refusals(lower(_program(UnOp.EXP)).program)
-    assert any("cuda, opencl or reference" in w for w in why), why
 
 
 @pytest.mark.parametrize("op", OPS, ids=lambda o: o.value)
@@ -324,7 +344,7 @@ def _hypot_cases() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _run_bin(backend, xb: np.ndarray, yb: np.ndarray) -> np.ndarray:
     prog = map_program([DataType.F32, DataType.F32], DataType.F32, lambda a, b: Expr.bin(BinOp.HYPOT, a, b), wg=64)
     ins = [xb.view(np.float32), yb.view(np.float32)]
-    out = reference.run(prog, ins) if backend is None else backend.dispatch(prog, ins)
+    out = reference.run(prog, ins) if backend is None else _dispatch(backend, prog, ins)
     return np.frombuffer(out[0], np.uint32)
 
 
@@ -346,6 +366,12 @@ def test_hypot_reference_against_mpmath():
 def test_hypot_opencl_is_byte_identical(opencl):
     xs, ys, want = _hypot_cases()
     got = _run_bin(opencl, xs, ys)
+    assert np.array_equal(got, want), _first_bad(xs, got, want)
+
+
+def test_hypot_wgpu_is_byte_identical(wgpu):
+    xs, ys, want = _hypot_cases()
+    got = _run_bin(wgpu, xs, ys)
     assert np.array_equal(got, want), _first_bad(xs, got, want)
 
 

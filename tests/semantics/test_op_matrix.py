@@ -1,7 +1,7 @@
 """Every operator on every type it accepts, over all pairs of boundary values (NaN payloads,
 ±inf, subnormals, ±0, MIN/MAX, ...): each backend must give the reference's bytes (rows
-S1-S12 of docs/semantics.md, all at once). Transcendentals are checked against their ULP
-budget (S13)."""
+S1-S12 of docs/semantics.md, all at once). Transcendentals are correctly rounded, so byte
+identical too (S13)."""
 
 from __future__ import annotations
 
@@ -118,17 +118,17 @@ def test_fma_rounds_once_and_matches_reference(backend):
 @pytest.mark.parametrize("op", sorted((o for o in TRANSCENDENTAL if isinstance(o, UnOp)), key=lambda o: o.value),
                          ids=lambda o: o.value)
 def test_transcendentals_byte_identical(backend, op):
-    """S13: correctly rounded, so byte-identical to the reference (wgpu refuses them)."""
+    """S13: correctly rounded, so byte-identical to the reference on every backend."""
     rng = np.random.default_rng(3)
     x = np.concatenate([np.array(edges(DataType.F32), np.uint32).view(np.float32),
                         rng.uniform(-20, 20, 500).astype(np.float32),
                         rng.uniform(0.001, 4, 200).astype(np.float32)])
-    program = map_program([DataType.F32], DataType.F32, lambda v: Expr.un(op, v))
-    if backend.id() == "wgpu":
-        with pytest.raises(UnsupportedFeature, match=f"vyre.un_op.{op.value}"):
-            backend.dispatch(program, [x])
-        return
-    got = backend.dispatch(program, [x])
+    # wg=64: the program tests/semantics/test_crmath.py compiles too (one compile per session)
+    program = map_program([DataType.F32], DataType.F32, lambda v: Expr.un(op, v), wg=64)
+    try:
+        got = backend.dispatch(program, [x])
+    except UnsupportedFeature as exc:   # conftest would skip a wgpu refusal
+        pytest.fail(f"{backend.id()} refused {op.value}: {exc}")
     want = reference.run(program, [x])
     event = compare_outputs(program, got, want, backend.id())
     assert event is None, event.describe()
@@ -157,7 +157,10 @@ def test_operators_on_literals_survive_constant_folding(backend, t):
     for op, ty, rt in _valid_bin():
         if ty is not t or (t is DataType.I32 and op in (BinOp.DIV, BinOp.MOD)):
             continue
-        for a, b in zip(lits, lits[3:] + lits[:3]):
+        pairs = list(zip(lits, lits[3:] + lits[:3]))
+        if op in TRANSCENDENTAL:   # hypot: a large function on WGSL; one literal pair (its values: test_crmath)
+            pairs = pairs[:1]
+        for a, b in pairs:
             v = Expr.bin(op, a, b)
             stores.append(Node.store("out", Expr.u32(k), Expr.bitcast(DataType.U32, v)
                                      if rt is not DataType.BOOL else Expr.cast(DataType.U32, v)))

@@ -80,6 +80,9 @@ class GenOptions:
     # features a backend refuses by design (see `options_for`): "f32_div", "f32_mod", "fma",
     # "sqrt", "reciprocal", and the transcendentals by name ("exp", "sin", ...)
     excluded: frozenset[str] = frozenset()
+    # at most this many calls of correctly rounded functions per program (None: any number);
+    # `options_for` sets it where each call is expensive to compile (see there)
+    max_transcendentals: int | None = None
 
 
 @dataclass
@@ -98,6 +101,11 @@ class _Ctx:
     in_function: bool = False
     in_loop: bool = False
     local: bool = False
+    transcendentals: int = 0          # correctly rounded calls generated so far
+
+    def math_left(self) -> bool:
+        cap = self.opts.max_transcendentals
+        return cap is None or self.transcendentals < cap
 
     def visible(self, t: DataType) -> list[str]:
         return [n for s in self.scopes for n, vt in s.items() if vt is t]
@@ -190,11 +198,13 @@ def _expr(ctx: _Ctx, t: DataType, depth: int) -> Expr:
         return Expr.cast(B, _expr(ctx, r.choice(ctx.types), d))
     k = r.random()
     if k < 0.45:
-        ops = ARITH + (INT_BIN if t not in FLOATS else [o for o in ARITH_F if o.value not in ctx.opts.excluded])
+        ops = ARITH + (INT_BIN if t not in FLOATS else [o for o in ARITH_F if o.value not in ctx.opts.excluded
+                                                        and ctx.math_left()])
         if t in FLOATS:
             ops = [o for o in ops if not (o is BinOp.DIV and "f32_div" in ctx.opts.excluded)
                    and not (o is BinOp.MOD and "f32_mod" in ctx.opts.excluded)]
         op = r.choice(ops)
+        ctx.transcendentals += op in TRANSCENDENTAL
         left, right = _expr(ctx, t, d), _expr(ctx, t, d)
         if t in SIGNED and op in (BinOp.DIV, BinOp.MOD):  # keep signed division defined
             zero, minus = (Expr.i32(0), Expr.i32(-1)) if t is I else (Expr.i64(0), Expr.i64(-1))
@@ -204,8 +214,10 @@ def _expr(ctx: _Ctx, t: DataType, depth: int) -> Expr:
             right = _expr(ctx, r.choice([x for x in ctx.types if x.is_integer]), d)
         return Expr.bin(op, left, right)
     if k < 0.6:
-        un_f = [o for o in UN_F if o.value not in ctx.opts.excluded]
-        return Expr.un(r.choice(un_f if t in FLOATS else UN_INT), _expr(ctx, t, d))
+        un_f = [o for o in UN_F if o.value not in ctx.opts.excluded and (o not in TRANSCENDENTAL or ctx.math_left())]
+        op = r.choice(un_f if t in FLOATS else UN_INT)
+        ctx.transcendentals += op in TRANSCENDENTAL
+        return Expr.un(op, _expr(ctx, t, d))
     if k < 0.7:
         return Expr.select(_expr(ctx, B, d), _expr(ctx, t, d), _expr(ctx, t, d))
     if k < 0.82:
@@ -405,6 +417,13 @@ def options_for(backend, base: GenOptions | None = None) -> GenOptions:
         except UnsupportedFeature:
             excluded.add(key)
     opts.excluded = frozenset(excluded)
+    if backend.id() == "wgpu":
+        # WGSL runs each correctly rounded call as thousands of u32 operations (float64 in
+        # software), and lavapipe compiles a kernel in time that grows faster than its size:
+        # two calls per program keep a random run short (each function is tested whole in
+        # tests/semantics/test_crmath.py)
+        cap = opts.max_transcendentals
+        opts.max_transcendentals = 2 if cap is None else min(cap, 2)
     return opts
 
 

@@ -21,7 +21,15 @@ from vyre.ir import node as N
 from vyre.ir.errors import VyreError
 from vyre.ir.program import Program
 from vyre.ir.typecheck import bin_result, infer, un_result
-from vyre.ir.types import SUBGROUP_REDUCTIONS, Builtin, DataType, MemoryOrdering, SubgroupOp, UnOp
+from vyre.ir.types import (
+    SUBGROUP_REDUCTIONS,
+    TRANSCENDENTAL,
+    Builtin,
+    DataType,
+    MemoryOrdering,
+    SubgroupOp,
+    UnOp,
+)
 
 from .floats import (
     CANON,
@@ -438,8 +446,13 @@ class Printer:
 
     def unrolled(self, n: N.Loop | N.While) -> int:
         """Trips per back edge of a checked loop: for an innermost loop `Syntax.unroll`, or up
-        to 32 while the copies stay within about 256 IR nodes."""
+        to 32 while the copies stay within about 256 IR nodes. A loop whose body calls a
+        correctly rounded function (S13) is not copied: each call is thousands of operations
+        of target code (on WGSL, float64 in software), and compile time grows faster than
+        code size; such a loop runs one trip per back edge."""
         if any(isinstance(s, N.Loop | N.While) for s in N.walk_nodes(n.body)):
+            return 1
+        if any(isinstance(e, E.Un | E.Bin) and e.op in TRANSCENDENTAL for e in N.walk_exprs(n.body)):
             return 1
         size = sum(1 for _ in N.walk_nodes(n.body)) + sum(1 for _ in N.walk_exprs(n.body))
         return max(self.s.unroll, min(32, 256 // max(size, 1)))

@@ -39,15 +39,12 @@ from vyre.driver.errors import (
 from vyre.driver.install import install_hint
 from vyre.ir.ops import all_op_ids
 from vyre.ir.program import Program
-from vyre.ir.types import TRANSCENDENTAL, UnOp
 from vyre.lower.legalize.int64 import word_scale
 from vyre.lower.wgsl import WgslRefusal, generate, refusals
 
 ID = "wgpu"
 # op ids WGSL cannot run with the reference's bytes (see vyre.lower.wgsl)
-REFUSED_OPS = frozenset(op for op in all_op_ids() if op.startswith("vyre.subgroup.")) \
-    | frozenset(f"vyre.{'un' if isinstance(op, UnOp) else 'bin'}_op.{op.value}"   # need f64 (vyre.lower.crmath)
-                for op in TRANSCENDENTAL)
+REFUSED_OPS = frozenset(op for op in all_op_ids() if op.startswith("vyre.subgroup."))
 
 
 def _fix(why: list[str]) -> str:

@@ -25,6 +25,7 @@ from .dsl import (
     Function,
     If,
     Let,
+    Lookup,
     Ret,
     Set,
     Stmt,
@@ -121,11 +122,15 @@ def expr(v: Val) -> tuple[str, int]:
     if op == "ref":
         return name(v.data), _PRIMARY
     if op == "field":
+        if a[0].ty.row:
+            return f"{wrap(a[0], _PRIMARY)}[{v.data}]", _PRIMARY
         return f"{wrap(a[0], _PRIMARY)}.v{v.data}", _PRIMARY
     if op == "call":
         return f"{v.data.name}({', '.join(expr(x)[0] for x in a)})", _PRIMARY
     if op == "index":
         return f"{v.data.name}[{expr(a[0])[0]}]", _PRIMARY
+    if op == "lookup":
+        return f"{v.data.name}({expr(a[0])[0]}, {expr(a[1])[0]})", _PRIMARY
     if op in _BIN:
         sym, p = _BIN[op]
         left, right = a
@@ -179,7 +184,12 @@ def _stmts(stmts: list[Stmt], fn: Function, types: dict[str, Ty | Tup], depth: i
     pad = "    " * depth
     out: list[str] = []
     for s in stmts:
-        if isinstance(s, Let):
+        if isinstance(s, Let) and s.value.op == "row":   # a local array of the row's entries
+            t, w = s.value.data
+            i = wrap(s.value.args[0], 13)
+            vals = ", ".join(f"{t.name}[{i} * {w}{f' + {k}' if k else ''}]" for k in range(w))
+            out.append(f"{pad}{CT[t.ty]} {name(s.name)}[{w}] = {{{vals}}};")
+        elif isinstance(s, Let):
             types[s.name] = s.value.ty
             callee = s.value.data if isinstance(s.value.ty, Tup) else None
             out.append(f"{pad}{c_type(s.value.ty, callee)} {name(s.name)} = {expr(s.value)[0]};")
@@ -225,9 +235,29 @@ def table_source(t: Table) -> str:
     return f"VYM_TABLE {CT[t.ty]} {t.name}[{len(t.values)}] = {{{vals}}};"
 
 
+def lookup_source(m: Lookup) -> str:
+    """The key and value tables and the loop-free binary search of the sorted keys."""
+    keys = ",".join(f"0x{k:08x}u" for k, _ in m.pairs)
+    vals = ",".join(f"0x{v:08x}u" for _, v in m.pairs)
+    n = len(m.pairs)
+    if n == 0:
+        return f"VY_FN uint {m.name}(uint x, uint d) {{ return d; }}"
+    steps = "".join(f"    t = a + {1 << k} < {n - 1} ? a + {1 << k} : {n - 1}; a = {m.name}_k[t] <= x ? t : a;\n"
+                    for k in reversed(range(n.bit_length())))
+    return (f"VYM_TABLE uint {m.name}_k[{n}] = {{{keys}}};\n"
+            f"VYM_TABLE uint {m.name}_v[{n}] = {{{vals}}};\n"
+            f"VY_FN uint {m.name}(uint x, uint d) {{   // the value of key x, else d\n"
+            f"    int a = 0, t;\n{steps}    return {m.name}_k[a] == x ? {m.name}_v[a] : d;\n}}")
+
+
 def source(roots: Iterable[Function], common: bool = True) -> str:
     """C source of the roots and everything they reach (callees first), after `COMMON`."""
     parts = [COMMON] if common else []
     for item in closure(roots):
-        parts.append(function_source(item) if isinstance(item, Function) else table_source(item))
+        if isinstance(item, Function):
+            parts.append(function_source(item))
+        elif isinstance(item, Lookup):
+            parts.append(lookup_source(item))
+        else:
+            parts.append(table_source(item))
     return "\n".join(parts) + "\n"

@@ -26,11 +26,15 @@ How a function is written::
         b.ret(vym_example(x.to(F64), x.bits() & 3).to(F32))   # a call is an expression
 
 Types: `F64 F32 U64 I64 U32 I32 BOOL`. Operators: ``+ - *`` (same type, no F32 arithmetic:
-f32 values are only compared, converted and moved); ``/`` (F64; on U32/I32 C's truncating
-division by a non-zero literal); unary ``-`` (F64, F32: the sign flip; I32/I64: wrapping);
+f32 values are only compared, converted and moved; unsigned integers wrap, signed ones must
+not overflow, as in C); ``/`` (F64; U32 by a value that is never zero; I32 C's truncating
+division by a literal other than 0 and -1); unary ``-`` (F64, F32: the sign flip; I32/I64:
+must not overflow);
 ``& | ^ ~`` (integers; on BOOL: logical and, or, not); ``<< >>`` (integers, the amount a
 U32/I32 taken modulo the width; ``>>`` is arithmetic on I32/I64); comparisons are methods
-``.lt .le .gt .ge .eq .ne`` (IEEE for floats: false on NaN except ``ne``). Conversions:
+``.lt .le .gt .ge .eq .ne`` (IEEE for floats: false on NaN except ``ne``). A float NaN's
+bits (sign, payload) are not defined: targets differ, so algorithms may test for NaN but
+must not depend on its bits. Conversions:
 ``v.to(T)`` (C's cast: exact where it can be, float64 -> f32 and 64-bit integer -> float64 round
 to nearest even, float -> integer truncates and must be in range), ``v.bits()`` (the same
 bits as the integer/float of the same width), ``v.hi()``/``v.lo()`` (the u32 words of a
@@ -40,11 +44,16 @@ evaluated: use ``if_`` for expensive arms), `sqrt`, `mulhi` (high word of the pr
 
 Statements go through the `Block` ``b`` handed to the function: ``b.let(v, name)`` (a local;
 a call of a function with several results gives a tuple of locals), ``b.var``/``b.set``
-(mutable locals), ``with b.if_(c):`` / ``with b.else_():``, ``b.ret(*values)``; the body must
-end in a return. Tables are read-only module constants (`table`). A function's body and a
-table's values are built on first use; every target prints the functions and tables that
-the requested ones reach, callees first (`closure`). Loops are deliberately absent: the
-generated code is loop-free (lavapipe limits the loop trips of an invocation).
+(mutable locals), ``with b.if_(c):`` / ``with b.else_():``, ``b.choose(c, then, orelse)`` (a
+local computed by only the chosen arm), ``b.ret(*values)``; the body must end in a return.
+Tables are read-only module constants (`table`; ``T[i]``, or ``T.row(i, w)`` for ``w``
+consecutive entries at once, which ``b.let`` unpacks); a `Lookup` is a constant map from u32
+keys to u32 values (``L.get(x, default)``; the hard cases). A function's body and a table's
+values are built on first use; every target prints the functions, tables and lookups that the
+requested ones reach, callees first (`closure`). Loops are deliberately absent: the generated
+code is loop-free (lavapipe limits the loop trips of an invocation). The printers know no
+function by name: a new function is a new Python definition (`vyre.lower.crmath.functions`
+shows the whole vocabulary in use, with `finisher` for the correct-rounding step).
 
 ``soft=True`` marks a function written with 32-bit operations only (u32/i32/bool plus
 ``hi``/``lo``/`pair`, `select` and calls of other such functions): the WGSL printer implements the
@@ -62,9 +71,9 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
-    "BOOL", "F32", "F64", "I32", "I64", "U32", "U64", "Block", "Function", "If", "Let", "Ret",
-    "Set", "Table", "Ty", "Val", "clz", "closure", "f32", "f64", "function", "i32", "lit",
-    "mulhi", "pair", "select", "sqrt", "table", "u32", "u64",
+    "BOOL", "F32", "F64", "I32", "I64", "U32", "U64", "Block", "Function", "If", "Let", "Lookup",
+    "Ret", "Set", "Table", "Ty", "Val", "clz", "closure", "f32", "f64", "function", "i32", "lit",
+    "lookup", "mulhi", "pair", "select", "sqrt", "table", "u32", "u64",
 ]
 
 
@@ -114,7 +123,7 @@ BITS = ("and", "or", "xor", "shl", "shr")
 CMP = ("lt", "le", "gt", "ge", "eq", "ne")
 LOGIC = ("land", "lor")
 OPS = {
-    "lit": 0, "ref": 0, "call": -1, "index": 1, "field": 1,
+    "lit": 0, "ref": 0, "call": -1, "index": 1, "row": 1, "lookup": 2, "field": 1,
     **{o: 2 for o in ARITH + BITS + CMP + LOGIC},
     "neg": 1, "not": 1, "lnot": 1, "sqrt": 1, "mulhi": 2, "clz": 1,
     "select": 3, "cvt": 1, "bits": 1, "hi": 1, "lo": 1, "pair": 2,
@@ -130,9 +139,10 @@ SOFT_OK = frozenset({U32, I32, BOOL})   # value types a soft function computes w
 
 @dataclass(frozen=True)
 class Tup:
-    """The result type of a function with several results."""
+    """The type of several values: a function's results, or a table row (``row``)."""
 
     types: tuple[Ty, ...]
+    row: bool = False
 
 
 class Val:
@@ -287,9 +297,10 @@ def _div(a: Operand, b: Operand) -> Val:
     x, y = _pair_of(a, b)
     if x.ty is F64:
         return Val("div", F64, (x, y))
-    if x.ty in (U32, I32) and y.op == "lit" and y.data not in (0, -1):
+    if (x.ty is U32 and y.op != "lit") or (x.ty in (U32, I32) and y.op == "lit" and y.data not in (0, -1)):
         return Val("div", x.ty, (x, y))
-    raise TypeError(f"division of {x.ty} (integers: only by a literal other than 0 and -1)")
+    raise TypeError(f"division of {x.ty} (U32: by a value that is never 0; I32: by a literal "
+                    "other than 0 and -1)")
 
 
 def _bit(op: str, a: Operand, b: Operand) -> Val:
@@ -418,6 +429,7 @@ class Block:
         self.types[n] = v.ty
         ref = Val("ref", v.ty, data=n)
         if isinstance(v.ty, Tup):
+            _need(v.op in ("call", "row"), "several values come from a call or a table row")
             return tuple(Val("field", t, (ref,), k) for k, t in enumerate(v.ty.types))
         return ref
 
@@ -601,10 +613,53 @@ class Table:
         _need(k.ty in (U32, I32), f"table index of type {k.ty}")
         return Val("index", self.ty, (k,), self)
 
+    def row(self, i: Operand, width: int) -> Val:
+        """Entries ``i * width`` .. ``i * width + width - 1`` (a table of rows): ``b.let`` of it
+        gives the ``width`` values."""
+        k = i if isinstance(i, Val) else i32(i)
+        _need(k.ty in (U32, I32), f"table index of type {k.ty}")
+        _need(width > 0 and len(self.values) % width == 0, f"{self.name} has no rows of {width}")
+        return Val("row", Tup((self.ty,) * width, row=True), (k,), (self, width))
+
 
 def table(name: str, ty: Ty, values: Callable[[], Sequence[int | float]]) -> Table:
     """A `Table` named ``name`` of type ``ty`` whose entries ``values()`` gives."""
     return Table(name, ty, values)
+
+
+class Lookup:
+    """A read-only map from u32 keys to u32 values (``pairs()``: (key, value), any order):
+    ``get(x, default)`` is the value of key ``x``, or ``default`` where ``x`` is no key. C
+    prints a loop-free binary search of the sorted keys; WGSL the same search with the keys
+    in the code (a decision tree), since lavapipe runs arrays indexed at run time slowly."""
+
+    def __init__(self, name: str, pairs: Callable[[], Sequence[tuple[int, int]]]) -> None:
+        self.name = name
+        self._pairs = pairs
+        self._cache: tuple[tuple[int, int], ...] | None = None
+
+    def __repr__(self) -> str:
+        return f"Lookup({self.name})"
+
+    @property
+    def pairs(self) -> tuple[tuple[int, int], ...]:
+        """(key, value), sorted by key, keys distinct."""
+        if self._cache is None:
+            got = tuple(sorted(self._pairs()))
+            keys = [k for k, _ in got]
+            if len(set(keys)) != len(keys) or any(not 0 <= v < 1 << 32 for p in got for v in p):
+                raise ValueError(f"{self.name}: keys must be distinct u32 values, values u32")
+            self._cache = got
+        return self._cache
+
+    def get(self, x: Val, default: Operand) -> Val:
+        _need(x.ty is U32, "lookup keys are u32")
+        return Val("lookup", U32, (x, _lit_like(default, x)), self)
+
+
+def lookup(name: str, pairs: Callable[[], Sequence[tuple[int, int]]]) -> Lookup:
+    """A `Lookup` named ``name`` of the (key, value) pairs ``pairs()`` gives."""
+    return Lookup(name, pairs)
 
 
 # ---- walking ------------------------------------------------------------------------------------
@@ -630,24 +685,28 @@ def subexprs(v: Val) -> Iterator[Val]:
         stack.extend(reversed(x.args))
 
 
-def uses(fn: Function) -> list[Function | Table]:
-    """The functions and tables ``fn``'s body refers to, in order of first reference."""
-    seen: dict[int, Function | Table] = {}
+Item = Function | Table | Lookup
+
+
+def uses(fn: Function) -> list[Item]:
+    """The functions, tables and lookups ``fn``'s body refers to, in order of first reference."""
+    seen: dict[int, Item] = {}
     for top in stmt_vals(fn.body):
         for x in subexprs(top):
-            if x.op in ("call", "index") and id(x.data) not in seen:
-                seen[id(x.data)] = x.data
+            ref = x.data[0] if x.op == "row" else x.data
+            if x.op in ("call", "index", "row", "lookup") and id(ref) not in seen:
+                seen[id(ref)] = ref
     return list(seen.values())
 
 
 def closure(roots: Iterable[Function], extra: Callable[[Function], Iterable[Function]] | None = None
-            ) -> list[Function | Table]:
-    """Every function and table the roots reach, each after what it uses. ``extra(fn)`` adds
-    dependencies a printer introduces (the software helpers of 64-bit operations)."""
-    order: list[Function | Table] = []
+            ) -> list[Item]:
+    """Every function, table and lookup the roots reach, each after what it uses. ``extra(fn)``
+    adds dependencies a printer introduces (the software helpers of 64-bit operations)."""
+    order: list[Item] = []
     state: dict[int, int] = {}
 
-    def visit(x: Function | Table) -> None:
+    def visit(x: Item) -> None:
         k = state.get(id(x))
         if k == 2:
             return

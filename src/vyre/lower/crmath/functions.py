@@ -41,13 +41,14 @@ from .dsl import (
     U64,
     Block,
     Function,
-    Table,
+    Lookup,
     Val,
     clz,
     f32,
     f64,
     function,
     i32,
+    lookup,
     mulhi,
     pair,
     select,
@@ -139,8 +140,16 @@ def vym_round(b: Block, y: Val) -> None:
     b.ret(y.to(F32))
 
 
-def _hard_table(name: str, k: int) -> Table:
-    return table(f"vym_h{'kv'[k]}_{name}", U32, lambda: [c[k] for c in hard_cases().get(name, [])])
+NOT_FOUND = 0xFFFFFFFF   # no hard case's result (a non-canonical NaN)
+
+
+def hard(name: str) -> Lookup:
+    """``name``'s hard cases: input bits -> correctly rounded result bits."""
+    def pairs() -> list[tuple[int, int]]:
+        got = hard_cases().get(name, [])
+        assert all(v != NOT_FOUND for _, v in got)
+        return got
+    return lookup(f"vym_hard_{name}", pairs)
 
 
 def finisher(name: str) -> Function:
@@ -148,25 +157,17 @@ def finisher(name: str) -> Function:
     of a rounding boundary (tested on its bits); then the hard-case table decides: an input
     in it gets the table's result, any other rounds its double (its exact value is farther
     than 2^-47 from every boundary, so the double rounds the same way)."""
-    keys, vals = _hard_table(name, 0), _hard_table(name, 1)
+    cases = hard(name)
 
     def build(b: Block, y: Val, xb: Val) -> None:
-        n = len(hard_cases().get(name, []))
-        if n == 0:
-            b.ret(vym_round(y))
-            return
         # a normal result whose low 29 bits (of the 52 an f32 drops) are more than DEVICE_EPS |y|
         # (under 32 of their units) from the half-way pattern rounds as the exact value does
         ay = b.let(select(y.lt(0.0), -y, y), "ay")
         h = b.let((y.lo() & 0x1FFFFFFF).to(I32) - 0x10000000, "h")
         with b.if_(ay.ge(2.0 ** -126) & (h.gt(40) | h.lt(-40))):
             b.ret(y.to(F32))
-        a = i32(0)                               # loop-free binary search of the sorted inputs
-        for k in reversed(range(n.bit_length())):
-            up = a + (1 << k)
-            t = b.let(select(up.lt(n - 1), up, i32(n - 1)), "t")
-            a = b.let(select(keys[t].le(xb), t, a), "a")
-        b.ret(select(keys[a].eq(xb), vals[a].bits(), vym_round(y)))
+        hit = b.let(cases.get(xb, NOT_FOUND), "hit")
+        b.ret(select(hit.ne(NOT_FOUND), hit.bits(), vym_round(y)))
 
     return Function(f"vym_finish_{name}", F32, (("y", F64), ("xb", U32)), build)
 
@@ -552,8 +553,8 @@ def vym_erf_d(b: Block, a: Val) -> None:
     k0 = b.let((a * 16.0).to(I32), "k")
     k = b.let(select(k0.gt(95), i32(95), k0), "k")
     d = b.let(a - (k.to(F64) + 0.5) * 0.0625, "d")
-    o = b.let(k * (_ERF_DEG + 1), "o")
-    b.ret(horner(d, [ERF_T[o + i] for i in range(_ERF_DEG + 1)]))
+    row = b.let(ERF_T.row(k, _ERF_DEG + 1), "c")     # erf(c) and its Taylor coefficients at c
+    b.ret(horner(d, list(row)))
 
 
 @function(F64, x=F32)

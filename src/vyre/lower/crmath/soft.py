@@ -6,7 +6,8 @@ these functions (WGSL has neither type); they are written with 32-bit operations
 hardware's float64 and 64-bit arithmetic on millions of operands (tests/lower/test_crmath_soft.py).
 
 Float64 results are IEEE 754 binary64, round to nearest even, with subnormals, exactly as
-the hardware's: the significands are aligned, added, multiplied or divided as integers (the
+the hardware's (branch-free: every case is computed and selects pick the result, since
+lavapipe runs both arms of a branch anyway and straight-line code compiles faster): the significands are aligned, added, multiplied or divided as integers (the
 product and quotient exactly, plus a sticky bit), then `round_pack` rounds once. Loop-free:
 division and square root are the restoring digit recurrences, one bit per step, unrolled.
 A NaN result is the quiet NaN ``0x7FF8000000000000`` (payloads are not propagated; vyre's math
@@ -97,19 +98,6 @@ def shr64(b: Block, x: W, s: Val | int) -> W:
     hs = b.let(x[0] >> s5, "hs")
     big = b.let((s & 32).ne(0), "big")
     return b.let(select(big, u32(0), hs), "hi"), b.let(select(big, hs, ls), "lo")
-
-
-def shr64_sticky(b: Block, x: W, s: Val) -> W:
-    """x >> s for any u32 s, with bit 0 set when a 1 bit was shifted out."""
-    short = b.let(s.lt(64), "inrange")
-    r = shr64(b, x, b.let(select(short, s, u32(0)), "sc"))
-    # the bits shifted out: x & ((1 << s) - 1)
-    s5 = b.let(s & 31, "m5")
-    m = b.let((u32(1) << s5) - 1, "m")
-    mlo = select(s.lt(32), m, u32(0xFFFFFFFF))
-    mhi = select(s.lt(32), u32(0), select(s.lt(64), m, u32(0xFFFFFFFF)))
-    lost = b.let(((x[1] & mlo) | (x[0] & mhi)).ne(0), "lost")
-    return select(short, r[0], u32(0)), b.let(select(short, r[1], u32(0)) | one(lost), "lo")
 
 
 def clz64(x: W) -> Val:
@@ -226,11 +214,9 @@ def vyu_clz(b: Block, a: Val) -> None:
 def vyd_from_u64(b: Block, a: Val) -> None:
     """(double)a, rounded to nearest even"""
     x = words(a)
-    with b.if_(is_zero64(x)):
-        b.ret(pair(F64, 0, 0))
     lz = b.let(clz64(x), "lz")
-    t = shl64(b, x, lz)
-    b.ret(round_pack(b, u32(0), i32(1023 + 63) - lz.to(I32), t))
+    r = round_pack(b, u32(0), i32(1023 + 63) - lz.to(I32), shl64(b, x, lz))
+    b.ret(select(is_zero64(x), pair(F64, 0, 0), r))
 
 
 @function(I64, soft=True, a=I32)
@@ -239,47 +225,42 @@ def vyi_from_i32(b: Block, a: Val) -> None:
 
 
 # ---- float64 -------------------------------------------------------------------------------------
-def round_pack(b: Block, sign: Val, e: Val, t: W) -> Val:
+def shr64_jam(b: Block, x: W, s: Val) -> W:
+    """x >> min(s, 63), bit 0 set when a 1 bit was shifted out (s any u32)."""
+    sc = b.let(select(s.gt(63), u32(63), s), "sc")
+    s5 = b.let(sc & 31, "s5")
+    big = b.let(sc.ge(32), "big")
+    hs = b.let(x[0] >> s5, "hs")
+    ls = (x[1] >> s5) | ((x[0] << 1) << (31 - s5))
+    m = b.let((u32(1) << s5) - 1, "m")
+    lost = select(big, x[1] | (x[0] & m), x[1] & m).ne(0)
+    return b.let(select(big, u32(0), hs), "hi"), b.let(select(big, hs, ls) | one(lost), "lo")
+
+
+def round_pack(b: Block, sign: Val, e: Val, t: W, normal: bool = False) -> Val:
     """The float64 sign | t 2^(e - 1023 - 63) rounded to nearest even, for t with its top bit
-    (bit 63) set and any biased exponent e (I32): subnormal, normal or overflowing to inf."""
-    sub = b.let(e.lt(1), "sub")
-    sh = b.let(select(sub, (1 - e).to(U32), u32(0)), "sh")
-    zh, zl = shr64_sticky(b, t, sh)
-    mh = b.let(zh >> 11, "mh")
+    (bit 63) set and any biased exponent e (I32): subnormal, normal or overflowing to inf.
+    ``normal``: the caller promises e >= 1 (a value below 2^-1022 then comes with t not
+    normalized, and exact: it packs as the subnormal it is)."""
+    if normal:
+        zh, zl = t
+        ep = e - 1
+    else:   # shifting by more than 63 rounds to zero as 63 does
+        sub = b.let(e.lt(1), "sub")
+        zh, zl = shr64_jam(b, t, select(sub, (1 - e).to(U32), u32(0)))
+        ep = select(sub, i32(0), e - 1)
     ml = b.let((zl >> 11) | (zh << 21), "ml")
     rest = b.let(zl & 0x7FF, "rest")
-    up = b.let(rest.gt(0x400) | (rest.eq(0x400) & (ml & 1).ne(0)), "up")
-    rh, rl = add64(b, (mh, ml), (u32(0), one(up)))
-    ep = b.let(select(sub, i32(0), e - 1), "ep")
-    big = b.let(e.ge(2047), "big")
-    hi = b.let(select(big, u32(0x7FF00000), (ep.to(U32) << 20) + rh), "hi")   # a carry may reach 0x7FF: inf
-    over = b.let(hi.ge(0x7FF00000), "over")
+    up = rest.gt(0x400) | (rest.eq(0x400) & (ml & 1).ne(0))
+    rh, rl = add64(b, (zh >> 11, ml), (u32(0), one(up)))
+    hi = b.let((ep.to(U32) << 20) + rh, "hi")     # a carry may reach exponent 0x7FF: inf
+    over = b.let(e.ge(2047) | hi.ge(0x7FF00000), "over")
     return pair(F64, sign | select(over, u32(0x7FF00000), hi), select(over, u32(0), rl))
 
 
-class _Parts:
-    """The fields of a float64 operand: sign bit, biased exponent, words, class tests."""
-
-    def __init__(self, b: Block, v: Val, name: str) -> None:
-        self.h = b.let(v.hi(), f"{name}h")
-        self.l = v.lo()
-        self.sign = b.let(self.h & SIGN, f"{name}s")
-        self.mag = b.let(self.h & 0x7FFFFFFF, f"{name}m")
-        self.e = b.let(self.mag >> 20, f"{name}e")
-        self.special = self.e.eq(0x7FF)
-        self.nan = b.let(self.mag.gt(0x7FF00000) | (self.mag.eq(0x7FF00000) & self.l.ne(0)), f"{name}nan")
-        self.inf = b.let(self.mag.eq(0x7FF00000) & self.l.eq(0), f"{name}inf")
-        self.zero = b.let((self.mag | self.l).eq(0), f"{name}z")
-
-    def normalized(self, b: Block) -> tuple[Val, W]:
-        """(exponent, significand) of a finite non-zero operand with the significand's top bit
-        at bit 52 (subnormals shifted up, their exponent below 1)."""
-        frac = (self.h & 0xFFFFF, self.l)
-        sub = b.let(self.e.eq(0), "sub")
-        lz = b.let(select(sub, clz64(frac) - 11, u32(0)), "lz")
-        m = shl64(b, (b.let(frac[0] | select(sub, u32(0), u32(HIDDEN)), "fh"), frac[1]), lz)
-        e = b.let(select(sub, i32(1), self.e.to(I32)) - lz.to(I32), "ex")
-        return e, m
+def is_nan_words(mag: Val, lo: Val) -> Val:
+    """Whether a float64 with these magnitude (high word, sign cleared) and low words is NaN."""
+    return (mag + one(lo.ne(0))).gt(0x7FF00000)
 
 
 def _nan() -> Val:
@@ -289,36 +270,33 @@ def _nan() -> Val:
 @function(F64, soft=True, a=F64, b=F64)
 def vyd_add(b: Block, a: Val, c: Val) -> None:
     """a + b"""
-    x, y = _Parts(b, a, "a"), _Parts(b, c, "b")
-    with b.if_(x.special | y.special):
-        with b.if_(x.nan | y.nan | (x.inf & y.inf & x.sign.ne(y.sign))):
-            b.ret(_nan())
-        b.ret(select(x.special, a, c))
-    with b.if_(x.zero):
-        b.ret(select(y.zero, pair(F64, x.sign & y.sign, 0), c))
-    with b.if_(y.zero):
-        b.ret(a)
-    swap = b.let(lt64((x.mag, x.l), (y.mag, y.l)), "swap")
-    big, small = (sel64(swap, (y.h, y.l), (x.h, x.l)), sel64(swap, (x.h, x.l), (y.h, y.l)))
-    bh = b.let(big[0], "gh")
-    sh_ = b.let(small[0], "lh")
-    sign = b.let(bh & SIGN, "sign")
-    eb = b.let((bh >> 20) & 0x7FF, "eg")
-    es = b.let((sh_ >> 20) & 0x7FF, "el")
-    mb = ((bh & 0xFFFFF) | select(eb.ne(0), u32(HIDDEN), u32(0)), b.let(big[1], "gl"))
-    ms = ((sh_ & 0xFFFFF) | select(es.ne(0), u32(HIDDEN), u32(0)), b.let(small[1], "ll"))
-    e1 = b.let(select(eb.eq(0), u32(1), eb), "e1")
-    d = b.let(e1 - select(es.eq(0), u32(1), es), "d")
-    X = shl64(b, mb, 9)                     # significand top at bit 61, 9 bits below its last
-    Y = shr64_sticky(b, shl64(b, ms, 9), d)
-    same = b.let(((bh ^ sh_) & SIGN).eq(0), "same")
-    s = add64(b, X, Y)
-    df = sub64(b, X, Y)
-    z = (b.let(select(same, s[0], df[0]), "zh"), b.let(select(same, s[1], df[1]), "zl"))
-    with b.if_(is_zero64(z)):
-        b.ret(pair(F64, 0, 0))              # exact cancellation: +0
+    ah, al, bh, bl = b.let(a.hi(), "ah"), a.lo(), b.let(c.hi(), "bh"), c.lo()
+    am, bm = b.let(ah & 0x7FFFFFFF, "am"), b.let(bh & 0x7FFFFFFF, "bm")
+    sa, sb = b.let(am.ge(0x7FF00000), "sa"), b.let(bm.ge(0x7FF00000), "sb")
+    # branch-free: every case is computed, the last select picks (lavapipe runs both arms of
+    # every branch anyway, and straight-line code compiles faster)
+    special = select(sa & sb, select(ah.eq(bh) & al.eq(bl), a, _nan()), select(sa, a, c))
+    swap = b.let(lt64((am, al), (bm, bl)), "swap")   # x: the larger magnitude, y the smaller
+    xh, xl = b.let(select(swap, bh, ah), "xh"), b.let(select(swap, bl, al), "xl")
+    yh, yl = b.let(select(swap, ah, bh), "yh"), b.let(select(swap, al, bl), "yl")
+    ym = b.let(yh & 0x7FFFFFFF, "ym")
+    # x + 0 = x; -0 + -0 = -0, else a zero sum is +0
+    with_zero = select(((xh & 0x7FFFFFFF) | xl).eq(0), pair(F64, ah & bh, 0), pair(F64, xh, xl))
+    ex = b.let((xh >> 20) & 0x7FF, "ex")
+    ey = b.let(ym >> 20, "ey")
+    e1 = b.let(select(ex.eq(0), u32(1), ex), "e1")     # subnormals: exponent 1, no hidden bit
+    d = e1 - select(ey.eq(0), u32(1), ey)
+    X = shl64(b, ((xh & 0xFFFFF) | select(ex.eq(0), u32(0), u32(HIDDEN)), xl), 9)   # top at bit 61
+    Y = shr64_jam(b, shl64(b, ((yh & 0xFFFFF) | select(ey.eq(0), u32(0), u32(HIDDEN)), yl), 9), d)
+    same = b.let(((ah ^ bh) & SIGN).eq(0), "same")
+    s_, df = add64(b, X, Y), sub64(b, X, Y)
+    z = (b.let(select(same, s_[0], df[0]), "zh"), b.let(select(same, s_[1], df[1]), "zl"))
+    # normalize, but not below exponent 1: a sum below 2^-1022 is exact
     lz = b.let(clz64(z), "lz")
-    b.ret(round_pack(b, sign, e1.to(I32) + 2 - lz.to(I32), shl64(b, z, lz)))
+    lz = b.let(select(lz.gt(e1 + 1), e1 + 1, lz), "lz")
+    r = round_pack(b, xh & SIGN, e1.to(I32) + 2 - lz.to(I32), shl64(b, z, lz), normal=True)
+    r = select(is_zero64(z), pair(F64, 0, 0), r)      # exact cancellation: +0
+    b.ret(select(sa | sb, special, select((ym | yl).eq(0), with_zero, r)))
 
 
 @function(F64, soft=True, a=F64, b=F64)
@@ -332,19 +310,30 @@ def vyd_neg(b: Block, a: Val) -> None:
     b.ret(pair(F64, a.hi() ^ SIGN, a.lo()))
 
 
+def _normalized(b: Block, h: Val, lo: Val, e: Val) -> tuple[Val, W]:
+    """(exponent, significand with its top bit at bit 52) of a finite non-zero float64 with
+    high word h, low word lo and biased exponent e (a subnormal's exponent ends below 1)."""
+    sub = b.let(e.eq(0), "sub")
+    frac = (b.let(h & 0xFFFFF, "fh"), lo)
+    lz = b.let(select(sub, clz64(frac) - 11, u32(0)), "lz")
+    m = shl64(b, (frac[0] | select(sub, u32(0), u32(HIDDEN)), lo), lz)
+    return b.let(select(sub, i32(1), e.to(I32)) - lz.to(I32), "ex"), m
+
+
 @function(F64, soft=True, a=F64, b=F64)
 def vyd_mul(b: Block, a: Val, c: Val) -> None:
     """a * b"""
-    x, y = _Parts(b, a, "a"), _Parts(b, c, "b")
-    sign = b.let(x.sign ^ y.sign, "sign")
-    with b.if_(x.special | y.special):
-        with b.if_(x.nan | y.nan | (x.inf & y.zero) | (y.inf & x.zero)):
-            b.ret(_nan())
-        b.ret(pair(F64, sign | 0x7FF00000, 0))
-    with b.if_(x.zero | y.zero):
-        b.ret(pair(F64, sign, 0))
-    ex, (xh, xl) = x.normalized(b)
-    ey, (yh, yl) = y.normalized(b)
+    ah, al, bh, bl = b.let(a.hi(), "ah"), a.lo(), b.let(c.hi(), "bh"), c.lo()
+    am, bm = b.let(ah & 0x7FFFFFFF, "am"), b.let(bh & 0x7FFFFFFF, "bm")
+    sign = b.let((ah ^ bh) & SIGN, "sign")
+    za, zb = b.let((am | al).eq(0), "za"), b.let((bm | bl).eq(0), "zb")
+    # branch-free (as every helper here): each case is computed and selects pick the result
+    # (lavapipe runs both arms of a branch anyway, and straight-line code compiles faster)
+    special = b.let(am.ge(0x7FF00000) | bm.ge(0x7FF00000), "special")   # NaN, or inf * 0: NaN; else inf
+    bad = is_nan_words(am, al) | is_nan_words(bm, bl) | za | zb
+    special_r = select(bad, _nan(), pair(F64, sign | 0x7FF00000, 0))
+    ex, (xh, xl) = _normalized(b, ah, al, am >> 20)
+    ey, (yh, yl) = _normalized(b, bh, bl, bm >> 20)
     # the 106-bit product, words w3 w2 w1 w0
     h00, w0 = mul32x32(b, xl, yl)
     h01, l01 = mul32x32(b, xl, yh)
@@ -362,73 +351,86 @@ def vyd_mul(b: Block, a: Val, c: Val) -> None:
     tl = b.let((w2 << 22) | (w1 >> 10) | one(((w1 & 0x3FF) | w0).ne(0)), "tl")
     top = b.let((th >> 31).ne(0), "top")
     t = sel64(top, (th, tl), ((th << 1) | (tl >> 31), tl << 1))
-    b.ret(round_pack(b, sign, ex + ey - 1023 + one(top).to(I32), (b.let(t[0], "nh"), b.let(t[1], "nl"))))
+    r = round_pack(b, sign, ex + ey - 1023 + one(top).to(I32), (b.let(t[0], "nh"), b.let(t[1], "nl")))
+    b.ret(select(special, special_r, select(za | zb, pair(F64, sign, 0), r)))
 
 
 @function(F64, soft=True, a=F64, b=F64)
 def vyd_div(b: Block, a: Val, c: Val) -> None:
     """a / b"""
-    x, y = _Parts(b, a, "a"), _Parts(b, c, "b")
-    sign = b.let(x.sign ^ y.sign, "sign")
-    with b.if_(x.nan | y.nan | (x.inf & y.inf) | (x.zero & y.zero)):
-        b.ret(_nan())
-    with b.if_(x.inf | y.zero):
-        b.ret(pair(F64, sign | 0x7FF00000, 0))
-    with b.if_(x.zero | y.inf):
-        b.ret(pair(F64, sign, 0))
-    ex, mx = x.normalized(b)
-    ey, my = y.normalized(b)
+    ah, al, bh, bl = b.let(a.hi(), "ah"), a.lo(), b.let(c.hi(), "bh"), c.lo()
+    am, bm = b.let(ah & 0x7FFFFFFF, "am"), b.let(bh & 0x7FFFFFFF, "bm")
+    sign = b.let((ah ^ bh) & SIGN, "sign")
+    sa, sb = b.let(am.ge(0x7FF00000), "sa"), b.let(bm.ge(0x7FF00000), "sb")
+    za, zb = b.let((am | al).eq(0), "za"), b.let((bm | bl).eq(0), "zb")
+    # NaN, inf / inf, 0 / 0: NaN; x / 0, inf / y: inf; 0 / y, x / inf: 0
+    nan = is_nan_words(am, al) | is_nan_words(bm, bl) | (sa & sb) | (za & zb)
+    special_r = select(nan, _nan(), pair(F64, sign | select(sa | zb, u32(0x7FF00000), u32(0)), 0))
+    ex, mx = _normalized(b, ah, al, am >> 20)
+    ey, my = _normalized(b, bh, bl, bm >> 20)
     lt = b.let(lt64(mx, my), "lt")
     n = sel64(lt, shl64(b, mx, 1), mx)          # the quotient n / my lies in [1, 2)
-    rh, rl = sub64(b, n, my)
-    qh = u32(1 << 22)                          # quotient bit 54 (of 0..54)
-    ql = u32(0)
-    for k in range(53, -1, -1):                # one quotient bit per step: r < my after each
-        r2h = b.let((rh << 1) | (rl >> 31), "rh")
-        r2l = b.let(rl << 1, "rl")
-        ge = b.let(~lt64((r2h, r2l), my), "ge")
-        dh, dl = sub64(b, (r2h, r2l), my)
-        rh = b.let(select(ge, dh, r2h), "rh")
-        rl = b.let(select(ge, dl, r2l), "rl")
-        bit = select(ge, u32(1 << (k % 32)), u32(0))
-        if k >= 32:
-            qh = b.let(qh | bit, "qh")
-        else:
-            ql = b.let(ql | bit, "ql") if k < 31 else b.let(bit, "ql")
-    sticky = one((rh | rl).ne(0))
-    t = (b.let((qh << 9) | (ql >> 23), "th"), b.let((ql << 9) | sticky, "tl"))
-    b.ret(round_pack(b, sign, ex - ey + 1023 - one(lt).to(I32), t))
+    rh, rl = sub64(b, n, my)                   # quotient 1.d1 d2 ... d7, 8-bit digits
+    # digit k: q = floor(256 r / my) < 256, estimated as floor((256 r >> 29) / ((my >> 29) + 1)),
+    # which is q or q - 1 (my >> 29 >= 2^23, so the two truncations cost under 1 + 2^-15): one
+    # conditional subtraction makes the digit and the remainder exact (r < my throughout)
+    div = b.let((my[0] << 3 | my[1] >> 29) + 1, "dv")
+    m_lo, m_mid = b.let(my[1] & 0xFFFF, "ml"), b.let(my[1] >> 16, "mm")
+    digits = []
+    for _ in range(7):
+        th = b.let(rh << 8 | rl >> 24, "th")     # t = r << 8 < 2^61
+        tl = b.let(rl << 8, "tl")
+        q = b.let((th << 3 | tl >> 29) / div, "q")
+        lo = q * m_lo
+        mid = b.let(q * m_mid + (lo >> 16), "pm")   # q my < 2^61 as (q my_h + (mid >> 16), q my_l)
+        ph, pl = q * my[0] + (mid >> 16), q * my[1]
+        rh, rl = sub64(b, (th, tl), (ph, pl))
+        up = b.let(~lt64((rh, rl), my), "up")
+        dh, dl = sub64(b, (rh, rl), my)
+        rh, rl = b.let(select(up, dh, rh), "rh"), b.let(select(up, dl, rl), "rl")
+        digits.append(b.let(q + one(up), "d"))
+    qh = (u32(1) << 24) | digits[0] << 16 | digits[1] << 8 | digits[2]
+    ql = b.let(digits[3] << 24 | digits[4] << 16 | digits[5] << 8 | digits[6], "ql")
+    t = (b.let(qh << 7 | ql >> 25, "th"), b.let(ql << 7 | one((rh | rl).ne(0)), "tl"))   # top at bit 63
+    r = round_pack(b, sign, ex - ey + 1023 - one(lt).to(I32), t)
+    b.ret(select(sa | sb | za | zb, special_r, r))
 
 
 @function(F64, soft=True, a=F64)
 def vyd_sqrt(b: Block, a: Val) -> None:
     """the correctly rounded square root"""
-    x = _Parts(b, a, "a")
-    with b.if_(x.nan | (x.sign.ne(0) & ~x.zero)):
-        b.ret(_nan())
-    with b.if_(x.zero | x.inf):
-        b.ret(a)
-    e, m = x.normalized(b)
+    ah, al = b.let(a.hi(), "ah"), a.lo()
+    am = b.let(ah & 0x7FFFFFFF, "am")
+    za = b.let((am | al).eq(0), "za")
+    nan = b.let(is_nan_words(am, al) | (ah.ge(SIGN) & ~za), "nan")
+    keep = b.let(za | am.eq(0x7FF00000), "keep")   # +-0, +inf
+    e, m = _normalized(b, ah, al, am >> 20)
     k = b.let(e - 1023, "k")
     odd = b.let((k & 1).ne(0), "odd")
     mm = sel64(odd, shl64(b, m, 1), m)          # m 2^(k - 52) with k even: m < 2^54
     mh, ml = b.let(mm[0], "mh"), b.let(mm[1], "ml")
-    # root of M = mm 2^56 (110 bits), two radicand bits per step from the top: mm's 54 bits
-    # are bits 109..56 of M, the rest are zeros
-    rh, rl = u32(0), u32(0)
-    qh, ql = u32(0), u32(0)
-    for i in range(54, -1, -1):
+    # root of M = mm 2^56 (110 bits), two radicand bits per step from the top (mm's 54 bits
+    # are bits 109..56 of M, the rest zeros): q gains one bit per step, r = (bits so far) - q^2
+    # <= 2q. While q < 2^28 (the first 29 steps) r and 4q + 1 fit one word.
+    def radicand(i: int) -> Val:
         pos = 2 * i - 56                       # the two bits (pos + 1, pos) of mm, if pos >= 0
         if pos >= 32:
-            two = (mh >> (pos - 32)) & 3
-        elif pos == 31:
-            two = ((mh & 1) << 1) | (ml >> 31)
-        elif pos >= 0:
-            two = (ml >> pos) & 3
-        else:
-            two = u32(0)
+            return (mh >> (pos - 32)) & 3
+        if pos == 31:
+            return ((mh & 1) << 1) | (ml >> 31)
+        return (ml >> pos) & 3 if pos >= 0 else u32(0)
+
+    r, q = u32(0), u32(0)
+    for i in range(54, 25, -1):
+        r2 = b.let(r << 2 | radicand(i), "r")
+        t = b.let(q << 2 | 1, "t")
+        ge = b.let(r2.ge(t), "ge")
+        r = b.let(select(ge, r2 - t, r2), "r")
+        q = b.let(q << 1 | one(ge), "q")
+    rh, rl, qh, ql = u32(0), r, u32(0), q
+    for i in range(25, -1, -1):
         r2h = b.let((rh << 2) | (rl >> 30), "rh")
-        r2l = b.let((rl << 2) | two, "rl")
+        r2l = b.let((rl << 2) | radicand(i), "rl")
         th = b.let((qh << 2) | (ql >> 30), "th")
         tl = b.let((ql << 2) | 1, "tl")
         ge = b.let(~lt64((r2h, r2l), (th, tl)), "ge")
@@ -439,7 +441,7 @@ def vyd_sqrt(b: Block, a: Val) -> None:
         ql = b.let((ql << 1) | one(ge), "ql")
     sticky = one((rh | rl).ne(0))
     t = (b.let((qh << 9) | (ql >> 23), "th"), b.let((ql << 9) | sticky, "tl"))   # root top at bit 54
-    b.ret(round_pack(b, u32(0), (k >> 1) + 1023, t))
+    b.ret(select(nan, _nan(), select(keep, a, round_pack(b, u32(0), (k >> 1) + 1023, t))))
 
 
 def _cmp_parts(b: Block, a: Val, c: Val) -> tuple[Val, Val, Val, Val]:
@@ -478,48 +480,43 @@ def vyd_from_f32(b: Block, x: Val) -> None:
     s = b.let(u & SIGN, "s")
     e = b.let((u >> 23) & 0xFF, "e")
     f = b.let(u & 0x7FFFFF, "f")
-    with b.if_(e.eq(0xFF)):
-        b.ret(pair(F64, s | 0x7FF00000 | select(f.ne(0), u32(0x80000), u32(0)) | (f >> 3), f << 29))
-    with b.if_(e.eq(0)):
-        with b.if_(f.eq(0)):
-            b.ret(pair(F64, s, 0))
-        p = b.let(31 - clz(f), "p")             # f = 1.xxx 2^p: x = f 2^-149
-        hi, lo = shl64(b, (u32(0), f), b.let(52 - p, "sh"))
-        b.ret(pair(F64, s | ((p + 874) << 20) | (hi & 0xFFFFF), lo))
-    b.ret(pair(F64, s | ((e + 896) << 20) | (f >> 3), f << 29))
+    special = pair(F64, s | 0x7FF00000 | select(f.ne(0), u32(0x80000), u32(0)) | (f >> 3), f << 29)
+    p = b.let(31 - clz(f), "p")                 # a subnormal: f = 1.xxx 2^p, x = f 2^-149
+    hi, lo = shl64(b, (u32(0), f), b.let((52 - p) & 63, "sh"))
+    sub = select(f.eq(0), pair(F64, s, 0), pair(F64, s | ((p + 874) << 20) | (hi & 0xFFFFF), lo))
+    normal = pair(F64, s | ((e + 896) << 20) | (f >> 3), f << 29)
+    b.ret(select(e.eq(0xFF), special, select(e.eq(0), sub, normal)))
 
 
 @function(F32, soft=True, a=F64)
 def vyd_to_f32(b: Block, a: Val) -> None:
     """(float)a, rounded to nearest even (subnormal results too; overflow to infinity)"""
-    x = _Parts(b, a, "a")
-    with b.if_(x.nan):
-        b.ret((x.sign | 0x7FC00000 | ((x.h & 0x7FFFF) << 3) | (x.l >> 29)).bits())
-    with b.if_(x.inf | x.zero | x.e.eq(0)):      # double subnormals are far below every f32
-        b.ret(select(x.inf, x.sign | 0x7F800000, x.sign).bits())
-    e32 = b.let(x.e.to(I32) - 896, "e32")
-    th = b.let(((x.h & 0xFFFFF) | HIDDEN) << 11 | (x.l >> 21), "th")   # significand top at bit 63
-    tl = b.let(x.l << 11, "tl")
+    ah, al = b.let(a.hi(), "ah"), a.lo()
+    sign = b.let(ah & SIGN, "sign")
+    am = b.let(ah & 0x7FFFFFFF, "am")
+    e = b.let(am >> 20, "e")
+    nan = sign | 0x7FC00000 | ((ah & 0x7FFFF) << 3) | (al >> 29)
+    edge = select(e.eq(0), sign, sign | 0x7F800000)   # inf; zeros and double subnormals (far below f32's)
+    e32 = b.let(e.to(I32) - 896, "e32")
+    th = b.let(((ah & 0xFFFFF) | HIDDEN) << 11 | (al >> 21), "th")   # significand top at bit 63
     sub = b.let(e32.lt(1), "sub")
-    zh, zl = shr64_sticky(b, (th, tl), b.let(select(sub, (1 - e32).to(U32), u32(0)), "sh"))
+    zh, zl = shr64_jam(b, (th, al << 11), select(sub, (1 - e32).to(U32), u32(0)))
     m = b.let(zh >> 8, "m")
-    guard = b.let((zh >> 7) & 1, "g")
-    sticky = b.let(((zh & 0x7F) | zl).ne(0), "st")
+    guard = (zh >> 7) & 1
+    sticky = ((zh & 0x7F) | zl).ne(0)
     up = guard & (one(sticky) | (m & 1))
-    ep = b.let(select(sub, i32(0), e32 - 1), "ep")
-    big = e32.ge(255)
-    packed = b.let((ep.to(U32) << 23) + m + up, "pk")
-    b.ret((x.sign | select(big | packed.ge(0x7F800000), u32(0x7F800000), packed)).bits())
+    packed = b.let((select(sub, i32(0), e32 - 1).to(U32) << 23) + m + up, "pk")
+    r = sign | select(e32.ge(255) | packed.ge(0x7F800000), u32(0x7F800000), packed)
+    b.ret(select(is_nan_words(am, al), nan, select(e.eq(0x7FF) | e.eq(0), edge, r)).bits())
 
 
 @function(F64, soft=True, v=U32)
 def vyd_from_u32(b: Block, v: Val) -> None:
     """(double)v, exact"""
-    with b.if_(v.eq(0)):
-        b.ret(pair(F64, 0, 0))
-    lz = b.let(clz(v), "lz")
+    lz = b.let(clz(v) & 31, "lz")
     mn = b.let(v << lz, "mn")
-    b.ret(pair(F64, ((1054 - lz) << 20) | ((mn >> 11) & 0xFFFFF), mn << 21))
+    r = pair(F64, ((1054 - lz) << 20) | ((mn >> 11) & 0xFFFFF), mn << 21)
+    b.ret(select(v.eq(0), pair(F64, 0, 0), r))
 
 
 @function(F64, soft=True, v=I32)
@@ -534,12 +531,11 @@ def vyd_from_i32(b: Block, v: Val) -> None:
 @function(I32, soft=True, a=F64)
 def vyd_to_i32(b: Block, a: Val) -> None:
     """(int)a, truncated, for |a| < 2^31 (others: not defined by C; here wrapped bits)"""
-    x = _Parts(b, a, "a")
-    with b.if_(x.e.lt(1023)):
-        b.ret(i32(0))
-    sh = b.let(select(x.e.gt(1075), u32(0), 1075 - x.e), "sh")
-    _, lo = shr64(b, ((x.h & 0xFFFFF) | HIDDEN, x.l), sh)
-    b.ret(select(x.sign.ne(0), 0 - lo, lo).to(I32))
+    ah = b.let(a.hi(), "ah")
+    e = b.let((ah >> 20) & 0x7FF, "e")
+    sh = select(e.gt(1075), u32(0), select(e.lt(1013), u32(63), 1075 - e))
+    _, lo = shr64(b, ((ah & 0xFFFFF) | HIDDEN, a.lo()), b.let(sh, "sh"))
+    b.ret(select(e.lt(1023), i32(0), select(ah.ge(SIGN), 0 - lo, lo).to(I32)))
 
 
 # ---- f32 comparisons on the bits (WGSL keeps f32 values as their u32 bits) --------------------

@@ -6,12 +6,15 @@ float64 or 64-bit integer is a ``vec2<u32>`` (x: low word, y: high word), an f32
 bits, and each float64, 64-bit or f32 operation is a call of the software helper that
 implements it (`vyre.lower.crmath.soft`, printed by this same printer). Those helpers perform
 IEEE binary64 operations exactly, so the printed WGSL computes the same doubles as the C
-targets and rounds them to the same f32 bits. Tables are module-scope ``const`` arrays;
-locals are printed as ``v_<name>`` (no clash with WGSL's reserved words).
+targets and rounds them to the same f32 bits. A table is a function of its index and a
+lookup a function of its key (binary decision trees with the entries in the code,
+`table_source`, `lookup_source`); locals are printed as ``v_<name>`` (no clash with WGSL's
+reserved words).
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable
 
 from . import soft
@@ -26,6 +29,7 @@ from .dsl import (
     Function,
     If,
     Let,
+    Lookup,
     Ret,
     Set,
     Stmt,
@@ -62,6 +66,8 @@ def _helper(v: Val) -> tuple[Function, tuple[Val, ...], bool] | None:
         return getattr(soft, f"vyd_{op}"), a, False
     if t in (U64, I64) and op in ("add", "sub", "mul"):
         return getattr(soft, f"vyu_{op}"), a, False
+    if t is I64 and op == "neg":
+        return soft.vyu_sub, (Val("lit", I64, data=0), a[0]), False
     if t in (U64, I64) and op in ("shl", "shr"):
         fn = soft.vyi_shr if (op == "shr" and t is I64) else getattr(soft, f"vyu_{op}")
         return fn, a, False
@@ -104,12 +110,10 @@ def _lit(v: Val) -> str:
 
 
 def _bits32(x: float) -> int:
-    import struct
     return struct.unpack("<I", struct.pack("<f", x))[0]
 
 
 def _bits64(x: float) -> int:
-    import struct
     return struct.unpack("<Q", struct.pack("<d", x))[0]
 
 
@@ -119,7 +123,10 @@ def expr(v: Val) -> str:
     h = _helper(v)
     if h is not None:
         fn, args, neg = h
-        call = f"{fn.name}({', '.join(expr(x) for x in args)})"
+        texts = [expr(x) for x in args]
+        if op in ("shl", "shr") and args[1].ty is I32:   # the helpers take a u32 amount
+            texts[1] = f"bitcast<u32>({texts[1]})"
+        call = f"{fn.name}({', '.join(texts)})"
         return f"(!{call})" if neg else call
     if op == "lit":
         return _lit(v)
@@ -129,8 +136,15 @@ def expr(v: Val) -> str:
         return f"{expr(a[0])}.v{v.data}"
     if op == "call":
         return f"{v.data.name}({', '.join(expr(x) for x in a)})"
-    if op == "index":
-        return f"{v.data.name}[{expr(a[0])}]"
+    if op in ("index", "row"):
+        i = expr(a[0])
+        i = i if a[0].ty is U32 else f"bitcast<u32>({i})"
+        if op == "row":
+            t, w = v.data
+            return f"{t.name}_row{w}({i})"
+        return f"{v.data.name}({i})"
+    if op == "lookup":
+        return f"{v.data.name}({expr(a[0])}, {expr(a[1])})"
     t = a[0].ty if a else v.ty
     if op in ("eq", "ne") and t in (U64, I64):
         return f"{'all' if op == 'eq' else 'any'}({expr(a[0])} {_INFIX[op]} {expr(a[1])})"
@@ -231,18 +245,74 @@ def function_source(fn: Function) -> str:
                       *_stmts(fn.body, fn, 1), "}"])
 
 
-def table_source(t: Table) -> str:
-    n = len(t.values)
-    if t.ty is F64:
-        vals = ", ".join(_lit(Val("lit", F64, data=v)) for v in t.values)
-    else:
-        vals = ", ".join(_lit(Val("lit", t.ty, data=v)) for v in t.values)
-    return f"const {t.name} = array<{WT[t.ty]}, {n}>({vals});"
+def _tree(lines: list[str], n: int, leaf, test, depth: int = 1) -> None:
+    """A balanced decision tree over ``n`` leaves: ``test(mid)`` is the condition for the
+    lower half, ``leaf(k)`` the statement of leaf ``k``."""
+    def rec(lo: int, hi: int, d: int) -> None:
+        pad = "    " * d
+        if hi - lo == 1:
+            lines.append(f"{pad}{leaf(lo)}")
+            return
+        mid = (lo + hi) // 2
+        lines.append(f"{pad}if ({test(mid)}) {{")
+        rec(lo, mid, d + 1)
+        lines.append(f"{pad}}}")
+        rec(mid, hi, d)
+    rec(0, n, depth)
+
+
+def table_source(t: Table, indexed: bool, rows: Iterable[int]) -> str:
+    """A table as functions of the index (``name(i)``, ``name_row<w>(i)``): binary decision
+    trees with the entries as leaves. lavapipe compiles constant arrays indexed at run time in
+    time that grows much faster than their size, and runs them slowly; a tree of a few thousand
+    leaves compiles in about a second. In-range indices only, as in C."""
+    leaves = [_lit(Val("lit", t.ty, data=v)) for v in t.values]
+    out = []
+    if indexed:
+        lines = [f"fn {t.name}(i: u32) -> {WT[t.ty]} {{"]
+        _tree(lines, len(leaves), lambda k: f"return {leaves[k]};", lambda mid: f"i < {mid}u")
+        out.append("\n".join([*lines, "}"]))
+    for w in sorted(set(rows)):
+        fields = ", ".join(f"v{k}: {WT[t.ty]}" for k in range(w))
+        lines = [f"struct {t.name}_r{w} {{ {fields} }}", f"fn {t.name}_row{w}(i: u32) -> {t.name}_r{w} {{"]
+        _tree(lines, len(leaves) // w,
+              lambda r, w=w: f"return {t.name}_r{w}({', '.join(leaves[r * w:(r + 1) * w])});",
+              lambda mid: f"i < {mid}u")
+        out.append("\n".join([*lines, "}"]))
+    return "\n".join(out)
+
+
+def lookup_source(m: Lookup) -> str:
+    """The binary search of the sorted keys with the keys in the code: ``name(x, d)`` is the
+    value of key x, else d."""
+    pairs = m.pairs
+    lines = [f"fn {m.name}(x: u32, d: u32) -> u32 {{"]
+    if not pairs:
+        return "\n".join([*lines, "    return d;", "}"])
+    _tree(lines, len(pairs), lambda k: f"return select(d, {pairs[k][1]}u, x == {pairs[k][0]}u);",
+          lambda mid: f"x < {pairs[mid][0]}u")
+    return "\n".join([*lines, "}"])
 
 
 def source(roots: Iterable[Function]) -> str:
     """WGSL of the roots and everything they reach, software helpers included (callees first)."""
     parts = ["// Correctly rounded f32 transcendentals (vyre.lower.crmath): float64 in software on u32 words"]
-    for item in closure(roots, extra=helpers):
-        parts.append(function_source(item) if isinstance(item, Function) else table_source(item))
+    items = closure(roots, extra=helpers)
+    indexed: set[int] = set()
+    rows: dict[int, set[int]] = {}
+    for fn in items:
+        if isinstance(fn, Function):
+            for top in stmt_vals(fn.body):
+                for x in subexprs(top):
+                    if x.op == "index":
+                        indexed.add(id(x.data))
+                    elif x.op == "row":
+                        rows.setdefault(id(x.data[0]), set()).add(x.data[1])
+    for item in items:
+        if isinstance(item, Function):
+            parts.append(function_source(item))
+        elif isinstance(item, Lookup):
+            parts.append(lookup_source(item))
+        else:
+            parts.append(table_source(item, id(item) in indexed, rows.get(id(item), ())))
     return "\n".join(parts) + "\n"
