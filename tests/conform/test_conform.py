@@ -144,3 +144,13 @@ def test_a_pooled_run_gives_the_serial_results(monkeypatch, opencl_or_none, refe
         from vyre.driver import pipeline as P
 
         assert P.compile(backend, random_program(3 * 1_000_003)[0]).compiled.built_from == "disk"
+
+
+def test_generator_emits_every_correctly_rounded_function_of_two_operands():
+    """S13: the random programs the backends are compared on use hypot, pow and atan2."""
+    from vyre.conform.generator import random_program
+    from vyre.ir import node as N
+    from vyre.ir.types import TRANSCENDENTAL
+
+    seen = {e.op for s in range(60) for e in N.program_exprs(random_program(s)[0]) if isinstance(e, E.Bin)}
+    assert {op for op in TRANSCENDENTAL if isinstance(op, BinOp)} <= seen

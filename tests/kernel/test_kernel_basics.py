@@ -35,6 +35,56 @@ def test_sha256_kernel_matches_hashlib_and_the_builder_version(backend):
     assert got.tobytes() == builder
 
 
+def test_pow_spellings_build_one_op():
+    """``a ** b``, Python's ``pow(a, b)`` and ``vyre.kernel.pow(a, b)`` are the same correctly
+    rounded POW (S13)."""
+    from vyre.ir import BinOp
+    from vyre.ir import node as N
+
+    @vyre.kernel
+    def k1(x: In[f32], y: In[f32], o: Out[f32]):
+        o[gid()] = x[gid()] ** y[gid()]
+
+    @vyre.kernel
+    def k2(x: In[f32], y: In[f32], o: Out[f32]):
+        o[gid()] = pow(x[gid()], y[gid()])
+
+    @vyre.kernel
+    def k3(x: In[f32], y: In[f32], o: Out[f32]):
+        o[gid()] = vyre.kernel.pow(x[gid()], y[gid()])
+
+    assert k1.program.body == k2.program.body == k3.program.body
+    assert any(getattr(e, "op", None) is BinOp.POW for e in N.program_exprs(k1.program))
+
+
+def test_pow_and_atan2_kernels_are_their_builder_twins(backend):
+    """One call of each (each is a large function on WGSL); a wgpu that refuses them says so
+    in kernel words."""
+    from kernel.support import run
+    from vyre.drivers.wgpu.backend import REFUSED_OPS
+    from vyre.ir import BinOp, BufferDecl, DataType, Expr, Node, Program
+
+    @vyre.kernel
+    def polar(x: In[f32], y: In[f32], r: Out[f32], t: Out[f32]):
+        i = gid()
+        r[i] = x[i] ** y[i]
+        t[i] = vyre.kernel.atan2(y[i], x[i])
+
+    rng = np.random.default_rng(6)
+    x, y = (rng.standard_normal(3000).astype(np.float32) * 4 for _ in range(2))
+    got = run(polar, backend, x, y, refused_on=("wgpu",) if "vyre.bin_op.pow" in REFUSED_OPS else ())
+    if got is None:
+        return
+    F, gx = DataType.F32, Expr.gid_x()
+    lx, ly = Expr.load("x", gx), Expr.load("y", gx)
+    twin = Program.wrapped(
+        [BufferDecl.read("x", 0, F), BufferDecl.read("y", 1, F), BufferDecl.output("r", 2, F),
+         BufferDecl.output("t", 3, F)], 64,
+        [Node.store("r", gx, Expr.bin(BinOp.POW, lx, ly)), Node.store("t", gx, Expr.bin(BinOp.ATAN2, ly, lx))])
+    want = vyre.reference.run(twin, [x, y])
+    assert got[0].tobytes() == want[0] and got[1].tobytes() == want[1]
+
+
 def test_histogram_kernel_with_shared_memory_atomics_and_a_scalar(backend):
     data = np.random.default_rng(4).integers(0, 2**32, 50_000, dtype=np.uint64).astype(np.uint32)
     h = KX.histogram(data, 16, backend=backend, grid=-(-data.size // (256 * 16)))
@@ -104,7 +154,8 @@ def _compile(src: str):
 
 
 @pytest.mark.parametrize("body, words", [
-    ("    out[gid()] = x[gid()] ** 2\n", "Pow"),
+    ("    out[gid()] = x[gid()] @ x[gid()]\n", "MatMult"),
+    ("    out[gid()] = f32(u32(x[gid()]) ** 2)\n", "a float function"),
     ("    out[gid()] = [v for v in range(3)][0]\n", "is not a buffer"),
     ("    with open('f'):\n        pass\n", "With"),
     ("    out[gid()] = u32(x[gid()]) / 2\n", "use // for integer division"),

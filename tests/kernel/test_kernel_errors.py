@@ -39,7 +39,10 @@ def test_every_code_raised_is_in_the_table_and_documented():
 
 
 BAD = [
-    ("o[i] = x[i] ** 2", "K003", "Pow"),
+    ("o[i] = x[i] @ x[i]", "K003", "MatMult"),
+    ("o[i] = f32(u32(x[i]) ** 2)", "K004", "a float function"),
+    ("o[i] = math.pow(x[i], 2.0)", "K009", "vyre.kernel.pow"),
+    ("o[i] = math.atan2(x[i], 1.0)", "K009", "vyre.kernel.atan2"),
     ("o[i] = math.sqrt(x[i])", "K009", "vyre.kernel.sqrt"),
     ("o[i] = np.exp(x[i])", "K009", "vyre.kernel.exp"),
     ("o[i] = u32(x[i]) / 2", "K004", "//"),

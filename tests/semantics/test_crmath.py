@@ -226,10 +226,10 @@ def test_cuda_source_of_every_function_compiles_with_nvrtc():
         acc = v
         for op in OPS:
             acc = acc + Expr.un(op, v)
-        return acc + Expr.bin(BinOp.HYPOT, v, acc)
+        return acc + Expr.bin(BinOp.HYPOT, v, acc) + Expr.bin(BinOp.POW, acc, v) + Expr.bin(BinOp.ATAN2, v, acc)
 
     _, source = generate(map_program([DataType.F32], DataType.F32, all_ops, wg=64))
-    for op in [*OPS, BinOp.HYPOT]:
+    for op in [*OPS, BinOp.HYPOT, BinOp.POW, BinOp.ATAN2]:
         assert f"{lower_crmath.HELPER[op]}(" in source
     assert compiler.compile_cubin(source, "sm_90")
 

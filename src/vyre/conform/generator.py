@@ -53,7 +53,7 @@ SIGNED = (I, I64)
 SAME_SIZE = {U: (U, I, F), I: (U, I, F), F: (U, I, F), U64: (U64, I64), I64: (U64, I64), H: (H, BH, U),
              BH: (H, BH, U)}
 ARITH = [BinOp.ADD, BinOp.SUB, BinOp.MUL, BinOp.DIV, BinOp.MOD, BinOp.MIN, BinOp.MAX, BinOp.ABS_DIFF]
-ARITH_F = [BinOp.HYPOT]      # float only, correctly rounded (S13)
+ARITH_F = sorted((o for o in TRANSCENDENTAL if isinstance(o, BinOp)), key=lambda o: o.value)  # float only, S13
 INT_BIN = sorted(INT_ONLY_BIN, key=lambda o: o.value)
 CMP = sorted(COMPARISONS, key=lambda o: o.value)
 UN_INT = sorted(INT_ONLY_UN, key=lambda o: o.value) + [UnOp.NEGATE, UnOp.ABS, UnOp.SIGN]

@@ -176,6 +176,8 @@ class BinOp(_Closed):
     ROTATE_RIGHT = "rotate_right"
     MUL_HIGH = "mul_high"
     HYPOT = "hypot"              # appended: wire op ids of the others stay
+    POW = "pow"                  # appended too
+    ATAN2 = "atan2"              # appended too: atan2(left = y, right = x)
 
 
 class UnOp(_Closed):
@@ -253,8 +255,9 @@ FLOAT_ONLY_UN = frozenset({UnOp.SQRT, UnOp.FLOOR, UnOp.CEIL, UnOp.ROUND, UnOp.TR
 # the correctly rounded f32 functions (docs/semantics.md S13): the one list every layer reads
 TRANSCENDENTAL = frozenset({UnOp.EXP, UnOp.LOG, UnOp.EXP2, UnOp.LOG2, UnOp.SIN, UnOp.COS,
                             UnOp.TAN, UnOp.TANH, UnOp.SINH, UnOp.COSH, UnOp.EXPM1, UnOp.LOG1P,
-                            UnOp.ATAN, UnOp.ASIN, UnOp.ACOS, UnOp.CBRT, UnOp.ERF, BinOp.HYPOT})
-FLOAT_ONLY_BIN = frozenset({BinOp.HYPOT})
+                            UnOp.ATAN, UnOp.ASIN, UnOp.ACOS, UnOp.CBRT, UnOp.ERF, BinOp.HYPOT,
+                            BinOp.POW, BinOp.ATAN2})
+FLOAT_ONLY_BIN = frozenset({BinOp.HYPOT, BinOp.POW, BinOp.ATAN2})
 FLOAT_PREDICATES = frozenset({UnOp.IS_NAN, UnOp.IS_INF, UnOp.IS_FINITE})
 
 

@@ -36,6 +36,7 @@ from .intrinsics import (
     acos,
     asin,
     atan,
+    atan2,
     atomic_add,
     atomic_and,
     atomic_cas,
@@ -85,6 +86,9 @@ from .intrinsics import (
     tanh,
     trunc,
     wgid,
+)
+from .intrinsics import (
+    pow as pow,
 )
 from .launch import call, check_workgroup, resolve_backend
 from .types import (
@@ -221,7 +225,9 @@ __all__ = ["CODES", "DeviceFunction", "In", "InOut", "Kernel", "KernelError", "O
            "i64", "intrinsics", "isinf", "isnan", "kernel", "lid", "local", "log", "log2", "mul_high",
            "popcount", "reverse_bits", "rotl", "rotr", "sat_add", "sat_sub", "select", "shared", "sin",
            "sqrt", "tan", "tanh", "trunc", "u8", "u16", "u32", "u64", "wgid",
-           "sinh", "cosh", "expm1", "log1p", "atan", "asin", "acos", "cbrt", "erf", "hypot"]
+           "sinh", "cosh", "expm1", "log1p", "atan", "asin", "acos", "cbrt", "erf", "hypot", "atan2"]
+# vyre.kernel.pow is left out of __all__: `from vyre.kernel import *` keeps Python's own pow,
+# which kernels accept too (pow(a, b) and a ** b are the same correctly rounded POW)
 
 
 class _CallableModule(type(functools)):  # type: ignore[misc]

@@ -65,7 +65,7 @@ _UNARY_INTRINSICS = {"sqrt": UnOp.SQRT, "floor": UnOp.FLOOR, "ceil": UnOp.CEIL, 
                      "isnan": UnOp.IS_NAN, "isinf": UnOp.IS_INF, "popcount": UnOp.POPCOUNT,
                      "clz": UnOp.CLZ, "ctz": UnOp.CTZ, "reverse_bits": UnOp.REVERSE_BITS,
                      "byte_swap": UnOp.BYTE_SWAP}
-_BINARY_INTRINSICS = {"hypot": BinOp.HYPOT, "mul_high": BinOp.MUL_HIGH, "rotl": BinOp.ROTATE_LEFT, "rotr": BinOp.ROTATE_RIGHT,
+_BINARY_INTRINSICS = {"hypot": BinOp.HYPOT, "pow": BinOp.POW, "atan2": BinOp.ATAN2, "mul_high": BinOp.MUL_HIGH, "rotl": BinOp.ROTATE_LEFT, "rotr": BinOp.ROTATE_RIGHT,
                       "sat_add": BinOp.SATURATING_ADD, "sat_sub": BinOp.SATURATING_SUB}
 _ATOMICS = {"atomic_add": AtomicOp.ADD, "atomic_or": AtomicOp.OR, "atomic_and": AtomicOp.AND,
             "atomic_xor": AtomicOp.XOR, "atomic_min": AtomicOp.MIN, "atomic_max": AtomicOp.MAX,
@@ -752,14 +752,21 @@ class Translator:
 
     # ---- expressions ----------------------------------------------------------------------
     def binop(self, op: ast.operator, node: ast.AST) -> Any:
-        if isinstance(op, ast.Div | ast.FloorDiv):
+        if isinstance(op, ast.Div | ast.FloorDiv | ast.Pow):
             return op
         if type(op) not in _BINOPS:
             raise self.err(node, f"the operator {type(op).__name__} is not supported.",
-                           "use + - * / // % & | ^ << >> (there is no ** or @).", "K003")
+                           "use + - * / // % ** & | ^ << >> (there is no @).", "K003")
         return _BINOPS[type(op)]
 
     def arith(self, op: Any, left: Expr, right: Expr, node: ast.AST) -> Expr:
+        if isinstance(op, ast.Pow):   # pow, correctly rounded (S13): floats only
+            t = Resolver(self.scope).peek(left, dict(self.scope.types)) \
+                or Resolver(self.scope).peek(right, dict(self.scope.types))
+            if t is not None and not t.is_float:
+                raise self.err(node, f"`**` on {t.value} values: it is pow, a float function.",
+                               "cast to f32 (f32(a) ** b), or multiply (a * a) for an integer power.", "K004")
+            return Expr.bin(BinOp.POW, left, right)
         if isinstance(op, ast.Div | ast.FloorDiv):
             resolver = Resolver(self.scope)
             types = dict(self.scope.types)
@@ -909,6 +916,9 @@ class Translator:
             for a in args[1:]:
                 out = Expr.bin(BinOp.MIN if fn is min else BinOp.MAX, out, x(a))
             return out
+        if fn is pow:   # Python's pow(a, b), as a ** b: the correctly rounded POW (S13)
+            self.arity(node, 2)
+            return self.arith(ast.Pow(), x(args[0]), x(args[1]), node)
         if fn is len:
             self.arity(node, 1)
             return self.shape_of(args[0], node)[0]
@@ -921,7 +931,7 @@ class Translator:
                            f"call vyre.kernel.{name} (from vyre.kernel import {name}).", "K009")
         raise self.err(node, f"{ast.unparse(node.func)!r} cannot be called in a kernel.",
                        "call vyre.kernel device functions, @vyre.func functions, casts like u32(x), "
-                       "abs, min, max or len.", "K009")
+                       "abs, min, max, pow or len.", "K009")
 
     def intrinsic(self, fn: K.Intrinsic, node: ast.Call, discard: bool) -> Expr:
         name, args, x = fn.name, node.args, self.expr

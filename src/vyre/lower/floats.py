@@ -37,7 +37,7 @@ F = DataType.F32
 # result, so a value that only ever reaches these may be flushed early
 NUMERIC_BIN = frozenset({BinOp.ADD, BinOp.SUB, BinOp.MUL, BinOp.DIV, BinOp.MOD, BinOp.MIN, BinOp.MAX,
                          BinOp.ABS_DIFF, BinOp.EQ, BinOp.NE, BinOp.LT, BinOp.GT, BinOp.LE, BinOp.GE,
-                         BinOp.HYPOT})
+                         BinOp.HYPOT, BinOp.POW, BinOp.ATAN2})
 
 # Operations whose hardware flush-to-zero form flushes subnormal inputs and results exactly
 # as S9 does (CUDA with --ftz=true: add/sub/mul/div/sqrt/fma/abs/neg/floor/ceil and every
@@ -203,7 +203,7 @@ def flags_of(e: E.Expr, var: dict[str, Flags], hw_ftz: bool, scope: dict[str, Da
     if isinstance(e, E.Fma):
         return result_flags(hw_ftz, rounded=True, hardware=False)
     if isinstance(e, E.Bin):
-        if e.op in (BinOp.MIN, BinOp.MAX, BinOp.HYPOT):
+        if e.op in (BinOp.MIN, BinOp.MAX, BinOp.HYPOT, BinOp.POW, BinOp.ATAN2):
             return CANON  # operands flushed first; a NaN operand gives the canonical NaN
         if no_subnormal(e):
             return Flags(False, False, True)

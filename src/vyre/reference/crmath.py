@@ -13,11 +13,32 @@ roughly one input in a million.
 
 `flagged` exposes the rounding test itself: the hard-case search
 (`scripts/crmath_hard_cases.py`) runs it over all 2^32 inputs.
+
+pow and atan2 (two operands, `pow_`, `atan2`) use the same float64 evaluation and rounding
+test (numpy's ``power``/``arctan2``, within a few float64 ULPs); a flagged element is
+decided exactly, and why that terminates and is right:
+
+* Every rounding boundary is a dyadic rational with an odd numerator of at most 25 bits
+  (a midpoint m 2^k, the overflow threshold (2^25 - 1) 2^103, the flush threshold
+  (2^24 - 1) 2^-150). So a value that is not such a dyadic is at a positive distance from
+  every boundary, and a Ziv loop (`ziv_round`: evaluate with mpmath at p bits plus guard
+  bits, widen by 2^-p relative, stop when both ends round alike, else double p) ends with
+  the correctly rounded result.
+* atan2 of nonzero f32 values is never a dyadic rational (atan and pi - atan of a nonzero
+  rational are transcendental, by Lindemann), so the Ziv loop alone is right for it.
+* x^y for f32 values can be dyadic (x = m 2^e, m odd, |y| = s 2^f, s odd): for an integer y
+  exactly when m = 1 or y > 0 (m^y 2^(e y)); for y = ±s / 2^k exactly when m is a perfect
+  (2^k)-th power r^(2^k), 2^k divides e, and r = 1 or y > 0 (x^(1/2^k) is then rational,
+  and x^y rational implies it since gcd(s, 2^k) = 1). `pow_dyadic` decides this with Python
+  integers (k integer square roots) and returns the exact value N 2^E when N is short
+  (64 bits), which `mp_round_dyadic` rounds exactly; a longer N is no boundary either, so
+  the Ziv loop handles it with every other x^y.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 
 import mpmath
@@ -194,6 +215,174 @@ def hypot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         xi, yi = mpmath.mpf(float(x.flat[i])), mpmath.mpf(float(y.flat[i]))
         with mpmath.workprec(MP_PREC):
             r.flat[i] = mp_round(mpmath.sqrt(xi * xi + yi * yi))
+    return r
+
+
+# ---- pow and atan2 ---------------------------------------------------------------------------
+
+def _odd_part(v: float) -> tuple[int, int]:
+    """A positive finite float as (n, k): v = n * 2^k with n an odd integer."""
+    num, den = v.as_integer_ratio()                # den is a power of two
+    tz = (num & -num).bit_length() - 1
+    return num >> tz, tz - (den.bit_length() - 1)
+
+
+def pow_dyadic(ax: float, y: float, max_bits: int = 64) -> tuple[int, int] | None:
+    """``ax^y`` as (N, E), the exact value N * 2^E with N odd, when it is a dyadic rational
+    whose numerator N has at most ``max_bits`` bits; else None. ``ax`` > 0 and ``y`` nonzero
+    are finite floats.
+
+    With ax = m 2^e and |y| = s 2^f (m, s odd): for f >= 0, y is the integer n = ±s 2^f and
+    ax^n = m^n 2^(e n), dyadic iff m = 1 or n > 0. For f = -k < 0, ax^y is rational iff
+    ax^(1/2^k) is (gcd(s, 2^k) = 1), i.e. iff m is a perfect (2^k)-th power r^(2^k) and 2^k
+    divides e; then ax^y = r^(±s) 2^(±e s / 2^k), dyadic iff r = 1 or y > 0."""
+    m, e = _odd_part(ax)
+    s, f = _odd_part(abs(y))
+    neg = y < 0
+    if f < 0:
+        k = -f
+        if e % (1 << k):
+            return None
+        for _ in range(k):                          # r = m^(1/2^k), exactly, or not an integer
+            if m == 1:
+                break
+            t = math.isqrt(m)
+            if t * t != m:
+                return None
+            m = t
+        e, n = e >> k, s
+    else:
+        n = s << f
+    if m != 1 and (neg or n * m.bit_length() > max_bits + n):   # m^n too long (or not dyadic)
+        return None
+    if m != 1:
+        big = m ** n
+        if big.bit_length() > max_bits:
+            return None
+        return big, e * n
+    return 1, -e * n if neg else e * n
+
+
+def mp_round_dyadic(n: int, k: int) -> float:
+    """The exact value n * 2^k (n a nonzero integer) rounded to f32 and flushed (S9)."""
+    if k + n.bit_length() > 200:
+        return math.copysign(math.inf, n)
+    if k + n.bit_length() < -200:
+        return math.copysign(0.0, n)
+    with mpmath.workprec(n.bit_length() + 8):
+        return mp_round(mpmath.ldexp(mpmath.mpf(n), k))   # exact: n fits the precision
+
+
+def ziv_round(fn: Callable[[], mpmath.mpf]) -> float:
+    """Correct f32 rounding of a value that is not a rounding boundary (so some precision
+    decides it): ``fn`` evaluated at growing precision p (plus 64 guard bits) until the
+    interval v (1 ± 2^-p) rounds to one f32 (mpmath's functions are within a few units of
+    the last of p + 64 bits)."""
+    p = 128
+    while p <= 1 << 16:
+        with mpmath.workprec(p + 64):
+            v = fn()
+            d = abs(v) * mpmath.ldexp(1, -p)
+            lo, hi = mp_round(v - d), mp_round(v + d)
+        if lo == hi or (math.isnan(lo) and math.isnan(hi)):
+            return lo
+        p *= 2
+    raise AssertionError("a value on a rounding boundary reached ziv_round")   # never: see callers
+
+
+def pow_exact(x: float, y: float) -> float:
+    """Correctly rounded, flushed x^y for f32 values x, y (finite, nonzero, x > 0 or y an
+    integer; the special values are `pow_`'s): exactly when x^y is dyadic with a short
+    numerator (every rounding boundary is one: a 25-bit odd multiple of a power of two),
+    else by `ziv_round` (x^y is then no boundary)."""
+    odd = y == math.floor(y) and abs(y) < 2.0 ** 24 and int(y) % 2 == 1
+    sign = -1.0 if x < 0 and odd else 1.0
+    ax = abs(x)
+    d = pow_dyadic(ax, y)
+    if d is not None:
+        return sign * mp_round_dyadic(*d)
+    return sign * ziv_round(lambda: mpmath.exp(mpmath.mpf(y) * mpmath.log(mpmath.mpf(ax))))
+
+
+def _is_odd_int(y: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        return (np.abs(y) < 2.0 ** 24) & (np.floor(y) == y) & (np.fmod(y, 2.0) != 0)
+
+
+def pow_(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Correctly rounded x^y of canonical f32 values, IEEE 754-2019 9.2 special values:
+    x^±0 = 1 (any x, NaN too), 1^y = 1 (any y, NaN too), (-1)^±inf = 1; otherwise a NaN
+    operand gives NaN; x^±inf is +0 or +inf by |x| < 1 or > 1; ±0^y is ±0 (y > 0 an odd
+    integer), +0 (other y > 0), ±inf (y < 0 an odd integer), +inf (other y < 0); (±inf)^y
+    likewise 1/(±0)^y; x < 0 with a non-integer finite y is NaN; x < 0 with an integer y is
+    ±|x|^y (negative for odd y). The finite case: float64 `np.power` (within 2^-52), the
+    rounding test, and `pow_exact` for the flagged elements."""
+    x, y = np.asarray(a, F32).astype(np.float64), np.asarray(b, F32).astype(np.float64)
+    x, y = np.broadcast_arrays(x, y)
+    ax = np.abs(x)
+    odd = _is_odd_int(y)
+    neg = np.signbit(x)
+    with np.errstate(all="ignore"):
+        integer = np.isfinite(y) & (np.floor(y) == y)
+        z = np.power(ax, y)                        # finite operands: within 2^-52
+        r = round_flush(z)
+        r = np.where(neg & odd, -r, r)
+        # special values, in order of precedence (later assignments lose to earlier ones)
+        zero_or_inf = np.where(ax == 0, y < 0, y > 0)              # |result| infinite?
+        mag = np.where(zero_or_inf, np.inf, 0.0)
+        r = np.where((ax == 0) | np.isinf(x), np.where(odd & neg, -mag, mag), r)
+        r = np.where(np.isinf(y), np.where((ax < 1) == (y < 0), np.inf, 0.0), r)
+        r = np.where(np.isinf(y) & (ax == 1), 1.0, r)
+        r = np.where(neg & np.isfinite(x) & (ax != 0) & ~integer & np.isfinite(y), np.nan, r)
+        r = np.where(np.isnan(x) | np.isnan(y), np.nan, r)
+        r = np.where((y == 0) | (x == 1), 1.0, r)
+    r = round_flush(r)
+    finite = np.isfinite(x) & np.isfinite(y) & (ax != 0) & (y != 0) & ~(neg & ~integer)
+    hard = np.flatnonzero(flagged(z) & finite)
+    if hard.size:
+        r = r.copy()
+        for i in hard:
+            r.flat[i] = pow_exact(float(x.flat[i]), float(y.flat[i]))
+    return r
+
+
+@functools.cache
+def _pi_multiples() -> tuple[float, float, float, float]:
+    """pi/4, pi/2, 3pi/4 and pi rounded to f32."""
+    with mpmath.workprec(MP_PREC):
+        return tuple(mp_round(mpmath.pi * k / 4) for k in (1, 2, 3, 4))
+
+
+def atan2(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Correctly rounded atan2(y = a, x = b) of canonical f32 values, in (-pi, pi], IEEE
+    754-2019 9.2 special values: a NaN operand gives NaN; atan2(±0, x) is ±0 for x > 0 or
+    x = +0 and ±pi for x < 0 or x = -0; atan2(y, ±0) = ±pi/2 (sign of y) for y != 0;
+    atan2(±y, +inf) = ±0 and atan2(±y, -inf) = ±pi for finite y > 0; atan2(±inf, x) = ±pi/2
+    for finite x; atan2(±inf, +inf) = ±pi/4, atan2(±inf, -inf) = ±3pi/4 (each rounded to
+    f32). The finite case: float64 `np.arctan2`, the rounding test, and `ziv_round` with
+    mpmath for the flagged elements (atan2 of nonzero f32 values is never a rounding
+    boundary: atan and pi - atan of a nonzero rational are transcendental)."""
+    y, x = np.asarray(a, F32).astype(np.float64), np.asarray(b, F32).astype(np.float64)
+    y, x = np.broadcast_arrays(y, x)
+    q1, q2, q3, q4 = _pi_multiples()
+    sy = np.where(np.signbit(y), -1.0, 1.0)
+    xneg = np.signbit(x)
+    with np.errstate(all="ignore"):
+        z = np.arctan2(y, x)
+        r = round_flush(z)
+        base = np.where(y == 0, np.where(xneg, q4, 0.0),
+                        np.where(np.isinf(y), np.where(np.isinf(x), np.where(xneg, q3, q1), q2),
+                                 np.where(x == 0, q2, np.where(xneg, q4, 0.0))))
+        special = (y == 0) | (x == 0) | np.isinf(y) | np.isinf(x)
+        r = np.where(special, sy * base, r)
+        r = np.where(np.isnan(x) | np.isnan(y), np.nan, r)
+    r = round_flush(r)
+    hard = np.flatnonzero(flagged(z) & ~special & np.isfinite(x) & np.isfinite(y))
+    if hard.size:
+        r = r.copy()
+        for i in hard:
+            yi, xi = mpmath.mpf(float(y.flat[i])), mpmath.mpf(float(x.flat[i]))
+            r.flat[i] = ziv_round(lambda yi=yi, xi=xi: mpmath.atan2(yi, xi))
     return r
 
 

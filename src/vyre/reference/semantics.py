@@ -258,6 +258,8 @@ def _fbin(op: BinOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         case BinOp.MAX: return canon(fmax(a, b))
         case BinOp.ABS_DIFF: return canon(np.abs(canon(a - b)))
         case BinOp.HYPOT: return canon(crmath.hypot(a, b))   # correctly rounded (S13)
+        case BinOp.POW: return canon(crmath.pow_(a, b))
+        case BinOp.ATAN2: return canon(crmath.atan2(a, b))
         case BinOp.EQ: return a == b
         case BinOp.NE: return a != b
         case BinOp.LT: return a < b

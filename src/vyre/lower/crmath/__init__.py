@@ -18,15 +18,18 @@ from __future__ import annotations
 from vyre.ir.types import BinOp, UnOp
 
 from . import c as _c
+from .binary import vym_atan2, vym_pow
 from .functions import DEVICE_EPS, ENTRY, HARD_CASES, hard_cases, vym_hypot
 
 __all__ = ["DEVICE_EPS", "DOUBLE", "HARD_CASES", "HELPER", "hard_cases", "prelude", "roots",
            "wgsl_prelude"]
 
+# the functions of two operands (pow and atan2: vyre.lower.crmath.binary)
+BINARY = {BinOp.HYPOT: vym_hypot, BinOp.POW: vym_pow, BinOp.ATAN2: vym_atan2}
 # the device function each correctly rounded op is printed as
 HELPER: dict[UnOp | BinOp, str] = {
     **{UnOp(name): fn.name for name, fn in ENTRY.items()},
-    BinOp.HYPOT: vym_hypot.name,
+    **{op: fn.name for op, fn in BINARY.items()},
 }
 # the double each helper rounds, as a C expression of the f32 ``x`` (tests measure its error
 # against DEVICE_EPS)
@@ -39,7 +42,7 @@ DOUBLE: dict[UnOp, str] = {
 
 def roots(ops: frozenset[UnOp | BinOp] | set[UnOp | BinOp]) -> list:
     """The entry functions of the correctly rounded ops among ``ops`` (in `HELPER` order)."""
-    return [vym_hypot if op is BinOp.HYPOT else ENTRY[op.value] for op in HELPER if op in ops]
+    return [BINARY[op] if isinstance(op, BinOp) else ENTRY[op.value] for op in HELPER if op in ops]
 
 
 def prelude(ops: frozenset[UnOp | BinOp] | set[UnOp | BinOp]) -> str:
