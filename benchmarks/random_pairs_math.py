@@ -166,9 +166,14 @@ def oracle(xp, name: str, ab, bb, exact):
         want = _round_bits(xp, y)
         d = xp.abs(y) * EPS
         hard = (_round_bits(xp, y - d) != _round_bits(xp, y + d)) & xp.isfinite(y) & (y != 0)
-        # just under 2^-126 the f32 cast on a GPU flushes before rounding (tininess before
-        # rounding), where S9 rounds first: 0.99999995 * 2^-126 is 2^-126. mpmath decides these.
-        hard |= (xp.abs(y) >= 2.0 ** -127) & (xp.abs(y) < 2.0 ** -126)
+        # just under 2^-126 a GPU's f32 cast flushes before rounding (tininess before rounding),
+        # where S9 rounds first: from the midpoint M = (1 - 2^-24) 2^-126 up, the result is
+        # 2^-126 (0.99999995 * 2^-126 is). Values within d of M go to mpmath.
+        m = (1.0 - 2.0 ** -24) * 2.0 ** -126
+        ay = xp.abs(y)
+        up = (ay > m + d) & (ay < 2.0 ** -126)
+        want = xp.where(up, (y < 0).astype(xp.uint32) << 31 | xp.uint32(0x00800000), want)
+        hard |= (xp.abs(ay - m) <= d) & xp.isfinite(y)
     known = ~xp.isnan(exact)
     sgn = xp.where((a < 0) & (b == xp.floor(b)) & (xp.fmod(b, 2.0) != 0), -1.0, 1.0)
     want = xp.where(known, _round_bits(xp, exact * sgn), want)
