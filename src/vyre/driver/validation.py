@@ -8,13 +8,12 @@ from __future__ import annotations
 import functools
 import threading
 
-from cachetools import LRUCache
-
 from vyre.ir.fingerprint import identity
 from vyre.ir.ops import all_op_ids
 from vyre.ir.program import Program
 from vyre.ir.validate import Diagnostic, validate
 
+from .bounded import lru
 from .errors import InvalidProgram
 
 
@@ -28,7 +27,7 @@ class ValidationCache:
     """Remembers programs that validated, so a hot path validates each program once."""
 
     def __init__(self, capacity: int = 4096) -> None:
-        self._ok: LRUCache[bytes, None] = LRUCache(capacity)
+        self._ok = lru(capacity)
         self._lock = threading.Lock()
         self.capacity = capacity
         self.hits = self.misses = 0

@@ -34,7 +34,6 @@ import gc
 import logging
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -47,6 +46,7 @@ from vyre.ir.program import Program
 
 from .. import observability, tuner
 from ..backend import CompiledPipeline, Resource, VyreBackend
+from ..bounded import fifo
 from ..capability import Capabilities
 from ..config import DEFAULT, DispatchConfig
 from ..dispatch_shape import dispatch_shape, padded, resident_sizes
@@ -105,7 +105,7 @@ class EnginePipeline(CompiledPipeline):
         self._backend, self._source, self.effective, self.config = backend, source, program, config
         self.kernel = kernel
         self.generation = backend.generation
-        self.prepared: OrderedDict[tuple, Prepared] = OrderedDict()
+        self.prepared = fifo(PREPARED_PER_PIPELINE)   # shapes by input sizes and grid options
         self.bounds: dict[tuple, Any] = {}
         self._lock = threading.Lock()
         dev = backend.device
@@ -292,7 +292,7 @@ class EngineBackend(VyreBackend):
         self.device = device
         self._direct = device.direct_host_copies
         self._lock = threading.RLock()   # one in-order queue: enqueueing is serialised
-        self._pipes: OrderedDict[tuple, EnginePipeline] = OrderedDict()
+        self._pipes = fifo(PIPELINES_PER_BACKEND, on_evict=self._drop)   # lock-free reads
         self._hits = self._misses = 0
         self._ctls: list[Ctl] = []
         self._closed = False
@@ -447,9 +447,6 @@ class EngineBackend(VyreBackend):
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("vyre.engine: %s: program %s %s in %.1f ms", self.id(), ident.hex()[:12], how,
                           (time.perf_counter() - started) * 1e3)
-            while len(self._pipes) > PIPELINES_PER_BACKEND:
-                _, old = self._pipes.popitem(last=False)
-                self._drop(old)
             return pipe
 
     #: packages whose source decides this backend's generated code (the artifact-cache key)
@@ -627,9 +624,7 @@ class EngineBackend(VyreBackend):
                 prep = pipe.prepared.get(key)
                 if prep is None:
                     prep = self._make_prepared(pipe, sizes, config)
-                    pipe.prepared[key] = prep
-                    while len(pipe.prepared) > PREPARED_PER_PIPELINE:
-                        pipe.prepared.popitem(last=False)  # freed when no dispatch holds it
+                    pipe.prepared[key] = prep   # an evicted shape is freed when no dispatch holds it
         if config.max_output_bytes is not None and prep.out_nbytes > config.max_output_bytes:
             raise InvalidProgram(
                 f"dispatch would produce {prep.out_nbytes} output bytes, over max_output_bytes="
@@ -1264,9 +1259,7 @@ class EngineBackend(VyreBackend):
                     self.device.wait(self.device.fence(), 10.0)
             except Exception:
                 pass
-            for pipe in self._pipes.values():
-                self._drop(pipe)
-            self._pipes.clear()
+            self._pipes.clear()   # drops each pipeline's device objects (`_drop`)
             self._closed = True
             self.epoch += 1
             from .. import pipeline as P
@@ -1287,13 +1280,8 @@ class EngineBackend(VyreBackend):
             keep = [k for _, k in self._runaway]
             self._graveyard = getattr(self, "_graveyard", []) + keep
             self._runaway = []
-            old = list(self._pipes.values())
-            self._pipes.clear()
+            self._pipes.clear()   # drops each pipeline's bound dispatches and shapes (`_drop`)
             self._ctls = []
-            for pipe in old:
-                for bound in list(pipe.bounds.values()):
-                    bound.release()
-                pipe.prepared.clear()
             P.clear(self.id(), self)
 
 

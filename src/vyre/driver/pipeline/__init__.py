@@ -16,7 +16,6 @@ on-disk artifact cache drivers use.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 from vyre.ir.program import Program
 
 from ..backend import CompiledPipeline, PassthroughPipeline, VyreBackend
+from ..bounded import lru
 from ..config import DEFAULT, DispatchConfig
 from ..errors import InvalidProgram
 from ..pending import PendingDispatch, TimedDispatchResult
@@ -101,10 +101,10 @@ class Pipeline:
 
 
 _lock = threading.Lock()
-_cache: OrderedDict[PipelineKey, Pipeline] = OrderedDict()
-_exact: OrderedDict[tuple, Pipeline] = OrderedDict()   # by exact identity: no validation
-_stats = {"hits": 0, "misses": 0}
 CAPACITY = 1024
+_cache = lru(CAPACITY)   # PipelineKey -> Pipeline (shared by every thread under _lock)
+_exact = lru(CAPACITY)   # by exact identity: no validation
+_stats = {"hits": 0, "misses": 0}
 
 
 def key_for(backend: VyreBackend, program: Program, config: DispatchConfig | None = None) -> PipelineKey:
@@ -130,7 +130,6 @@ def compile(backend: VyreBackend, program: Program, config: DispatchConfig | Non
     with _lock:
         hit = _exact.get(exact)
         if hit is not None:
-            _exact.move_to_end(exact)
             _stats["hits"] += 1
             return hit
     native = backend.compile_native_shared(program, config)   # validates, or loads from disk
@@ -140,17 +139,12 @@ def compile(backend: VyreBackend, program: Program, config: DispatchConfig | Non
     with _lock:
         pipe = _cache.get(key)
         if pipe is not None:     # the same meaning, built differently: share its pipeline
-            _cache.move_to_end(key)
             _stats["hits"] += 1
         else:
             compiled = native if native is not None else PassthroughPipeline(backend, program, config)
             pipe = _cache[key] = Pipeline(key, backend, compiled, native is not None, config)
             _stats["misses"] += 1
-            if len(_cache) > CAPACITY:
-                _cache.popitem(last=False)
         _exact[exact] = pipe
-        if len(_exact) > CAPACITY:
-            _exact.popitem(last=False)
     return pipe
 
 

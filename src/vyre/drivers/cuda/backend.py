@@ -16,7 +16,6 @@ import functools
 import threading
 import time
 import weakref
-from collections import OrderedDict
 from dataclasses import replace
 from typing import Any
 
@@ -25,6 +24,7 @@ import numpy as np
 
 import vyre
 from vyre.driver import settings
+from vyre.driver.bounded import lru
 from vyre.driver.capability import DeviceProfile
 from vyre.driver.engine import Ctl, Device, EngineBackend, HostBuffer, Kernel
 from vyre.driver.errors import BackendError, InvalidInput
@@ -95,7 +95,7 @@ class CudaDevice(Device):
         self._raw = self.stream.handle
         self._configs: dict[tuple, Any] = {}
         self._counts: dict[tuple[int, ...], tuple] = {}   # counts -> their u32 kernel arguments
-        self._modules: OrderedDict[bytes, Any] = OrderedDict()   # recently loaded cubins
+        self._modules = lru(64)   # recently loaded cubins
         self._order = _ok(cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DISABLE_TIMING))
         self.pinned = _PinnedPool(self.rt)
         # matmul_acc on IMMA (vyre.drivers.cuda.imma): mma.sync m16n8k32 needs sm_80
@@ -119,10 +119,8 @@ class CudaDevice(Device):
     def load(self, meta: dict, artifact: bytes) -> Kernel:
         self.rt.ensure_current()
         key = blake3.blake3(artifact).digest()   # programs built in one batch share one cubin
-        module = self._modules.pop(key, None) or self.rt.load(artifact)
+        module = self._modules.get(key) or self.rt.load(artifact)
         self._modules[key] = module
-        while len(self._modules) > 64:
-            self._modules.popitem(last=False)
         return Kernel.from_meta(tuple(module.get_kernel(n) for n in meta["entries"]), meta)
 
     # ---- memory ------------------------------------------------------------------------------

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
 from concurrent.futures import CancelledError
 from dataclasses import replace
 from typing import Any
@@ -27,6 +26,7 @@ import numpy as np
 
 import vyre
 from vyre.driver import VyreBackend
+from vyre.driver.bounded import fifo
 from vyre.driver.config import DEFAULT, DispatchConfig
 from vyre.driver.errors import (
     CATALOGUE,
@@ -75,7 +75,7 @@ class DaskBackend(VyreBackend):
             raise BackendUnavailable(ID, f"no Dask cluster could be reached or started ({exc}).",
                                      "check VYRE_DASK_SCHEDULER, or unset it for a LocalCluster.") from None
         self._lock = threading.Lock()
-        self._wires: OrderedDict[bytes, Any] = OrderedDict()   # fingerprint -> scattered wire bytes
+        self._wires = fifo(64)   # fingerprint -> scattered wire bytes
         self._decisions: dict[bytes, tuple[PartitionDecision, Program, Program]] = {}
         self._workers: list[dict[str, Any]] | None = None
         self.last_decision: PartitionDecision | None = None
@@ -158,8 +158,6 @@ class DaskBackend(VyreBackend):
             if fut is None:
                 fut = self.client.scatter(wire.encode(program), broadcast=True, hash=False)
                 self._wires[fp] = fut
-                while len(self._wires) > 64:
-                    self._wires.popitem(last=False)
         return fp.hex(), fut
 
     def dispatch(self, program: Program, inputs: Any, config: DispatchConfig | None = None) -> list[bytes]:
