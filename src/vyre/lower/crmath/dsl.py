@@ -448,26 +448,28 @@ class Block:
         self._emit(Set(var.data, _lit_like(value, var)))
 
     @contextmanager
-    def if_(self, cond: Val) -> Iterator[None]:
-        _need(isinstance(cond, Val) and cond.ty is BOOL, "if_ needs a bool condition")
+    def _nested(self) -> Iterator[list[Stmt]]:
+        """The statements written inside a ``with`` block, collected in a fresh list."""
         body: list[Stmt] = []
         self.stack.append(body)
         try:
-            yield
+            yield body
         finally:
             self.stack.pop()
+
+    @contextmanager
+    def if_(self, cond: Val) -> Iterator[None]:
+        _need(isinstance(cond, Val) and cond.ty is BOOL, "if_ needs a bool condition")
+        with self._nested() as body:
+            yield
         self._emit(If(cond, body))
 
     @contextmanager
     def else_(self) -> Iterator[None]:
         last = self.stack[-1][-1] if self.stack[-1] else None
         _need(isinstance(last, If) and last.orelse is None, "else_ must follow an if_ block")
-        body: list[Stmt] = []
-        self.stack.append(body)
-        try:
+        with self._nested() as body:
             yield
-        finally:
-            self.stack.pop()
         last.orelse = body   # type: ignore[union-attr]
 
     def choose(self, cond: Val, then: Callable[[], Operand], orelse: Callable[[], Operand],
@@ -475,12 +477,8 @@ class Block:
         """A mutable local that is ``then()`` where ``cond`` holds, else ``orelse()``: only
         the chosen arm is computed (an if/else, unlike `select`)."""
         _need(isinstance(cond, Val) and cond.ty is BOOL, "choose needs a bool condition")
-        body: list[Stmt] = []
-        self.stack.append(body)
-        try:
+        with self._nested() as body:
             a = _as_val(then())
-        finally:
-            self.stack.pop()
         out = self.var(_zero(a.ty), name)   # type: ignore[arg-type]
         body.append(Set(out.data, a))
         self._emit(If(cond, body))
