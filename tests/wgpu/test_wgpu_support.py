@@ -1,7 +1,8 @@
 """wgpu's supported_ops() and refusals tell the truth: it leaves out only the subgroup
 operations, refuses only those and 64-bit atomics (with a Fix naming a backend that runs
 them), runs the correctly rounded transcendentals, and conformance generates programs with
-every type and every transcendental for it."""
+every type and every transcendental for it (on a CPU adapter every one but pow, whose kernel
+compiles there for minutes)."""
 
 from __future__ import annotations
 
@@ -40,4 +41,10 @@ def test_conformance_generates_every_type_for_wgpu(wgpu):
     opts = options_for(wgpu)
     assert opts.types and opts.narrow and set(opts.wide) == set(WIDE)
     assert not {"f32_div", "f32_mod", "fma", "sqrt", "reciprocal"} & set(opts.excluded)
-    assert not {op.value for op in TRANSCENDENTAL} & set(opts.excluded)
+    left_out = {op.value for op in TRANSCENDENTAL} & set(opts.excluded)
+    if wgpu.software_adapter():
+        # a CPU adapter compiles pow's kernel for minutes: its random programs leave pow to
+        # pow's own tests and carry one correctly rounded call each
+        assert left_out == {"pow"} and opts.max_transcendentals == 1
+    else:
+        assert not left_out

@@ -469,13 +469,14 @@ def options_for(backend, base: GenOptions | None = None) -> GenOptions:
         except UnsupportedFeature:
             excluded.add(key)
     opts.excluded = frozenset(excluded)
-    if backend.id() == "wgpu":
+    if backend.id() == "wgpu" and backend.software_adapter():
         # WGSL runs each correctly rounded call as thousands of u32 operations (float64 in
-        # software), and lavapipe compiles a kernel in time that grows faster than its size:
-        # one call per program keeps a random run short, and pow (whose branch-free fallback
-        # makes the largest kernels: 20 to 130 s each on lavapipe) is left to its own tests
-        # (tests/semantics/test_crmath_pow_atan2.py, the op matrix; every function is tested
-        # whole in tests/semantics/test_crmath.py)
+        # software), and a CPU adapter (lavapipe) compiles a kernel in time that grows faster
+        # than its size: one call per program keeps a random run short there, and pow (whose
+        # branch-free fallback makes the largest kernels: 20 to 130 s each on lavapipe) is left
+        # to its own tests (tests/semantics/test_crmath_pow_atan2.py, the op matrix; every
+        # function is tested whole in tests/semantics/test_crmath.py). A GPU adapter gets
+        # every function.
         cap = opts.max_transcendentals
         opts.max_transcendentals = 1 if cap is None else min(cap, 1)
         opts.excluded = opts.excluded | {"pow"}

@@ -546,6 +546,11 @@ class WgpuBackend(EngineBackend):
     def supports_async_compute(self) -> bool:
         return True
 
+    def software_adapter(self) -> bool:
+        """True on a CPU adapter (lavapipe/llvmpipe), where a shader compiles in time that grows
+        faster than its size: conformance keeps its random programs small there."""
+        return self.dev.adapter.info.get("adapter_type", "").upper() == "CPU"
+
     def try_recover(self) -> None:
         """A fresh wgpu device and queue (a kernel that would not stop keeps the old one
         busy, and a lost device cannot be used again), then the engine's recovery."""
