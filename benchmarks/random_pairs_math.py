@@ -1,4 +1,4 @@
-"""S13 for pow and atan2 on a large random sample of f32 pairs (2^64 pairs cannot be
+"""S13 for pow, atan2 and hypot on a large random sample of f32 pairs (2^64 pairs cannot be
 enumerated): vyre's backend against an oracle that shares no code with vyre's implementation
 or reference.
 
@@ -14,7 +14,9 @@ the IEEE special values come from the float64 functions (C99 Annex F = IEEE 754-
 Pair kinds per function: uniform bit patterns; log-uniform magnitudes over the whole range
 (pow: y chosen so that y log2|x| covers [-160, 140]); x next to 1 with large |y|; integer,
 eighth-integer and exact exponents; the overflow and flush edges; atan2: ratios 2^+-60, |y|
-next to |x|, results next to the flush threshold, ratios 2^+-160.
+next to |x|, results next to the flush threshold, ratios 2^+-160; hypot: ratios 2^+-13 (both terms count), |a| next to
+|b|, the overflow edge (|a|, |b| near 2^128 / sqrt 2), results near the flush threshold, ratios
+2^+-40 (the smaller term decides the last bits), zeros and infinities against NaN.
 
     python benchmarks/random_pairs_math.py --json out.json                 # cuda, 2^28 pairs each
     python benchmarks/random_pairs_math.py --backend opencl --count 0x40000
@@ -36,7 +38,7 @@ from pathlib import Path
 import mpmath
 import numpy as np
 
-FUNCS = ("pow", "atan2")
+FUNCS = ("pow", "atan2", "hypot")
 EPS = 2.0 ** -46
 KINDS = 8
 
@@ -93,6 +95,22 @@ def pairs(xp, name: str, n: int, seed: int):
         r, m, j = xp.where(ok, r, 3.0), xp.where(ok, m, 1.0), xp.where(ok, j, 0.0)
         add(r ** p2 * xp.exp2(j * p2), m / p2)
         exact[(KINDS - 1) * k:] = r ** m * xp.exp2(j * m)
+    elif name == "hypot":
+        for _ in range(2):
+            x = xp.exp2(rs.uniform(-126, 128, k)) * sign(k)
+            add(x, x * xp.exp2(rs.uniform(-13, 13, k)) * sign(k))
+        x = xp.exp2(rs.uniform(-100, 100, k)) * sign(k)
+        add(x, x * (1 + rs.uniform(-2 ** -10, 2 ** -10, k)) * sign(k))
+        x = xp.exp2(127.5 + rs.uniform(-1, 0.5, k)) * sign(k)          # the overflow edge
+        add(x, x * rs.uniform(0, 1, k) * sign(k))
+        x = xp.exp2(-126 + rs.uniform(-1, 2, k)) * sign(k)             # results near 2^-126
+        add(x, x * rs.uniform(0, 1, k) * sign(k))
+        x = xp.exp2(rs.uniform(-80, 120, k)) * sign(k)
+        add(x, x * xp.exp2(rs.uniform(-40, -10, k)) * sign(k))
+        sp = xp.asarray([0.0, -0.0, xp.inf, -xp.inf, xp.nan, 1.0, 2.0 ** -126, 2.0 ** 127])
+        other = xp.where(rs.random_sample(k) < 0.5, sp[rs.randint(0, 8, k)],
+                         xp.exp2(rs.uniform(-126, 128, k)) * sign(k))
+        add(sp[rs.randint(0, 8, k)], other)
     else:
         for _ in range(3):
             y = xp.exp2(rs.uniform(-126, 128, k)) * sign(k)
@@ -115,6 +133,8 @@ def _mp_bits(name: str, a: float, b: float) -> int | None:
         if name == "pow":
             odd = b == math.floor(b) and abs(b) < 2 ** 24 and int(b) % 2 == 1
             v = mpmath.power(abs(mpmath.mpf(a)), mpmath.mpf(b)) * (-1 if a < 0 and odd else 1)
+        elif name == "hypot":
+            v = mpmath.hypot(mpmath.mpf(a), mpmath.mpf(b))
         else:
             v = mpmath.atan2(mpmath.mpf(a), mpmath.mpf(b))
         d = abs(v) * mpmath.mpf(2) ** -280
@@ -162,7 +182,7 @@ def oracle(xp, name: str, ab, bb, exact):
     a = ab.view(xp.float32).astype(xp.float64)
     b = bb.view(xp.float32).astype(xp.float64)
     with np.errstate(all="ignore"):
-        y = xp.power(a, b) if name == "pow" else xp.arctan2(a, b)
+        y = {"pow": xp.power, "atan2": xp.arctan2, "hypot": xp.hypot}[name](a, b)
         want = _round_bits(xp, y)
         d = xp.abs(y) * EPS
         hard = (_round_bits(xp, y - d) != _round_bits(xp, y + d)) & xp.isfinite(y) & (y != 0)
