@@ -5,12 +5,13 @@ Drivers, the engine, the registry, the planner and the code generators all need 
 few facts (bound buffers in binding order, workgroup and local bytes, the ops used, the
 buffers touched by atomics, whether there are barriers, loops, divisions, transcendentals,
 subgroup operations, matrix multiply-accumulates, the outputs every lane overwrites). Each
-is derived here, once per Program object, and read through ``program.facts`` (or `facts_of`). Nothing else recomputes them: a fact written twice will
-diverge.
+is derived here, once per Program object, and read through ``program.facts`` (or
+`facts_of`). Nothing else recomputes them: a fact written twice will diverge.
 
 The walk covers the program body and every function body and result (a function is part of
-the program whether or not a call reaches it: facts are conservative there; `fully_written`
-looks at the program body's top-level statements only). A Program is
+the program whether or not a call reaches it: facts are conservative there). `fully_written`
+then reads the body's top-level statements (in a program with a return statement, their
+contents up to the first one holding it). A Program is
 immutable, so the cached facts never go stale.
 """
 
@@ -204,22 +205,15 @@ def _compute(program: Program) -> ProgramFacts:
     roots: list[tuple[int, E.Expr]] = []    # (the body it belongs to, an expression root)
     node_rule = NODE_FACTS.get
     sizes: list[int] = []
-    written: list[str] = []   # buffers stored at gid.x at the top of the body, before any return
-    ended = False             # a top-level statement of the body holds a return
     for k, body in enumerate(N.program_bodies(program)):
         size = 0
-        for top in body:
-            for node in N.walk_nodes((top,)):
-                size += 1
-                ops[node_op(node)] = None
-                rule = node_rule(type(node))
-                if rule is not None:
-                    rule(a, node)
-                roots.extend((k, r) for r in N.node_exprs(node))
-            if k == 0 and not ended:
-                ended = "returns" in a.flags   # set by this statement: the body ends here
-                if not ended and type(top) is N.Store and top.index == _GID_X:
-                    written.append(top.buffer)
+        for node in N.walk_nodes(body):
+            size += 1
+            ops[node_op(node)] = None
+            rule = node_rule(type(node))
+            if rule is not None:
+                rule(a, node)
+            roots.extend((k, r) for r in N.node_exprs(node))
         sizes.append(size)
     for k, f in enumerate(program.functions, 1):
         for _, ptype in f.params:
@@ -250,17 +244,22 @@ def _compute(program: Program) -> ProgramFacts:
         returns=has("returns"), matmul=frozenset(a.matmul), specs=tuple(a.specs.items()), statements=sum(sizes),
         body_statements=tuple(sizes), body_calls=tuple(tuple(c) for c in calls),
         assigned=frozenset(a.assigned), stored=frozenset(a.stored), fresh_base=a.fresh,
-        fully_written=_fully_written(program, written, read))
+        fully_written=_fully_written(program, read, has("returns")))
 
 
-def _fully_written(program: Program, written: list[str], read: frozenset[str]) -> frozenset[str]:
+def _fully_written(program: Program, read: frozenset[str], returns: bool) -> frozenset[str]:
     """OUTPUT buffers that a top-level, unconditional ``store(buf, gid.x, v)`` writes before
     any statement that can end an invocation early, and that the program never reads (no load,
     no atomic): every lane with gid.x < count then writes its own element and no stale value
-    can be observed, so a grid covering ``count`` may skip zeroing the buffer first."""
+    can be observed, so a grid covering ``count`` may skip zeroing the buffer first. Only the
+    top-level statements are looked at, and only a program with a return (``returns``) has
+    their contents searched, up to the first one holding it."""
     out = set()
-    for name in written:
-        decl = program.buffer(name)
-        if decl is not None and decl.access.value == "output" and name not in read:
-            out.add(name)
+    for n in program.body:
+        if returns and any(type(s) is N.Return for s in N.walk_nodes((n,))):
+            break
+        if type(n) is N.Store and n.index == _GID_X:
+            decl = program.buffer(n.buffer)
+            if decl is not None and decl.access.value == "output" and n.buffer not in read:
+                out.add(n.buffer)
     return frozenset(out)
