@@ -17,8 +17,9 @@ gets those bits without canonicalising every operand and result, because:
   forms, `Dialect.hw_ftz`) — and, as a result of arithmetic, where it is observed.
 * raw bits (``raw`` flag: loads, bitcasts to f32) are never canonicalised when observed.
 
-`Flags` is the lattice; `var_flags` computes, by fixpoint over every assignment, what each
-f32 local may hold; the emitter (`vyre.lower.cfamily`) combines them per expression.
+`Flags` is the lattice; `FLAGS` gives, per expression kind, the flags of its value;
+`var_flags` computes, by fixpoint over every assignment, what each f32 local may hold; the
+printer (`vyre.lower.printer`) combines them per expression.
 """
 
 from __future__ import annotations

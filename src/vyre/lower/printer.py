@@ -5,8 +5,9 @@ operand order unspecified; vyre does not) and applies the semantics of docs/sema
 explicitly: bounds-checked loads and stores (S6), f32 canonicalisation where it is observable
 (`vyre.lower.floats`), the "alive" scheme for barrier programs that return, while-loop caps
 and cancel polls. How anything is spelled is the target's syntax record
-(`vyre.lower.syntax.Syntax`). Per-kind dispatch is two tables keyed by IR kind (`EXPRS`,
-`NODES`); a kind in neither raises (tests check both against every kind of `vyre.ir`).
+(`vyre.lower.syntax.Syntax`). Per-kind dispatch is tables keyed by IR kind (`EXPRS`,
+`NODES`, and `INVARIANT` for hoisting loads out of loops); a kind in none raises (tests check
+each against every kind of `vyre.ir`).
 
 Names in generated code: ``b_`` bound buffers, ``w_`` workgroup, ``l_`` per-invocation
 arrays, ``v_`` locals, ``t<n>`` temporaries, ``vy_`` everything vyre adds.
