@@ -67,3 +67,38 @@ def test_facts_equal_a_plain_recomputation(p):
     assert f.types == ({b.dtype for b in p.buffers} | {t for fn in p.functions for _, t in fn.params}
                        | {e.dtype for e in exprs if isinstance(e, E.Lit | E.Cast | E.Bitcast | E.Spec)})
     assert f.wide_atomics == any(isinstance(e, E.Atomic) and p.buffer(e.buffer).dtype.is_wide for e in exprs)
+    assert f.fully_written == _fully_written_oracle(p)
+
+
+def _fully_written_oracle(p) -> frozenset[str]:
+    """OUTPUT buffers stored at gid.x by a top-level statement before the first top-level
+    statement holding a return, and never loaded nor touched by an atomic."""
+    out = set()
+    read = {e.buffer for e in _all_exprs(p) if isinstance(e, E.Atomic | E.Load)}
+    for n in p.body:
+        if any(isinstance(s, N.Return) for s in N.walk_nodes((n,))):
+            break
+        if isinstance(n, N.Store) and n.index == E.Expr.gid_x() and p.buffer(n.buffer).access.value == "output" \
+                and n.buffer not in read:
+            out.add(n.buffer)
+    return frozenset(out)
+
+
+def test_fully_written_outputs():
+    from vyre.ir.program import BufferDecl, Program
+    from vyre.ir.types import AtomicOp, DataType
+
+    U, gx = DataType.U32, E.Expr.gid_x()
+
+    def written(*body) -> frozenset[str]:
+        return Program.wrapped([BufferDecl.read("a", 0, U), BufferDecl.output("o", 1, U),
+                                BufferDecl.read_write("rw", 2, U)], 4, list(body)).facts.fully_written
+
+    assert written(N.Node.store("o", gx, E.Expr.load("a", gx))) == {"o"}
+    assert written(N.Node.store("rw", gx, 1)) == frozenset()                                # read_write
+    assert written(N.Node.if_(gx.lt(3), [N.Node.store("o", gx, 1)])) == frozenset()          # conditional
+    assert written(N.Node.store("o", gx + 1, 1)) == frozenset()                              # not gid.x
+    assert written(N.Node.if_(gx.eq(0), [N.Node.return_()]), N.Node.store("o", gx, 1)) == frozenset()
+    assert written(N.Node.store("o", gx, 1), N.Node.if_(gx.eq(0), [N.Node.return_()])) == {"o"}
+    assert written(N.Node.store("o", gx, 1),
+                   N.Node.expr(E.Expr.atomic(AtomicOp.ADD, "o", E.Expr.u32(0), E.Expr.u32(1)))) == frozenset()

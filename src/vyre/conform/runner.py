@@ -24,6 +24,7 @@ from vyre.driver import BackendError, DispatchConfig, VyreBackend
 from vyre.driver.shadow import DivergenceEvent, compare_outputs
 from vyre.ir import VyreError, fingerprint, validate, wire
 from vyre.ir import node as N
+from vyre.ir.errors import DISPATCH_ERRORS
 from vyre.ir.program import Program
 
 from .corpus import CorpusEntry, corpus
@@ -59,9 +60,6 @@ class BackendReport:
         return self.count("fail") == 0 and self.count("error") == 0
 
 
-DISPATCH_ERRORS = frozenset({"division", "loop_limit", "indirect"})
-
-
 def _config(entry_grid: tuple[int, int, int] | None) -> DispatchConfig | None:
     return DispatchConfig(grid_override=entry_grid) if entry_grid else None
 
@@ -91,9 +89,10 @@ def diverges(backend: VyreBackend, program: Program, inputs: Sequence[Any],
         got_code = getattr(e, "reason", None)
     if ref_err or got_err:
         if ref_err and got_err:
-            # both refuse: the same error where the semantics name one (a division fault, a
-            # while loop over its cap, an indirect grid), else any refusal agrees
-            if ref_code in DISPATCH_ERRORS and got_code != ref_code:
+            # both refuse: the same error where the semantics name one (a control-block error:
+            # a division fault, a while loop over its cap; an indirect grid out of range), else
+            # any refusal agrees
+            if (ref_code in DISPATCH_ERRORS or ref_code == "indirect") and got_code != ref_code:
                 return f"reference failed with {ref_code}; backend failed with {got_code or got_err}"
             return None
         return f"reference {'failed: ' + ref_err if ref_err else 'succeeded'}; backend " \

@@ -13,12 +13,13 @@ Concrete drivers compile the fused Program like any other.
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from vyre.ir import expr as E
 from vyre.ir import node as N
+from vyre.ir.kinds import UnknownKind
 from vyre.ir.program import BufferDecl, Program
 from vyre.ir.rewrite import map_expr
 from vyre.ir.types import Builtin, DataType
@@ -126,7 +127,7 @@ def decide(producer: Program, consumer: Program, caps: FusionCaps, *,
     if producer.invocations_per_workgroup > caps.max_invocations_per_workgroup:
         return FusionDecision(False, FusionReject.INVOCATION_CAP,
                               f"{producer.invocations_per_workgroup} > {caps.max_invocations_per_workgroup}")
-    shared = sum(b.count * b.dtype.size for b in (*producer.workgroup_buffers, *consumer.workgroup_buffers))
+    shared = producer.facts.workgroup_bytes + consumer.facts.workgroup_bytes
     if shared > caps.max_shared_memory_bytes:
         return FusionDecision(False, FusionReject.SHARED_MEMORY_BUDGET,
                               f"{shared} > {caps.max_shared_memory_bytes} bytes")
@@ -179,28 +180,53 @@ class _Rename:
         return map_expr(e, fn)
 
     def body(self, body: tuple[N.Node, ...], intermediate: str | None = None, local: str = "") -> tuple[N.Node, ...]:
+        """``body`` renamed; a store to ``intermediate`` becomes ``let local = value``. One
+        rule per statement kind (`RENAME`); a kind `decide` rejects, or an unknown one, raises."""
         out: list[N.Node] = []
         for n in body:
-            if isinstance(n, N.Let):
-                out.append(N.Let(self.prefix + n.name, self.expr(n.value)))
-            elif isinstance(n, N.Assign):
-                out.append(N.Assign(self.prefix + n.name, self.expr(n.value)))
-            elif isinstance(n, N.Store):
-                if n.buffer == intermediate:
-                    out.append(N.Let(local, self.expr(n.value)))
-                else:
-                    out.append(N.Store(self.buffers[n.buffer], self.expr(n.index), self.expr(n.value)))
-            elif isinstance(n, N.If):
-                out.append(N.If(self.expr(n.cond), self.body(n.then), self.body(n.otherwise)))
-            elif isinstance(n, N.Loop):
-                out.append(N.Loop(self.prefix + n.var, self.expr(n.from_), self.expr(n.to), self.body(n.body)))
-            elif isinstance(n, N.Block | N.Region):
-                out.append(N.Block(self.body(n.body)))
-            elif isinstance(n, N.Eval):
-                out.append(N.Eval(self.expr(n.value)))
-            else:
-                out.append(n)
+            rule = RENAME.get(type(n))
+            if rule is None:
+                raise UnknownKind(n)
+            out.append(rule(self, n, intermediate, local))
         return tuple(out)
+
+    def _let(self, n: N.Let, intermediate: str | None, local: str) -> N.Node:
+        return N.Let(self.prefix + n.name, self.expr(n.value))
+
+    def _assign(self, n: N.Assign, intermediate: str | None, local: str) -> N.Node:
+        return N.Assign(self.prefix + n.name, self.expr(n.value))
+
+    def _store(self, n: N.Store, intermediate: str | None, local: str) -> N.Node:
+        if n.buffer == intermediate:
+            return N.Let(local, self.expr(n.value))
+        return N.Store(self.buffers[n.buffer], self.expr(n.index), self.expr(n.value))
+
+    def _if(self, n: N.If, intermediate: str | None, local: str) -> N.Node:
+        return N.If(self.expr(n.cond), self.body(n.then), self.body(n.otherwise))
+
+    def _loop(self, n: N.Loop, intermediate: str | None, local: str) -> N.Node:
+        return N.Loop(self.prefix + n.var, self.expr(n.from_), self.expr(n.to), self.body(n.body))
+
+    def _block(self, n: N.Block | N.Region, intermediate: str | None, local: str) -> N.Node:
+        return N.Block(self.body(n.body))
+
+    def _eval(self, n: N.Eval, intermediate: str | None, local: str) -> N.Node:
+        return N.Eval(self.expr(n.value))
+
+    def _keep(self, n: N.Node, intermediate: str | None, local: str) -> N.Node:
+        return n   # no names, no expressions
+
+
+R = _Rename
+# per statement kind, its renamed form in the fused program (tests/ir/test_kind_tables.py: every
+# kind is here or in `RENAME_REJECTED`, the kinds `decide` never lets into a fused pair:
+# `_elementwise_problem`; matmul_acc works on workgroup arrays only, V038)
+RENAME: dict[type, Callable[[_Rename, Any, str | None, str], N.Node]] = {
+    N.Let: R._let, N.Assign: R._assign, N.Store: R._store, N.If: R._if, N.Loop: R._loop,
+    N.Block: R._block, N.Region: R._block, N.Eval: R._eval,
+    N.Return: R._keep, N.Break: R._keep, N.Continue: R._keep,
+}
+RENAME_REJECTED = frozenset({N.While, N.IndirectDispatch, N.Barrier, N.MatMulAcc})
 
 
 def fuse(producer: Program, consumer: Program, caps: FusionCaps, *, link: dict[str, str] | None = None,

@@ -32,7 +32,7 @@ from vyre.ir import expr as E
 from vyre.ir import node as N
 from vyre.ir.program import BufferDecl, Program
 from vyre.ir.rewrite import map_program
-from vyre.ir.types import AtomicOp, BinOp, Builtin, DataType, MemoryOrdering
+from vyre.ir.types import AtomicOp, BinOp, Builtin, DataType
 
 OFFSET_BUFFER = "vy_partition_offset"
 COMBINING = {AtomicOp.ADD, AtomicOp.OR, AtomicOp.AND, AtomicOp.XOR, AtomicOp.MIN, AtomicOp.MAX}
@@ -105,16 +105,17 @@ def decide(program: Program) -> PartitionDecision:
     program = inline(program)
     d = PartitionDecision(False)
     why = d.reasons
+    facts = program.facts   # of the inlined program: its body only
     nodes = list(N.walk_nodes(program.body))
-    if any(isinstance(n, N.Barrier) and n.ordering is MemoryOrdering.GRID_SYNC for n in nodes):
+    if facts.grid_sync:
         why.append("grid_sync: a later phase reads what every workgroup wrote")
-    if any(isinstance(n, N.IndirectDispatch) for n in nodes):
+    if facts.indirect:
         why.append("an indirect dispatch sets a phase's grid")
     exprs = list(N.walk_exprs(program.body))
     if any(isinstance(e, E.Id) and e.axis != 0 and e.kind is not Builtin.LID for e in exprs):
         why.append("the program uses gid/wgid on y or z (partitions split x only)")
     lets: dict[str, E.Expr] = {}
-    assigned = {n.name for n in nodes if isinstance(n, N.Assign)}
+    assigned = facts.assigned
     for n in nodes:
         if isinstance(n, N.Let) and n.name not in assigned:
             lets[n.name] = n.value if n.name not in lets else E.Var("__vy_rebound__")

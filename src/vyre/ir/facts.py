@@ -4,12 +4,14 @@ cached on the Program.
 Drivers, the engine, the registry, the planner and the code generators all need the same
 few facts (bound buffers in binding order, workgroup and local bytes, the ops used, the
 buffers touched by atomics, whether there are barriers, loops, divisions, transcendentals,
-subgroup operations, matrix multiply-accumulates). Each is derived here, once per Program object, and read through
-``program.facts`` (or `facts_of`). Nothing else recomputes them: a fact written twice will
-diverge.
+subgroup operations, matrix multiply-accumulates, the outputs every lane overwrites). Each
+is derived here, once per Program object, and read through ``program.facts`` (or
+`facts_of`). Nothing else recomputes them: a fact written twice will diverge.
 
 The walk covers the program body and every function body and result (a function is part of
-the program whether or not a call reaches it: facts are conservative there). A Program is
+the program whether or not a call reaches it: facts are conservative there). `fully_written`
+then reads the body's top-level statements (in a program with a return statement, their
+contents up to the first one holding it). A Program is
 immutable, so the cached facts never go stale.
 """
 
@@ -63,6 +65,7 @@ class ProgramFacts:
     stored: frozenset[str]                # buffers some Store statement writes
     fresh_base: int                       # the largest k of a local named ``__vy<k>_...`` (an
                                           # earlier inlining's), 0 if none: `vyre.ir.inline`
+    fully_written: frozenset[str]         # outputs every lane overwrites at gid.x (`fully_written`)
 
     @functools.cached_property
     def op_set(self) -> frozenset[OpId]:
@@ -119,6 +122,7 @@ class _Acc:
 
 
 _FRESH = re.compile(r"__vy(\d+)_")
+_GID_X = E.Expr.gid_x()
 
 
 def _declares(a: _Acc, name: str) -> None:
@@ -229,13 +233,33 @@ def _compute(program: Program) -> ProgramFacts:
             if type(e) is E.Call:
                 calls[k].append(e.function)
     has = a.flags.__contains__
+    read = frozenset(a.read)
     return ProgramFacts(
         bound=tuple(bound), workgroup_bytes=wg_bytes, local_bytes=local_bytes, ops=tuple(ops),
         atomic_buffers=frozenset(a.atomic), float_atomic_buffers=frozenset(a.float_atomic),
-        wide_atomics=has("wide_atomics"), read=frozenset(a.read),
+        wide_atomics=has("wide_atomics"), read=read,
         types=frozenset(a.types), division=has("division"), transcendental=has("transcendental"),
         subgroup_ops=frozenset(a.subgroups), barrier=has("barrier"), grid_sync=has("grid_sync"),
         loops=has("loops"), while_loop=has("while_loop"), indirect=has("indirect"),
         returns=has("returns"), matmul=frozenset(a.matmul), specs=tuple(a.specs.items()), statements=sum(sizes),
         body_statements=tuple(sizes), body_calls=tuple(tuple(c) for c in calls),
-        assigned=frozenset(a.assigned), stored=frozenset(a.stored), fresh_base=a.fresh)
+        assigned=frozenset(a.assigned), stored=frozenset(a.stored), fresh_base=a.fresh,
+        fully_written=_fully_written(program, read, has("returns")))
+
+
+def _fully_written(program: Program, read: frozenset[str], returns: bool) -> frozenset[str]:
+    """OUTPUT buffers that a top-level, unconditional ``store(buf, gid.x, v)`` writes before
+    any statement that can end an invocation early, and that the program never reads (no load,
+    no atomic): every lane with gid.x < count then writes its own element and no stale value
+    can be observed, so a grid covering ``count`` may skip zeroing the buffer first. Only the
+    top-level statements are looked at, and only a program with a return (``returns``) has
+    their contents searched, up to the first one holding it."""
+    out = set()
+    for n in program.body:
+        if returns and any(type(s) is N.Return for s in N.walk_nodes((n,))):
+            break
+        if type(n) is N.Store and n.index == _GID_X:
+            decl = program.buffer(n.buffer)
+            if decl is not None and decl.access.value == "output" and n.buffer not in read:
+                out.add(n.buffer)
+    return frozenset(out)

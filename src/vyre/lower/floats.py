@@ -17,18 +17,22 @@ gets those bits without canonicalising every operand and result, because:
   forms, `Dialect.hw_ftz`) — and, as a result of arithmetic, where it is observed.
 * raw bits (``raw`` flag: loads, bitcasts to f32) are never canonicalised when observed.
 
-`Flags` is the lattice; `var_flags` computes, by fixpoint over every assignment, what each
-f32 local may hold; the emitter (`vyre.lower.cfamily`) combines them per expression.
+`Flags` is the lattice; `FLAGS` gives, per expression kind, the flags of its value;
+`var_flags` computes, by fixpoint over every assignment, what each f32 local may hold; the
+printer (`vyre.lower.printer`) combines them per expression.
 """
 
 from __future__ import annotations
 
 import struct
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from vyre.ir import expr as E
 from vyre.ir import node as N
+from vyre.ir.kinds import UnknownKind
 from vyre.ir.typecheck import infer
 from vyre.ir.types import BinOp, DataType, UnOp
 
@@ -176,43 +180,80 @@ def numeric_only_buffers(program) -> frozenset[str]:
     return frozenset(f32 - bad)
 
 
+class _Env(NamedTuple):
+    """What `flags_of` needs beside the expression (one walk, passed down unchanged)."""
+
+    var: dict[str, Flags]
+    hw_ftz: bool
+    scope: dict[str, DataType]
+    program: Any
+    flushed: frozenset[str]
+
+
 def flags_of(e: E.Expr, var: dict[str, Flags], hw_ftz: bool, scope: dict[str, DataType], program,
              flushed: frozenset[str] = frozenset()) -> Flags:
-    """Flags of an f32 expression as the emitter lowers it (non-f32 values: `CANON`)."""
-    if isinstance(e, E.Lit | E.Spec):
+    """Flags of an f32 expression as the emitter lowers it (non-f32 values: `CANON`); one
+    rule per kind (`FLAGS`), an unknown kind or one never printed (`FLAGS_EXEMPT`) raises."""
+    return _flags(e, _Env(var, hw_ftz, scope, program, flushed))
+
+
+def _flags(e: E.Expr, env: _Env) -> Flags:
+    rule = FLAGS.get(type(e))
+    if rule is None:
+        raise UnknownKind(e)
+    return rule(e, env)
+
+
+def _cast(e: E.Cast, env: _Env) -> Flags:
+    if e.dtype is not F:
         return CANON
-    if isinstance(e, E.Var):
-        return var.get(e.name, CANON)
-    if isinstance(e, E.Load):
-        return FLUSHED if e.buffer in flushed else RAW
-    if isinstance(e, E.Bitcast):
-        return RAW if e.dtype is F else CANON
-    if isinstance(e, E.Cast):
-        if e.dtype is not F:
-            return CANON
-        inner = infer(e.value, scope, program)
-        return flags_of(e.value, var, hw_ftz, scope, program, flushed) if inner is F else CANON
-    if isinstance(e, E.Select):
-        a = flags_of(e.if_true, var, hw_ftz, scope, program, flushed)
-        b = flags_of(e.if_false, var, hw_ftz, scope, program, flushed)
-        if a.raw != b.raw:       # the non-raw arm is canonicalised first: the select is raw
-            return RAW
-        return a | b
-    if isinstance(e, E.Subgroup):
-        return flags_of(e.value, var, hw_ftz, scope, program, flushed) if e.value is not None else CANON
-    if isinstance(e, E.Fma):
-        return result_flags(hw_ftz, rounded=True, hardware=False)
-    if isinstance(e, E.Bin):
-        if e.op in (BinOp.MIN, BinOp.MAX, BinOp.HYPOT, BinOp.POW, BinOp.ATAN2):
-            return CANON  # operands flushed first; a NaN operand gives the canonical NaN
-        if no_subnormal(e):
-            return Flags(False, False, True)
-        return result_flags(hw_ftz, rounded=e.op in ROUNDED_BIN, hardware=hardware_bin(e))
-    if isinstance(e, E.Un):
-        if e.op in NO_SUBNORMAL_UN or e.op is UnOp.ABS or e.op is UnOp.NEGATE or no_subnormal(e):
-            return Flags(False, False, True)  # a NaN operand's payload passes through
-        return result_flags(hw_ftz, rounded=True, hardware=hardware_un(e))
+    inner = infer(e.value, env.scope, env.program)
+    return _flags(e.value, env) if inner is F else CANON
+
+
+def _select(e: E.Select, env: _Env) -> Flags:
+    a, b = _flags(e.if_true, env), _flags(e.if_false, env)
+    if a.raw != b.raw:       # the non-raw arm is canonicalised first: the select is raw
+        return RAW
+    return a | b
+
+
+def _bin(e: E.Bin, env: _Env) -> Flags:
+    if e.op in (BinOp.MIN, BinOp.MAX, BinOp.HYPOT, BinOp.POW, BinOp.ATAN2):
+        return CANON  # operands flushed first; a NaN operand gives the canonical NaN
+    if no_subnormal(e):
+        return Flags(False, False, True)
+    return result_flags(env.hw_ftz, rounded=e.op in ROUNDED_BIN, hardware=hardware_bin(e))
+
+
+def _un(e: E.Un, env: _Env) -> Flags:
+    if e.op in NO_SUBNORMAL_UN or e.op is UnOp.ABS or e.op is UnOp.NEGATE or no_subnormal(e):
+        return Flags(False, False, True)  # a NaN operand's payload passes through
+    return result_flags(env.hw_ftz, rounded=True, hardware=hardware_un(e))
+
+
+def _canon(e: E.Expr, env: _Env) -> Flags:
     return CANON
+
+
+#: per expression kind, the flags of its value (tests/ir/test_kind_tables.py: every kind is
+#: here or in `FLAGS_EXEMPT`)
+FLAGS: dict[type, Callable[[Any, _Env], Flags]] = {
+    E.Lit: _canon, E.Spec: _canon,
+    # integer values (float atomics are rewritten onto u32 words first: vyre.lower.accumulate)
+    E.BufLen: _canon, E.Id: _canon, E.Atomic: _canon,
+    E.Var: lambda e, env: env.var.get(e.name, CANON),
+    E.Load: lambda e, env: FLUSHED if e.buffer in env.flushed else RAW,
+    E.Bitcast: lambda e, env: RAW if e.dtype is F else CANON,
+    E.Cast: _cast,
+    E.Select: _select,
+    E.Subgroup: lambda e, env: _flags(e.value, env) if e.value is not None else CANON,
+    E.Fma: lambda e, env: result_flags(env.hw_ftz, rounded=True, hardware=False),
+    E.Bin: _bin,
+    E.Un: _un,
+}
+# kinds a printed program never holds (as `vyre.lower.printer.NOT_PRINTED`)
+FLAGS_EXEMPT = frozenset({E.Call, E.WeakLit})
 
 
 def var_flags(program, hw_ftz: bool, flushed: frozenset[str] = frozenset()) -> dict[str, Flags]:

@@ -36,7 +36,7 @@ class KernelPlan:
     needs_error_flag: bool               # i32 DIV/MOD present: errors reported via a flag word
     has_barrier: bool
     uses_transcendentals: bool
-    fully_written: frozenset[str] = frozenset()  # outputs stored at gid.x by every lane
+    fully_written: frozenset[str] = frozenset()  # outputs stored at gid.x by every lane (ProgramFacts)
     cancel_checked: tuple[bool, ...] = ()  # per phase: loops poll vy_ctl[1] (no barrier there)
     # elementwise vector form: each invocation runs the body for `vector` consecutive gid.x
     # (4: 128-bit loads/stores of `vector_loads`/`vector_stores` when aligned and in range),
@@ -84,24 +84,6 @@ class KernelPlan:
             if b.name == name:
                 return i
         raise KeyError(name)
-
-
-def _fully_written(program: Program) -> frozenset[str]:
-    """OUTPUT buffers that a top-level, unconditional ``store(buf, gid.x, v)`` writes before
-    any statement that can end an invocation early, and that the program never reads (no load,
-    no atomic). Every lane with gid.x < count then writes its own element and no stale value
-    can be observed, so a grid covering ``count`` may skip zeroing the buffer first."""
-    out: set[str] = set()
-    facts = program.facts
-    read = facts.read
-    for n in program.body:
-        if facts.returns and any(isinstance(s, N.Return) for s in N.walk_nodes((n,))):
-            break
-        if isinstance(n, N.Store) and isinstance(n.index, E.Id) and n.index == E.Expr.gid_x():
-            decl = program.buffer(n.buffer)
-            if decl is not None and decl.access.value == "output" and n.buffer not in read:
-                out.add(n.buffer)
-    return frozenset(out)
 
 
 MAX_VECTOR_STATEMENTS = 64
@@ -209,7 +191,7 @@ def lower(program: Program, vector: bool = False,
                      for p in phases)
     return KernelPlan(program, facts.bound, program.workgroup_buffers, tuple(tuple(p) for p in phases),
                       facts.division or any(verdicts.capping), facts.barrier or native, facts.transcendental,
-                      _fully_written(program), cancel,
+                      facts.fully_written, cancel,
                       4 if form else 1, *(form or (frozenset(), frozenset())),
                       uses_wide=facts.uses_wide, uses_half=facts.uses_half,
                       wide_atomics=facts.wide_atomics, indirect=indirect, phase_loops=loops,

@@ -5,8 +5,9 @@ operand order unspecified; vyre does not) and applies the semantics of docs/sema
 explicitly: bounds-checked loads and stores (S6), f32 canonicalisation where it is observable
 (`vyre.lower.floats`), the "alive" scheme for barrier programs that return, while-loop caps
 and cancel polls. How anything is spelled is the target's syntax record
-(`vyre.lower.syntax.Syntax`). Per-kind dispatch is two tables keyed by IR kind (`EXPRS`,
-`NODES`); a kind in neither raises (tests check both against every kind of `vyre.ir`).
+(`vyre.lower.syntax.Syntax`). Per-kind dispatch is tables keyed by IR kind (`EXPRS`,
+`NODES`, and `INVARIANT` for hoisting loads out of loops); a kind in none raises (tests check
+each against every kind of `vyre.ir`).
 
 Names in generated code: ``b_`` bound buffers, ``w_`` workgroup, ``l_`` per-invocation
 arrays, ``v_`` locals, ``t<n>`` temporaries, ``vy_`` everything vyre adds.
@@ -19,6 +20,7 @@ from collections.abc import Callable
 from vyre.ir import expr as E
 from vyre.ir import node as N
 from vyre.ir.errors import VyreError
+from vyre.ir.kinds import UnknownKind
 from vyre.ir.program import Program
 from vyre.ir.typecheck import bin_result, infer, un_result
 from vyre.ir.types import (
@@ -403,29 +405,7 @@ class Printer:
                 changing.add(s.name)
             elif isinstance(s, N.Loop):
                 changing.add(s.var)
-        visible = self.visible()
-        stable: dict[E.Expr, bool] = {}
-
-        def invariant(e: E.Expr) -> bool:
-            if e not in stable:
-                stable[e] = _invariant(e)
-            return stable[e]
-
-        def _invariant(e: E.Expr) -> bool:
-            if isinstance(e, E.Var):
-                return e.name not in changing
-            if isinstance(e, E.Atomic | E.Subgroup | E.Call | E.WeakLit):
-                return False
-            if not all(invariant(k) for k in E.children(e)):
-                return False
-            if isinstance(e, E.Load):
-                decl = self.program.buffer(e.buffer)
-                return decl.is_bound and e.buffer not in self.written and \
-                    not (e.buffer in self.lane_loads and e.index == _GX)
-            if isinstance(e, E.Bin) and e.op in (BinOp.DIV, BinOp.MOD):
-                return not infer(e.left, visible, self.program).is_signed
-            return True
-
+        invariant = _Invariance(self, changing)
         found: dict[E.Load, None] = {}
 
         def collect(e: E.Expr) -> None:   # children first: an index's loads before the load
@@ -654,6 +634,58 @@ class _Opaque:
             return E.Un(e.op, stand_in(e.operand))
         return e
 
+
+class _Invariance:
+    """Whether an expression gives the same value on every trip of one loop (`Printer.hoist`):
+    one rule per kind (`INVARIANT`), memoised; an unknown kind raises."""
+
+    def __init__(self, printer: Printer, changing: set[str]) -> None:
+        self.p, self.changing = printer, changing
+        self.visible = printer.visible()
+        self.stable: dict[E.Expr, bool] = {}
+
+    def __call__(self, e: E.Expr) -> bool:
+        if e not in self.stable:
+            rule = INVARIANT.get(type(e))
+            if rule is None:
+                raise UnknownKind(e)
+            self.stable[e] = rule(self, e)
+        return self.stable[e]
+
+    def operands(self, e: E.Expr) -> bool:
+        return all(self(k) for k in E.children(e))
+
+    def var(self, e: E.Var) -> bool:
+        return e.name not in self.changing
+
+    def never(self, e: E.Expr) -> bool:
+        return False
+
+    def load(self, e: E.Load) -> bool:
+        if not self.operands(e):
+            return False
+        p = self.p
+        return p.program.buffer(e.buffer).is_bound and e.buffer not in p.written and \
+            not (e.buffer in p.lane_loads and e.index == _GX)
+
+    def bin(self, e: E.Bin) -> bool:   # a signed division may set the error flag
+        if not self.operands(e):
+            return False
+        if e.op in (BinOp.DIV, BinOp.MOD):
+            return not infer(e.left, self.visible, self.p.program).is_signed
+        return True
+
+
+V = _Invariance
+# per expression kind, whether it is loop-invariant (tests/ir/test_kind_tables.py: every kind):
+# effects and other invocations never are (atomics, subgroup operations); calls and weak
+# literals are never printed (`NOT_PRINTED`)
+INVARIANT: dict[type, Callable[[_Invariance, E.Expr], bool]] = {
+    E.Var: V.var, E.Load: V.load, E.Bin: V.bin,
+    E.Atomic: V.never, E.Subgroup: V.never, E.Call: V.never, E.WeakLit: V.never,
+    E.Lit: V.operands, E.Spec: V.operands, E.BufLen: V.operands, E.Id: V.operands, E.Un: V.operands,
+    E.Select: V.operands, E.Cast: V.operands, E.Bitcast: V.operands, E.Fma: V.operands,
+}
 
 EXPRS: dict[type, Callable[[Printer, E.Expr], Value]] = {
     E.Spec: Printer.spec, E.Lit: Printer.lit, E.Var: Printer.var, E.BufLen: Printer.buflen,

@@ -15,7 +15,11 @@ literals, min/max, select). Anything it cannot bound is ``[0, 2**32 - 1]``: the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from vyre.ir import expr as E
+from vyre.ir.kinds import UnknownKind
 from vyre.ir.program import Program
 from vyre.ir.types import BinOp, Builtin, DataType
 
@@ -56,24 +60,34 @@ class Ranges:
         return (a[0], max(a[0], b[1] - 1)) if a[0] <= b[1] - 1 else None
 
     def of(self, e: E.Expr) -> tuple[int, int]:
-        if isinstance(e, E.Lit):
-            return (e.bits, e.bits) if e.dtype is DataType.U32 else FULL
-        if isinstance(e, E.Var):
-            return self.env.get(e.name, FULL)
-        if isinstance(e, E.Id):
-            if e.kind is Builtin.LID and isinstance(e.axis, int) and 0 <= e.axis < 3:
-                return (0, self.program.workgroup_size[e.axis] - 1)
-            return FULL
-        if isinstance(e, E.BufLen):
-            decl = self.program.buffer(e.buffer)
-            if decl is not None and decl.count:
-                return (decl.count, decl.count)
-            return FULL
-        if isinstance(e, E.Select):
-            a, b = self.of(e.if_true), self.of(e.if_false)
-            return (min(a[0], b[0]), max(a[1], b[1]))
-        if isinstance(e, E.Bin):
-            return self._bin(e)
+        """The interval of ``e`` (one rule per kind: `RANGES`; an unknown kind raises)."""
+        rule = RANGES.get(type(e))
+        if rule is None:
+            raise UnknownKind(e)
+        return rule(self, e)
+
+    def _lit(self, e: E.Lit) -> tuple[int, int]:
+        return (e.bits, e.bits) if e.dtype is DataType.U32 else FULL
+
+    def _var(self, e: E.Var) -> tuple[int, int]:
+        return self.env.get(e.name, FULL)
+
+    def _id(self, e: E.Id) -> tuple[int, int]:
+        if e.kind is Builtin.LID and isinstance(e.axis, int) and 0 <= e.axis < 3:
+            return (0, self.program.workgroup_size[e.axis] - 1)
+        return FULL
+
+    def _buf_len(self, e: E.BufLen) -> tuple[int, int]:
+        decl = self.program.buffer(e.buffer)
+        if decl is not None and decl.count:
+            return (decl.count, decl.count)
+        return FULL
+
+    def _select(self, e: E.Select) -> tuple[int, int]:
+        a, b = self.of(e.if_true), self.of(e.if_false)
+        return (min(a[0], b[0]), max(a[1], b[1]))
+
+    def _unbounded(self, e: E.Expr) -> tuple[int, int]:
         return FULL
 
     def _bin(self, e: E.Bin) -> tuple[int, int]:
@@ -111,3 +125,14 @@ class Ranges:
         if decl is None or not decl.count:
             return False
         return self.of(index)[1] < decl.count
+
+
+R = Ranges
+# per expression kind, its interval (tests/ir/test_kind_tables.py: every kind is here); memory,
+# other invocations, non-u32 arithmetic and what is never printed are unbounded
+RANGES: dict[type, Callable[[Ranges, Any], tuple[int, int]]] = {
+    E.Lit: R._lit, E.Var: R._var, E.Id: R._id, E.BufLen: R._buf_len, E.Select: R._select, E.Bin: R._bin,
+    E.Spec: R._unbounded, E.Load: R._unbounded, E.Un: R._unbounded, E.Cast: R._unbounded,
+    E.Bitcast: R._unbounded, E.Fma: R._unbounded, E.Atomic: R._unbounded, E.Subgroup: R._unbounded,
+    E.Call: R._unbounded, E.WeakLit: R._unbounded,
+}
