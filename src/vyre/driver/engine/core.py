@@ -29,12 +29,11 @@ and go through the same steps.
 
 from __future__ import annotations
 
-import abc
 import gc
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -47,7 +46,7 @@ from vyre.ir.program import Program
 from .. import observability, tuner
 from ..backend import CompiledPipeline, Resource, VyreBackend
 from ..bounded import fifo
-from ..capability import Capabilities
+from ..capability import Capabilities, answer_queries
 from ..config import DEFAULT, DispatchConfig
 from ..dispatch_shape import dispatch_shape, padded, resident_sizes
 from ..errors import (
@@ -67,7 +66,7 @@ from ..pending import PendingDispatch, TimedDispatchResult
 from ..pipeline import PipelineCacheSnapshot
 from ..program_walks import launch_for_sizes
 from ..runnable import refusals
-from ..validation import VALIDATION_CACHE, default_supported_ops
+from ..validation import VALIDATION_CACHE
 from .artifacts import ArtifactCache
 from .device import Cancelled, Ctl, Device
 from .plan import Limits, Prepared, StageSet
@@ -275,7 +274,7 @@ class EnginePending(PendingDispatch):
                 finally:
                     self._flight = None
                     self._ins = None
-                    observability.record_dispatch(b.id(), _now() - self._started, ok, self._config.label)
+                    observability.record_dispatch(b.name, _now() - self._started, ok, self._config.label)
             if self._error is not None:
                 raise self._error
             return self._result  # type: ignore[return-value]
@@ -283,13 +282,18 @@ class EnginePending(PendingDispatch):
             self._lock.release()
 
 
+@answer_queries
 class EngineBackend(VyreBackend):
-    """A backend whose every entry point is the engine's recipe over ``self.device``.
-    Concrete drivers subclass it to name themselves, report capabilities and build their
-    `Device`; they override no entry point."""
+    """A backend whose every entry point is the engine's recipe over ``self.device``, and
+    whose every capability query is answered from the device's `Capabilities` (``caps``,
+    read once here). A driver is a `Device`; it subclasses this class only for what depends
+    on the program (`refuse`) or on its vendor's lifecycle (recovery), and overrides no entry
+    point."""
 
     def __init__(self, device: Device) -> None:
         self.device = device
+        self.caps: Capabilities = device.capabilities()
+        self.name = self.caps.id   # `id()`, as the hot paths read it
         self._direct = device.direct_host_copies
         self._lock = threading.RLock()   # one in-order queue: enqueueing is serialised
         self._pipes = fifo(PIPELINES_PER_BACKEND, on_evict=self._drop)   # lock-free reads
@@ -308,30 +312,18 @@ class EngineBackend(VyreBackend):
         name = self.device_profile().device_name or "?"
         return f"<{type(self).__name__} {self.id()} {self.version()} on {name}>"
 
-    @property
-    def caps(self) -> Capabilities | None:
-        """The device's `Capabilities`, read once (None: a subclass answers the queries)."""
-        caps = self.__dict__.get("_caps", self)
-        if caps is self:
-            caps = self.__dict__["_caps"] = self.device.capabilities()
-        return caps
-
-    # ---- declared limits (engine checks; subclasses refine) ------------------------------
+    # ---- declared limits (engine checks, from the record) --------------------------------
     def max_grid_size(self) -> tuple[int, int, int]:
         """Workgroups per axis of one launch."""
-        n = self.max_compute_workgroups_per_dimension()
-        return (n, n, n)
+        return self.caps.grid
 
     def max_invocations_per_dispatch(self) -> int:
-        """Total invocations of one launch (gid is u32 per axis)."""
-        caps = self.caps
-        return 2**32 - 1 if caps is None else caps.max_invocations_per_dispatch
+        """Total invocations of one launch."""
+        return self.caps.max_invocations_per_dispatch
 
     def device_fingerprint(self) -> bytes:
-        caps = self.caps
-        if caps is not None and caps.fingerprint is not None:
-            return caps.fingerprint
-        return super().device_fingerprint()
+        fp = self.caps.fingerprint
+        return fp if fp is not None else super().device_fingerprint()
 
     def limits(self) -> Limits:
         if self._limits is None:
@@ -943,7 +935,7 @@ class EngineBackend(VyreBackend):
                 return TimedDispatchResult(outs, end - started, device_ns, enqueued - started, end - enqueued)
             return outs
         finally:
-            observability.record_dispatch(self.id(), time.perf_counter_ns() - started, ok, config.label)
+            observability.record_dispatch(self.name, time.perf_counter_ns() - started, ok, config.label)
 
     def _fixpoint_rest(self, pipe: EnginePipeline, ins: list[Input], outs: list[bytes],
                        config: DispatchConfig, deadline: float | None) -> list[bytes]:
@@ -1038,7 +1030,7 @@ class EngineBackend(VyreBackend):
             return [DeviceOutput(buf, dev.device_pointer(buf), exact, d.dtype, self.id())
                     for buf, (_, _, exact), d in zip(outs, prep.outs, pipe.outputs)]
         finally:
-            observability.record_dispatch(self.id(), time.perf_counter_ns() - started, ok, config.label)
+            observability.record_dispatch(self.name, time.perf_counter_ns() - started, ok, config.label)
 
     def _allocated(self, pipe: EnginePipeline, prep: Prepared, ins: list[Input], alloc: Any) -> list[DeviceInput]:
         """The caller-allocated outputs of `dispatch_device`, checked like inputs (device
@@ -1089,7 +1081,7 @@ class EngineBackend(VyreBackend):
             prep = self._prepared(pipe, tuple([x.nbytes for x in ins]), config)
             flight = self._enqueue(pipe, prep, ins, config, deadline_of(config), False)
         except BaseException:
-            observability.record_dispatch(self.id(), _now() - started, False, config.label)
+            observability.record_dispatch(self.name, _now() - started, False, config.label)
             raise
         if config.fixpoint_iterations > 1:  # later iterations read copies, not the caller's arrays
             ins = [x.copy() if type(x) is not DeviceInput else x for x in ins]
@@ -1284,42 +1276,3 @@ class EngineBackend(VyreBackend):
             self._ctls = []
             P.clear(self.id(), self)
 
-
-def _answered(query: str, field: Callable[[Capabilities], Any]) -> Callable[..., Any]:
-    base = getattr(VyreBackend, query)
-
-    def answer(self: EngineBackend) -> Any:
-        caps = self.caps
-        return base(self) if caps is None else field(caps)
-
-    answer.__name__ = answer.__qualname__ = query
-    answer.__doc__ = base.__doc__
-    return answer
-
-
-#: every capability query of the contract, answered from the device's `Capabilities` (a test
-#: checks that no query of the contract is missing)
-CAPABILITY_QUERIES: dict[str, Callable[[Capabilities], Any]] = {
-    "id": lambda c: c.id,
-    "version": lambda c: c.version,
-    "supported_ops": lambda c: default_supported_ops() - c.unsupported_ops,
-    "supports_subgroup_ops": lambda c: c.profile.supports_subgroup_ops,
-    "supports_f16": lambda c: c.profile.supports_f16,
-    "supports_bf16": lambda c: c.profile.supports_bf16,
-    "supports_tensor_cores": lambda c: c.profile.supports_tensor_cores,
-    "supports_indirect_dispatch": lambda c: c.profile.supports_indirect_dispatch,
-    "supports_async_compute": lambda c: c.async_compute,
-    "supports_speculation": lambda c: c.speculation,
-    "supports_persistent_thread_dispatch": lambda c: c.persistent_thread_dispatch,
-    "supports_grid_sync": lambda c: c.grid_sync,
-    "is_distributed": lambda c: c.distributed,
-    "max_workgroup_size": lambda c: c.profile.max_workgroup_size,
-    "max_compute_workgroups_per_dimension": lambda c: c.max_workgroups_per_dimension,
-    "max_compute_invocations_per_workgroup": lambda c: c.profile.max_invocations_per_workgroup,
-    "subgroup_size": lambda c: c.profile.subgroup_size or None,
-    "max_storage_buffer_bytes": lambda c: c.profile.max_storage_buffer_binding_size,
-    "device_profile": lambda c: c.profile,
-}
-for _query, _field in CAPABILITY_QUERIES.items():
-    setattr(EngineBackend, _query, _answered(_query, _field))
-abc.update_abstractmethods(EngineBackend)

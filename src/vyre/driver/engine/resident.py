@@ -141,7 +141,7 @@ class Bound:
             ok = True
         finally:
             lock.release()
-            observability.record_dispatch(b.id(), _now() - t0, ok, self.config.label)
+            observability.record_dispatch(b.name, _now() - t0, ok, self.config.label)
 
     def run(self) -> None:
         """Launch, wait and raise on a device or i32 division error."""
@@ -206,7 +206,7 @@ class Bound:
             return TimedDispatchResult([], t2 - t0, device_ns, t1 - t0, t2 - t1)
         finally:
             mine.release()
-            observability.record_dispatch(b.id(), _now() - t0, ok, config.label)
+            observability.record_dispatch(b.name, _now() - t0, ok, config.label)
 
     def release(self) -> None:
         """Drop the binding; resources freed meanwhile are released to the device now."""
@@ -319,7 +319,7 @@ class EngineBatch:
         finally:
             n = len(self.bounds)
             if n:
-                observability.record_dispatches(b.id(), n, (_now() - t0) // n, ok, self.labels)
+                observability.record_dispatches(b.name, n, (_now() - t0) // n, ok, self.labels)
 
 
 __all__ = ["Bound", "DispatchFailed", "EngineBatch"]
