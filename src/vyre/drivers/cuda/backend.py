@@ -409,8 +409,8 @@ class CudaBackend(EngineBackend):
     def rt(self) -> Runtime:
         return self.device.rt
 
-    def _usable(self) -> None:
-        super()._usable()
+    def usable(self) -> None:
+        super().usable()
         self.rt.ensure_current()
 
     def device_lost(self) -> bool:

@@ -566,7 +566,7 @@ class WgpuBackend(EngineBackend):
     def try_recover(self) -> None:
         """A fresh wgpu device and queue (a kernel that would not stop keeps the old one
         busy, and a lost device cannot be used again), then the engine's recovery."""
-        with self._lock:
+        with self.lock:
             self.dev.renew()
             super().try_recover()
 
