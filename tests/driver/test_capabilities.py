@@ -49,6 +49,7 @@ def test_the_engine_reads_the_record():
     assert not b.supports_subgroup_ops() and not b.is_distributed()
     assert b.max_workgroup_size() == (7, 5, 3) and b.max_compute_invocations_per_workgroup() == 35
     assert b.max_compute_workgroups_per_dimension() == 11 and b.max_invocations_per_dispatch() == 77
+    assert b.max_grid_size() == (11, 11, 11) and b.limits().max_grid == (11, 11, 11)   # no max_grid given
     assert b.max_storage_buffer_bytes() == 123 and b.subgroup_size() == 16
     assert b.device_profile().device_name == "test device" and b.device_fingerprint() == b"fp"
     assert b.limits().max_shared_memory_bytes == 99
