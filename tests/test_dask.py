@@ -196,3 +196,24 @@ def test_program_bytes_lost_on_the_cluster_are_sent_again(dask_backend):
     assert dask_backend.dispatch(saxpy_program(), [x, x]) == want
     dask_backend.client.cancel(list(dask_backend._wires.values()))
     assert dask_backend.dispatch(saxpy_program(), [x, x]) == want
+
+
+def test_capabilities_are_what_every_worker_runs():
+    """The record is read from the workers' descriptions: the ops all of them run and the
+    smallest of each limit (no cluster: two described workers)."""
+    from vyre.drivers.dask.backend import DaskBackend
+
+    b = object.__new__(DaskBackend)
+    b._workers = [
+        {"backend": "opencl", "device": "cpu", "ops": ["vyre.bin_op.add", "vyre.bin_op.sub"], "max_buffer": 1 << 30,
+         "max_wg": [1024, 64, 64], "max_inv": 1024, "max_groups": 65535},
+        {"backend": "reference", "device": "numpy", "ops": ["vyre.bin_op.add", "vyre.un_op.sin"], "max_buffer": 1 << 20,
+         "max_wg": [256, 256, 8], "max_inv": 4096, "max_groups": 2**31 - 1},
+    ]
+    b.caps = b._capabilities()
+    assert b.supported_ops() == frozenset({"vyre.bin_op.add"})
+    assert b.max_workgroup_size() == (256, 64, 8) and b.max_compute_invocations_per_workgroup() == 1024
+    assert b.max_storage_buffer_bytes() == 1 << 20 and b.max_compute_workgroups_per_dimension() == 65535
+    assert b.is_distributed() and b.supports_speculation() and not b.supports_async_compute()
+    assert b.subgroup_size() is None and b.id() == "dask"
+    assert b.device_profile().device_name == "2 Dask workers (opencl: cpu, reference: numpy)"

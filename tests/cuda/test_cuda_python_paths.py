@@ -142,3 +142,51 @@ def test_an_allocator_that_runs_out_of_memory_is_a_vyre_error(fake):
     with pytest.raises(DeviceOutOfMemory) as err:
         b.dispatch_device(_saxpy.program, [x, y], alloc=oom)
     assert "Fix:" in str(err.value)
+
+
+def test_capability_answers_are_the_device_attributes(fake):
+    """Every capability query, pinned against the stand-in device's attributes (sm_90, the
+    properties of tests/cuda/fake_cuda.py) and what the driver declares beside them."""
+    import blake3
+
+    from vyre.driver.validation import default_supported_ops
+
+    b, fc, _ = fake
+    p = fc._Props
+    assert (b.id(), b.version(), b.supported_ops()) == ("cuda", vyre.__version__, default_supported_ops())
+    assert (b.supports_subgroup_ops(), b.supports_tensor_cores(), b.supports_async_compute(),
+            b.supports_speculation()) == (True, True, True, True)   # sm_90, warps of 32
+    assert not (b.supports_f16() or b.supports_bf16() or b.supports_indirect_dispatch()
+                or b.supports_grid_sync() or b.supports_persistent_thread_dispatch() or b.is_distributed())
+    assert b.max_workgroup_size() == (p.max_block_dim_x, p.max_block_dim_y, p.max_block_dim_z)
+    assert b.max_compute_invocations_per_workgroup() == p.max_threads_per_block
+    assert b.max_compute_workgroups_per_dimension() == min(p.max_grid_dim_x, p.max_grid_dim_y, p.max_grid_dim_z)
+    assert b.max_grid_size() == (min(p.max_grid_dim_x, 2**31 - 1), p.max_grid_dim_y, p.max_grid_dim_z)
+    assert b.max_invocations_per_dispatch() == 2**40
+    assert (b.subgroup_size(), b.max_storage_buffer_bytes()) == (p.warp_size, 80 << 30)
+    prof = b.device_profile()
+    assert (prof.backend, prof.has_shared_memory, prof.has_mul_high, prof.has_subgroup_shuffle) == \
+        ("cuda", True, True, True)
+    assert (prof.max_shared_memory_bytes, prof.compute_units, prof.l2_cache_bytes, prof.regs_per_thread_max,
+            prof.shared_memory_bank_count, prof.shared_memory_bank_width_bytes, prof.subgroup_size) == \
+        (p.max_shared_memory_per_block, p.multiprocessor_count, p.l2_cache_size, 255, 32, 4, 32)
+    assert prof.mem_bw_gbps == int(2 * p.memory_clock_rate * 1e3 * (p.global_memory_bus_width / 8) / 1e9)
+    assert prof.device_name == "fake H100 (no GPU: tests/cuda/fake_cuda.py) (sm_90)"
+    nvrtc = b.rt.cubins.version
+    assert b.device_fingerprint() == blake3.blake3(
+        f"fake H100 (no GPU: tests/cuda/fake_cuda.py)|sm_90|13000|nvrtc{nvrtc}".encode()).digest()
+    lim = b.limits()
+    assert (lim.max_grid, lim.max_invocations_per_dispatch, lim.max_buffer_bytes) == \
+        (b.max_grid_size(), 2**40, 80 << 30)
+
+
+def test_without_tensor_cores_the_fingerprint_says_scalar_matmul(fake, monkeypatch):
+    from vyre.drivers.cuda.backend import CudaBackend
+
+    monkeypatch.setenv("VYRE_CUDA_TENSOR_CORES", "0")
+    b = CudaBackend()
+    try:
+        assert not b.supports_tensor_cores()
+        assert b.device_fingerprint() == fake[0].device_fingerprint() + b"|scalar-matmul"
+    finally:
+        b.shutdown()

@@ -7,9 +7,8 @@ from __future__ import annotations
 import inspect
 
 from vyre.driver import VyreBackend, acquire
-from vyre.driver.capability import Capabilities, DeviceProfile
+from vyre.driver.capability import CAPABILITY_QUERIES, Capabilities, DeviceProfile
 from vyre.driver.engine import EngineBackend
-from vyre.driver.engine.core import CAPABILITY_QUERIES
 from vyre.drivers.reference.backend import ReferenceDevice
 
 # contract methods that are not capability queries (dispatch, lifecycle, resources, ...)
@@ -50,6 +49,7 @@ def test_the_engine_reads_the_record():
     assert not b.supports_subgroup_ops() and not b.is_distributed()
     assert b.max_workgroup_size() == (7, 5, 3) and b.max_compute_invocations_per_workgroup() == 35
     assert b.max_compute_workgroups_per_dimension() == 11 and b.max_invocations_per_dispatch() == 77
+    assert b.max_grid_size() == (11, 11, 11) and b.limits().max_grid == (11, 11, 11)   # no max_grid given
     assert b.max_storage_buffer_bytes() == 123 and b.subgroup_size() == 16
     assert b.device_profile().device_name == "test device" and b.device_fingerprint() == b"fp"
     assert b.limits().max_shared_memory_bytes == 99
@@ -60,3 +60,23 @@ def test_the_reference_driver_is_a_device_and_a_record():
     assert type(b) is EngineBackend and isinstance(b.device, ReferenceDevice)
     assert b.caps is not None and b.supports_grid_sync() and b.supports_subgroup_ops()
     assert b.subgroup_size() == 32 and b.device_profile().has_shared_memory
+
+
+ENGINE_LIMITS = {"max_grid_size", "max_invocations_per_dispatch", "device_fingerprint"}
+
+
+def test_no_driver_answers_a_capability_query_itself():
+    """Every driver declares its capabilities in one record (`Device.capabilities`, dask's
+    `_capabilities`): no class in src/vyre/drivers defines a method answering a query."""
+    import ast
+    from pathlib import Path
+
+    import vyre.drivers
+
+    answered = set(CAPABILITY_QUERIES) | ENGINE_LIMITS
+    found = []
+    for path in sorted(Path(vyre.drivers.__file__).parent.rglob("*.py")):
+        for cls in (n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.ClassDef)):
+            found += [f"{path.name}:{cls.name}.{f.name}" for f in cls.body
+                      if isinstance(f, ast.FunctionDef) and f.name in answered]
+    assert found == []

@@ -108,7 +108,7 @@ def test_timeout_cancels_the_kernel_instead_of_leaving_it_running(backend):
     with pytest.raises(DispatchFailed, match="timeout"):
         backend.dispatch(p, [a, np.array([spin_trips(backend)], np.uint32)], DispatchConfig(timeout=0.1))
     if backend.device.cancellable:
-        assert backend._runaway == []   # the kernel noticed its cancel word and stopped
+        assert backend.runaway == []   # the kernel noticed its cancel word and stopped
     backend.flush()
     assert backend.dispatch(p, [a[:64], np.array([2], np.uint32)]) == \
         reference.run(p, [a[:64], np.array([2], np.uint32)])
@@ -278,3 +278,14 @@ def test_large_host_buffers_copied_directly_give_the_same_bytes_on_every_entry_p
     assert backend.dispatch(prog, [x], DispatchConfig(timeout=60.0)) == want
     assert np.array_equal(x, before)
     assert want[1] == ((before * 3 + 1) & 0xFFFFFFFF).astype(np.uint32).tobytes()
+
+
+def test_the_engine_provides_the_interface_resident_dispatches_declare(backend):
+    """`vyre.driver.engine.resident` reaches the engine only through `Engine` and `Pipeline`
+    (an import-linter contract keeps it from importing the engine's module): every member
+    they declare is there, on every backend."""
+    from vyre.driver.engine.resident import Engine, Pipeline
+
+    prog = Program.wrapped([BufferDecl.read_write("x", 0, DataType.U32)], 64,
+                           [Node.store("x", GX, Expr.load("x", GX) + 1)])
+    assert isinstance(backend, Engine) and isinstance(backend.compile_native(prog), Pipeline)

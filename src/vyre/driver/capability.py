@@ -1,9 +1,19 @@
 """Backend-neutral capability records: `DeviceProfile` (facts about the device a backend
-drives) and `BackendCapability` (what a backend executes), both plain frozen values."""
+drives), `BackendCapability` (what a backend executes) and `Capabilities` (everything a
+driver declares, read once from the vendor), all plain frozen values; and `answer_queries`,
+which answers every capability query of the contract from a backend's `Capabilities`
+(`CAPABILITY_QUERIES`, the one table of where each answer lies)."""
 
 from __future__ import annotations
 
+import abc
+import functools
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from operator import attrgetter
+from typing import Any, TypeVar
+
+from .validation import default_supported_ops
 
 
 @dataclass(frozen=True)
@@ -79,11 +89,12 @@ class BackendCapability:
 @dataclass(frozen=True)
 class Capabilities:
     """Everything a backend declares about itself and its device, read once from the vendor
-    by the driver's `Device.capabilities()`. The engine answers every capability query of the
-    contract from this record (`vyre.driver.engine.EngineBackend`), so a driver is a `Device`
-    plus this value: no Backend subclass of capability methods. ``profile`` carries the device
-    facts (limits, subgroups, f16/bf16, tensor cores, indirect dispatch, name); the fields
-    below are the contract's remaining queries."""
+    by the driver's `Device.capabilities()` (the dask driver: from its workers). Every
+    capability query of the contract is answered from this record (`answer_queries`, which
+    `vyre.driver.engine.EngineBackend` uses), so a driver is a `Device` plus this value: no
+    Backend subclass of capability methods. ``profile`` carries the device facts (limits,
+    subgroups, f16/bf16, tensor cores, indirect dispatch, name); the fields below are the
+    contract's remaining queries and the engine's launch limits."""
 
     id: str
     version: str
@@ -96,4 +107,65 @@ class Capabilities:
     distributed: bool = False
     max_workgroups_per_dimension: int = 1
     max_invocations_per_dispatch: int = 2**32 - 1  # gid is u32 per axis
+    #: workgroups per axis of one launch; None: ``max_workgroups_per_dimension`` on each axis
+    max_grid: tuple[int, int, int] | None = None
     fingerprint: bytes | None = None               # None: derived from id, version and profile
+
+    @functools.cached_property
+    def supported_ops(self) -> frozenset[str]:
+        """Every op id of the IR but ``unsupported_ops`` (computed once)."""
+        return default_supported_ops() - self.unsupported_ops
+
+    @functools.cached_property
+    def grid(self) -> tuple[int, int, int]:
+        """``max_grid``, or ``max_workgroups_per_dimension`` on each axis."""
+        n = self.max_workgroups_per_dimension
+        return self.max_grid if self.max_grid is not None else (n, n, n)
+
+
+#: every capability query of the contract (`vyre.driver.backend.VyreBackend`) and where its
+#: answer lies in a `Capabilities` record: an attribute path, or a function of the record
+#: (a test checks that no query of the contract is missing)
+CAPABILITY_QUERIES: dict[str, str | Callable[[Capabilities], Any]] = {
+    "id": "id",
+    "version": "version",
+    "supported_ops": "supported_ops",
+    "supports_subgroup_ops": "profile.supports_subgroup_ops",
+    "supports_f16": "profile.supports_f16",
+    "supports_bf16": "profile.supports_bf16",
+    "supports_tensor_cores": "profile.supports_tensor_cores",
+    "supports_indirect_dispatch": "profile.supports_indirect_dispatch",
+    "supports_async_compute": "async_compute",
+    "supports_speculation": "speculation",
+    "supports_persistent_thread_dispatch": "persistent_thread_dispatch",
+    "supports_grid_sync": "grid_sync",
+    "is_distributed": "distributed",
+    "max_workgroup_size": "profile.max_workgroup_size",
+    "max_compute_workgroups_per_dimension": "max_workgroups_per_dimension",
+    "max_compute_invocations_per_workgroup": "profile.max_invocations_per_workgroup",
+    "subgroup_size": lambda c: c.profile.subgroup_size or None,
+    "max_storage_buffer_bytes": "profile.max_storage_buffer_binding_size",
+    "device_profile": "profile",
+}
+
+B = TypeVar("B", bound=type)
+
+
+def _answer(query: str, where: str | Callable[[Capabilities], Any], doc: str | None) -> Callable[..., Any]:
+    read = where if callable(where) else attrgetter(where)
+
+    def answer(self: Any) -> Any:
+        return read(self.caps)
+
+    answer.__name__ = answer.__qualname__ = query
+    answer.__doc__ = doc
+    return answer
+
+
+def answer_queries(cls: B) -> B:
+    """Class decorator for a `VyreBackend` subclass whose ``caps`` is its `Capabilities`:
+    every query of `CAPABILITY_QUERIES` is answered from it (one attribute read each)."""
+    for query, where in CAPABILITY_QUERIES.items():
+        setattr(cls, query, _answer(query, where, getattr(cls, query).__doc__))
+    abc.update_abstractmethods(cls)
+    return cls

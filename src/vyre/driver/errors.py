@@ -147,6 +147,13 @@ def indirect_failed(message: str, fix: str, backend: str | None = None) -> Dispa
     return err
 
 
+def timed_out(timeout: float | None, backend: str) -> DispatchFailed:
+    """A dispatch that did not finish within its ``DispatchConfig.timeout`` (cancelled)."""
+    return DispatchFailed(f"dispatch did not finish within its {timeout} s timeout and was "
+                          "cancelled.", "raise DispatchConfig.timeout, or dispatch less work per call.",
+                          backend=backend)
+
+
 def i32_division_failed(backend: str) -> DispatchFailed:
     """The error for a division fault (semantics row S3)."""
     return ctl_failure(CTL_ERRORS["division"], backend)

@@ -7,9 +7,10 @@
 ``device``    `Device`, the small interface a concrete driver implements (build, alloc,
               upload, download, zero, pack, launch, fence, wait, errors).
 
-A new backend is a `Device` subclass plus an `EngineBackend` subclass that names itself and
-reports its capabilities: the rules (validation, input checks, limits, budgets, timeouts,
-fixpoint, counters, error flags, lifecycle) come with the engine.
+A new backend is a `Device` subclass whose `capabilities()` record names it and declares what
+it runs (the engine answers every capability query from that record); ``EngineBackend(device)``
+is the backend. The rules (validation, input checks, limits, budgets, timeouts, fixpoint,
+counters, error flags, lifecycle) come with the engine.
 """
 
 from .core import EngineBackend, EnginePipeline

@@ -29,12 +29,11 @@ and go through the same steps.
 
 from __future__ import annotations
 
-import abc
 import gc
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -47,7 +46,7 @@ from vyre.ir.program import Program
 from .. import observability, tuner
 from ..backend import CompiledPipeline, Resource, VyreBackend
 from ..bounded import fifo
-from ..capability import Capabilities
+from ..capability import Capabilities, answer_queries
 from ..config import DEFAULT, DispatchConfig
 from ..dispatch_shape import dispatch_shape, padded, resident_sizes
 from ..errors import (
@@ -61,16 +60,18 @@ from ..errors import (
     UnsupportedFeature,
     ctl_failure,
     from_foundation,
+    timed_out,
 )
 from ..inputs import DeviceInput, Input, InputChecker, raw_words
 from ..pending import PendingDispatch, TimedDispatchResult
 from ..pipeline import PipelineCacheSnapshot
 from ..program_walks import launch_for_sizes
 from ..runnable import refusals
-from ..validation import VALIDATION_CACHE, default_supported_ops
+from ..validation import VALIDATION_CACHE
 from .artifacts import ArtifactCache
 from .device import Cancelled, Ctl, Device
 from .plan import Limits, Prepared, StageSet
+from .resident import Bound, EngineBatch
 
 log = logging.getLogger("vyre.engine")
 CANCEL_GRACE_S = 2.0      # how long a cancelled kernel gets to notice its cancel word
@@ -88,12 +89,6 @@ def _now() -> int:
 
 def deadline_of(config: DispatchConfig) -> float | None:
     return None if config.timeout is None else time.monotonic() + config.timeout
-
-
-def timed_out(config: DispatchConfig, backend: str) -> DispatchFailed:
-    return DispatchFailed(f"dispatch did not finish within its {config.timeout} s timeout and was "
-                          "cancelled.", "raise DispatchConfig.timeout, or dispatch less work per call.",
-                          backend=backend)
 
 
 class EnginePipeline(CompiledPipeline):
@@ -155,8 +150,6 @@ class EnginePipeline(CompiledPipeline):
         return self._backend._bound_for(self, resources, cfg).run_timed(cfg)
 
     def bind(self, resources: Sequence[Resource], config: DispatchConfig | None = None) -> Any:
-        from .resident import Bound
-
         cfg = self._backend._pipe_config(self, config)
         return Bound(self._backend, self, resources, cfg)
 
@@ -275,7 +268,7 @@ class EnginePending(PendingDispatch):
                 finally:
                     self._flight = None
                     self._ins = None
-                    observability.record_dispatch(b.id(), _now() - self._started, ok, self._config.label)
+                    observability.record_dispatch(b.name, _now() - self._started, ok, self._config.label)
             if self._error is not None:
                 raise self._error
             return self._result  # type: ignore[return-value]
@@ -283,20 +276,27 @@ class EnginePending(PendingDispatch):
             self._lock.release()
 
 
+@answer_queries
 class EngineBackend(VyreBackend):
-    """A backend whose every entry point is the engine's recipe over ``self.device``.
-    Concrete drivers subclass it to name themselves, report capabilities and build their
-    `Device`; they override no entry point."""
+    """A backend whose every entry point is the engine's recipe over ``self.device``, and
+    whose every capability query is answered from the device's `Capabilities` (``caps``,
+    read once here). A driver is a `Device`; it subclasses this class only for what depends
+    on the program (`refuse`) or on its vendor's lifecycle (recovery), and overrides no entry
+    point."""
 
     def __init__(self, device: Device) -> None:
         self.device = device
+        self.caps: Capabilities = device.capabilities()
+        self.name = self.caps.id   # `id()`, as the hot paths read it
         self._direct = device.direct_host_copies
-        self._lock = threading.RLock()   # one in-order queue: enqueueing is serialised
+        # one in-order queue: enqueueing is serialised under this lock
+        self.lock = threading.RLock()
         self._pipes = fifo(PIPELINES_PER_BACKEND, on_evict=self._drop)   # lock-free reads
         self._hits = self._misses = 0
         self._ctls: list[Ctl] = []
-        self._closed = False
-        self._runaway: list[tuple[Any, tuple]] = []   # (fence, objects it may still write)
+        self.closed = False   # True after `shutdown()`: every later use is an error
+        # timed-out kernels that could not stop: (fence, objects they may still write)
+        self.runaway: list[tuple[Any, tuple]] = []
         self._draining: list[tuple[Any, tuple]] = []  # cancelled, not yet ended: kept alive
         self.generation = 0
         self._limits: Limits | None = None
@@ -308,30 +308,18 @@ class EngineBackend(VyreBackend):
         name = self.device_profile().device_name or "?"
         return f"<{type(self).__name__} {self.id()} {self.version()} on {name}>"
 
-    @property
-    def caps(self) -> Capabilities | None:
-        """The device's `Capabilities`, read once (None: a subclass answers the queries)."""
-        caps = self.__dict__.get("_caps", self)
-        if caps is self:
-            caps = self.__dict__["_caps"] = self.device.capabilities()
-        return caps
-
-    # ---- declared limits (engine checks; subclasses refine) ------------------------------
+    # ---- declared limits (engine checks, from the record) --------------------------------
     def max_grid_size(self) -> tuple[int, int, int]:
         """Workgroups per axis of one launch."""
-        n = self.max_compute_workgroups_per_dimension()
-        return (n, n, n)
+        return self.caps.grid
 
     def max_invocations_per_dispatch(self) -> int:
-        """Total invocations of one launch (gid is u32 per axis)."""
-        caps = self.caps
-        return 2**32 - 1 if caps is None else caps.max_invocations_per_dispatch
+        """Total invocations of one launch."""
+        return self.caps.max_invocations_per_dispatch
 
     def device_fingerprint(self) -> bytes:
-        caps = self.caps
-        if caps is not None and caps.fingerprint is not None:
-            return caps.fingerprint
-        return super().device_fingerprint()
+        fp = self.caps.fingerprint
+        return fp if fp is not None else super().device_fingerprint()
 
     def limits(self) -> Limits:
         if self._limits is None:
@@ -366,22 +354,19 @@ class EngineBackend(VyreBackend):
         return config
 
     # ---- 2. pipelines --------------------------------------------------------------------
-    @property
-    def closed(self) -> bool:
-        """True after `shutdown()`: every later use is an error."""
-        return self._closed
-
-    def _usable(self) -> None:
-        if self._closed:
+    def usable(self) -> None:
+        """Raise unless dispatches may be enqueued: after `shutdown()`, or while a kernel that
+        could not be cancelled still runs (`runaway`)."""
+        if self.closed:
             raise DispatchFailed(f"the {self.id()} backend was shut down.",
                                  f"acquire it again: vyre.driver.acquire({self.id()!r}) returns a new "
                                  "instance.", backend=self.id())
         if self._draining:
             self._draining = [(f, k) for f, k in self._draining if not self.device.done(f)]
-        if self._runaway:
+        if self.runaway:
             dev = self.device
-            self._runaway = [(f, k) for f, k in self._runaway if not dev.done(f)]
-            if self._runaway:
+            self.runaway = [(f, k) for f, k in self.runaway if not dev.done(f)]
+            if self.runaway:
                 raise DeviceLost("a timed-out dispatch whose kernel cannot be cancelled is still "
                                  "running on the device.", "wait for it to finish, or call "
                                  "backend.try_recover() (a fresh queue; compiled pipelines are "
@@ -399,7 +384,7 @@ class EngineBackend(VyreBackend):
         mine = getattr(program, "__dict__", {}).get("_vyre_pipes")
         if mine is not None:
             pipe = mine.get((id(self), config.code_key()))
-            if pipe is not None and pipe.generation == self.generation and not self._closed:
+            if pipe is not None and pipe.generation == self.generation and not self.closed:
                 self._hits += 1
                 return pipe
         pipe = self._lookup(program, config)
@@ -420,8 +405,8 @@ class EngineBackend(VyreBackend):
         if pipe is not None:
             self._hits += 1
             return pipe
-        with self._lock:
-            self._usable()
+        with self.lock:
+            self.usable()
             pipe = self._pipes.get(key)
             if pipe is not None:
                 self._hits += 1
@@ -682,13 +667,15 @@ class EngineBackend(VyreBackend):
         return prep
 
     # ---- control blocks --------------------------------------------------------------------
-    def _ctl_take(self) -> Ctl:
+    def ctl_take(self) -> Ctl:
+        """A control block for a dispatch (reused, or new from the device)."""
         try:
             return self._ctls.pop()
         except IndexError:
             return self.device.ctl_alloc()
 
-    def _ctl_give(self, ctl: Ctl) -> None:
+    def ctl_give(self, ctl: Ctl) -> None:
+        """Return a control block no dispatch in flight uses any more."""
         self._ctls.append(ctl)
 
     # ---- 5. enqueue --------------------------------------------------------------------------
@@ -706,18 +693,18 @@ class EngineBackend(VyreBackend):
         ``direct_reads`` too (it wants arrays) large outputs go to buffers of this dispatch,
         read straight into the arrays by `_complete`."""
         dev = self.device
-        lock = self._lock
+        lock = self.lock
         lock.acquire()
         try:
-            if self._closed or self._runaway or self._draining:
-                self._usable()
+            if self.closed or self.runaway or self._draining:
+                self.usable()
             if pipe.generation != self.generation:
                 pipe.check_live()
             try:
-                sset = prep.take(dev, self._ctl_take)
+                sset = prep.take(dev, self.ctl_take)
             except DeviceOutOfMemory:   # cached shapes hold device buffers: drop them, retry once
                 self._shed_cached_buffers(prep)
-                sset = prep.take(dev, self._ctl_take)
+                sset = prep.take(dev, self.ctl_take)
             flight = Flight(pipe, prep, sset, deadline)
             try:
                 bufs = prep.buffers(dev)
@@ -773,11 +760,11 @@ class EngineBackend(VyreBackend):
                     flight.fence = dev.fence()
             except Cancelled:
                 prep.give(sset)
-                raise timed_out(config, self.id()) from None
+                raise timed_out(config.timeout, self.id()) from None
             except BaseException as exc:
                 if dev.synchronous:
                     prep.give(sset)
-                raise self._fail(exc) from None
+                raise self.failure(exc) from None
         finally:
             lock.release()
         return flight
@@ -824,7 +811,8 @@ class EngineBackend(VyreBackend):
         flight.direct = tuple(direct)
         return bufs
 
-    def _fail(self, exc: BaseException) -> BaseException:
+    def failure(self, exc: BaseException) -> BaseException:
+        """The exception to raise for ``exc`` (a `BackendError`; interrupts stay themselves)."""
         if isinstance(exc, BackendError):
             return exc
         if isinstance(exc, VyreError):
@@ -837,8 +825,8 @@ class EngineBackend(VyreBackend):
         return self.device.error(exc)
 
     # ---- 6. complete -------------------------------------------------------------------------
-    def _wait(self, fence: Any, deadline: float | None, ctls: Sequence[Ctl], keep: tuple,
-              config: DispatchConfig, stoppable: bool = True) -> bool:
+    def wait_fence(self, fence: Any, deadline: float | None, ctls: Sequence[Ctl], keep: tuple,
+                   config: DispatchConfig, stoppable: bool = True) -> bool:
         """Wait for ``fence``. At the deadline: raise each dispatch's cancel word and give the
         kernels a moment to stop. A kernel that polls its cancel word stops as soon as it runs,
         even if it still waits behind other work: its memory is kept alive until its fence
@@ -851,17 +839,17 @@ class EngineBackend(VyreBackend):
             if dev.wait(fence, remaining):
                 return True
         except BaseException as exc:
-            raise self._fail(exc) from None
+            raise self.failure(exc) from None
         cancelled = all([dev.ctl_cancel(c) for c in ctls]) and bool(ctls)
         if not dev.wait(fence, CANCEL_GRACE_S if cancelled else 0.0):
-            with self._lock:
+            with self.lock:
                 if cancelled and stoppable:
                     self._draining.append((fence, keep))
                 else:
                     dev.abandon()
-                    self._runaway.append((fence, keep))
+                    self.runaway.append((fence, keep))
                     self.epoch += 1
-        raise timed_out(config, self.id())
+        raise timed_out(config.timeout, self.id())
 
     def _complete(self, flight: Flight, config: DispatchConfig, read: bool = True,
                   arrays: Sequence[Any] | None = None) -> list[Any]:
@@ -873,14 +861,14 @@ class EngineBackend(VyreBackend):
             if flight.fence is None:
                 self.device.finish()
             else:
-                self._wait(flight.fence, flight.deadline, (sset.ctl,) if prep.kernel.uses_ctl else (),
+                self.wait_fence(flight.fence, flight.deadline, (sset.ctl,) if prep.kernel.uses_ctl else (),
                            (prep, sset, flight.keep), config, prep.kernel.stoppable)
         except DispatchFailed:
-            if not any(f is flight.fence for f, _ in self._runaway + self._draining):
+            if not any(f is flight.fence for f, _ in self.runaway + self._draining):
                 prep.give(sset)   # the kernel stopped: its staging is free again
             raise
         except BaseException as exc:
-            raise self._fail(exc) from None
+            raise self.failure(exc) from None
         if prep.kernel.uses_ctl and sset.ctl.words[0]:
             word = int(sset.ctl.words[0])
             prep.give(sset)
@@ -907,7 +895,7 @@ class EngineBackend(VyreBackend):
             try:
                 dev.read(arr, buf, exact)
             except BaseException as exc:
-                raise self._fail(exc) from None
+                raise self.failure(exc) from None
             outs[i] = arr
             dev.free(buf)
         flight.direct = ()
@@ -943,7 +931,7 @@ class EngineBackend(VyreBackend):
                 return TimedDispatchResult(outs, end - started, device_ns, enqueued - started, end - enqueued)
             return outs
         finally:
-            observability.record_dispatch(self.id(), time.perf_counter_ns() - started, ok, config.label)
+            observability.record_dispatch(self.name, time.perf_counter_ns() - started, ok, config.label)
 
     def _fixpoint_rest(self, pipe: EnginePipeline, ins: list[Input], outs: list[bytes],
                        config: DispatchConfig, deadline: float | None) -> list[bytes]:
@@ -967,7 +955,7 @@ class EngineBackend(VyreBackend):
             return x.tobytes()
         dev = self.device
         host = dev.host_alloc(padded(x.nbytes))
-        with self._lock:
+        with self.lock:
             if x.stream is not None:
                 dev.order_after(x.stream)
             if x.nbytes:
@@ -1038,7 +1026,7 @@ class EngineBackend(VyreBackend):
             return [DeviceOutput(buf, dev.device_pointer(buf), exact, d.dtype, self.id())
                     for buf, (_, _, exact), d in zip(outs, prep.outs, pipe.outputs)]
         finally:
-            observability.record_dispatch(self.id(), time.perf_counter_ns() - started, ok, config.label)
+            observability.record_dispatch(self.name, time.perf_counter_ns() - started, ok, config.label)
 
     def _allocated(self, pipe: EnginePipeline, prep: Prepared, ins: list[Input], alloc: Any) -> list[DeviceInput]:
         """The caller-allocated outputs of `dispatch_device`, checked like inputs (device
@@ -1089,7 +1077,7 @@ class EngineBackend(VyreBackend):
             prep = self._prepared(pipe, tuple([x.nbytes for x in ins]), config)
             flight = self._enqueue(pipe, prep, ins, config, deadline_of(config), False)
         except BaseException:
-            observability.record_dispatch(self.id(), _now() - started, False, config.label)
+            observability.record_dispatch(self.name, _now() - started, False, config.label)
             raise
         if config.fixpoint_iterations > 1:  # later iterations read copies, not the caller's arrays
             ins = [x.copy() if type(x) is not DeviceInput else x for x in ins]
@@ -1113,12 +1101,12 @@ class EngineBackend(VyreBackend):
             raise LimitExceeded("buffer_bytes", f"allocate_resident({byte_len}) is outside 0.."
                                 f"{self.limits().max_buffer_bytes} bytes.", "allocate a size this "
                                 "device supports (max_storage_buffer_bytes()).", backend=self.id())
-        with self._lock:
-            self._usable()
+        with self.lock:
+            self.usable()
             try:
                 handle = self.device.alloc(padded(byte_len))
             except BaseException as exc:
-                raise self._fail(exc) from None
+                raise self.failure(exc) from None
         return Resource(self.id(), id(self), byte_len, handle)
 
     def upload_resident(self, resource: Resource, data: Any) -> None:
@@ -1128,7 +1116,7 @@ class EngineBackend(VyreBackend):
         if words is None:
             d = dev.device_input(None, data, "resident upload")
             self._check_upload(resource, d.nbytes)
-            with self._lock:
+            with self.lock:
                 if d.stream is not None:
                     dev.order_after(d.stream)
                 if d.nbytes:
@@ -1138,7 +1126,7 @@ class EngineBackend(VyreBackend):
             self._check_upload(resource, words.nbytes)
             host = None
             size = padded(words.nbytes)
-            with self._lock:
+            with self.lock:
                 if words.nbytes:
                     if dev.synchronous and size == words.nbytes:
                         dev.upload(resource.handle, words, size)
@@ -1147,7 +1135,7 @@ class EngineBackend(VyreBackend):
                         host.stage(words)
                         dev.upload(resource.handle, host, size)
                 fence = dev.fence()
-        self._wait(fence, None, (), (), DEFAULT)
+        self.wait_fence(fence, None, (), (), DEFAULT)
 
     def _check_upload(self, resource: Resource, nbytes: int) -> None:
         if nbytes != resource.byte_len:
@@ -1160,12 +1148,12 @@ class EngineBackend(VyreBackend):
         dev = self.device
         size = padded(resource.byte_len)
         host = dev.host_alloc(size)
-        with self._lock:
-            self._usable()
+        with self.lock:
+            self.usable()
             if resource.byte_len:
                 dev.download(host, resource.handle, size)
             fence = dev.fence()
-        self._wait(fence, None, (), (), DEFAULT)
+        self.wait_fence(fence, None, (), (), DEFAULT)
         return host.words.tobytes()[: resource.byte_len]
 
     def free_resident(self, resource: Resource) -> None:
@@ -1177,12 +1165,13 @@ class EngineBackend(VyreBackend):
             holder.stale = True   # its next launch checks, and refuses
             if getattr(holder, "cached", False):
                 holder.release()
-        self._free_if_unheld(resource)
+        self.free_if_unheld(resource)
 
-    def _free_if_unheld(self, resource: Resource) -> None:
+    def free_if_unheld(self, resource: Resource) -> None:
+        """Release a freed resource's device memory once no bound dispatch holds it."""
         if resource.freed and not resource.holders and resource.handle is not None:
             handle, resource.handle = resource.handle, None
-            with self._lock:
+            with self.lock:
                 try:
                     self.device.free(handle)
                 except Exception:
@@ -1197,8 +1186,6 @@ class EngineBackend(VyreBackend):
             key = None
         bound = pipe.bounds.get(key)
         if bound is None or bound.released:
-            from .resident import Bound
-
             bound = Bound(self, pipe, resources, config, cached=True)
             if len(pipe.bounds) > 64:
                 for old in list(pipe.bounds.values()):
@@ -1216,18 +1203,20 @@ class EngineBackend(VyreBackend):
     def bind_resident(self, program: Program, resources: Sequence[Resource],
                       config: DispatchConfig | None = None) -> Any:
         """Pack a resident dispatch once (see `vyre.driver.persistent.bind`)."""
-        from .resident import Bound
-
         config = self._config(config)
         return Bound(self, self._pipeline(program, config), resources, config)
 
     def compile_batch(self, items: list) -> Any:
-        from .resident import EngineBatch
+        bounds = []
+        for it in items:
+            config = self._config(it.config)
+            bounds.append(Bound(self, self._pipeline(it.program, config), it.resources, config))
+        return EngineBatch(self, bounds)
 
-        return EngineBatch(self, items)
-
-    def _resident_prepared(self, pipe: EnginePipeline, resources: Sequence[Resource],
-                           config: DispatchConfig) -> Prepared:
+    def resident_prepared(self, pipe: EnginePipeline, resources: Sequence[Resource],
+                          config: DispatchConfig) -> Prepared:
+        """The shape of a resident dispatch of ``pipe`` on ``resources`` (this backend's, live,
+        each large enough), with its limits checked."""
         for r in resources:
             self.own(r)
         sizes = tuple(resident_sizes(pipe.effective, resources, self.id()))
@@ -1242,25 +1231,25 @@ class EngineBackend(VyreBackend):
 
     # ---- lifecycle -----------------------------------------------------------------------------
     def prepare(self) -> None:
-        with self._lock:
-            self._usable()
+        with self.lock:
+            self.usable()
 
     def flush(self) -> None:
-        with self._lock:
+        with self.lock:
             fence = self.device.fence()
-        self._wait(fence, None, (), (), DEFAULT)
+        self.wait_fence(fence, None, (), (), DEFAULT)
 
     def shutdown(self) -> None:
-        with self._lock:
-            if self._closed:
+        with self.lock:
+            if self.closed:
                 return
             try:
-                if not self._runaway:
+                if not self.runaway:
                     self.device.wait(self.device.fence(), 10.0)
             except Exception:
                 pass
             self._pipes.clear()   # drops each pipeline's device objects (`_drop`)
-            self._closed = True
+            self.closed = True
             self.epoch += 1
             from .. import pipeline as P
 
@@ -1273,53 +1262,14 @@ class EngineBackend(VyreBackend):
         kernel may still write, which are kept alive until it ends)."""
         from .. import pipeline as P
 
-        with self._lock:
+        with self.lock:
             self.device.abandon()
             self.generation += 1
             self.epoch += 1
-            keep = [k for _, k in self._runaway]
+            keep = [k for _, k in self.runaway]
             self._graveyard = getattr(self, "_graveyard", []) + keep
-            self._runaway = []
+            self.runaway = []
             self._pipes.clear()   # drops each pipeline's bound dispatches and shapes (`_drop`)
             self._ctls = []
             P.clear(self.id(), self)
 
-
-def _answered(query: str, field: Callable[[Capabilities], Any]) -> Callable[..., Any]:
-    base = getattr(VyreBackend, query)
-
-    def answer(self: EngineBackend) -> Any:
-        caps = self.caps
-        return base(self) if caps is None else field(caps)
-
-    answer.__name__ = answer.__qualname__ = query
-    answer.__doc__ = base.__doc__
-    return answer
-
-
-#: every capability query of the contract, answered from the device's `Capabilities` (a test
-#: checks that no query of the contract is missing)
-CAPABILITY_QUERIES: dict[str, Callable[[Capabilities], Any]] = {
-    "id": lambda c: c.id,
-    "version": lambda c: c.version,
-    "supported_ops": lambda c: default_supported_ops() - c.unsupported_ops,
-    "supports_subgroup_ops": lambda c: c.profile.supports_subgroup_ops,
-    "supports_f16": lambda c: c.profile.supports_f16,
-    "supports_bf16": lambda c: c.profile.supports_bf16,
-    "supports_tensor_cores": lambda c: c.profile.supports_tensor_cores,
-    "supports_indirect_dispatch": lambda c: c.profile.supports_indirect_dispatch,
-    "supports_async_compute": lambda c: c.async_compute,
-    "supports_speculation": lambda c: c.speculation,
-    "supports_persistent_thread_dispatch": lambda c: c.persistent_thread_dispatch,
-    "supports_grid_sync": lambda c: c.grid_sync,
-    "is_distributed": lambda c: c.distributed,
-    "max_workgroup_size": lambda c: c.profile.max_workgroup_size,
-    "max_compute_workgroups_per_dimension": lambda c: c.max_workgroups_per_dimension,
-    "max_compute_invocations_per_workgroup": lambda c: c.profile.max_invocations_per_workgroup,
-    "subgroup_size": lambda c: c.profile.subgroup_size or None,
-    "max_storage_buffer_bytes": lambda c: c.profile.max_storage_buffer_binding_size,
-    "device_profile": lambda c: c.profile,
-}
-for _query, _field in CAPABILITY_QUERIES.items():
-    setattr(EngineBackend, _query, _answered(_query, _field))
-abc.update_abstractmethods(EngineBackend)

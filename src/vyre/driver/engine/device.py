@@ -1,6 +1,7 @@
 """`Device`: the small interface a concrete driver implements under the engine.
 
-A device knows target mechanics only: how to build a program, allocate and free memory, copy
+A device declares its `Capabilities` (read once from the vendor) and knows target
+mechanics only: how to build a program, allocate and free memory, copy
 bytes in and out, zero a buffer, pack kernel arguments, launch, fence and wait, time, and turn
 its vendor's exceptions into `BackendError`s. It knows nothing of the rules (validation,
 input checks, limits, budgets, timeouts, fixpoint, counters), of caches or of which entry point
@@ -142,11 +143,11 @@ class Device(abc.ABC):
     #: for their dispatch before returning, instead of a copy through host staging
     direct_host_copies: bool = False
 
-    def capabilities(self) -> Capabilities | None:
-        """What this backend and device declare (`Capabilities`), read once from the
-        vendor; the engine answers every capability query from it. None (the default): a
-        Backend subclass still answers them itself."""
-        return None
+    @abc.abstractmethod
+    def capabilities(self) -> Capabilities:
+        """What this backend and device declare (`Capabilities`), read from the vendor when
+        the engine is built over this device (once); the engine answers every capability
+        query of the contract from it."""
 
     # ---- compile -----------------------------------------------------------------------
     @abc.abstractmethod

@@ -7,7 +7,8 @@ The rules are the engine's: the program was validated and its limits and ``max_o
 checked when the shape was prepared; every launch checks that no resource was freed and that
 the pipeline is still live; ``run`` waits within ``timeout`` (cancelling on expiry), turns the
 dispatch's own error flag into `DispatchFailed`, re-launches for ``fixpoint_iterations`` and
-records the counters.
+records the counters. This module reaches the engine only through the interface it declares
+(`Engine`, `Pipeline`), and imports nothing of `vyre.driver.engine.core` (which imports it).
 """
 
 from __future__ import annotations
@@ -16,15 +17,68 @@ import threading
 import time
 from collections.abc import Sequence
 from threading import get_ident
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from .. import observability
 from ..backend import Resource
 from ..config import DispatchConfig
-from ..errors import DispatchFailed, InvalidProgram, ctl_failure
+from ..errors import DispatchFailed, InvalidProgram, ctl_failure, timed_out
 from ..pending import TimedDispatchResult
-from .core import EngineBackend, EnginePipeline, _now, timed_out
-from .device import Cancelled
+from .device import Cancelled, Ctl, Device
+from .plan import Prepared
+
+_now = time.perf_counter_ns
+
+
+@runtime_checkable
+class Pipeline(Protocol):
+    """What a resident dispatch needs of a compiled program (`EnginePipeline`)."""
+
+    effective: Any                  # the program as compiled (`vyre.ir.Program`)
+    generation: int                 # the backend generation it was compiled in
+    bounds: dict[Any, Bound]        # its cached bindings (`EngineBackend.dispatch_resident_timed`)
+
+    def check_live(self) -> None:
+        """Raise `DeviceLost` when the backend recovered since it was compiled."""
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """What resident dispatches need of the engine (`EngineBackend` provides it): its device
+    and queue lock, the state a warm launch compares (epoch, generation, closed, runaway), and
+    the engine's own steps for shapes, control blocks, waits, errors and freeing."""
+
+    device: Device
+    lock: Any                       # the queue lock (an RLock): held while enqueueing
+    name: str                       # the backend id, for counters
+    epoch: int                      # bumped whenever the backend leaves its plain state
+    generation: int                 # bumped by recovery: older pipelines are dead
+    closed: bool                    # after shutdown()
+    runaway: list                   # kernels that could not stop (non-empty: usable() raises)
+
+    def id(self) -> str: ...
+
+    def usable(self) -> None:
+        """Raise unless dispatches may be enqueued."""
+
+    def failure(self, exc: BaseException) -> BaseException:
+        """The vyre error to raise for ``exc``."""
+
+    def wait_fence(self, fence: Any, deadline: float | None, ctls: Sequence[Ctl], keep: tuple,
+                   config: DispatchConfig, stoppable: bool = True) -> bool:
+        """Wait for ``fence`` within ``deadline``, cancelling on expiry (`DispatchFailed`)."""
+
+    def resident_prepared(self, pipe: Pipeline, resources: Sequence[Resource],
+                          config: DispatchConfig) -> Prepared:
+        """The checked shape of a dispatch of ``pipe`` on ``resources``."""
+
+    def ctl_take(self) -> Ctl: ...
+
+    def ctl_give(self, ctl: Ctl) -> None: ...
+
+    def free_if_unheld(self, resource: Resource) -> None: ...
+
+    def read_resident(self, resource: Resource) -> bytes: ...
 
 
 class Bound:
@@ -32,7 +86,7 @@ class Bound:
     returns; `run()` launches, waits and reports errors (of every launch since the last run).
     One thread at a time per handle."""
 
-    def __init__(self, backend: EngineBackend, pipe: EnginePipeline, resources: Sequence[Resource],
+    def __init__(self, backend: Engine, pipe: Pipeline, resources: Sequence[Resource],
                  config: DispatchConfig, cached: bool = False) -> None:
         if not isinstance(resources, Sequence) or isinstance(resources, str | bytes):
             raise InvalidProgram(f"resources must be a list of Resource, got {type(resources).__name__}.",
@@ -40,9 +94,9 @@ class Bound:
                                  "order.", backend=backend.id())
         self.backend, self.pipe, self.config, self.cached = backend, pipe, config, cached
         self.resources = tuple(resources)
-        self.prep = backend._resident_prepared(pipe, self.resources, config)
+        self.prep = backend.resident_prepared(pipe, self.resources, config)
         dev = backend.device
-        self.ctl = backend._ctl_take()
+        self.ctl = backend.ctl_take()
         bufs = [self.resources[b.decl_index].handle for b in self.prep.shape.buffers]
         bufs += self.prep.scratch_buffers(dev)   # this binding's own hidden scratch (float atomics)
         self.bufs = bufs
@@ -72,14 +126,14 @@ class Bound:
 
     def _check(self) -> None:
         b = self.backend
-        if not (self.stale or b._closed or b._runaway or self.pipe.generation != b.generation):
+        if not (self.stale or b.closed or b.runaway or self.pipe.generation != b.generation):
             if self._fast_ok and (self._epoch != b.epoch or self._fast_thread != get_ident()):
                 p = self.prep   # (re)bind to this epoch's queue, in this thread
                 self._fast = b.device.launcher(p.kernel, p.grid, p.block, self.packed)
                 self._fast_thread = get_ident()
             self._epoch = b.epoch
             return
-        b._usable()
+        b.usable()
         if self.released:
             raise InvalidProgram("this bound dispatch was released.", "bind the program again.",
                                  backend=self.backend.id())
@@ -130,18 +184,18 @@ class Bound:
         t0 = _now()
         ok = False
         b = self.backend
-        lock = b._lock
+        lock = b.lock
         lock.acquire()
         try:
             self._check()
             try:
                 self._launch_now(b.device)
             except BaseException as exc:
-                raise b._fail(exc) from None
+                raise b.failure(exc) from None
             ok = True
         finally:
             lock.release()
-            observability.record_dispatch(b.id(), _now() - t0, ok, self.config.label)
+            observability.record_dispatch(b.name, _now() - t0, ok, self.config.label)
 
     def run(self) -> None:
         """Launch, wait and raise on a device or i32 division error."""
@@ -160,7 +214,7 @@ class Bound:
             device_ns: int | None = 0
             t1 = t0
             for it in range(config.fixpoint_iterations):
-                lock = b._lock
+                lock = b.lock
                 lock.acquire()
                 try:
                     self._check()
@@ -176,15 +230,15 @@ class Bound:
                         fence = dev.fence()
                 except Cancelled:
                     self._armed = False
-                    raise timed_out(config, b.id()) from None
+                    raise timed_out(config.timeout, b.id()) from None
                 except BaseException as exc:
                     self._armed = False
-                    raise b._fail(exc) from None
+                    raise b.failure(exc) from None
                 finally:
                     lock.release()
                 t1 = _now()
                 try:
-                    b._wait(fence, deadline, (self.ctl,) if self.uses_ctl else (), (self,), config,
+                    b.wait_fence(fence, deadline, (self.ctl,) if self.uses_ctl else (), (self,), config,
                             self.prep.kernel.stoppable)
                 except DispatchFailed:
                     self._armed = False   # the next launch resets the (raised) cancel word
@@ -206,7 +260,7 @@ class Bound:
             return TimedDispatchResult([], t2 - t0, device_ns, t1 - t0, t2 - t1)
         finally:
             mine.release()
-            observability.record_dispatch(b.id(), _now() - t0, ok, config.label)
+            observability.record_dispatch(b.name, _now() - t0, ok, config.label)
 
     def release(self) -> None:
         """Drop the binding; resources freed meanwhile are released to the device now."""
@@ -218,9 +272,9 @@ class Bound:
                 del self.pipe.bounds[key]
         for r in self.resources:
             r.holders.discard(self)
-            self.backend._free_if_unheld(r)
+            self.backend.free_if_unheld(r)
         if not self._armed:
-            self.backend._ctl_give(self.ctl)
+            self.backend.ctl_give(self.ctl)
 
     def __del__(self) -> None:  # a dropped handle must not keep freed memory alive
         try:
@@ -228,7 +282,7 @@ class Bound:
                 self.released = self.stale = True
                 for r in self.resources:
                     r.holders.discard(self)
-                    self.backend._free_if_unheld(r)
+                    self.backend.free_if_unheld(r)
         except Exception:
             pass
 
@@ -238,11 +292,9 @@ class EngineBatch:
     are captured once and replayed as one graph; otherwise they are enqueued back to back.
     Either way: one wait, every item's error flag checked, counters per item."""
 
-    def __init__(self, backend: EngineBackend, items: list) -> None:
+    def __init__(self, backend: Engine, bounds: list[Bound]) -> None:
         self.backend = backend
-        self.items = list(items)
-        self.bounds = [Bound(backend, backend._pipeline(it.program, backend._config(it.config)),
-                             it.resources, backend._config(it.config)) for it in self.items]
+        self.bounds = bounds
         self.with_ctl = [bd for bd in self.bounds if bd.uses_ctl]
         # what a replay must re-check: the distinct resources and pipelines behind the items
         self.used = tuple({id(r): r for bd in self.bounds for r in bd.resources}.values())
@@ -258,14 +310,14 @@ class EngineBatch:
         self.graph = None
         dev = backend.device
         if not self.sequential and getattr(dev, "supports_graphs", False):
-            with backend._lock:
+            with backend.lock:
                 try:
                     dev.begin_capture()
                     for bd in self.bounds:
                         bd._enqueue(capture=True)
                     self.graph = dev.end_capture()
                 except BaseException as exc:
-                    raise backend._fail(exc) from None
+                    raise backend.failure(exc) from None
 
     @property
     def native(self) -> bool:
@@ -282,9 +334,9 @@ class EngineBatch:
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
         cfg = DispatchConfig(timeout=self.timeout)
         try:
-            with b._lock:
-                b._usable()
-                if self._clean_epoch != b.epoch or b._runaway or any(r.freed for r in self.used) or \
+            with b.lock:
+                b.usable()
+                if self._clean_epoch != b.epoch or b.runaway or any(r.freed for r in self.used) or \
                         any(p.generation != b.generation for p in self.pipes):
                     for bd in self.bounds:   # the item-by-item checks, which raise with the reason
                         bd._check()
@@ -304,10 +356,10 @@ class EngineBatch:
                 except Cancelled:
                     for bd in self.bounds:
                         bd._armed = False
-                    raise timed_out(cfg, b.id()) from None
+                    raise timed_out(cfg.timeout, b.id()) from None
                 except BaseException as exc:
-                    raise b._fail(exc) from None
-            b._wait(fence, deadline, [bd.ctl for bd in self.with_ctl], tuple(self.bounds), cfg,
+                    raise b.failure(exc) from None
+            b.wait_fence(fence, deadline, [bd.ctl for bd in self.with_ctl], tuple(self.bounds), cfg,
                     self.stoppable)
             failed = 0
             for bd in self.with_ctl:
@@ -319,7 +371,7 @@ class EngineBatch:
         finally:
             n = len(self.bounds)
             if n:
-                observability.record_dispatches(b.id(), n, (_now() - t0) // n, ok, self.labels)
+                observability.record_dispatches(b.name, n, (_now() - t0) // n, ok, self.labels)
 
 
 __all__ = ["Bound", "DispatchFailed", "EngineBatch"]

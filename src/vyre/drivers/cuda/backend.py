@@ -16,7 +16,6 @@ import functools
 import threading
 import time
 import weakref
-from dataclasses import replace
 from typing import Any
 
 import blake3
@@ -25,10 +24,11 @@ import numpy as np
 import vyre
 from vyre.driver import settings
 from vyre.driver.bounded import lru
-from vyre.driver.capability import DeviceProfile
+from vyre.driver.capability import Capabilities, DeviceProfile
 from vyre.driver.engine import Ctl, Device, EngineBackend, HostBuffer, Kernel
 from vyre.driver.errors import BackendError, InvalidInput
 from vyre.driver.inputs import DeviceInput, cai_span
+from vyre.ir.ops import all_op_ids
 from vyre.ir.program import BufferDecl, Program
 
 from .codegen import generate
@@ -41,6 +41,9 @@ def _ok(result: Any) -> Any:
     if int(err) != 0:
         raise RuntimeError(f"{err!r}")
     return result[1] if len(result) == 2 else None
+
+
+_SUBGROUP_OPS = frozenset(op for op in all_op_ids() if op.startswith("vyre.subgroup."))
 
 
 def _ptr(buf: Any) -> int:
@@ -101,6 +104,35 @@ class CudaDevice(Device):
         # matmul_acc on IMMA (vyre.drivers.cuda.imma): mma.sync m16n8k32 needs sm_80
         self.tensor_cores = self.rt.facts.compute_capability >= (8, 0) and \
             settings.flag("VYRE_CUDA_TENSOR_CORES", default=True)
+
+    def capabilities(self) -> Capabilities:
+        f = self.rt.facts
+        # the lowering emits __reduce_*_sync / __shfl_sync / __ballot_sync (sm_80 and newer)
+        subgroups = f.compute_capability >= (8, 0) and f.warp_size == 32
+        profile = DeviceProfile(
+            backend=ID, supports_subgroup_ops=subgroups, has_subgroup_shuffle=subgroups,
+            # matmul_acc runs as mma.sync IMMA (sm_80+, unless VYRE_CUDA_TENSOR_CORES=0);
+            # tests/cuda/test_imma_gpu.py checks the PTX and the bytes on the device
+            supports_tensor_cores=self.tensor_cores,
+            max_workgroup_size=f.max_block, max_invocations_per_workgroup=f.max_threads_per_block,
+            max_storage_buffer_binding_size=f.total_memory, subgroup_size=f.warp_size,
+            has_shared_memory=True, has_mul_high=True, max_shared_memory_bytes=f.shared_per_block,
+            compute_units=f.sm_count, l2_cache_bytes=f.l2_bytes, mem_bw_gbps=f.bandwidth_gbps,
+            regs_per_thread_max=255, shared_memory_bank_count=32, shared_memory_bank_width_bytes=4,
+            device_name=f"{f.name} ({f.arch})")
+        x, y, z = f.max_grid
+        return Capabilities(
+            ID, vyre.__version__, profile,
+            unsupported_ops=frozenset() if subgroups else _SUBGROUP_OPS,
+            # async: dispatch_async returns after enqueue, completion is a CUDA event;
+            # speculation: fused prefilter/confirm programs run as written
+            # (tests/test_literal_search.py)
+            async_compute=True, speculation=True,
+            max_workgroups_per_dimension=min(f.max_grid),   # y and z are the binding limit (65535)
+            max_grid=(min(x, 2**31 - 1), y, z),
+            max_invocations_per_dispatch=2**40,   # a dispatch of more would run for minutes: split it
+            # the kernels differ with the matmul_acc form (IMMA or scalar loops)
+            fingerprint=self.rt.fingerprint + (b"" if self.tensor_cores else b"|scalar-matmul"))
 
     def build(self, program: Program) -> Kernel:
         return self.compile(program)[0]
@@ -367,6 +399,9 @@ class CudaDevice(Device):
 
 
 class CudaBackend(EngineBackend):
+    """The engine over a `CudaDevice`; its capabilities are the device's record, and it adds
+    the CUDA context's lifecycle (current per thread, loss and recovery)."""
+
     def __init__(self, device_id: int = 0) -> None:
         super().__init__(CudaDevice(device_id))
 
@@ -374,72 +409,9 @@ class CudaBackend(EngineBackend):
     def rt(self) -> Runtime:
         return self.device.rt
 
-    def id(self) -> str:
-        return ID
-
-    def version(self) -> str:
-        return vyre.__version__
-
-    def _usable(self) -> None:
-        super()._usable()
+    def usable(self) -> None:
+        super().usable()
         self.rt.ensure_current()
-
-    # ---- capabilities (probed from device attributes) ------------------------------------------
-    def supports_async_compute(self) -> bool:
-        return True  # dispatch_async returns after enqueue; completion is a CUDA event
-
-    def supports_speculation(self) -> bool:
-        return True  # fused prefilter/confirm programs run as written (tests/test_literal_search.py)
-
-    def supports_subgroup_ops(self) -> bool:
-        # the lowering emits __reduce_*_sync / __shfl_sync / __ballot_sync (sm_80 and newer)
-        return self.rt.facts.compute_capability >= (8, 0) and self.rt.facts.warp_size == 32
-
-    def supports_tensor_cores(self) -> bool:
-        # matmul_acc runs as mma.sync IMMA (sm_80+, unless VYRE_CUDA_TENSOR_CORES=0);
-        # tests/cuda/test_imma_gpu.py checks the PTX and the bytes on the device
-        return self.device.tensor_cores
-
-    def supported_ops(self) -> frozenset[str]:
-        ops = super().supported_ops()
-        if self.supports_subgroup_ops():
-            return ops
-        return frozenset(op for op in ops if not op.startswith("vyre.subgroup."))
-
-    def max_workgroup_size(self) -> tuple[int, int, int]:
-        return self.rt.facts.max_block
-
-    def max_compute_invocations_per_workgroup(self) -> int:
-        return self.rt.facts.max_threads_per_block
-
-    def max_compute_workgroups_per_dimension(self) -> int:
-        return min(self.rt.facts.max_grid)  # y and z are the binding limit (65535)
-
-    def max_grid_size(self) -> tuple[int, int, int]:
-        x, y, z = self.rt.facts.max_grid
-        return (min(x, 2**31 - 1), y, z)
-
-    def max_invocations_per_dispatch(self) -> int:
-        return 2**40  # a dispatch of more would run for minutes: split it
-
-    def subgroup_size(self) -> int | None:
-        return self.rt.facts.warp_size
-
-    def max_storage_buffer_bytes(self) -> int:
-        return self.rt.facts.total_memory
-
-    def device_profile(self) -> DeviceProfile:
-        f = self.rt.facts
-        return replace(super().device_profile(), has_shared_memory=True, has_mul_high=True,
-                       max_shared_memory_bytes=f.shared_per_block, compute_units=f.sm_count,
-                       l2_cache_bytes=f.l2_bytes, mem_bw_gbps=f.bandwidth_gbps,
-                       regs_per_thread_max=255, shared_memory_bank_count=32,
-                       shared_memory_bank_width_bytes=4,
-                       device_name=f"{f.name} ({f.arch})")
-
-    def device_fingerprint(self) -> bytes:
-        # the kernels differ with the matmul_acc form (IMMA or scalar loops)
-        return self.rt.fingerprint + (b"" if self.device.tensor_cores else b"|scalar-matmul")
 
     def device_lost(self) -> bool:
         try:

@@ -27,6 +27,7 @@ import numpy as np
 import vyre
 from vyre.driver import VyreBackend
 from vyre.driver.bounded import fifo
+from vyre.driver.capability import Capabilities, DeviceProfile, answer_queries
 from vyre.driver.config import DEFAULT, DispatchConfig
 from vyre.driver.errors import (
     CATALOGUE,
@@ -38,7 +39,7 @@ from vyre.driver.errors import (
 from vyre.driver.inputs import check_inputs
 from vyre.driver.install import install_hint
 from vyre.driver.partition import PartitionDecision, decide, merge, offset_program, owned, split
-from vyre.driver.validation import VALIDATION_CACHE
+from vyre.driver.validation import VALIDATION_CACHE, default_supported_ops
 from vyre.ir import VyreError
 from vyre.ir.fingerprint import fingerprint
 from vyre.ir.inline import inline
@@ -60,7 +61,11 @@ def cluster_failure(exc: BaseException) -> DispatchFailed:
                           f"{str(exc)[:300] or 'no detail'}).", CLUSTER_FIX, backend=ID)
 
 
+@answer_queries
 class DaskBackend(VyreBackend):
+    """Dispatches partitioned over a Dask cluster; its capabilities (``caps``) are what every
+    worker's backend runs, read from the workers once, when the backend is made."""
+
     def __init__(self) -> None:
         try:
             import distributed  # noqa: F401
@@ -80,19 +85,20 @@ class DaskBackend(VyreBackend):
         self._workers: list[dict[str, Any]] | None = None
         self.last_decision: PartitionDecision | None = None
         self._closed = False
+        try:
+            self.caps = self._capabilities()
+        except Exception as exc:
+            self.shutdown()
+            raise BackendUnavailable(ID, f"the Dask workers could not describe their backends ({exc}).",
+                                     "check that the workers start (VYRE_DASK_SCHEDULER, VYRE_DASK_WORKERS) "
+                                     "and that each can acquire a vyre backend.") from None
 
     @property
     def closed(self) -> bool:
         """True after `shutdown()`: `vyre.driver.acquire('dask')` then makes a new client."""
         return self._closed
 
-    # ---- identity and capabilities -----------------------------------------------------------
-    def id(self) -> str:
-        return ID
-
-    def version(self) -> str:
-        return vyre.__version__
-
+    # ---- capabilities --------------------------------------------------------------------------
     def workers(self) -> list[dict[str, Any]]:
         """What each worker runs on (backend id, device, pid), asked once."""
         if self._workers is None:
@@ -102,29 +108,20 @@ class DaskBackend(VyreBackend):
             self._workers = [dict(v, address=k) for k, v in sorted(info.items())]
         return self._workers
 
-    def supported_ops(self) -> frozenset[str]:
-        ops = None
-        for w in self.workers():
-            ops = set(w["ops"]) if ops is None else ops & set(w["ops"])
-        return frozenset(ops or ())
-
-    def is_distributed(self) -> bool:
-        return True
-
-    def supports_speculation(self) -> bool:
-        return True  # fused prefilter/confirm programs run as written (tests/test_literal_search.py)
-
-    def max_workgroup_size(self) -> tuple[int, int, int]:
-        return tuple(min(w["max_wg"][i] for w in self.workers()) for i in range(3))  # type: ignore[return-value]
-
-    def max_compute_invocations_per_workgroup(self) -> int:
-        return min(w["max_inv"] for w in self.workers())
-
-    def max_compute_workgroups_per_dimension(self) -> int:
-        return min(w["max_groups"] for w in self.workers())
-
-    def max_storage_buffer_bytes(self) -> int:
-        return min(w["max_buffer"] for w in self.workers())
+    def _capabilities(self) -> Capabilities:
+        """What every worker runs: the ops all of them run, the smallest of their limits."""
+        ws = self.workers()
+        ops = frozenset.intersection(*(frozenset(w["ops"]) for w in ws)) if ws else frozenset()
+        names = ", ".join(f"{w['backend']}: {w['device']}" for w in ws)
+        profile = DeviceProfile(
+            backend=ID, max_workgroup_size=tuple(min(w["max_wg"][i] for w in ws) for i in range(3)),  # type: ignore[arg-type]
+            max_invocations_per_workgroup=min(w["max_inv"] for w in ws),
+            max_storage_buffer_binding_size=min(w["max_buffer"] for w in ws),
+            device_name=f"{len(ws)} Dask workers ({names})")
+        # speculation: fused prefilter/confirm programs run as written (tests/test_literal_search.py)
+        return Capabilities(ID, vyre.__version__, profile, unsupported_ops=default_supported_ops() - ops,
+                            speculation=True, distributed=True,
+                            max_workgroups_per_dimension=min(w["max_groups"] for w in ws))
 
     # ---- the rules, then the split ------------------------------------------------------------
     def _prepare(self, program: Program, config: DispatchConfig) -> tuple[PartitionDecision, Program, Program]:
@@ -265,12 +262,6 @@ class DaskBackend(VyreBackend):
                 self.cluster.close(timeout=CLOSE_TIMEOUT_S if alive else 2)
         except Exception:
             pass
-
-    def device_profile(self):  # -> DeviceProfile
-        from dataclasses import replace
-
-        names = ", ".join(f"{w['backend']}: {w['device']}" for w in self.workers())
-        return replace(super().device_profile(), device_name=f"{len(self.workers())} Dask workers ({names})")
 
 
 def _run(fp: str, wire: bytes, data: list[bytes], cfg: DispatchConfig) -> tuple[str, Any]:

@@ -9,16 +9,17 @@ abandons the queue instead (`Device.abandon`).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyopencl as cl
 
 import vyre
-from vyre.driver.capability import DeviceProfile
+from vyre.driver.capability import Capabilities, DeviceProfile
 from vyre.driver.engine import Ctl, Device, EngineBackend, HostBuffer, Kernel
 from vyre.driver.errors import BackendError, UnsupportedFeature
+from vyre.ir.ops import all_op_ids
 from vyre.ir.program import Program
 
 from .codegen import INT64_ATOMICS, generate
@@ -26,6 +27,8 @@ from .probe import PROBE_STATEMENTS, build_in_child
 from .runtime import ID, Runtime
 
 _COMPLETE = cl.command_execution_status.COMPLETE
+# OpenCL C 1.2 has no subgroup intrinsics: the lowering emits none
+SUBGROUP_OPS = frozenset(op for op in all_op_ids() if op.startswith("vyre.subgroup."))
 
 
 class _Fence:
@@ -81,6 +84,22 @@ class OpenCLDevice(Device):
         self.cancellable = self.rt.info.host_unified
         self._zero = np.zeros(1, dtype=np.uint32)
         self._copies: list = []
+
+    def capabilities(self) -> Capabilities:
+        info = self.rt.info
+        wg = info.max_workgroup_size
+        profile = DeviceProfile(
+            backend=ID, max_workgroup_size=tuple(min(s, wg) for s in info.max_item_sizes),  # type: ignore[arg-type]
+            max_invocations_per_workgroup=wg, max_storage_buffer_binding_size=info.max_alloc,
+            has_shared_memory=True, has_mul_high=True, max_shared_memory_bytes=info.local_mem,
+            compute_units=info.compute_units, device_name=f"{info.name} ({info.platform})")
+        # async: dispatch_async returns on enqueue, completion is an OpenCL event; speculation:
+        # fused prefilter/confirm programs run as written (tests/test_literal_search.py);
+        # invocations: the global size of each axis is a size_t, but vyre's ids are u32 (a
+        # launch past 2**32 invocations would wrap them, and crashes PoCL outright)
+        return Capabilities(ID, vyre.__version__, profile, unsupported_ops=SUBGROUP_OPS,
+                            async_compute=True, speculation=True, max_workgroups_per_dimension=2**31 - 1,
+                            max_invocations_per_dispatch=2**32 - 1, fingerprint=self.rt.fingerprint)
 
     def build(self, program: Program) -> Kernel:
         return self.compile(program)[0]
@@ -211,19 +230,12 @@ def _needs_correct_division(program: Program) -> bool:
 
 
 class OpenCLBackend(EngineBackend):
+    """The engine over an `OpenCLDevice`; its capabilities are the device's record, and it
+    adds the checks that depend on the program (`refuse`)."""
+
     def __init__(self) -> None:
         super().__init__(OpenCLDevice())
         self.rt = self.device.rt
-
-    def id(self) -> str:
-        return ID
-
-    def version(self) -> str:
-        return vyre.__version__
-
-    def supported_ops(self) -> frozenset[str]:
-        # OpenCL C 1.2 has no subgroup intrinsics: the lowering emits none
-        return frozenset(op for op in super().supported_ops() if not op.startswith("vyre.subgroup."))
 
     def refuse(self, program: Program) -> None:
         # correctly rounded transcendentals are computed in double (vyre.lower.crmath)
@@ -243,40 +255,6 @@ class OpenCLBackend(EngineBackend):
                 "64-bit atomics", ID,
                 f"this OpenCL device lacks {' and '.join(INT64_ATOMICS)}: use u32/i32 atomics "
                 "(e.g. two 32-bit halves) or run on a backend with 64-bit atomics (cuda, reference).")
-
-    # ---- capabilities (probed from the device) -------------------------------------------
-    def supports_async_compute(self) -> bool:
-        return True  # dispatch_async returns on enqueue; completion is an OpenCL event
-
-    def supports_speculation(self) -> bool:
-        return True  # fused prefilter/confirm programs run as written (tests/test_literal_search.py)
-
-    def max_workgroup_size(self) -> tuple[int, int, int]:
-        m = self.rt.info.max_workgroup_size
-        return tuple(min(s, m) for s in self.rt.info.max_item_sizes)  # type: ignore[return-value]
-
-    def max_compute_invocations_per_workgroup(self) -> int:
-        return self.rt.info.max_workgroup_size
-
-    def max_compute_workgroups_per_dimension(self) -> int:
-        return 2**31 - 1
-
-    def max_invocations_per_dispatch(self) -> int:
-        # the global size of each axis is a size_t, but vyre's ids are u32: a launch past
-        # 2**32 invocations would wrap them (and crashes PoCL outright)
-        return 2**32 - 1
-
-    def max_storage_buffer_bytes(self) -> int:
-        return self.rt.info.max_alloc
-
-    def device_profile(self) -> DeviceProfile:
-        info = self.rt.info
-        return replace(super().device_profile(), has_shared_memory=True, has_mul_high=True,
-                       max_shared_memory_bytes=info.local_mem, compute_units=info.compute_units,
-                       device_name=f"{info.name} ({info.platform})")
-
-    def device_fingerprint(self) -> bytes:
-        return self.rt.fingerprint
 
 
 __all__ = ["OpenCLBackend", "OpenCLDevice"]

@@ -20,13 +20,12 @@ import atexit
 import threading
 import time
 import weakref
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 import vyre
-from vyre.driver.capability import DeviceProfile
+from vyre.driver.capability import Capabilities, DeviceProfile
 from vyre.driver.engine import Ctl, Device, EngineBackend, HostBuffer, Kernel
 from vyre.driver.errors import (
     BackendError,
@@ -209,6 +208,28 @@ class WgpuDevice(Device):
         # a fence with no reads maps a copy of these 4 bytes (wgpu-py 0.32's work-done
         # callback has the wrong C signature): it completes after everything before it
         self._probe = self.device.create_buffer(size=4, usage=self.usage)
+
+    def capabilities(self) -> Capabilities:
+        import blake3
+
+        lim, info = self.limits, self.adapter.info
+        profile = DeviceProfile(
+            backend=ID, max_workgroup_size=(lim["max-compute-workgroup-size-x"], lim["max-compute-workgroup-size-y"],
+                                            lim["max-compute-workgroup-size-z"]),
+            max_invocations_per_workgroup=lim["max-compute-invocations-per-workgroup"],
+            max_storage_buffer_binding_size=min(lim["max-storage-buffer-binding-size"], lim["max-buffer-size"]),
+            has_shared_memory=True, has_mul_high=True,
+            max_shared_memory_bytes=lim["max-compute-workgroup-storage-size"],
+            device_name=f"{info.get('device', '?')} via {info.get('backend_type', '?')}")
+        fingerprint = blake3.blake3(f"wgpu|{info.get('device')}|{info.get('backend_type')}|"
+                                    f"{info.get('driver_description')}".encode()).digest()
+        # speculation: fused prefilter/confirm programs run as written (tests/test_literal_search.py);
+        # grids past the adapter's workgroups per axis are launched folded onto more axes (`_fold`)
+        return Capabilities(ID, vyre.__version__, profile, unsupported_ops=REFUSED_OPS, async_compute=True,
+                            speculation=True,
+                            max_workgroups_per_dimension=lim["max-compute-workgroups-per-dimension"],
+                            max_grid=(2**31 - 1,) * 3, max_invocations_per_dispatch=2**32 - 1,
+                            fingerprint=fingerprint)
 
     def renew(self) -> None:
         """A fresh device and queue: later work never queues behind a kernel that would
@@ -518,18 +539,12 @@ class WgpuDevice(Device):
 
 
 class WgpuBackend(EngineBackend):
+    """The engine over a `WgpuDevice`; its capabilities are the device's record, and it adds
+    the checks that depend on the program (`refuse`) and recovery on a fresh device."""
+
     def __init__(self) -> None:
         super().__init__(WgpuDevice())
         self.dev = self.device
-
-    def id(self) -> str:
-        return ID
-
-    def version(self) -> str:
-        return vyre.__version__
-
-    def supported_ops(self) -> frozenset[str]:
-        return frozenset(op for op in super().supported_ops() if op not in REFUSED_OPS)
 
     def refuse(self, program: Program) -> None:
         # what WGSL cannot give the reference's bytes for, including what only legalizing or
@@ -543,9 +558,6 @@ class WgpuBackend(EngineBackend):
             raise UnsupportedFeature(f"{n - 2} bound buffers{extra} (this adapter binds {limit - 2})", ID,
                                      "use fewer buffers, or another backend.")
 
-    def supports_async_compute(self) -> bool:
-        return True
-
     def software_adapter(self) -> bool:
         """True on a CPU adapter (lavapipe/llvmpipe), where a shader compiles in time that grows
         faster than its size: conformance keeps its random programs small there."""
@@ -554,47 +566,9 @@ class WgpuBackend(EngineBackend):
     def try_recover(self) -> None:
         """A fresh wgpu device and queue (a kernel that would not stop keeps the old one
         busy, and a lost device cannot be used again), then the engine's recovery."""
-        with self._lock:
+        with self.lock:
             self.dev.renew()
             super().try_recover()
-
-    def supports_speculation(self) -> bool:
-        return True  # fused prefilter/confirm programs run as written (tests/test_literal_search.py)
-
-    def max_workgroup_size(self) -> tuple[int, int, int]:
-        lim = self.dev.limits
-        return (lim["max-compute-workgroup-size-x"], lim["max-compute-workgroup-size-y"],
-                lim["max-compute-workgroup-size-z"])
-
-    def max_compute_invocations_per_workgroup(self) -> int:
-        return self.dev.limits["max-compute-invocations-per-workgroup"]
-
-    def max_compute_workgroups_per_dimension(self) -> int:
-        return self.dev.limits["max-compute-workgroups-per-dimension"]
-
-    def max_grid_size(self) -> tuple[int, int, int]:
-        # larger grids are launched folded onto more axes (WgpuDevice._fold)
-        return (2**31 - 1, 2**31 - 1, 2**31 - 1)
-
-    def max_invocations_per_dispatch(self) -> int:
-        return 2**32 - 1
-
-    def max_storage_buffer_bytes(self) -> int:
-        lim = self.dev.limits
-        return min(lim["max-storage-buffer-binding-size"], lim["max-buffer-size"])
-
-    def device_profile(self) -> DeviceProfile:
-        info = self.dev.adapter.info
-        return replace(super().device_profile(), has_shared_memory=True, has_mul_high=True,
-                       max_shared_memory_bytes=self.dev.limits["max-compute-workgroup-storage-size"],
-                       device_name=f"{info.get('device', '?')} via {info.get('backend_type', '?')}")
-
-    def device_fingerprint(self) -> bytes:
-        import blake3
-
-        info = self.dev.adapter.info
-        return blake3.blake3(f"wgpu|{info.get('device')}|{info.get('backend_type')}|{info.get('driver_description')}"
-                             .encode()).digest()
 
 
 __all__ = ["WgpuBackend", "WgpuDevice"]
