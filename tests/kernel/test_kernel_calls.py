@@ -40,7 +40,20 @@ def _square(o: Out[u32]):
     o[gid(1) * 16 + gid(0)] = 1
 
 
+@vyre.kernel
+def _fill(o: Out[u32]):
+    i = gid()
+    o[i] = i
+
+
+@vyre.kernel
+def _lookup(t: In[u32, 4], x: In[u32], o: Out[u32]):
+    i = gid()
+    o[i] = t[x[i] & 3]
+
+
 ONES = np.ones(8, np.float32)
+IR_WORDS = ("BufferDecl", "DispatchConfig", "dispatch_elements", "with_count", "count=")
 
 
 def _code(fn, *args, **kw) -> str:
@@ -188,3 +201,26 @@ def test_the_preferred_backend_is_routed_and_logged(monkeypatch, caplog):
     with caplog.at_level(logging.INFO, logger="vyre.kernel"):
         _add(a, a)
     assert list(launch._ROUTES.values()) != ["wgpu"] and not caplog.records
+
+
+def test_an_output_nothing_sizes_is_refused_in_kernel_words():
+    """A kernel whose only buffer is a runtime-sized Out, called without elements=: a K021 at
+    the kernel's def line whose Fix names elements= and Out[u32, n] (not the IR builders)."""
+    for kw in ({}, {"dim": 64}):
+        with pytest.raises(KernelError) as err:
+            _fill(backend="opencl", **kw)
+        text = str(err.value)
+        assert err.value.code == "K021" and "test_kernel_calls.py:" in text, text
+        assert "elements=n" in err.value.fix and "Out[u32, n]" in err.value.fix, text
+        assert not any(w in text for w in IR_WORDS), text
+    assert "dim=" in text
+    assert _fill(elements=5, backend="opencl").tolist() == list(range(5))
+
+
+def test_a_fixed_length_input_of_another_length_is_refused_in_kernel_words():
+    x = np.arange(3, dtype=np.uint32)
+    assert _code(_lookup, np.arange(5, dtype=np.uint32), x, backend="reference") == "K014"
+    with pytest.raises(KernelError) as err:
+        _lookup([1, 2, 3], x, backend="reference")
+    assert "In[u32, 4]" in str(err.value) and not any(w in str(err.value) for w in IR_WORDS)
+    assert _lookup(np.array([7, 8, 9, 10], np.uint32), x, backend="reference").tolist() == [7, 8, 9]

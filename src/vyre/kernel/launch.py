@@ -398,6 +398,21 @@ def _config(config: Any, fields: dict[str, Any], where: str) -> Any:
         raise KernelError(err.message, err.fix, "K021", where) from None
 
 
+def _check_sized(params: Sequence[tuple[str, Any]], name: str, where: str, has_dim: bool) -> None:
+    """Refuse a call that leaves a runtime-sized 1-D output without a length: no ``elements=``
+    and no runtime-sized input whose length it could take."""
+    if any(isinstance(s, BufferSpec) and s.access != "output" and not s.count for _, s in params):
+        return
+    unsized = [(p, s) for p, s in params if isinstance(s, BufferSpec) and s.access == "output" and not s.count]
+    if not unsized:
+        return
+    pname, spec = unsized[0]
+    also = " (dim= sets the invocations, not the length)" if has_dim else ""
+    raise KernelError(f"the output {pname!r} of {name}() is runtime-sized and no input gives it a length{also}.",
+                      f"pass elements=n with the call, or declare its length: {pname}: Out[{spec.dtype.value}, n].",
+                      "K021", where)
+
+
 def _call_slow(built: Any, name: str, args: Sequence[Any], key: tuple | None, *, out: Any = None,
                grid: Any = None, elements: Any = None, backend: Any = None, config: Any = None,
                dim: Any = None, shape: Any = None) -> Any:
@@ -452,6 +467,11 @@ def _call_slow(built: Any, name: str, args: Sequence[Any], key: tuple | None, *,
                 raise KernelError(f"argument {pname!r} has shape {shp}; the kernel declares {spec.dims}.",
                                   f"pass an array of shape {spec.dims}.", "K014", where)
             ins_shapes[pname] = shp
+        elif spec.count and hasattr(arr, "shape") and math.prod(shp) != spec.count:
+            raise KernelError(f"argument {pname!r} has {math.prod(shp)} elements; the kernel declares "
+                              f"{spec.count} ({pname}: In[{spec.dtype.value}, {spec.count}]).",
+                              f"pass exactly {spec.count} elements, or declare it In[{spec.dtype.value}] "
+                              "to take any length.", "K014", where)
         elif isinstance(arr, np.ndarray) and not spec.count:
             runtime_1d.append((pname, arr.size, shp))
         if isinstance(arr, np.ndarray):
@@ -489,6 +509,8 @@ def _call_slow(built: Any, name: str, args: Sequence[Any], key: tuple | None, *,
             raise KernelError(f"{pname!r} has an axis over 2**32-1.", "split the array.", "K014", where)
         inputs.append(np.array(shp, dtype=np.uint32))
     cfg = _config(config, fields, where)
+    if cfg is None or cfg.dispatch_elements is None:
+        _check_sized(params, name, where, dim is not None)
     b = resolve_backend(backend, program, where)
     device = next((x for x in inputs if _on_device(x)), None)
     start = time.perf_counter()
