@@ -224,3 +224,39 @@ def test_a_fixed_length_input_of_another_length_is_refused_in_kernel_words():
         _lookup([1, 2, 3], x, backend="reference")
     assert "In[u32, 4]" in str(err.value) and not any(w in str(err.value) for w in IR_WORDS)
     assert _lookup(np.array([7, 8, 9, 10], np.uint32), x, backend="reference").tolist() == [7, 8, 9]
+
+
+def _fake_device_array(module: str, typestr: str):
+    """A stand-in for a CUDA array of ``module`` (torch/cupy are not installed here): only
+    the interface the call reads before anything touches device memory."""
+    cls = type("Tensor" if module == "torch" else "ndarray", (), {"__module__": module})
+    x = cls()
+    x.__cuda_array_interface__ = {"shape": (8,), "typestr": typestr, "data": (0, False), "version": 3}
+    x.dtype, x.shape, x.device = np.dtype(typestr), (8,), "cuda:0"
+    return x
+
+
+@pytest.mark.parametrize(("module", "fix"), [("torch", "x.to(torch.float32)"), ("cupy", "x.astype(cupy.float32)")])
+def test_device_arrays_of_the_wrong_dtype_are_refused_in_their_library_words(module, fix):
+    """A CUDA array (``__cuda_array_interface__``) of another dtype is refused by the call,
+    before any backend sees it, with the conversion in the caller's own library."""
+    x = _fake_device_array(module, "<f8")
+    with pytest.raises(KernelError) as err:
+        _add(x, ONES, backend="reference")
+    assert err.value.code == "K020" and f"pass {fix.replace('x.', 'a.')}" in err.value.fix, str(err.value)
+    assert "float64" in str(err.value) and "astype(np." not in str(err.value)
+
+
+@pytest.mark.parametrize(("module", "fix"), [("torch", "x.to(torch.float32)"), ("cupy", "x.astype(cupy.float32)"),
+                                             ("numpy", "x.astype(np.float32)")])
+def test_the_drivers_dtype_fix_names_the_callers_library(module, fix):
+    from vyre.driver.errors import InvalidInput
+    from vyre.driver.inputs import cai_span, check_input
+
+    decl = _add.program.inputs[0]
+    with pytest.raises(InvalidInput) as err:
+        if module == "numpy":
+            check_input(decl, np.ones(8), "input 0", "reference")
+        else:
+            cai_span(decl, _fake_device_array(module, "<f8"), "input 0", "cuda")
+    assert err.value.reason == "input_dtype" and f"Fix: pass {fix}" in str(err.value), str(err.value)

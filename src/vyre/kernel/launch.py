@@ -207,10 +207,17 @@ def _host_array(value: Any, dtype: DataType, where: str, name: str) -> Any:
     """A numpy array of the buffer's dtype (any shape; the caller flattens it), or a device
     array / DLPack producer as given (the backend checks those)."""
     want = np.dtype(dtype.host)
-    if hasattr(value, "__cuda_array_interface__"):
+    mod = type(value).__module__.split(".")[0]
+    cai = getattr(value, "__cuda_array_interface__", None)
+    if cai is not None:
+        try:
+            got = np.dtype(cai["typestr"])
+        except (KeyError, TypeError, ValueError):
+            return value    # malformed: the backend refuses it
+        if got != want:
+            raise _wrong_dtype(value, f"a {mod} {got} device array", dtype, where, name)
         return value
     if hasattr(value, "__dlpack__") and not isinstance(value, np.ndarray):
-        mod = type(value).__module__.split(".")[0]
         on_cpu = False
         try:
             on_cpu = int(value.__dlpack_device__()[0]) == 1
@@ -223,16 +230,11 @@ def _host_array(value: Any, dtype: DataType, where: str, name: str) -> Any:
         except Exception:
             return value
         if arr.dtype != want:
-            conv = f"{name}.to(torch.{want.name})" if mod == "torch" else f"{name}.astype({mod}.{want.name})"
-            raise KernelError(f"argument {name!r} is a {mod} {arr.dtype} array; the kernel declares "
-                              f"{dtype.value}.", f"pass {conv} (vyre never converts dtypes silently).", "K020",
-                              where)
+            raise _wrong_dtype(value, f"a {mod} {arr.dtype} array", dtype, where, name)
         return arr
     if isinstance(value, np.ndarray):
         if value.dtype != want:
-            raise KernelError(f"argument {name!r} is a {value.dtype} array; the kernel declares {dtype.value}.",
-                              f"pass {name}.astype(np.{want.name}) (vyre never converts dtypes silently).",
-                              "K020", where)
+            raise _wrong_dtype(value, f"a {value.dtype} array", dtype, where, name)
         return value
     if isinstance(value, list | tuple):
         return _from_list(value, dtype, want, where, name)
@@ -241,6 +243,15 @@ def _host_array(value: Any, dtype: DataType, where: str, name: str) -> Any:
     raise KernelError(f"argument {name!r} is a {type(value).__name__}, not an array.",
                       f"pass a numpy array of {dtype.value} (or a CuPy/torch array on the cuda backend).",
                       "K020", where)
+
+
+def _wrong_dtype(value: Any, what: str, dtype: DataType, where: str, name: str) -> KernelError:
+    """K020 for an array of another dtype: the Fix converts it in the caller's library."""
+    from vyre.driver.inputs import convert_hint
+
+    return KernelError(f"argument {name!r} is {what}; the kernel declares {dtype.value}.",
+                       f"pass {convert_hint(value, dtype, name)} (vyre never converts dtypes silently).",
+                       "K020", where)
 
 
 def _from_list(value: Any, dtype: DataType, want: np.dtype, where: str, name: str) -> np.ndarray:
