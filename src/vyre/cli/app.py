@@ -29,8 +29,6 @@ import vyre
 from vyre.driver.install import install_hint
 from vyre.ir import VyreError, fingerprint, validate, wire
 
-from .show import program_text
-
 app = typer.Typer(help="vyre: portable GPU compute with byte-identical results on every backend.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 cache_app = typer.Typer(help="The compiled-kernel cache: where it is, what it holds, clearing it.",
@@ -77,7 +75,7 @@ def demo(save: Path | None = typer.Option(None, help="also write the program's w
     from vyre.driver import BackendError, acquire, acquire_preferred_dispatch_backend
 
     p = demo_program()
-    console.print(escape(program_text(p)), highlight=False)
+    console.print(escape(str(p)), highlight=False)
     diags = validate(p)
     console.print(f"validation: {escape(str(diags)) if diags else 'ok'}")
     console.print(f"fingerprint: {fingerprint(p).hex()}")
@@ -110,7 +108,7 @@ def inspect(file: Path, backend: str | None = typer.Option(None, help="print thi
         _fail(VyreError(f"cannot read {file}: {exc}.", "pass the path of a file written by wire.encode()."))
     except VyreError as exc:
         _fail(exc)
-    console.print(escape(program_text(p)), highlight=False)
+    console.print(escape(str(p)), highlight=False)
     console.print(f"fingerprint: {fingerprint(p).hex()}")
     diags = validate(p)
     for d in diags:
