@@ -16,7 +16,6 @@ one is a `KernelError` naming the kernel's ``def`` line.
 from __future__ import annotations
 
 import decimal
-import difflib
 import logging
 import math
 import numbers
@@ -88,7 +87,11 @@ def resolve_backend(backend: Any, program: Program | None = None, where: str = "
                     b = _PREFERRED["preferred"] = acquire_preferred_dispatch_backend()
             return b
         return acquire(backend) if isinstance(backend, str) else backend
-    from vyre.driver.registry import registered_backends, registered_backends_by_precedence
+    from vyre.driver.registry import (
+        registered_backends,
+        registered_backends_by_precedence,
+        unknown_backend_fix,
+    )
 
     if backend is None:
         named = settings.get("VYRE_BACKEND")
@@ -97,10 +100,7 @@ def resolve_backend(backend: Any, program: Program | None = None, where: str = "
     if isinstance(backend, str):
         ids = [r.id for r in registered_backends()]
         if backend not in ids:
-            near = difflib.get_close_matches(backend, ids, n=1)
-            hint = f"did you mean {near[0]!r}? " if near else ""
-            raise KernelError(f"there is no backend {backend!r}.", f"{hint}use one of {', '.join(sorted(ids))} "
-                              "(`vyre backends` lists them).", "K021", where)
+            raise KernelError(f"there is no backend {backend!r}.", unknown_backend_fix(backend), "K021", where)
         return _explicit(acquire(backend), program, where)
     if backend is not None:
         if not callable(getattr(backend, "dispatch", None)) or not callable(getattr(backend, "id", None)):
