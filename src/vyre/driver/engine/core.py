@@ -294,6 +294,7 @@ class EngineBackend(VyreBackend):
         self._lock = threading.RLock()   # one in-order queue: enqueueing is serialised
         self._pipes = fifo(PIPELINES_PER_BACKEND, on_evict=self._drop)   # lock-free reads
         self._hits = self._misses = 0
+        self._log_hits = log.isEnabledFor(logging.DEBUG)   # re-read on every compile (`_lookup`)
         self._ctls: list[Ctl] = []
         self._closed = False
         self._runaway: list[tuple[Any, tuple]] = []   # (fence, objects it may still write)
@@ -401,6 +402,8 @@ class EngineBackend(VyreBackend):
             pipe = mine.get((id(self), config.code_key()))
             if pipe is not None and pipe.generation == self.generation and not self._closed:
                 self._hits += 1
+                if self._log_hits:
+                    self._log_hit(pipe.program)
                 return pipe
         pipe = self._lookup(program, config)
         program.__dict__.setdefault("_vyre_pipes", {})[(id(self), config.code_key())] = pipe
@@ -419,12 +422,16 @@ class EngineBackend(VyreBackend):
         pipe = self._pipes.get(key)
         if pipe is not None:
             self._hits += 1
+            if self._log_hits:
+                self._log_hit(program)
             return pipe
         with self._lock:
             self._usable()
             pipe = self._pipes.get(key)
             if pipe is not None:
                 self._hits += 1
+                if self._log_hits:
+                    self._log_hit(program)
                 return pipe
             art = self._artifacts()
             akey = art.key(ident, code) if art is not None else b""
@@ -444,10 +451,18 @@ class EngineBackend(VyreBackend):
             pipe = EnginePipeline(self, program, eff, config, kernel)
             self._pipes[key] = pipe
             self._misses += 1
-            if log.isEnabledFor(logging.DEBUG):
+            self._log_hits = log.isEnabledFor(logging.DEBUG)
+            if self._log_hits:
                 log.debug("vyre.engine: %s: program %s %s in %.1f ms", self.id(), ident.hex()[:12], how,
                           (time.perf_counter() - started) * 1e3)
             return pipe
+
+    def _log_hit(self, program: Program) -> None:
+        """A debug line for an in-memory pipeline-cache hit. Called only while ``_log_hits``
+        (whether DEBUG was on at construction or at the last compile), so a warm dispatch
+        with debug off pays one attribute test."""
+        log.debug("vyre.engine: %s: program %s from the in-memory pipeline cache", self.id(),
+                  identity(program).hex()[:12])
 
     #: packages whose source decides this backend's generated code (the artifact-cache key)
     CODEGEN: tuple[str, ...] = ()
