@@ -260,3 +260,32 @@ def test_the_drivers_dtype_fix_names_the_callers_library(module, fix):
         else:
             cai_span(decl, _fake_device_array(module, "<f8"), "input 0", "cuda")
     assert err.value.reason == "input_dtype" and f"Fix: pass {fix}" in str(err.value), str(err.value)
+
+
+def test_a_backend_with_only_id_and_dispatch_runs_kernels_through_the_contract_defaults():
+    """The kernel call and vyre.lib call the VyreBackend contract directly: an external
+    backend that defines only id() and dispatch() gets the defaults (dispatch_arrays copies
+    the bytes once, generated_source None, no device arrays), warm calls included; an object
+    that is not a backend is refused with a code."""
+    from vyre.lib.errors import LibError
+    from vyre.lib.runner import Runner
+
+    from helpers import MockBackend
+
+    @vyre.kernel(workgroup_size=1)     # the contract's default limits: one invocation per workgroup
+    def add1(a: In[f32], b: In[f32], o: Out[f32]):
+        i = gid()
+        o[i] = a[i] + b[i]
+
+    mock = MockBackend()
+    a = np.arange(5, dtype=np.float32)
+    for _ in range(2):     # the second call runs the warm plan
+        got = add1(a, a, backend=mock)
+        assert got.dtype == np.float32 and got.tolist() == (a + a).tolist() and got.flags.writeable
+    assert mock.calls == 2
+    assert add1.source(mock) == str(add1.program)
+    assert Runner(mock).device is False
+    with pytest.raises(LibError) as err:
+        Runner(object())
+    assert err.value.code == "L005"
+    assert _code(_add, a, a, backend=object()) == "K021"

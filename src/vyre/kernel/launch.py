@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from vyre.driver.backend import VyreBackend
 from vyre.driver.errors import BackendError, UnsupportedFeature
 from vyre.ir import DataType, Program, VyreError
 
@@ -103,7 +104,7 @@ def resolve_backend(backend: Any, program: Program | None = None, where: str = "
             raise KernelError(f"there is no backend {backend!r}.", unknown_backend_fix(backend), "K021", where)
         return _explicit(acquire(backend), program, where)
     if backend is not None:
-        if not callable(getattr(backend, "dispatch", None)) or not callable(getattr(backend, "id", None)):
+        if not isinstance(backend, VyreBackend):
             raise KernelError(f"backend={backend!r} is not a backend id or backend object.",
                               "pass an id such as 'opencl', or an object from vyre.driver.acquire(id).",
                               "K021", where)
@@ -143,7 +144,7 @@ def resolve_backend(backend: Any, program: Program | None = None, where: str = "
 
 def _explicit(b: Any, program: Program, where: str) -> Any:
     """A backend the caller named: refused in kernel words when it cannot run the program."""
-    why = refusal(b, program) if callable(getattr(b, "refuse", None)) else ""
+    why = refusal(b, program)
     if not why:
         return b
     try:
@@ -192,9 +193,7 @@ def refusal(b: Any, program: Program) -> str:
         if not why:
             try:   # target checks, then code generation (where some refusals happen)
                 b.refuse(program)
-                gen = getattr(b, "generated_source", None)
-                if callable(gen):
-                    gen(program)
+                b.generated_source(program)
             except UnsupportedFeature as err:
                 why = [err.message.removeprefix(f"[{b.id()}] ").removesuffix(" is not supported by this backend.")]
         got = plain("; ".join(why))
@@ -530,8 +529,7 @@ def _call_slow(built: Any, name: str, args: Sequence[Any], key: tuple | None, *,
     plan = None
     if key is not None:
         plan = _Plan.make(built, name, takes, args, inputs, backend, b, cfg, device, out_shapes, flat_shape)
-    if device is not None and out is None and callable(getattr(b, "reads_device_arrays", None)) and \
-            b.reads_device_arrays():
+    if device is not None and out is None and b.reads_device_arrays():
         # device inputs: the outputs stay on the device, as the caller's array type
         alloc = _allocator(device)
         outs = b.dispatch_device(program, inputs, cfg, alloc=alloc) if alloc is not None else \
@@ -540,11 +538,7 @@ def _call_slow(built: Any, name: str, args: Sequence[Any], key: tuple | None, *,
             plan.device, plan.alloc = True, alloc
             _keep(built, key, plan)
         return outs[0] if len(outs) == 1 else tuple(outs)
-    if callable(getattr(b, "dispatch_arrays", None)):
-        raw = b.dispatch_arrays(program, inputs, cfg)   # one copy out of the staging
-    else:
-        raw = [np.frombuffer(bytearray(r), dtype=np.dtype(d.dtype.host))
-               for r, d in zip(b.dispatch(program, inputs, cfg), program.outputs)]
+    raw = b.dispatch_arrays(program, inputs, cfg)   # one copy out of the staging
     log.debug("vyre.kernel: %s ran on %s in %.3f ms", name, b.id(), (time.perf_counter() - start) * 1e3)
     arrays = []
     shapes: list[tuple[int, ...] | None] = []
@@ -559,7 +553,6 @@ def _call_slow(built: Any, name: str, args: Sequence[Any], key: tuple | None, *,
         arrays.append(a if shapes[-1] is None else a.reshape(shapes[-1]))
     if plan is not None and out is None:
         plan.shapes = tuple(shapes)
-        plan.arrays = callable(getattr(b, "dispatch_arrays", None))
         _keep(built, key, plan)
     if out is not None:
         targets = list(out) if isinstance(out, list | tuple) else [out]
@@ -654,7 +647,7 @@ def _keep(built: Any, key: tuple, plan: _Plan) -> None:
 class _Plan:
     """What a call with one argument signature needs besides the data (see above)."""
 
-    __slots__ = ("alloc", "arrays", "backend", "cfg", "convs", "device", "extra", "fp", "name", "named",
+    __slots__ = ("alloc", "backend", "cfg", "convs", "device", "extra", "fp", "name", "named",
                  "program", "route", "shapes", "where")
 
     @staticmethod
@@ -688,7 +681,7 @@ class _Plan:
         plan.extra = tuple(inputs[len(takes):])   # the N-D extents: fixed by the shapes
         for x in plan.extra:
             x.flags.writeable = False
-        plan.device, plan.alloc, plan.shapes, plan.arrays = False, None, (), True
+        plan.device, plan.alloc, plan.shapes = False, None, ()
         return plan
 
     def run(self, args: Sequence[Any]) -> Any:
@@ -719,11 +712,7 @@ class _Plan:
             return outs[0] if len(outs) == 1 else tuple(outs)
         debug = log.isEnabledFor(logging.DEBUG)
         start = time.perf_counter() if debug else 0.0
-        if self.arrays:
-            raw = b.dispatch_arrays(self.program, inputs, self.cfg)
-        else:
-            raw = [np.frombuffer(bytearray(r), dtype=np.dtype(d.dtype.host))
-                   for r, d in zip(b.dispatch(self.program, inputs, self.cfg), self.program.outputs)]
+        raw = b.dispatch_arrays(self.program, inputs, self.cfg)
         if debug:
             log.debug("vyre.kernel: %s ran on %s in %.3f ms", self.name, b.id(),
                       (time.perf_counter() - start) * 1e3)
