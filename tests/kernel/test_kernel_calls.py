@@ -131,6 +131,21 @@ def test_lambdas_are_refused_when_decorated():
         vyre.func(f)
 
 
+def test_a_lambda_on_a_continuation_line_is_a_coded_error_at_its_line():
+    import inspect
+
+    here = inspect.currentframe().f_lineno
+    with pytest.raises(KernelError) as err:
+        vyre.kernel(
+            lambda x: None)
+    assert err.value.code == "K001" and "Fix:" in str(err.value)
+    assert str(err.value).startswith(f"{__file__}:{here + 3}: [K001]"), str(err.value)
+    with pytest.raises(KernelError) as err:
+        vyre.kernel(workgroup_size=64)(
+            lambda x: None)
+    assert err.value.code == "K001" and err.value.where == f"{__file__}:{here + 8}"
+
+
 def test_inputs_of_different_lengths_are_refused_unless_elements_says_so():
     assert _code(_add, np.ones(3, np.float32), np.ones(4, np.float32), backend="reference") == "K023"
     got = _add(np.ones(3, np.float32), np.ones(4, np.float32), elements=4, backend="reference")
