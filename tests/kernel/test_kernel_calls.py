@@ -235,6 +235,7 @@ def test_an_output_nothing_sizes_is_refused_in_kernel_words():
 def test_a_fixed_length_input_of_another_length_is_refused_in_kernel_words():
     x = np.arange(3, dtype=np.uint32)
     assert _code(_lookup, np.arange(5, dtype=np.uint32), x, backend="reference") == "K014"
+    assert _code(_lookup, np.arange(5, dtype=np.uint32).tobytes(), x, backend="reference") == "K014"
     with pytest.raises(KernelError) as err:
         _lookup([1, 2, 3], x, backend="reference")
     assert "In[u32, 4]" in str(err.value) and not any(w in str(err.value) for w in IR_WORDS)

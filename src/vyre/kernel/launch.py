@@ -408,6 +408,16 @@ def _config(config: Any, fields: dict[str, Any], where: str) -> Any:
         raise KernelError(err.message, err.fix, "K021", where) from None
 
 
+def _length(arr: Any, dtype: DataType) -> int | None:
+    """The element count of an argument: its shape's product, or whole elements of raw bytes
+    (None when the bytes are not whole elements: the backend refuses those)."""
+    if isinstance(arr, bytes | bytearray | memoryview):
+        n = memoryview(arr).nbytes
+        return n // dtype.size if n % dtype.size == 0 else None
+    shape = getattr(arr, "shape", None)
+    return None if shape is None else math.prod(tuple(shape))
+
+
 def _check_sized(params: Sequence[tuple[str, Any]], name: str, where: str, has_dim: bool) -> None:
     """Refuse a call that leaves a runtime-sized 1-D output without a length: no ``elements=``
     and no runtime-sized input whose length it could take."""
@@ -477,10 +487,11 @@ def _call_slow(built: Any, name: str, args: Sequence[Any], key: tuple | None, *,
                 raise KernelError(f"argument {pname!r} has shape {shp}; the kernel declares {spec.dims}.",
                                   f"pass an array of shape {spec.dims}.", "K014", where)
             ins_shapes[pname] = shp
-        elif spec.count and hasattr(arr, "shape") and math.prod(shp) != spec.count:
-            raise KernelError(f"argument {pname!r} has {math.prod(shp)} elements; the kernel declares "
-                              f"{spec.count} ({pname}: In[{spec.dtype.value}, {spec.count}]).",
-                              f"pass exactly {spec.count} elements, or declare it In[{spec.dtype.value}] "
+        elif spec.count and _length(arr, spec.dtype) not in (None, spec.count):
+            ann = "In" if spec.access == "read" else "InOut"
+            raise KernelError(f"argument {pname!r} has {_length(arr, spec.dtype)} elements; the kernel declares "
+                              f"{spec.count} ({pname}: {ann}[{spec.dtype.value}, {spec.count}]).",
+                              f"pass exactly {spec.count} elements, or declare it {ann}[{spec.dtype.value}] "
                               "to take any length.", "K014", where)
         elif isinstance(arr, np.ndarray) and not spec.count:
             runtime_1d.append((pname, arr.size, shp))
