@@ -130,3 +130,11 @@ def test_doctor_uses_package_metadata_and_ocl_icd_vendors(tmp_path):
     r = vyre_cmd("doctor", env={"OCL_ICD_VENDORS": str(tmp_path)}, check_code=0)
     assert "fake.icd" in r.stdout and str(tmp_path) in r.stdout
     assert f"numpy              {np.__version__}" in r.stdout
+
+
+def test_unknown_backend_options_get_a_did_you_mean():
+    for cmd in (["conform", "--backend", "opencll"], ["bench", "--backend", "refrence", "--repeats", "1"],
+                ["demo", "--backend", "wgpuu"]):
+        r = runner.invoke(app, cmd)
+        assert r.exit_code == 2 and "there is no backend" in r.output, (cmd, r.output)
+        assert "did you mean" in r.output and "not supported by this backend" not in r.output, (cmd, r.output)

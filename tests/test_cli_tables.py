@@ -42,3 +42,34 @@ def test_conform_prints_progress_when_piped_and_leaves_the_table_on_ctrl_c(monke
     assert got.exit_code == 130
     assert "reference: " in got.output and "(case" in got.output          # progress lines in a pipe
     assert "interrupted after 60/" in got.output and "vyre conform" in got.output
+
+
+def test_conform_ctrl_c_leaves_the_interrupted_backends_counts_and_a_partial_certificate(monkeypatch, tmp_path):
+    """Ctrl-C inside the real run_backend (here: at its 7th case) gives the interrupted
+    backend's row its counts so far and writes a certificate marked partial, which never
+    verifies; the finished-run certificate name is left alone."""
+    import json
+    import re
+
+    from vyre.conform import runner
+    from vyre.conform.runner import CaseResult, verify_certificate
+
+    calls = [0]
+
+    def check(backend, name, *args, **kw):
+        calls[0] += 1
+        if calls[0] == 7:
+            raise KeyboardInterrupt
+        return CaseResult(name, "fail" if calls[0] == 6 else "pass", "differs" if calls[0] == 6 else "")
+
+    monkeypatch.setattr(runner, "_check", check)
+    got = CliRunner().invoke(app, ["conform", "--backend", "reference", "--workers", "1", "--cert-dir",
+                                   str(tmp_path)], env={"COLUMNS": "200"})
+    assert got.exit_code == 130, got.output
+    assert re.search(r"reference\s*│\s*5\s*│\s*1\s*│\s*0\s*│\s*\d+\s*│\s*interrupted after \d+/", got.output), got.output
+    assert not (tmp_path / "reference.json").exists()
+    cert = json.loads((tmp_path / "reference.partial.json").read_text())
+    assert cert["partial"] is True and cert["passed"] is False
+    assert cert["counts"]["pass"] == 5 and cert["counts"]["fail"] == 1 and cert["counts"]["error"] == 0
+    ok, why = verify_certificate(cert)
+    assert not ok and "partial" in why

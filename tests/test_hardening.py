@@ -352,8 +352,8 @@ def test_19_zero_size_work_gives_empty_or_zeroed_outputs(backend):
 def test_14_the_deepest_buildable_program_runs_everywhere(backend):
     """A tree at the height limit goes through every walk: encode, decode, fingerprint, ==,
     hash, validation, lowering, printing and execution, without a RecursionError."""
-    from vyre.cli.show import program_text
     from vyre.ir.limits import MAX_DEPTH
+    from vyre.ir.show import program_text
 
     x = Expr.load("a", GX)
     for i in range(MAX_DEPTH - 3):

@@ -92,3 +92,19 @@ def test_can_run_checks_ops_and_limits():
     assert can_run(prog(), ref)
     big = Program.wrapped([BufferDecl.workgroup("w", 1 << 29, DataType.U32)], 1, [])
     assert not can_run(big, ref)
+
+
+def test_an_unknown_backend_id_gets_a_did_you_mean():
+    """acquire() of an id nothing is registered under says so (not 'is not supported by this
+    backend') and offers the closest id; it is still an UnsupportedFeature (code 1002)."""
+    from vyre.driver import UnknownBackend
+
+    with pytest.raises(UnknownBackend) as err:
+        acquire("opencll")
+    text = str(err.value)
+    assert isinstance(err.value, UnsupportedFeature) and err.value.code == 1002
+    assert "there is no backend 'opencll'" in text and "Fix: did you mean 'opencl'?" in text, text
+    assert "not supported by this backend" not in text
+    with pytest.raises(UnknownBackend) as err:
+        backend_registration("zzzzzz")
+    assert "did you mean" not in str(err.value) and "reference" in err.value.fix

@@ -13,10 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vyre.cli import show
 from vyre.driver import fusion
 from vyre.ir import expr as E
-from vyre.ir import inline, kinds, ops, rewrite, structure, typecheck, weak, wire
+from vyre.ir import inline, kinds, ops, rewrite, show, structure, typecheck, weak, wire
 from vyre.ir import node as N
 from vyre.ir.kinds import EXPR_KINDS, KINDS, NODE_KINDS, UnknownKind, check_table
 from vyre.ir.program import BufferDecl, Program

@@ -192,4 +192,15 @@ def test_missing_annotation_and_recursion_are_refused():
 
 def test_source_shows_the_generated_code():
     assert "__kernel" in KX.saxpy.source("opencl")
-    assert "Store" in KX.saxpy.source("reference") or "store" in KX.saxpy.source("reference").lower()
+
+
+def test_the_reference_source_is_the_programs_readable_text():
+    """``str(program)`` is a short indented text (not the dataclass repr), and it is what
+    ``kernel.source('reference')`` returns."""
+    text = KX.saxpy.source("reference")
+    assert text == str(KX.saxpy.program) and "Program(" not in text and "BufferDecl" not in text
+    lines = text.splitlines()
+    assert lines[0] == "program workgroup_size=(256, 1, 1)", text
+    assert "  buffer x: read f32[*] (binding 0)" in lines and "  buffer out: output f32[*] (binding 2)" in lines
+    assert lines[lines.index("  body:") + 1:] == ["    let i = gid.x", "    out[i] = add(mul(x[i], 2.5f32), y[i])"]
+    assert repr(KX.saxpy.program).startswith("Program(buffers=")

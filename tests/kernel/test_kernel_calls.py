@@ -40,7 +40,20 @@ def _square(o: Out[u32]):
     o[gid(1) * 16 + gid(0)] = 1
 
 
+@vyre.kernel
+def _fill(o: Out[u32]):
+    i = gid()
+    o[i] = i
+
+
+@vyre.kernel
+def _lookup(t: In[u32, 4], x: In[u32], o: Out[u32]):
+    i = gid()
+    o[i] = t[x[i] & 3]
+
+
 ONES = np.ones(8, np.float32)
+IR_WORDS = ("BufferDecl", "DispatchConfig", "dispatch_elements", "with_count", "count=")
 
 
 def _code(fn, *args, **kw) -> str:
@@ -118,6 +131,21 @@ def test_lambdas_are_refused_when_decorated():
         vyre.func(f)
 
 
+def test_a_lambda_on_a_continuation_line_is_a_coded_error_at_its_line():
+    import inspect
+
+    here = inspect.currentframe().f_lineno
+    with pytest.raises(KernelError) as err:
+        vyre.kernel(
+            lambda x: None)
+    assert err.value.code == "K001" and "Fix:" in str(err.value)
+    assert str(err.value).startswith(f"{__file__}:{here + 3}: [K001]"), str(err.value)
+    with pytest.raises(KernelError) as err:
+        vyre.kernel(workgroup_size=64)(
+            lambda x: None)
+    assert err.value.code == "K001" and err.value.where == f"{__file__}:{here + 8}"
+
+
 def test_inputs_of_different_lengths_are_refused_unless_elements_says_so():
     assert _code(_add, np.ones(3, np.float32), np.ones(4, np.float32), backend="reference") == "K023"
     got = _add(np.ones(3, np.float32), np.ones(4, np.float32), elements=4, backend="reference")
@@ -188,3 +216,92 @@ def test_the_preferred_backend_is_routed_and_logged(monkeypatch, caplog):
     with caplog.at_level(logging.INFO, logger="vyre.kernel"):
         _add(a, a)
     assert list(launch._ROUTES.values()) != ["wgpu"] and not caplog.records
+
+
+def test_an_output_nothing_sizes_is_refused_in_kernel_words():
+    """A kernel whose only buffer is a runtime-sized Out, called without elements=: a K021 at
+    the kernel's def line whose Fix names elements= and Out[u32, n] (not the IR builders)."""
+    for kw in ({}, {"dim": 64}):
+        with pytest.raises(KernelError) as err:
+            _fill(backend="opencl", **kw)
+        text = str(err.value)
+        assert err.value.code == "K021" and "test_kernel_calls.py:" in text, text
+        assert "elements=n" in err.value.fix and "Out[u32, n]" in err.value.fix, text
+        assert not any(w in text for w in IR_WORDS), text
+    assert "dim=" in text
+    assert _fill(elements=5, backend="opencl").tolist() == list(range(5))
+
+
+def test_a_fixed_length_input_of_another_length_is_refused_in_kernel_words():
+    x = np.arange(3, dtype=np.uint32)
+    assert _code(_lookup, np.arange(5, dtype=np.uint32), x, backend="reference") == "K014"
+    assert _code(_lookup, np.arange(5, dtype=np.uint32).tobytes(), x, backend="reference") == "K014"
+    with pytest.raises(KernelError) as err:
+        _lookup([1, 2, 3], x, backend="reference")
+    assert "In[u32, 4]" in str(err.value) and not any(w in str(err.value) for w in IR_WORDS)
+    assert _lookup(np.array([7, 8, 9, 10], np.uint32), x, backend="reference").tolist() == [7, 8, 9]
+
+
+def _fake_device_array(module: str, typestr: str):
+    """A stand-in for a CUDA array of ``module`` (torch/cupy are not installed here): only
+    the interface the call reads before anything touches device memory."""
+    cls = type("Tensor" if module == "torch" else "ndarray", (), {"__module__": module})
+    x = cls()
+    x.__cuda_array_interface__ = {"shape": (8,), "typestr": typestr, "data": (0, False), "version": 3}
+    x.dtype, x.shape, x.device = np.dtype(typestr), (8,), "cuda:0"
+    return x
+
+
+@pytest.mark.parametrize(("module", "fix"), [("torch", "x.to(torch.float32)"), ("cupy", "x.astype(cupy.float32)")])
+def test_device_arrays_of_the_wrong_dtype_are_refused_in_their_library_words(module, fix):
+    """A CUDA array (``__cuda_array_interface__``) of another dtype is refused by the call,
+    before any backend sees it, with the conversion in the caller's own library."""
+    x = _fake_device_array(module, "<f8")
+    with pytest.raises(KernelError) as err:
+        _add(x, ONES, backend="reference")
+    assert err.value.code == "K020" and f"pass {fix.replace('x.', 'a.')}" in err.value.fix, str(err.value)
+    assert "float64" in str(err.value) and "astype(np." not in str(err.value)
+
+
+@pytest.mark.parametrize(("module", "fix"), [("torch", "x.to(torch.float32)"), ("cupy", "x.astype(cupy.float32)"),
+                                             ("numpy", "x.astype(np.float32)")])
+def test_the_drivers_dtype_fix_names_the_callers_library(module, fix):
+    from vyre.driver.errors import InvalidInput
+    from vyre.driver.inputs import cai_span, check_input
+
+    decl = _add.program.inputs[0]
+    with pytest.raises(InvalidInput) as err:
+        if module == "numpy":
+            check_input(decl, np.ones(8), "input 0", "reference")
+        else:
+            cai_span(decl, _fake_device_array(module, "<f8"), "input 0", "cuda")
+    assert err.value.reason == "input_dtype" and f"Fix: pass {fix}" in str(err.value), str(err.value)
+
+
+def test_a_backend_with_only_id_and_dispatch_runs_kernels_through_the_contract_defaults():
+    """The kernel call and vyre.lib call the VyreBackend contract directly: an external
+    backend that defines only id() and dispatch() gets the defaults (dispatch_arrays copies
+    the bytes once, generated_source None, no device arrays), warm calls included; an object
+    that is not a backend is refused with a code."""
+    from vyre.lib.errors import LibError
+    from vyre.lib.runner import Runner
+
+    from helpers import MockBackend
+
+    @vyre.kernel(workgroup_size=1)     # the contract's default limits: one invocation per workgroup
+    def add1(a: In[f32], b: In[f32], o: Out[f32]):
+        i = gid()
+        o[i] = a[i] + b[i]
+
+    mock = MockBackend()
+    a = np.arange(5, dtype=np.float32)
+    for _ in range(2):     # the second call runs the warm plan
+        got = add1(a, a, backend=mock)
+        assert got.dtype == np.float32 and got.tolist() == (a + a).tolist() and got.flags.writeable
+    assert mock.calls == 2
+    assert add1.source(mock) == str(add1.program)
+    assert Runner(mock).device is False
+    with pytest.raises(LibError) as err:
+        Runner(object())
+    assert err.value.code == "L005"
+    assert _code(_add, a, a, backend=object()) == "K021"

@@ -159,6 +159,24 @@ def test_grid_sync_keeps_scalars_and_hoists_within_the_phase(backend):
     assert got.tolist() == [v * 2 + (1 if k < 500 else 0) for k, v in enumerate(x.tolist())]
 
 
+@vyre.kernel
+def _phases_loop(x: In[u32], o: Out[u32], n: Scalar[u32]):
+    i = gid()
+    o[i] = x[i] * 2
+    grid_sync()
+    j = gid()
+    for k in range(3):
+        t = o[j] + k           # first assigned inside a for loop after grid_sync
+        if j < n:
+            o[j] = t
+
+
+def test_grid_sync_hoists_a_local_first_assigned_in_a_for_loop(backend):
+    x = np.arange(300, dtype=np.uint32)
+    got = _phases_loop(x, 200, backend=backend)
+    assert got.tolist() == [v * 2 + (3 if k < 200 else 0) for k, v in enumerate(x.tolist())]
+
+
 def test_a_local_used_across_grid_sync_names_the_line():
     ns = ksrc("""
         @vyre.kernel

@@ -10,9 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vyre.cli import show
 from vyre.conform.corpus import matmul_acc_program
-from vyre.ir import BufferDecl, DataType, Expr, Node, Program, validate, wire
+from vyre.ir import BufferDecl, DataType, Expr, Node, Program, show, validate, wire
 from vyre.ir import node as N
 from vyre.reference import run
 

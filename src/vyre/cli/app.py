@@ -29,8 +29,6 @@ import vyre
 from vyre.driver.install import install_hint
 from vyre.ir import VyreError, fingerprint, validate, wire
 
-from .show import program_text
-
 app = typer.Typer(help="vyre: portable GPU compute with byte-identical results on every backend.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 cache_app = typer.Typer(help="The compiled-kernel cache: where it is, what it holds, clearing it.",
@@ -77,7 +75,7 @@ def demo(save: Path | None = typer.Option(None, help="also write the program's w
     from vyre.driver import BackendError, acquire, acquire_preferred_dispatch_backend
 
     p = demo_program()
-    console.print(escape(program_text(p)), highlight=False)
+    console.print(escape(str(p)), highlight=False)
     diags = validate(p)
     console.print(f"validation: {escape(str(diags)) if diags else 'ok'}")
     console.print(f"fingerprint: {fingerprint(p).hex()}")
@@ -110,7 +108,7 @@ def inspect(file: Path, backend: str | None = typer.Option(None, help="print thi
         _fail(VyreError(f"cannot read {file}: {exc}.", "pass the path of a file written by wire.encode()."))
     except VyreError as exc:
         _fail(exc)
-    console.print(escape(program_text(p)), highlight=False)
+    console.print(escape(str(p)), highlight=False)
     console.print(f"fingerprint: {fingerprint(p).hex()}")
     diags = validate(p)
     for d in diags:
@@ -239,7 +237,13 @@ def conform(
                                 "reference and build the kernels (0: one per CPU; 1: none)"),
 ) -> None:
     """Run the corpus and random programs on each backend against the reference."""
-    from vyre.conform import certificate, diverges, load_repro, run_backend, verify_certificate
+    from vyre.conform import (
+        ConformInterrupted,
+        diverges,
+        load_repro,
+        run_backend,
+        verify_certificate,
+    )
     from vyre.conform import oob_report as oob
     from vyre.conform.corpus import corpus
     from vyre.driver import BackendError, acquire, registered_backends_by_precedence
@@ -302,18 +306,21 @@ def conform(
                 task = bar.add_task(f"{bid}", total=total)
                 report = run_backend(b, random=random, seed=seed, repro_dir=repro_dir, workers=workers or None,
                                      progress=lambda name, bar=bar, task=task: step(name, bar, task))
-        except KeyboardInterrupt:   # leave what finished: the table and the certificates written
-            summary.add_row(bid, "-", "-", "-", "-", f"interrupted after {done[0]}/{total}")
+        except KeyboardInterrupt as exc:   # leave what finished: the table and the certificates
+            partial = exc.report if isinstance(exc, ConformInterrupted) else None
+            if partial is None:
+                summary.add_row(bid, "-", "-", "-", "-", f"interrupted after {done[0]}/{total}")
+            else:   # the interrupted backend's counts so far, and a certificate marked partial
+                _, cpath = _write_certificate(partial, cert_dir, random, seed, partial=True)
+                _summary_row(summary, partial, f"interrupted after {len(partial.results)}/{total}: "
+                             f"{escape(str(cpath))}")
             console.print(summary)
             errors.print(f"interrupted: {len(reports)} backend(s) finished; their certificates are in "
-                         f"{escape(str(cert_dir))}")
+                         f"{escape(str(cert_dir))}" + ("" if partial is None else
+                                                       f" ({escape(bid)}'s is marked partial)"))
             raise typer.Exit(130) from None
-        cert = certificate(report, random=random, seed=seed)
-        cert_dir.mkdir(parents=True, exist_ok=True)
-        cpath = cert_dir / f"{bid}.json"
-        cpath.write_text(json.dumps(cert, indent=1))
-        summary.add_row(bid, str(report.count("pass")), str(report.count("fail")), str(report.count("error")),
-                        str(report.count("skip")), escape(str(cpath)))
+        cert, cpath = _write_certificate(report, cert_dir, random, seed)
+        _summary_row(summary, report, escape(str(cpath)))
         for r in report.results:
             if r.status in ("fail", "error"):
                 console.print(f"[red]{r.status}[/red] {bid} {escape(r.name)}: {escape(str(r.detail))}"
@@ -328,8 +335,24 @@ def conform(
     raise typer.Exit(1 if failed else 0)
 
 
-def _conform_cluster(address: str, random: int, seed: int, cert_dir: Path, json_out: Path | None) -> None:
+def _write_certificate(report: Any, cert_dir: Path, random: int, seed: int,
+                       partial: bool = False) -> tuple[dict, Path]:
+    """The certificate and where it went: ``cert_dir/<backend>.json`` (``<backend>.partial.json``
+    for an interrupted run, so a finished run's certificate is not replaced)."""
     from vyre.conform import certificate
+
+    cert = certificate(report, random=random, seed=seed, partial=partial)
+    cert_dir.mkdir(parents=True, exist_ok=True)
+    cpath = cert_dir / f"{report.backend}{'.partial' if partial else ''}.json"
+    cpath.write_text(json.dumps(cert, indent=1))
+    return cert, cpath
+
+
+def _summary_row(summary: Table, report: Any, last: str) -> None:
+    summary.add_row(report.backend, *(str(report.count(s)) for s in ("pass", "fail", "error", "skip")), last)
+
+
+def _conform_cluster(address: str, random: int, seed: int, cert_dir: Path, json_out: Path | None) -> None:
     from vyre.conform.corpus import corpus
 
     try:
@@ -351,12 +374,8 @@ def _conform_cluster(address: str, random: int, seed: int, cert_dir: Path, json_
     failed = False
     out = []
     for report in reports:
-        cert = certificate(report, random=random, seed=seed)
-        cert_dir.mkdir(parents=True, exist_ok=True)
-        cpath = cert_dir / f"{report.backend}.json"
-        cpath.write_text(json.dumps(cert, indent=1))
-        summary.add_row(report.backend, str(report.count("pass")), str(report.count("fail")),
-                        str(report.count("error")), str(report.count("skip")), escape(str(cpath)))
+        cert, cpath = _write_certificate(report, cert_dir, random, seed)
+        _summary_row(summary, report, escape(str(cpath)))
         for r in report.results:
             if r.status in ("fail", "error"):
                 console.print(f"[red]{r.status}[/red] {report.backend} {escape(r.name)}: {escape(str(r.detail))}")

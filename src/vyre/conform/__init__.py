@@ -6,6 +6,7 @@ from .generator import GenOptions, programs, random_program
 from .runner import (
     BackendReport,
     CaseResult,
+    ConformInterrupted,
     certificate,
     diverges,
     load_repro,
@@ -16,6 +17,6 @@ from .runner import (
     write_repro,
 )
 
-__all__ = ["BackendReport", "CaseResult", "CorpusEntry", "GenOptions", "certificate", "corpus",
+__all__ = ["BackendReport", "CaseResult", "ConformInterrupted", "CorpusEntry", "GenOptions", "certificate", "corpus",
            "corpus_by_name", "diverges", "load_repro", "minimise", "oob_report", "programs",
            "random_program", "run_backend", "verify_certificate", "write_repro"]

@@ -60,6 +60,15 @@ class BackendReport:
         return self.count("fail") == 0 and self.count("error") == 0
 
 
+class ConformInterrupted(KeyboardInterrupt):
+    """Ctrl-C during `run_backend`: ``report`` holds the cases that finished (a partial
+    certificate can be written from it: ``certificate(report, ..., partial=True)``)."""
+
+    def __init__(self, report: BackendReport) -> None:
+        super().__init__(f"interrupted after {len(report.results)} case(s) on {report.backend}")
+        self.report = report
+
+
 def _config(entry_grid: tuple[int, int, int] | None) -> DispatchConfig | None:
     return DispatchConfig(grid_override=entry_grid) if entry_grid else None
 
@@ -249,8 +258,23 @@ def run_backend(backend: VyreBackend, *, random: int = 0, seed: int = 0,
     From `POOL_MIN` programs on, ``workers`` processes (default: one per CPU; 1: none) make
     the random programs, run the reference on every case and build each program for the
     backend where its device can build elsewhere, while this process dispatches and compares
-    each case as its result comes in."""
+    each case as its result comes in. Ctrl-C raises `ConformInterrupted` with the cases that
+    finished."""
     report = BackendReport(backend.id(), backend.version(), backend.device_fingerprint().hex())
+    try:
+        _run_backend(backend, report, random, seed, entries, repro_dir, progress, minimise_budget,
+                     random_seeds, workers)
+    except ConformInterrupted:
+        raise
+    except KeyboardInterrupt:
+        raise ConformInterrupted(report) from None
+    return report
+
+
+def _run_backend(backend: VyreBackend, report: BackendReport, random: int, seed: int,
+                 entries: list[CorpusEntry] | None, repro_dir: Path | None,
+                 progress: Callable[[str], None] | None, minimise_budget: float,
+                 random_seeds: list[int] | None, workers: int | None) -> None:
     from vyre.driver.engine import farm
 
     from .generator import options_for
@@ -263,7 +287,7 @@ def run_backend(backend: VyreBackend, *, random: int = 0, seed: int = 0,
     if n > 1 and len(runnable) + len(seeds) >= POOL_MIN:
         try:
             _run_pooled(backend, report, picked, seeds, seed, opts, n, repro_dir, progress, minimise_budget)
-            return report
+            return
         except (OSError, RuntimeError, AssertionError) as exc:   # no pool here (a daemonic worker): serially
             import logging
 
@@ -285,7 +309,6 @@ def run_backend(backend: VyreBackend, *, random: int = 0, seed: int = 0,
                                      minimise_budget))
         if progress:
             progress(f"random/{s}")
-    return report
 
 
 def _run_pooled(backend: VyreBackend, report: BackendReport, picked: list[CorpusEntry], seeds: list[int],
@@ -335,7 +358,9 @@ def witness_digest(entries: list[CorpusEntry] | None = None, seed: int = 0) -> s
     return digest([e.inputs(seed) for e in (entries if entries is not None else corpus())])
 
 
-def certificate(report: BackendReport, *, random: int, seed: int) -> dict:
+def certificate(report: BackendReport, *, random: int, seed: int, partial: bool = False) -> dict:
+    """The signed summary of a run. ``partial``: the run was interrupted (its counts are the
+    cases that finished; a partial certificate never verifies as passed)."""
     body = {
         "backend": report.backend, "backend_version": report.version,
         "device_fingerprint": report.device_fingerprint, "vyre": vyre.__version__,
@@ -344,8 +369,10 @@ def certificate(report: BackendReport, *, random: int, seed: int) -> dict:
         "counts": {s: report.count(s) for s in ("pass", "fail", "skip", "error")},
         "skips": {r.name: r.detail for r in report.results if r.status == "skip"},
         "failures": [asdict(r) for r in report.results if r.status in ("fail", "error")],
-        "passed": report.ok,
+        "passed": report.ok and not partial,
     }
+    if partial:
+        body["partial"] = True
     body["digest"] = blake3.blake3(json.dumps(body, sort_keys=True).encode()).hexdigest()
     return body
 
@@ -364,6 +391,8 @@ def verify_certificate(cert: dict, backend: VyreBackend | None = None) -> tuple[
         return False, f"wire version {cert.get('wire_version')} differs from this vyre's {wire.VERSION}"
     if cert.get("corpus_digest") != corpus_digest():
         return False, "corpus differs from this vyre's corpus: re-certify"
+    if cert.get("partial"):
+        return False, "the certificate is partial (its run was interrupted): re-run vyre conform"
     if not cert.get("passed"):
         return False, "certificate records failures"
     if backend is not None:

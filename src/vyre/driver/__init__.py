@@ -48,6 +48,7 @@ from .errors import (
     LimitExceeded,
     Other,
     PoisonedLock,
+    UnknownBackend,
     UnsupportedFeature,
     ValidationFailed,
 )
@@ -75,7 +76,7 @@ from .speculate import (
 )
 
 __all__ = [
-    "CATALOGUE", "Batch", "BackendCapability", "BackendError", "BackendUnavailable", "BackendRegistration", "BindingPlan",
+    "CATALOGUE", "Batch", "BackendCapability", "BackendError", "BackendUnavailable", "UnknownBackend", "BackendRegistration", "BindingPlan",
     "BindingRole", "CompiledPipeline", "CooperativeResidencyExceeded", "DeviceLost",
     "DeviceOutOfMemory", "DeviceProfile", "DispatchConfig", "DispatchFailed", "DivergenceError",
     "DivergenceEvent", "InvalidProgram", "KernelCompileFailed", "Other", "OutputBindingLayout",

@@ -55,6 +55,14 @@ class BackendUnavailable(UnsupportedFeature):
                               backend=backend)
 
 
+class UnknownBackend(UnsupportedFeature):
+    """No backend is registered under the id asked for (the Fix offers the closest id)."""
+
+    def __init__(self, backend: str, fix: str) -> None:
+        self.name = f"backend {backend!r}"
+        BackendError.__init__(self, f"there is no backend {backend!r}.", fix, backend="vyre")
+
+
 class PoisonedLock(BackendError):
     code, kind = 1003, "PoisonedLock"
 

@@ -67,15 +67,34 @@ def _typestr_ok(decl: BufferDecl, kind: str, itemsize: int) -> bool:
     return f"{kind}{itemsize}" in _WANT[decl.dtype]
 
 
-def _fix_dtype(decl: BufferDecl) -> str:
-    return f"pass x.astype({_NP_NAME[decl.dtype]}) (or the raw bytes: x.tobytes())"
+def convert_hint(x: Any, dtype: DataType, name: str = "x") -> str:
+    """The call that converts ``x`` to ``dtype``'s element type in the caller's own array
+    library: ``x.to(torch.float32)`` for torch, ``x.astype(cupy.float32)`` for CuPy,
+    ``x.astype(np.float32)`` otherwise (the one recipe for every dtype Fix)."""
+    np_name, _, note = _NP_NAME[dtype].partition(" ")
+    short = np_name.removeprefix("np.")
+    mod = type(x).__module__.split(".")[0]
+    if mod == "torch":
+        call = f"{name}.to(torch.{short})"
+    elif mod == "cupy":
+        call = f"{name}.astype(cupy.{short})"
+    else:
+        call = f"{name}.astype({np_name})"
+    return f"{call} {note}".rstrip()
 
 
-def check_dtype(decl: BufferDecl, dt: np.dtype, where: str, backend: str | None) -> None:
-    """Refuse an array dtype that is not ``decl``'s element type, or not little-endian."""
+def _fix_dtype(decl: BufferDecl, source: Any) -> str:
+    raw = " (or the raw bytes: x.tobytes())" if type(source).__module__.split(".")[0] in ("numpy", "builtins") \
+        else ""
+    return f"pass {convert_hint(source, decl.dtype)}{raw}"
+
+
+def check_dtype(decl: BufferDecl, dt: np.dtype, where: str, backend: str | None, source: Any = None) -> None:
+    """Refuse an array dtype that is not ``decl``'s element type, or not little-endian.
+    ``source``: the caller's array (its library names the conversion in the Fix)."""
     if not _typestr_ok(decl, dt.kind, dt.itemsize) or dt.fields is not None:
         raise InvalidInput("input_dtype", f"{where} is a {dt} array but {decl.name!r} holds "
-                           f"{decl.dtype.value}.", _fix_dtype(decl), backend=backend)
+                           f"{decl.dtype.value}.", _fix_dtype(decl, source), backend=backend)
     if dt.byteorder not in _NATIVE:
         raise InvalidInput("input_byteorder", f"{where} is big-endian ({dt.str}).",
                            f"pass x.astype('<{dt.kind}{dt.itemsize}') (vyre buffers are "
@@ -92,8 +111,9 @@ def _flat(x: np.ndarray) -> np.ndarray:
     return flat.view(np.uint8).view(_U4)
 
 
-def _from_numpy(decl: BufferDecl, x: np.ndarray, where: str, backend: str | None) -> np.ndarray:
-    check_dtype(decl, x.dtype, where, backend)
+def _from_numpy(decl: BufferDecl, x: np.ndarray, where: str, backend: str | None,
+                source: Any = None) -> np.ndarray:
+    check_dtype(decl, x.dtype, where, backend, x if source is None else source)
     if not x.flags.c_contiguous:
         raise InvalidInput("input_layout", f"{where} is not C-contiguous (strides {x.strides}).",
                            "pass np.ascontiguousarray(x).", backend=backend)
@@ -167,7 +187,7 @@ def cai_span(decl: BufferDecl | None, x: Any, where: str, backend: str | None,
         raise InvalidInput("input_type", f"{where} has a malformed __cuda_array_interface__.",
                            "pass a CuPy array or a torch CUDA tensor.", backend=backend) from None
     if decl is not None:
-        check_dtype(decl, dt, where, backend)
+        check_dtype(decl, dt, where, backend, x)
     strides = cai.get("strides")
     if strides is not None:
         expect, acc = [], dt.itemsize
@@ -210,7 +230,7 @@ def check_input(decl: BufferDecl, x: Any, where: str, backend: str | None,
                 raise InvalidInput("input_type", f"{where} ({type(x).__name__}) could not be read "
                                    f"through DLPack ({exc}).", "pass a numpy array.",
                                    backend=backend) from None
-            return _from_numpy(decl, arr, where, backend)
+            return _from_numpy(decl, arr, where, backend, x)
     elif cai is None:
         hint = "pass np.asarray(x, dtype=...) for the buffer's type" if isinstance(x, list | tuple) \
             else "pass a numpy array, bytes, bytearray or a contiguous memoryview"

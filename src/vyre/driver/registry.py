@@ -16,11 +16,12 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from vyre.ir.errors import did_you_mean
 from vyre.ir.program import Program
 
 from . import settings
 from .backend import VyreBackend
-from .errors import BackendError, BackendUnavailable, Other, UnsupportedFeature
+from .errors import BackendError, BackendUnavailable, Other, UnknownBackend, UnsupportedFeature
 from .validation import default_supported_ops
 
 log = logging.getLogger("vyre.registry")
@@ -134,13 +135,16 @@ def registered_backends_by_precedence() -> list[BackendRegistration]:
     return sorted(_all().values(), key=lambda r: (r.precedence, r.id))
 
 
+def unknown_backend_fix(backend_id: str) -> str:
+    """The Fix for a backend id nothing is registered under: the closest id, then them all."""
+    ids = sorted(_all())
+    return f"{did_you_mean(backend_id, ids)}use one of {', '.join(ids) or 'none'} (`vyre backends` lists them)."
+
+
 def backend_registration(backend_id: str) -> BackendRegistration:
     reg = _all().get(backend_id)
     if reg is None:
-        known = ", ".join(sorted(_all())) or "none"
-        raise UnsupportedFeature(f"backend {backend_id!r}", backend_id,
-                                 f"use one of the registered backends ({known}); `vyre backends` "
-                                 "lists them.")
+        raise UnknownBackend(backend_id, unknown_backend_fix(backend_id))
     return reg
 
 

@@ -43,8 +43,8 @@ SETTINGS: tuple[Setting, ...] = (
             "on CUDA instead of on the tensor cores (IMMA), e.g. to compare; the bytes are the same. "
             "Read when a CUDA backend is created."),
     Setting("VYRE_LOG", "", "debug, info or warning: print vyre's log at that level to stderr "
-            "(compiles, disk-cache loads, routing, kernel timings); it is the `logging` logger "
-            "'vyre', which an application may configure itself instead."),
+            "(compiles, disk-cache loads, in-memory cache hits, routing, kernel timings); it is the "
+            "`logging` logger 'vyre', which an application may configure itself instead."),
 )
 _BY_NAME = {s.name: s for s in SETTINGS}
 

@@ -17,6 +17,15 @@ class VyreError(Exception):
         super().__init__(f"{self.message} Fix: {self.fix}")
 
 
+def did_you_mean(word: str, choices: list[str] | tuple[str, ...]) -> str:
+    """``"did you mean 'opencl'? "`` when ``word`` is close to one of ``choices``, else ``""``
+    (the one did-you-mean every error text uses)."""
+    import difflib
+
+    near = difflib.get_close_matches(word, list(choices), n=1)
+    return f"did you mean {near[0]!r}? " if near else ""
+
+
 class ValidationError(VyreError):
     """A Program failed `vyre.validate`; `.diagnostics` holds every finding."""
 

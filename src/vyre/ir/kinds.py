@@ -5,7 +5,7 @@ Everything structural is derived from this list: the children of an expression a
 expressions and bodies of a statement (`vyre.ir.expr.children`, `vyre.ir.node.node_exprs`,
 `node_bodies`), rebuilding (`vyre.ir.rewrite`), the op ids (`vyre.ir.ops`), the structural
 check (`vyre.ir.structure`), the renaming walks (`vyre.ir.inline`) and the default text
-(`vyre.cli.show`). Per-kind semantics (typing, validation, the reference interpreter, the
+(`vyre.ir.show`). Per-kind semantics (typing, validation, the reference interpreter, the
 printers) are tables keyed by kind; tests/ir/test_kind_tables.py checks that each table
 covers every kind of this list, or names the kind in its exemption set.
 

@@ -145,6 +145,13 @@ class Program:
             for stale in ("_functions", "_vyre_fn_types", "_by_name"):
                 self.__dict__.pop(stale, None)
 
+    def __str__(self) -> str:
+        """A short indented text of the buffers, functions and statements (`vyre.ir.show`);
+        ``repr`` keeps the full constructor form."""
+        from .show import program_text
+
+        return program_text(self)
+
     @staticmethod
     def wrapped(buffers: Iterable[BufferDecl], workgroup_size: int | Iterable[int],
                 body: Iterable[Node], functions: Iterable[Function] = ()) -> Program:

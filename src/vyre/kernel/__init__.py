@@ -151,13 +151,11 @@ class Kernel:
 
     def source(self, backend: Any = None) -> str:
         """The code ``backend`` (an id or backend object; default: the one a call would use)
-        generates for this kernel: CUDA C, OpenCL C or WGSL; for the reference, the IR."""
+        generates for this kernel: CUDA C, OpenCL C or WGSL; for the reference (and any
+        backend that generates no code), ``str(program)``: the IR as short indented text."""
         built = self._build()
         b = resolve_backend(backend, built.program, built.where)
-        text = None
-        gen = getattr(b, "generated_source", None)
-        if callable(gen):
-            text = gen(built.program)
+        text = b.generated_source(built.program)
         return text if text is not None else str(built.program)
 
     def __call__(self, *args: Any, out: Any = None, grid: Any = None, elements: Any = None,

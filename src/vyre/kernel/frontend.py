@@ -112,9 +112,11 @@ class Captured:
         self.error: KernelError | None = None
         self.file, self.first, self.text = "<unknown>", 1, ""
         if name == "<lambda>" or not inspect.isfunction(fn):
+            code = getattr(fn, "__code__", None)   # a lambda's own line, even on a continuation line
+            where = f"{code.co_filename}:{code.co_firstlineno}" if code is not None else ""
             self.error = KernelError(f"{name} is not a def function; kernels are compiled from a "
                                      "function's source.", "write the kernel with `def name(...):` "
-                                     "in a .py file or a notebook cell.", "K001")
+                                     "in a .py file or a notebook cell.", "K001", where)
             return
         try:
             lines, self.first = inspect.getsourcelines(fn)

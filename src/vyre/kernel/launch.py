@@ -16,7 +16,6 @@ one is a `KernelError` naming the kernel's ``def`` line.
 from __future__ import annotations
 
 import decimal
-import difflib
 import logging
 import math
 import numbers
@@ -28,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from vyre.driver.backend import VyreBackend
 from vyre.driver.errors import BackendError, UnsupportedFeature
 from vyre.ir import DataType, Program, VyreError
 
@@ -88,7 +88,11 @@ def resolve_backend(backend: Any, program: Program | None = None, where: str = "
                     b = _PREFERRED["preferred"] = acquire_preferred_dispatch_backend()
             return b
         return acquire(backend) if isinstance(backend, str) else backend
-    from vyre.driver.registry import registered_backends, registered_backends_by_precedence
+    from vyre.driver.registry import (
+        registered_backends,
+        registered_backends_by_precedence,
+        unknown_backend_fix,
+    )
 
     if backend is None:
         named = settings.get("VYRE_BACKEND")
@@ -97,13 +101,10 @@ def resolve_backend(backend: Any, program: Program | None = None, where: str = "
     if isinstance(backend, str):
         ids = [r.id for r in registered_backends()]
         if backend not in ids:
-            near = difflib.get_close_matches(backend, ids, n=1)
-            hint = f"did you mean {near[0]!r}? " if near else ""
-            raise KernelError(f"there is no backend {backend!r}.", f"{hint}use one of {', '.join(sorted(ids))} "
-                              "(`vyre backends` lists them).", "K021", where)
+            raise KernelError(f"there is no backend {backend!r}.", unknown_backend_fix(backend), "K021", where)
         return _explicit(acquire(backend), program, where)
     if backend is not None:
-        if not callable(getattr(backend, "dispatch", None)) or not callable(getattr(backend, "id", None)):
+        if not isinstance(backend, VyreBackend):
             raise KernelError(f"backend={backend!r} is not a backend id or backend object.",
                               "pass an id such as 'opencl', or an object from vyre.driver.acquire(id).",
                               "K021", where)
@@ -143,7 +144,7 @@ def resolve_backend(backend: Any, program: Program | None = None, where: str = "
 
 def _explicit(b: Any, program: Program, where: str) -> Any:
     """A backend the caller named: refused in kernel words when it cannot run the program."""
-    why = refusal(b, program) if callable(getattr(b, "refuse", None)) else ""
+    why = refusal(b, program)
     if not why:
         return b
     try:
@@ -192,9 +193,7 @@ def refusal(b: Any, program: Program) -> str:
         if not why:
             try:   # target checks, then code generation (where some refusals happen)
                 b.refuse(program)
-                gen = getattr(b, "generated_source", None)
-                if callable(gen):
-                    gen(program)
+                b.generated_source(program)
             except UnsupportedFeature as err:
                 why = [err.message.removeprefix(f"[{b.id()}] ").removesuffix(" is not supported by this backend.")]
         got = plain("; ".join(why))
@@ -207,10 +206,17 @@ def _host_array(value: Any, dtype: DataType, where: str, name: str) -> Any:
     """A numpy array of the buffer's dtype (any shape; the caller flattens it), or a device
     array / DLPack producer as given (the backend checks those)."""
     want = np.dtype(dtype.host)
-    if hasattr(value, "__cuda_array_interface__"):
+    mod = type(value).__module__.split(".")[0]
+    cai = getattr(value, "__cuda_array_interface__", None)
+    if cai is not None:
+        try:
+            got = np.dtype(cai["typestr"])
+        except (KeyError, TypeError, ValueError):
+            return value    # malformed: the backend refuses it
+        if got != want:
+            raise _wrong_dtype(value, f"a {mod} {got} device array", dtype, where, name)
         return value
     if hasattr(value, "__dlpack__") and not isinstance(value, np.ndarray):
-        mod = type(value).__module__.split(".")[0]
         on_cpu = False
         try:
             on_cpu = int(value.__dlpack_device__()[0]) == 1
@@ -223,16 +229,11 @@ def _host_array(value: Any, dtype: DataType, where: str, name: str) -> Any:
         except Exception:
             return value
         if arr.dtype != want:
-            conv = f"{name}.to(torch.{want.name})" if mod == "torch" else f"{name}.astype({mod}.{want.name})"
-            raise KernelError(f"argument {name!r} is a {mod} {arr.dtype} array; the kernel declares "
-                              f"{dtype.value}.", f"pass {conv} (vyre never converts dtypes silently).", "K020",
-                              where)
+            raise _wrong_dtype(value, f"a {mod} {arr.dtype} array", dtype, where, name)
         return arr
     if isinstance(value, np.ndarray):
         if value.dtype != want:
-            raise KernelError(f"argument {name!r} is a {value.dtype} array; the kernel declares {dtype.value}.",
-                              f"pass {name}.astype(np.{want.name}) (vyre never converts dtypes silently).",
-                              "K020", where)
+            raise _wrong_dtype(value, f"a {value.dtype} array", dtype, where, name)
         return value
     if isinstance(value, list | tuple):
         return _from_list(value, dtype, want, where, name)
@@ -241,6 +242,15 @@ def _host_array(value: Any, dtype: DataType, where: str, name: str) -> Any:
     raise KernelError(f"argument {name!r} is a {type(value).__name__}, not an array.",
                       f"pass a numpy array of {dtype.value} (or a CuPy/torch array on the cuda backend).",
                       "K020", where)
+
+
+def _wrong_dtype(value: Any, what: str, dtype: DataType, where: str, name: str) -> KernelError:
+    """K020 for an array of another dtype: the Fix converts it in the caller's library."""
+    from vyre.driver.inputs import convert_hint
+
+    return KernelError(f"argument {name!r} is {what}; the kernel declares {dtype.value}.",
+                       f"pass {convert_hint(value, dtype, name)} (vyre never converts dtypes silently).",
+                       "K020", where)
 
 
 def _from_list(value: Any, dtype: DataType, want: np.dtype, where: str, name: str) -> np.ndarray:
@@ -398,6 +408,31 @@ def _config(config: Any, fields: dict[str, Any], where: str) -> Any:
         raise KernelError(err.message, err.fix, "K021", where) from None
 
 
+def _length(arr: Any, dtype: DataType) -> int | None:
+    """The element count of an argument: its shape's product, or whole elements of raw bytes
+    (None when the bytes are not whole elements: the backend refuses those)."""
+    if isinstance(arr, bytes | bytearray | memoryview):
+        n = memoryview(arr).nbytes
+        return n // dtype.size if n % dtype.size == 0 else None
+    shape = getattr(arr, "shape", None)
+    return None if shape is None else math.prod(tuple(shape))
+
+
+def _check_sized(params: Sequence[tuple[str, Any]], name: str, where: str, has_dim: bool) -> None:
+    """Refuse a call that leaves a runtime-sized 1-D output without a length: no ``elements=``
+    and no runtime-sized input whose length it could take."""
+    if any(isinstance(s, BufferSpec) and s.access != "output" and not s.count for _, s in params):
+        return
+    unsized = [(p, s) for p, s in params if isinstance(s, BufferSpec) and s.access == "output" and not s.count]
+    if not unsized:
+        return
+    pname, spec = unsized[0]
+    also = " (dim= sets the invocations, not the length)" if has_dim else ""
+    raise KernelError(f"the output {pname!r} of {name}() is runtime-sized and no input gives it a length{also}.",
+                      f"pass elements=n with the call, or declare its length: {pname}: Out[{spec.dtype.value}, n].",
+                      "K021", where)
+
+
 def _call_slow(built: Any, name: str, args: Sequence[Any], key: tuple | None, *, out: Any = None,
                grid: Any = None, elements: Any = None, backend: Any = None, config: Any = None,
                dim: Any = None, shape: Any = None) -> Any:
@@ -452,6 +487,12 @@ def _call_slow(built: Any, name: str, args: Sequence[Any], key: tuple | None, *,
                 raise KernelError(f"argument {pname!r} has shape {shp}; the kernel declares {spec.dims}.",
                                   f"pass an array of shape {spec.dims}.", "K014", where)
             ins_shapes[pname] = shp
+        elif spec.count and _length(arr, spec.dtype) not in (None, spec.count):
+            ann = "In" if spec.access == "read" else "InOut"
+            raise KernelError(f"argument {pname!r} has {_length(arr, spec.dtype)} elements; the kernel declares "
+                              f"{spec.count} ({pname}: {ann}[{spec.dtype.value}, {spec.count}]).",
+                              f"pass exactly {spec.count} elements, or declare it {ann}[{spec.dtype.value}] "
+                              "to take any length.", "K014", where)
         elif isinstance(arr, np.ndarray) and not spec.count:
             runtime_1d.append((pname, arr.size, shp))
         if isinstance(arr, np.ndarray):
@@ -489,6 +530,8 @@ def _call_slow(built: Any, name: str, args: Sequence[Any], key: tuple | None, *,
             raise KernelError(f"{pname!r} has an axis over 2**32-1.", "split the array.", "K014", where)
         inputs.append(np.array(shp, dtype=np.uint32))
     cfg = _config(config, fields, where)
+    if cfg is None or cfg.dispatch_elements is None:
+        _check_sized(params, name, where, dim is not None)
     b = resolve_backend(backend, program, where)
     device = next((x for x in inputs if _on_device(x)), None)
     start = time.perf_counter()
@@ -497,8 +540,7 @@ def _call_slow(built: Any, name: str, args: Sequence[Any], key: tuple | None, *,
     plan = None
     if key is not None:
         plan = _Plan.make(built, name, takes, args, inputs, backend, b, cfg, device, out_shapes, flat_shape)
-    if device is not None and out is None and callable(getattr(b, "reads_device_arrays", None)) and \
-            b.reads_device_arrays():
+    if device is not None and out is None and b.reads_device_arrays():
         # device inputs: the outputs stay on the device, as the caller's array type
         alloc = _allocator(device)
         outs = b.dispatch_device(program, inputs, cfg, alloc=alloc) if alloc is not None else \
@@ -507,11 +549,7 @@ def _call_slow(built: Any, name: str, args: Sequence[Any], key: tuple | None, *,
             plan.device, plan.alloc = True, alloc
             _keep(built, key, plan)
         return outs[0] if len(outs) == 1 else tuple(outs)
-    if callable(getattr(b, "dispatch_arrays", None)):
-        raw = b.dispatch_arrays(program, inputs, cfg)   # one copy out of the staging
-    else:
-        raw = [np.frombuffer(bytearray(r), dtype=np.dtype(d.dtype.host))
-               for r, d in zip(b.dispatch(program, inputs, cfg), program.outputs)]
+    raw = b.dispatch_arrays(program, inputs, cfg)   # one copy out of the staging
     log.debug("vyre.kernel: %s ran on %s in %.3f ms", name, b.id(), (time.perf_counter() - start) * 1e3)
     arrays = []
     shapes: list[tuple[int, ...] | None] = []
@@ -526,7 +564,6 @@ def _call_slow(built: Any, name: str, args: Sequence[Any], key: tuple | None, *,
         arrays.append(a if shapes[-1] is None else a.reshape(shapes[-1]))
     if plan is not None and out is None:
         plan.shapes = tuple(shapes)
-        plan.arrays = callable(getattr(b, "dispatch_arrays", None))
         _keep(built, key, plan)
     if out is not None:
         targets = list(out) if isinstance(out, list | tuple) else [out]
@@ -621,7 +658,7 @@ def _keep(built: Any, key: tuple, plan: _Plan) -> None:
 class _Plan:
     """What a call with one argument signature needs besides the data (see above)."""
 
-    __slots__ = ("alloc", "arrays", "backend", "cfg", "convs", "device", "extra", "fp", "name", "named",
+    __slots__ = ("alloc", "backend", "cfg", "convs", "device", "extra", "fp", "name", "named",
                  "program", "route", "shapes", "where")
 
     @staticmethod
@@ -655,7 +692,7 @@ class _Plan:
         plan.extra = tuple(inputs[len(takes):])   # the N-D extents: fixed by the shapes
         for x in plan.extra:
             x.flags.writeable = False
-        plan.device, plan.alloc, plan.shapes, plan.arrays = False, None, (), True
+        plan.device, plan.alloc, plan.shapes = False, None, ()
         return plan
 
     def run(self, args: Sequence[Any]) -> Any:
@@ -686,11 +723,7 @@ class _Plan:
             return outs[0] if len(outs) == 1 else tuple(outs)
         debug = log.isEnabledFor(logging.DEBUG)
         start = time.perf_counter() if debug else 0.0
-        if self.arrays:
-            raw = b.dispatch_arrays(self.program, inputs, self.cfg)
-        else:
-            raw = [np.frombuffer(bytearray(r), dtype=np.dtype(d.dtype.host))
-                   for r, d in zip(b.dispatch(self.program, inputs, self.cfg), self.program.outputs)]
+        raw = b.dispatch_arrays(self.program, inputs, self.cfg)
         if debug:
             log.debug("vyre.kernel: %s ran on %s in %.3f ms", self.name, b.id(),
                       (time.perf_counter() - start) * 1e3)

@@ -8,6 +8,8 @@ caller passes as a Python number. ``Out[f32, 1024]`` and ``In[u32, 4]`` fix the 
 N-D buffers: ``In[f32, :, :]`` is a 2-D buffer whose shape comes from the array passed,
 ``Out[f32, 16, 16]`` a 2-D output of a fixed shape (a plain ``In[f32]`` indexed as ``x[i, j]``
 in the body is 2-D too). The IR stays 1-D: `vyre.kernel.frontend` flattens N-D indexing.
+To mypy a buffer is `_Buffer` of its element type; the axes after it need the plugin
+`vyre.kernel.mypy_plugin` (a slice or an integer is not a type).
 """
 
 from __future__ import annotations

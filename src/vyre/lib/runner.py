@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from vyre.driver import DispatchConfig
+from vyre.driver import DispatchConfig, VyreBackend
 from vyre.ir import DataType, Program
 from vyre.kernel.launch import resolve_backend
 
@@ -42,10 +42,12 @@ class Runner:
     """One primitive call's backend and settings."""
 
     def __init__(self, backend: Any = None, workgroup_size: int | None = None) -> None:
+        if backend is not None and not isinstance(backend, str | VyreBackend):
+            raise LibError("L005", f"backend={backend!r} is not a backend id or backend object.",
+                           "pass an id such as 'opencl', or an object from vyre.driver.acquire(id).")
         self.backend = resolve_backend(backend)
         self.id = self.backend.id()
-        dev = getattr(self.backend, "device", None)
-        self.device = bool(getattr(dev, "reads_device_arrays", False)) and hasattr(self.backend, "dispatch_device")
+        self.device = self.backend.reads_device_arrays()
         if workgroup_size is not None:
             if isinstance(workgroup_size, bool) or not isinstance(workgroup_size, int | np.integer) \
                     or not 1 <= int(workgroup_size) <= 1024:

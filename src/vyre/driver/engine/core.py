@@ -293,6 +293,7 @@ class EngineBackend(VyreBackend):
         self.lock = threading.RLock()
         self._pipes = fifo(PIPELINES_PER_BACKEND, on_evict=self._drop)   # lock-free reads
         self._hits = self._misses = 0
+        self._log_hits = log.isEnabledFor(logging.DEBUG)   # re-read on every compile (`_lookup`)
         self._ctls: list[Ctl] = []
         self.closed = False   # True after `shutdown()`: every later use is an error
         # timed-out kernels that could not stop: (fence, objects they may still write)
@@ -386,6 +387,8 @@ class EngineBackend(VyreBackend):
             pipe = mine.get((id(self), config.code_key()))
             if pipe is not None and pipe.generation == self.generation and not self.closed:
                 self._hits += 1
+                if self._log_hits:
+                    self._log_hit(pipe.program)
                 return pipe
         pipe = self._lookup(program, config)
         program.__dict__.setdefault("_vyre_pipes", {})[(id(self), config.code_key())] = pipe
@@ -404,12 +407,16 @@ class EngineBackend(VyreBackend):
         pipe = self._pipes.get(key)
         if pipe is not None:
             self._hits += 1
+            if self._log_hits:
+                self._log_hit(program)
             return pipe
         with self.lock:
             self.usable()
             pipe = self._pipes.get(key)
             if pipe is not None:
                 self._hits += 1
+                if self._log_hits:
+                    self._log_hit(program)
                 return pipe
             art = self._artifacts()
             akey = art.key(ident, code) if art is not None else b""
@@ -429,10 +436,18 @@ class EngineBackend(VyreBackend):
             pipe = EnginePipeline(self, program, eff, config, kernel)
             self._pipes[key] = pipe
             self._misses += 1
-            if log.isEnabledFor(logging.DEBUG):
+            self._log_hits = log.isEnabledFor(logging.DEBUG)
+            if self._log_hits:
                 log.debug("vyre.engine: %s: program %s %s in %.1f ms", self.id(), ident.hex()[:12], how,
                           (time.perf_counter() - started) * 1e3)
             return pipe
+
+    def _log_hit(self, program: Program) -> None:
+        """A debug line for an in-memory pipeline-cache hit. Called only while ``_log_hits``
+        (whether DEBUG was on at construction or at the last compile), so a warm dispatch
+        with debug off pays one attribute test."""
+        log.debug("vyre.engine: %s: program %s from the in-memory pipeline cache", self.id(),
+                  identity(program).hex()[:12])
 
     #: packages whose source decides this backend's generated code (the artifact-cache key)
     CODEGEN: tuple[str, ...] = ()

@@ -362,7 +362,7 @@ class CudaDevice(Device):
         if decl is not None:
             from vyre.driver.inputs import check_dtype
 
-            check_dtype(decl, dt, where, ID)
+            check_dtype(decl, dt, where, ID, value)
         strides = view.strides
         if strides is not None:
             expect, acc = [], 1

@@ -1,11 +1,16 @@
-"""Readable text of a Program (for `vyre inspect` and `vyre demo`): each kind's text is its
-display form in the one list of kinds (`vyre.ir.kinds`); this module only lays it out."""
+"""Readable text of a Program (``str(program)``, `vyre inspect`, `vyre demo`,
+``kernel.source('reference')``): each kind's text is its display form in the one list of
+kinds (`vyre.ir.kinds`); this module only lays it out."""
 
 from __future__ import annotations
 
-from vyre.ir import expr as E
-from vyre.ir.kinds import BODY, kind_of
-from vyre.ir.program import Program
+from typing import TYPE_CHECKING
+
+from . import expr as E
+from .kinds import BODY, kind_of
+
+if TYPE_CHECKING:
+    from .program import Program
 
 
 def expr_text(e: E.Expr) -> str:
