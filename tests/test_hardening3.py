@@ -24,8 +24,9 @@ from vyre.driver import (
 )
 from vyre.ir import BufferDecl, DataType, Expr, Node, Program, validate
 from vyre.ir.program import Function
+from vyre.kernel import In, Out, gid, u32
 
-from helpers import GX
+from helpers import GX, run_threads
 
 U = DataType.U32
 ROOT = Path(__file__).parent.parent
@@ -60,23 +61,33 @@ def test_02_threads_doing_plain_dispatch_each_get_their_own_result(backend):
             if backend.dispatch(p, [x]) != [_want(x)]:
                 wrong.append(k)
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(work, [(k,) for k in range(4)], timeout=120)
     assert wrong == []
 
 
 # ---- concurrency: threads x every entry point x same-shape dispatches ---------------------------
-ENTRY_POINTS = ("dispatch", "borrowed", "async", "pipeline", "pipeline_async", "timed")
+ENTRY_POINTS = ("dispatch", "borrowed", "async", "pipeline", "pipeline_async", "timed", "borrowed_into",
+                "kernel")
 
 
-def _enter(backend, how: str, p: Program, pipe, x: np.ndarray) -> list[bytes]:
+def _times5_plus1(a: In[u32], o: Out[u32]):
+    """The kernel-frontend twin of `_affine(5)`; each `concurrency_run` wraps it in a fresh
+    `vyre.kernel`, so its first call (the build) also happens from the threads."""
+    i = gid()
+    o[i] = a[i] * 5 + 1
+
+
+def _enter(backend, how: str, p: Program, pipe, x: np.ndarray, kernel=None) -> list[bytes]:
     if how == "dispatch":
         return backend.dispatch(p, [x])
     if how == "borrowed":
         return backend.dispatch_borrowed(p, [x])
+    if how == "borrowed_into":
+        outputs: list = [b"stale"]
+        backend.dispatch_borrowed_into(p, [x], None, outputs)
+        return [bytes(o) for o in outputs]
+    if how == "kernel":
+        return [np.asarray(kernel(x, backend=backend)).tobytes()]
     if how == "async":
         return backend.dispatch_async(p, [x]).await_result()
     if how == "pipeline":
@@ -89,30 +100,58 @@ def _enter(backend, how: str, p: Program, pipe, x: np.ndarray) -> list[bytes]:
 def concurrency_run(backend, threads: int, rounds: int) -> list[str]:
     """``threads`` threads, each cycling through every entry point ``rounds`` times with its
     own input of one shared shape; returns what went wrong."""
+    import vyre
+    from vyre.driver import pipeline
+
     p = _affine(5)
-    pipe = backend.compile_native(p)
+    pipe = backend.compile_native(p) or pipeline.compile(backend, p)   # dask: no native pipeline
+    kernel = vyre.kernel(_times5_plus1, workgroup_size=64)
     failures: list[str] = []
+    entered: set[str] = set()
 
     def work(t: int) -> None:
         try:
             for r in range(rounds):
                 how = ENTRY_POINTS[(t + r) % len(ENTRY_POINTS)]
+                entered.add(how)
                 x = np.full(2048, t * 1000 + r, np.uint32)
-                if _enter(backend, how, p, pipe, x) != [_want(x, 5)]:
+                if _enter(backend, how, p, pipe, x, kernel) != [_want(x, 5)]:
                     failures.append(f"thread {t} {how}: wrong bytes")
         except Exception as exc:  # pragma: no cover - the failure being tested
             failures.append(f"thread {t}: {type(exc).__name__}: {exc}")
 
-    pool = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
-    for t in pool:
-        t.start()
-    for t in pool:
-        t.join(300)
-    return failures
+    run_threads(work, [(t,) for t in range(threads)], timeout=300)
+    missed = sorted(set(ENTRY_POINTS) - entered)
+    return failures + ([f"entry points never reached: {missed}"] if missed else [])
 
 
 def test_concurrent_threads_every_entry_point_same_shape(backend):
     assert concurrency_run(backend, 8, 6) == []
+
+
+@pytest.fixture(scope="module")
+def dask_backend():
+    """A small LocalCluster (2 workers), as in tests/test_dask.py."""
+    pytest.importorskip("distributed")
+    from vyre.driver import acquire
+
+    os.environ.setdefault("VYRE_DASK_WORKERS", "2")
+    b = acquire("dask")
+    yield b
+    b.shutdown()
+
+
+def test_concurrent_threads_every_entry_point_same_shape_on_dask(dask_backend):
+    assert concurrency_run(dask_backend, 4, 5) == []   # 4 x 5 rounds reach all 8 entry points
+
+
+def test_a_hung_thread_fails_the_test_with_its_name():
+    release = threading.Event()
+    try:
+        with pytest.raises(pytest.fail.Exception, match=r"1 of 2 threads still running after 0.2 s.*worker-1"):
+            run_threads(lambda t: release.wait(30) if t else None, [(0,), (1,)], timeout=0.2)
+    finally:
+        release.set()
 
 
 # ---- 3: a function parameter named like a buffer -------------------------------------------------
@@ -435,11 +474,7 @@ def test_04_cuda_16_threads_x_20_dispatches_of_one_pipeline(cuda):
         except Exception as exc:  # pragma: no cover - the failure being tested
             failures.append(f"{t}: {type(exc).__name__}: {exc}")
 
-    threads = [threading.Thread(target=work, args=(t,)) for t in range(16)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
+    run_threads(work, [(t,) for t in range(16)], timeout=120)
     assert failures == []
 
 
@@ -463,11 +498,7 @@ def test_04_cuda_async_from_8_threads(cuda):
         except Exception as exc:  # pragma: no cover
             failures.append(f"{t}: {type(exc).__name__}: {exc}")
 
-    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
+    run_threads(work, [(t,) for t in range(8)], timeout=120)
     assert failures == []
 
 
@@ -495,11 +526,7 @@ def test_04_cuda_kernel_first_call_from_8_threads(cuda, tmp_path):
         except Exception as exc:  # pragma: no cover
             failures.append(f"{t}: {type(exc).__name__}: {exc}")
 
-    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
+    run_threads(work, [(t,) for t in range(8)], timeout=120)
     assert failures == []
 
 
@@ -519,7 +546,5 @@ def test_04_cuda_a_fresh_thread_frees_and_finalizes_without_context_errors(cuda)
         except Exception as exc:  # pragma: no cover
             errors.append(f"{type(exc).__name__}: {exc}")
 
-    t = threading.Thread(target=work)
-    t.start()
-    t.join(60)
+    run_threads(work, [()], timeout=60)
     assert errors == []

@@ -19,6 +19,8 @@ from vyre import reference
 from vyre.driver import DispatchFailed, acquire
 from vyre.ir import BufferDecl, DataType, Expr, Node, Program, VyreError
 
+from helpers import run_threads
+
 pytest.importorskip("distributed")
 
 U = DataType.U32
@@ -73,7 +75,8 @@ def test_random_dispatches_under_worker_kills_give_bytes_or_vyre_errors(dask_bac
     p = _spin(k, 2000)
     a = (np.arange(n, dtype=np.uint64) * 2654435761 % 2**32).astype(np.uint32)
     stop = threading.Event()
-    killer = threading.Thread(target=_kill_workers, args=(dask_backend, kills, every, stop))
+    killer = threading.Thread(target=_kill_workers, args=(dask_backend, kills, every, stop),
+                              daemon=True)
     killer.start()
     try:
         got = dask_backend.dispatch(p, [a])
@@ -82,7 +85,8 @@ def test_random_dispatches_under_worker_kills_give_bytes_or_vyre_errors(dask_bac
         assert "Fix:" in str(err) and kills > 0, err
     finally:
         stop.set()
-        killer.join()
+        killer.join(30)   # it waits at most `every` between rounds, then one client.run
+        assert not killer.is_alive(), "the worker killer did not stop within 30 s (a hang)"
         _settle(dask_backend)
     # whatever happened, the backend still works
     small = np.arange(8, dtype=np.uint32)
@@ -100,11 +104,7 @@ def test_decisions_are_trimmed_safely_from_many_threads(dask_backend):
         except Exception as exc:  # pragma: no cover - the failure being tested
             errors.append(f"{type(exc).__name__}: {exc}")
 
-    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(work, [(t,) for t in range(8)], timeout=120)
     assert errors == [] and len(dask_backend._decisions) <= 256
 
 
