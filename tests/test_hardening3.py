@@ -449,6 +449,24 @@ def _load(tmp_path, name: str, kernel_src: str):
     return mod
 
 
+def test_10_an_intrinsic_called_in_an_annotation_is_a_kernel_error(tmp_path):
+    """Found by the kernel-frontend atheris target: a vyre error raised while the frontend
+    evaluates a kernel's annotations escaped as a plain VyreError without the kernel's line."""
+    import importlib.util
+
+    from vyre.kernel import KernelError
+
+    path = tmp_path / "kannot.py"
+    path.write_text("from __future__ import annotations\nimport vyre\nfrom vyre.kernel import *\n\n"
+                    "@vyre.kernel\ndef k(a: wgid()[u32], o: Out[u32]):\n    o[gid()] = 1\n")
+    spec = importlib.util.spec_from_file_location("kannot", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with pytest.raises(KernelError, match=r"kannot.py:6: .*annotations of 'k' do not evaluate.*wgid.*Fix:") as err:
+        _ = mod.k.program
+    assert err.value.code == "K006"
+
+
 def test_16_an_indirect_grid_refusal_names_the_exceeded_limit(opencl):
     body = [Node.indirect_dispatch("g", 0), Node.store("o", GX, 1)]
     p = Program.wrapped([BufferDecl.read("g", 0, U, 3), BufferDecl.output("o", 1, U, 4)], 1, body)
