@@ -213,6 +213,41 @@ def test_05_a_compiler_crash_in_the_child_is_a_vyre_error(tmp_path, monkeypatch)
         probe.build_in_child("kernel void k() {}", 99999)
 
 
+LONG_CHILD = r"""
+import sys, numpy as np
+from vyre.driver import acquire
+from vyre.ir import BufferDecl, DataType, Expr, Node, Program, VyreError
+n, gx = int(sys.argv[1]), Expr.gid_x()
+body = [Node.let_bind("y0", Expr.load("a", gx))]
+body += [Node.let_bind(f"y{i}", Expr.var(f"y{i - 1}") * 3 + i) for i in range(1, n)]
+body.append(Node.store("o", gx, Expr.var(f"y{n - 1}")))
+p = Program.wrapped([BufferDecl.read("a", 0, DataType.U32), BufferDecl.output("o", 1, DataType.U32)], 64, body)
+try:
+    print("BYTES", acquire(sys.argv[2]).dispatch(p, [np.arange(64, dtype=np.uint32)])[0].hex())
+except VyreError as err:
+    print("VYRE", err)
+"""
+
+
+@pytest.mark.slow
+def test_05_the_14000_statement_program_of_the_report_gives_bytes_or_a_vyre_error(opencl):
+    """The reported size (the crash was in PoCL's clGetProgramInfo(CL_PROGRAM_BINARIES), in
+    the driver's build). Run in a child so a signal fails this test instead of killing the
+    run. Here PoCL builds it (through the probe child) in about 20 s and the bytes match."""
+    n = 14000
+    want = list(range(64))
+    for i in range(1, n):
+        want = [(w * 3 + i) % 2**32 for w in want]
+    done = subprocess.run([sys.executable, "-c", LONG_CHILD, str(n), "opencl"], capture_output=True,
+                          text=True, timeout=600, cwd=ROOT, env=dict(os.environ))
+    assert done.returncode == 0, f"the process died (status {done.returncode}): {done.stderr[-2000:]}"
+    out = done.stdout.strip()
+    if out.startswith("VYRE"):
+        assert "Fix:" in out, out
+    else:
+        assert out == "BYTES " + np.array(want, np.uint32).tobytes().hex(), out[:200]
+
+
 class _Redirect:
     """`subprocess` for the probe, running ``script`` instead of the probe module."""
 
