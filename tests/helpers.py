@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -121,12 +122,38 @@ class MockBackend(VyreBackend, external=True):
 
 def require_cancellable(backend) -> None:
     """Skip, with the reason, on a backend whose running kernels cannot be stopped (wgpu: no
-    host-visible memory while a kernel runs, so a timed-out dispatch leaves the backend
-    reporting DeviceLost until the kernel ends — its documented behaviour)."""
+    host-visible memory while a kernel runs). There a timed-out dispatch abandons the queue,
+    and every later dispatch, from any thread, raises DeviceLost until that kernel ends or
+    `backend.try_recover()` runs (its documented behaviour, docs/architecture.md): a test
+    that times a dispatch out while other work must go on cannot pass there."""
     import pytest
 
     if not getattr(backend, "device", None) or getattr(backend.device, "cancellable", True) or \
             getattr(backend.device, "synchronous", False):
         return
-    pytest.skip(f"{backend.id()} cannot cancel a running kernel: timeouts leave it DeviceLost until "
-                "the kernel ends (docs/architecture.md)")
+    pytest.skip(f"{backend.id()} cannot cancel a running kernel: after a timed-out dispatch every "
+                "dispatch of every thread raises DeviceLost until that kernel ends or try_recover() "
+                "runs (by design, docs/architecture.md), so timeouts cannot be isolated from other "
+                "work there")
+
+
+def run_threads(target, args: Sequence[tuple], timeout: float, what: str = "worker") -> None:
+    """Run ``target(*a)`` for each ``a`` in ``args`` on its own daemon thread, all started
+    before any is joined; join them under one shared deadline of ``timeout`` seconds and fail
+    the calling test, naming the threads, if any is still running then (a hang fails the test
+    instead of blocking the suite; daemon threads never keep the interpreter alive)."""
+    import time
+
+    import pytest
+
+    threads = [threading.Thread(target=target, args=a, name=f"{what}-{i}", daemon=True)
+               for i, a in enumerate(args)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + timeout
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    hung = [t.name for t in threads if t.is_alive()]
+    if hung:
+        pytest.fail(f"{len(hung)} of {len(threads)} threads still running after {timeout:g} s "
+                    f"(a hang): {', '.join(hung)}")

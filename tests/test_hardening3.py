@@ -24,8 +24,9 @@ from vyre.driver import (
 )
 from vyre.ir import BufferDecl, DataType, Expr, Node, Program, validate
 from vyre.ir.program import Function
+from vyre.kernel import In, Out, gid, u32
 
-from helpers import GX
+from helpers import GX, run_threads
 
 U = DataType.U32
 ROOT = Path(__file__).parent.parent
@@ -60,23 +61,33 @@ def test_02_threads_doing_plain_dispatch_each_get_their_own_result(backend):
             if backend.dispatch(p, [x]) != [_want(x)]:
                 wrong.append(k)
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(work, [(k,) for k in range(4)], timeout=120)
     assert wrong == []
 
 
 # ---- concurrency: threads x every entry point x same-shape dispatches ---------------------------
-ENTRY_POINTS = ("dispatch", "borrowed", "async", "pipeline", "pipeline_async", "timed")
+ENTRY_POINTS = ("dispatch", "borrowed", "async", "pipeline", "pipeline_async", "timed", "borrowed_into",
+                "kernel")
 
 
-def _enter(backend, how: str, p: Program, pipe, x: np.ndarray) -> list[bytes]:
+def _times5_plus1(a: In[u32], o: Out[u32]):
+    """The kernel-frontend twin of `_affine(5)`; each `concurrency_run` wraps it in a fresh
+    `vyre.kernel`, so its first call (the build) also happens from the threads."""
+    i = gid()
+    o[i] = a[i] * 5 + 1
+
+
+def _enter(backend, how: str, p: Program, pipe, x: np.ndarray, kernel=None) -> list[bytes]:
     if how == "dispatch":
         return backend.dispatch(p, [x])
     if how == "borrowed":
         return backend.dispatch_borrowed(p, [x])
+    if how == "borrowed_into":
+        outputs: list = [b"stale"]
+        backend.dispatch_borrowed_into(p, [x], None, outputs)
+        return [bytes(o) for o in outputs]
+    if how == "kernel":
+        return [np.asarray(kernel(x, backend=backend)).tobytes()]
     if how == "async":
         return backend.dispatch_async(p, [x]).await_result()
     if how == "pipeline":
@@ -89,30 +100,58 @@ def _enter(backend, how: str, p: Program, pipe, x: np.ndarray) -> list[bytes]:
 def concurrency_run(backend, threads: int, rounds: int) -> list[str]:
     """``threads`` threads, each cycling through every entry point ``rounds`` times with its
     own input of one shared shape; returns what went wrong."""
+    import vyre
+    from vyre.driver import pipeline
+
     p = _affine(5)
-    pipe = backend.compile_native(p)
+    pipe = backend.compile_native(p) or pipeline.compile(backend, p)   # dask: no native pipeline
+    kernel = vyre.kernel(_times5_plus1, workgroup_size=64)
     failures: list[str] = []
+    entered: set[str] = set()
 
     def work(t: int) -> None:
         try:
             for r in range(rounds):
                 how = ENTRY_POINTS[(t + r) % len(ENTRY_POINTS)]
+                entered.add(how)
                 x = np.full(2048, t * 1000 + r, np.uint32)
-                if _enter(backend, how, p, pipe, x) != [_want(x, 5)]:
+                if _enter(backend, how, p, pipe, x, kernel) != [_want(x, 5)]:
                     failures.append(f"thread {t} {how}: wrong bytes")
         except Exception as exc:  # pragma: no cover - the failure being tested
             failures.append(f"thread {t}: {type(exc).__name__}: {exc}")
 
-    pool = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
-    for t in pool:
-        t.start()
-    for t in pool:
-        t.join(300)
-    return failures
+    run_threads(work, [(t,) for t in range(threads)], timeout=300)
+    missed = sorted(set(ENTRY_POINTS) - entered)
+    return failures + ([f"entry points never reached: {missed}"] if missed else [])
 
 
 def test_concurrent_threads_every_entry_point_same_shape(backend):
     assert concurrency_run(backend, 8, 6) == []
+
+
+@pytest.fixture(scope="module")
+def dask_backend():
+    """A small LocalCluster (2 workers), as in tests/test_dask.py."""
+    pytest.importorskip("distributed")
+    from vyre.driver import acquire
+
+    os.environ.setdefault("VYRE_DASK_WORKERS", "2")
+    b = acquire("dask")
+    yield b
+    b.shutdown()
+
+
+def test_concurrent_threads_every_entry_point_same_shape_on_dask(dask_backend):
+    assert concurrency_run(dask_backend, 4, 5) == []   # 4 x 5 rounds reach all 8 entry points
+
+
+def test_a_hung_thread_fails_the_test_with_its_name():
+    release = threading.Event()
+    try:
+        with pytest.raises(pytest.fail.Exception, match=r"1 of 2 threads still running after 0.2 s.*worker-1"):
+            run_threads(lambda t: release.wait(30) if t else None, [(0,), (1,)], timeout=0.2)
+    finally:
+        release.set()
 
 
 # ---- 3: a function parameter named like a buffer -------------------------------------------------
@@ -172,6 +211,41 @@ def test_05_a_compiler_crash_in_the_child_is_a_vyre_error(tmp_path, monkeypatch)
     monkeypatch.setattr(probe, "subprocess", _Redirect(str(crash)))
     with pytest.raises(UnsupportedFeature, match=r"signal 11.*Fix: split"):
         probe.build_in_child("kernel void k() {}", 99999)
+
+
+LONG_CHILD = r"""
+import sys, numpy as np
+from vyre.driver import acquire
+from vyre.ir import BufferDecl, DataType, Expr, Node, Program, VyreError
+n, gx = int(sys.argv[1]), Expr.gid_x()
+body = [Node.let_bind("y0", Expr.load("a", gx))]
+body += [Node.let_bind(f"y{i}", Expr.var(f"y{i - 1}") * 3 + i) for i in range(1, n)]
+body.append(Node.store("o", gx, Expr.var(f"y{n - 1}")))
+p = Program.wrapped([BufferDecl.read("a", 0, DataType.U32), BufferDecl.output("o", 1, DataType.U32)], 64, body)
+try:
+    print("BYTES", acquire(sys.argv[2]).dispatch(p, [np.arange(64, dtype=np.uint32)])[0].hex())
+except VyreError as err:
+    print("VYRE", err)
+"""
+
+
+@pytest.mark.slow
+def test_05_the_14000_statement_program_of_the_report_gives_bytes_or_a_vyre_error(opencl):
+    """The reported size (the crash was in PoCL's clGetProgramInfo(CL_PROGRAM_BINARIES), in
+    the driver's build). Run in a child so a signal fails this test instead of killing the
+    run. Here PoCL builds it (through the probe child) in about 20 s and the bytes match."""
+    n = 14000
+    want = list(range(64))
+    for i in range(1, n):
+        want = [(w * 3 + i) % 2**32 for w in want]
+    done = subprocess.run([sys.executable, "-c", LONG_CHILD, str(n), "opencl"], capture_output=True,
+                          text=True, timeout=600, cwd=ROOT, env=dict(os.environ))
+    assert done.returncode == 0, f"the process died (status {done.returncode}): {done.stderr[-2000:]}"
+    out = done.stdout.strip()
+    if out.startswith("VYRE"):
+        assert "Fix:" in out, out
+    else:
+        assert out == "BYTES " + np.array(want, np.uint32).tobytes().hex(), out[:200]
 
 
 class _Redirect:
@@ -410,6 +484,24 @@ def _load(tmp_path, name: str, kernel_src: str):
     return mod
 
 
+def test_10_an_intrinsic_called_in_an_annotation_is_a_kernel_error(tmp_path):
+    """Found by the kernel-frontend atheris target: a vyre error raised while the frontend
+    evaluates a kernel's annotations escaped as a plain VyreError without the kernel's line."""
+    import importlib.util
+
+    from vyre.kernel import KernelError
+
+    path = tmp_path / "kannot.py"
+    path.write_text("from __future__ import annotations\nimport vyre\nfrom vyre.kernel import *\n\n"
+                    "@vyre.kernel\ndef k(a: wgid()[u32], o: Out[u32]):\n    o[gid()] = 1\n")
+    spec = importlib.util.spec_from_file_location("kannot", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with pytest.raises(KernelError, match=r"kannot.py:6: .*annotations of 'k' do not evaluate.*wgid.*Fix:") as err:
+        _ = mod.k.program
+    assert err.value.code == "K006"
+
+
 def test_16_an_indirect_grid_refusal_names_the_exceeded_limit(opencl):
     body = [Node.indirect_dispatch("g", 0), Node.store("o", GX, 1)]
     p = Program.wrapped([BufferDecl.read("g", 0, U, 3), BufferDecl.output("o", 1, U, 4)], 1, body)
@@ -435,11 +527,7 @@ def test_04_cuda_16_threads_x_20_dispatches_of_one_pipeline(cuda):
         except Exception as exc:  # pragma: no cover - the failure being tested
             failures.append(f"{t}: {type(exc).__name__}: {exc}")
 
-    threads = [threading.Thread(target=work, args=(t,)) for t in range(16)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
+    run_threads(work, [(t,) for t in range(16)], timeout=120)
     assert failures == []
 
 
@@ -463,11 +551,7 @@ def test_04_cuda_async_from_8_threads(cuda):
         except Exception as exc:  # pragma: no cover
             failures.append(f"{t}: {type(exc).__name__}: {exc}")
 
-    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
+    run_threads(work, [(t,) for t in range(8)], timeout=120)
     assert failures == []
 
 
@@ -495,11 +579,7 @@ def test_04_cuda_kernel_first_call_from_8_threads(cuda, tmp_path):
         except Exception as exc:  # pragma: no cover
             failures.append(f"{t}: {type(exc).__name__}: {exc}")
 
-    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
+    run_threads(work, [(t,) for t in range(8)], timeout=120)
     assert failures == []
 
 
@@ -519,7 +599,5 @@ def test_04_cuda_a_fresh_thread_frees_and_finalizes_without_context_errors(cuda)
         except Exception as exc:  # pragma: no cover
             errors.append(f"{type(exc).__name__}: {exc}")
 
-    t = threading.Thread(target=work)
-    t.start()
-    t.join(60)
+    run_threads(work, [()], timeout=60)
     assert errors == []

@@ -19,7 +19,7 @@ from vyre.driver import Batch, DispatchConfig, DispatchFailed, persistent
 from vyre.driver import pipeline as P
 from vyre.ir import BufferDecl, DataType, Expr, Node, Program
 
-from helpers import GX, require_cancellable, slow_program, spin_trips
+from helpers import GX, require_cancellable, run_threads, slow_program, spin_trips
 
 I = DataType.I32
 
@@ -103,12 +103,7 @@ def test_32_threads_every_entry_point_bytes_and_error_isolation(backend):
                 with lock:
                     failures.append(f"{type(exc).__name__}: {exc}")
 
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(32)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join(timeout=300)
-    assert not any(th.is_alive() for th in threads), "a thread hung"
+    run_threads(worker, [(t,) for t in range(32)], timeout=300)
     assert not failures, failures[:5]
     assert counts["ok"] and counts["err"] and counts["timeout"]
 

@@ -237,7 +237,10 @@ class VyreBackend(abc.ABC):
         return False
 
     def supports_speculation(self) -> bool:
-        """True where speculative execution of programs is implemented (no built-in backend)."""
+        """True where the fused prefilter/confirm program of a speculative workload runs as
+        written (`vyre.driver.speculate`). Every built-in backend reports True; the default
+        False is for a third-party backend that does not, where ``AUTO`` takes the two-stage
+        path and ``FORCE`` is refused."""
         return False
 
     def supports_persistent_thread_dispatch(self) -> bool:

@@ -176,10 +176,11 @@ class Source:
                     pass
         try:
             self.annotations = inspect.get_annotations(fn, eval_str=True)
-        except VyreError:
+        except KernelError:
             raise
-        except Exception as exc:
-            raise self.error(self.node, f"the annotations of {fn.__name__!r} do not evaluate ({exc}).",
+        except Exception as exc:   # a VyreError too: an intrinsic called in an annotation, ...
+            text = exc.message if isinstance(exc, VyreError) else str(exc)
+            raise self.error(self.node, f"the annotations of {fn.__name__!r} do not evaluate ({text}).",
                              "annotate with names vyre.kernel exports (In, Out, Scalar, u32, f32, ...).",
                              "K006") from None
 

@@ -7,7 +7,13 @@ catches; on Dask that kills worker after worker. So a source of more than
 `PROBE_STATEMENTS` statements is built by a child first, exactly as the driver builds it
 (`Runtime.build`, which also stores the binary in vyre's disk cache, so the parent then
 loads it instead of compiling again). A child that dies of a signal becomes a vyre error
-with a Fix; the parent never runs the build that crashed."""
+with a Fix; the parent never runs the build that crashed.
+
+Measured on PoCL 3.1 (LLVM 15), 2 shared cores, cold caches: straight-line kernels of 14,000
+and 20,000 arithmetic statements build in about 15 to 20 s and give the reference's bytes
+(tests/test_hardening3.py runs the 14,000 one). Build time grows much faster with loads and
+stores: 1,000 stores took 10 s, 4,000 took 70 s, and 14,000 stores or 14,000 loads did not
+finish within 600 s; such a build ends at `PROBE_TIMEOUT_S` with `KernelCompileFailed`."""
 
 from __future__ import annotations
 
