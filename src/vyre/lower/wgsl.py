@@ -86,6 +86,13 @@ def legalized(program: Program) -> Program:
 _PAIRED = set(WT) | {DataType.U64, DataType.I64} | set(NARROW) | set(HALF)
 
 
+# What core WGSL physically lacks: the only refusals (docs/wgpu.md's table), each reason as
+# `refusals` words it (tests match these texts exactly).
+ATOMIC64 = "64-bit atomics (core WGSL has no 64-bit atomics)"
+SUBGROUP = "subgroup operations (not in core WGSL)"
+HARDWARE_REFUSALS = frozenset({ATOMIC64, SUBGROUP})
+
+
 def refusals(program: Program) -> list[str]:
     """Why WGSL cannot give this program the reference's bytes, as far as the program's
     text says (f32 division, fmod, sqrt, reciprocal and fma are legalized first, `LACKS`)."""
@@ -97,9 +104,9 @@ def refusals(program: Program) -> list[str]:
         if isinstance(e, E.Lit | E.Cast | E.Bitcast | E.Spec) and e.dtype not in _PAIRED:
             why.append(f"{e.dtype.value} values (not in core WGSL)")
         elif isinstance(e, E.Atomic) and e.buffer in wide:
-            why.append("64-bit atomics (core WGSL has no 64-bit atomics)")
+            why.append(ATOMIC64)
         elif isinstance(e, E.Subgroup):
-            why.append("subgroup operations (not in core WGSL)")
+            why.append(SUBGROUP)
     return sorted(set(why))
 
 
