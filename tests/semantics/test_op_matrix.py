@@ -185,8 +185,12 @@ def test_the_matrix_covers_every_cell():
     assert every - covered == {(op, DataType.F32) for op in _UN_TRANSCENDENTAL}
 
 
-@pytest.mark.parametrize("src", TYPES, ids=lambda v: v.value)
-@pytest.mark.parametrize("dst", TYPES, ids=lambda v: v.value)
+# casts between value types (u8/i8/u16/i16 are storage types: their loads are u32/i32 values)
+CAST_TYPES = [t for t in TYPES if t.size >= 4 or t.is_half]
+
+
+@pytest.mark.parametrize("src", CAST_TYPES, ids=lambda v: v.value)
+@pytest.mark.parametrize("dst", CAST_TYPES, ids=lambda v: v.value)
 def test_casts_match_reference(backend, src, dst):
     """S12, S28: f32->int truncates and saturates, NaN->0; int->f32 rounds to nearest even."""
     extra = [0x4F7FFFFF, 0x4F800000, 0xCF000001, 0x3F7FFFFF, 0xBF7FFFFF, 16777217, 0xFFFFFF7F,
