@@ -19,6 +19,7 @@ from vyre.ir import node as N
 from vyre.ir.kinds import EXPR_KINDS, KINDS, NODE_KINDS, UnknownKind, check_table
 from vyre.ir.program import BufferDecl, Program
 from vyre.ir.types import AtomicOp, BinOp, Builtin, DataType, MemoryOrdering, SubgroupOp, UnOp
+from vyre.lower import wgsl
 from vyre.reference import interp
 
 validate = importlib.import_module("vyre.ir.validate")   # vyre.ir.validate is also a function
@@ -64,6 +65,7 @@ TABLES = [
     ("interp._EVAL", interp._EVAL, EXPR_KINDS, interp.EVAL_EXEMPT),
     ("wire._EXPR_ENCODERS", wire._EXPR_ENCODERS, EXPR_KINDS, frozenset({E.WeakLit})),
     ("wire._NODE_ENCODERS", wire._NODE_ENCODERS, NODE_KINDS, frozenset()),
+    ("lower.wgsl.REFUSE", wgsl.REFUSE, EXPR_KINDS, frozenset({E.WeakLit})),   # never in a built program
 ]
 
 
@@ -109,6 +111,8 @@ def test_unknown_expression_kinds_raise_everywhere() -> None:
     m = _machine()
     with pytest.raises(UnknownKind):
         m.eval(x, None)
+    with pytest.raises(UnknownKind):   # wgpu's refusals never pass over a kind it does not know
+        wgsl.refusals(Program.wrapped(P.buffers, 1, [N.Node.store("o", 0, x)]))
 
 
 def test_unknown_statement_kinds_raise_everywhere() -> None:
