@@ -20,7 +20,7 @@ from vyre.ir import node as N
 from vyre.ir.kinds import EXPR_KINDS, KINDS, NODE_KINDS, UnknownKind, check_table
 from vyre.ir.program import BufferDecl, Program
 from vyre.ir.types import AtomicOp, BinOp, Builtin, DataType, MemoryOrdering, SubgroupOp, UnOp
-from vyre.lower import floats, printer, ranges
+from vyre.lower import floats, printer, ranges, wgsl
 from vyre.reference import interp
 
 validate = importlib.import_module("vyre.ir.validate")   # vyre.ir.validate is also a function
@@ -70,6 +70,7 @@ TABLES = [
     ("printer.INVARIANT", printer.INVARIANT, EXPR_KINDS, frozenset()),
     ("ranges.RANGES", ranges.RANGES, EXPR_KINDS, frozenset()),
     ("fusion.RENAME", fusion.RENAME, NODE_KINDS, fusion.RENAME_REJECTED),
+    ("lower.wgsl.REFUSE", wgsl.REFUSE, EXPR_KINDS, frozenset({E.WeakLit})),   # never in a built program
 ]
 
 
@@ -121,6 +122,8 @@ def test_unknown_expression_kinds_raise_everywhere() -> None:
         ranges.Ranges(P).of(x)
     with pytest.raises(UnknownKind):
         printer._Invariance(_printer(), set())(x)
+    with pytest.raises(UnknownKind):   # wgpu's refusals never pass over a kind it does not know
+        wgsl.refusals(Program.wrapped(P.buffers, 1, [N.Node.store("o", 0, x)]))
 
 
 def test_unknown_statement_kinds_raise_everywhere() -> None:

@@ -132,16 +132,21 @@ def test_locals_functions_selects_and_bounds():
     assert reference.run(lower_int64(p), [x], cfg) == reference.run(p, [x], cfg)
 
 
-def test_64_bit_atomics_and_loop_variables_are_refused():
+def test_64_bit_atomics_are_refused_and_loop_variables_lowered():
     gx = Expr.gid_x()
     p = Program.wrapped([BufferDecl.output("o", 0, D.U64, 4)], 1,
                         [Node.expr(Expr.atomic(AtomicOp.ADD, "o", gx, Expr.u64(1)))])
     with pytest.raises(Int64Refusal, match="64-bit atomics"):
         lower_int64(p)
     q = Program.wrapped([BufferDecl.output("o", 0, D.U32, 4)], 1,
-                        [Node.loop("i", Expr.u64(0), Expr.u64(3), [Node.store("o", gx, Expr.u32(1))])])
-    with pytest.raises(Int64Refusal, match="loop"):
-        lower_int64(q)
+                        [Node.loop("i", Expr.u64(0xFFFFFFFE), Expr.u64(0x100000003),
+                                   [Node.store("o", gx, Expr.load("o", gx) + Expr.cast(D.U32, Expr.var("i")))])])
+    low = lower_int64(q)
+    assert D.U64 not in low.facts.types
+    assert reference.run(low, [], DispatchConfig(grid_override=(1, 1, 1))) == \
+        reference.run(q, [], DispatchConfig(grid_override=(1, 1, 1)))
+    assert np.frombuffer(reference.run(low, [], DispatchConfig(grid_override=(1, 1, 1)))[0], np.uint32)[0] == \
+        sum(range(0xFFFFFFFE, 0x100000003)) % 2**32
 
 
 def test_wgpu_runs_64_bit_programs():

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 
 from vyre.ir import expr as E
 from vyre.ir import node as N
+from vyre.ir.kinds import UnknownKind
 from vyre.ir.program import Program
 from vyre.ir.types import AtomicOp, BinOp, Builtin, DataType, UnOp
 
@@ -86,6 +87,37 @@ def legalized(program: Program) -> Program:
 _PAIRED = set(WT) | {DataType.U64, DataType.I64} | set(NARROW) | set(HALF)
 
 
+# What core WGSL physically lacks: the only refusals (docs/wgpu.md's table), each reason as
+# `refusals` words it (tests match these texts exactly).
+ATOMIC64 = "64-bit atomics (core WGSL has no 64-bit atomics)"
+SUBGROUP = "subgroup operations (not in core WGSL)"
+HARDWARE_REFUSALS = frozenset({ATOMIC64, SUBGROUP})
+
+
+def _r_value(e, wide: set[str]) -> str | None:
+    return None if e.dtype in _PAIRED else f"{e.dtype.value} values (not in core WGSL)"
+
+
+def _r_atomic(e: E.Atomic, wide: set[str]) -> str | None:
+    return ATOMIC64 if e.buffer in wide else None
+
+
+def _r_subgroup(e: E.Subgroup, wide: set[str]) -> str | None:
+    return SUBGROUP
+
+
+def _r_none(e, wide: set[str]) -> str | None:
+    return None
+
+
+# what each expression kind can make WGSL refuse (every kind is listed: a new one must be
+# decided here; tests/ir/test_kind_tables.py checks the table covers the list of kinds)
+REFUSE = {E.Lit: _r_value, E.Cast: _r_value, E.Bitcast: _r_value, E.Spec: _r_value,
+          E.Atomic: _r_atomic, E.Subgroup: _r_subgroup,
+          E.Var: _r_none, E.Load: _r_none, E.BufLen: _r_none, E.Id: _r_none, E.Bin: _r_none, E.Un: _r_none,
+          E.Select: _r_none, E.Fma: _r_none, E.Call: _r_none}
+
+
 def refusals(program: Program) -> list[str]:
     """Why WGSL cannot give this program the reference's bytes, as far as the program's
     text says (f32 division, fmod, sqrt, reciprocal and fma are legalized first, `LACKS`)."""
@@ -94,12 +126,12 @@ def refusals(program: Program) -> list[str]:
         why.append(f"{t.value} buffers (no {t.value} storage type in core WGSL)")
     wide = {b.name for b in program.buffers if b.dtype in (DataType.U64, DataType.I64)}
     for e in N.program_exprs(program):
-        if isinstance(e, E.Lit | E.Cast | E.Bitcast | E.Spec) and e.dtype not in _PAIRED:
-            why.append(f"{e.dtype.value} values (not in core WGSL)")
-        elif isinstance(e, E.Atomic) and e.buffer in wide:
-            why.append("64-bit atomics (core WGSL has no 64-bit atomics)")
-        elif isinstance(e, E.Subgroup):
-            why.append("subgroup operations (not in core WGSL)")
+        rule = REFUSE.get(type(e))
+        if rule is None:
+            raise UnknownKind(e)
+        reason = rule(e, wide)
+        if reason is not None:
+            why.append(reason)
     return sorted(set(why))
 
 

@@ -157,9 +157,9 @@ class _Half:
         return u(e.bits) if t in HALF else None
 
     def _spec(self, e: E.Spec, scope, t) -> E.Expr | None:
-        if t in HALF:
-            raise HalfRefusal("16-bit float specialization constants")
-        return None
+        """One left unspecialized: its default's bits (as the printers do; drivers specialize
+        first)."""
+        return u(e.bits) if t in HALF else None
 
     def _bin(self, e: E.Bin, scope, t) -> E.Expr | None:
         if self.type(e.left, scope) not in HALF:
@@ -205,8 +205,11 @@ class _Half:
         return None
 
     def _effect(self, e: E.Expr, scope, t) -> E.Expr | None:
+        if t in HALF and isinstance(e, E.Atomic):   # `vyre.lower.plan.lower` runs accumulate first
+            raise HalfRefusal("16-bit float atomics left for this rewrite (rewrite them onto u32 atomics "
+                              "with vyre.lower.accumulate first)")
         if t in HALF:
-            raise HalfRefusal("16-bit float atomics or subgroup operations")
+            raise HalfRefusal("subgroup operations on 16-bit floats")
         return None
 
     def stmt(self, n: N.Node, scope) -> list[N.Node] | None:

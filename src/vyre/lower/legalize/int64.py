@@ -12,9 +12,10 @@ the same with a slot of its own. Loads and stores of element ``i`` touch words `
 ``2i+1`` only when ``i`` is below the element count (S6), and ``buf_len`` gives elements.
 
 Drivers must give a 64-bit buffer's count word in u32 words (`word_scale`): the count is
-``buf_len(name) >> 1`` here. Refused (`Int64Refusal`): 64-bit atomics, 64-bit loop
-variables, 64-bit specialization constants, subgroup operations and 16-bit float casts of
-64-bit values.
+``buf_len(name) >> 1`` here. A 64-bit loop runs a u32 counter (`_Lowering._s_loop`).
+Refused (`Int64Refusal`): 64-bit atomics, subgroup operations on 64-bit values, 16-bit float
+casts of 64-bit values and more than `MAX_SLOTS` 64-bit operations in one program (each
+call site owns a word of a per-invocation array).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from .walk import walk_body, walk_function
 SCRATCH = "vyl_hi"
 HI = "_vylhi"
 WIDE = (DataType.U64, DataType.I64)
+MAX_SLOTS = 4096   # 64-bit operations per program: a u32 word of private memory each
 Pair = tuple[E.Expr, E.Expr]
 
 
@@ -136,7 +138,9 @@ class _Lowering:
             raise Int64Refusal(f"{type(e).__name__} of type {t.value}")
         return getattr(self, rule)(e, scope, t)
 
-    def _p_lit(self, e: E.Lit, scope, t) -> Pair:
+    def _p_lit(self, e: E.Lit | E.Spec, scope, t) -> Pair:
+        """A literal, or a specialization constant left unspecialized: its default (as
+        the printers do; drivers specialize first)."""
         return u(e.bits & 0xFFFFFFFF), u(e.bits >> 32)
 
     def _p_var(self, e: E.Var, scope, t) -> Pair:
@@ -278,11 +282,6 @@ class _Lowering:
     def _e_call(self, e: E.Call, scope) -> E.Expr | None:
         return E.Call(e.function, tuple(self.args(e, scope)))
 
-    def _e_spec(self, e: E.Spec, scope) -> E.Expr | None:
-        if e.dtype in WIDE:
-            raise Int64Refusal("64-bit specialization constants")
-        return None
-
     def _e_subgroup(self, e: E.Subgroup, scope) -> E.Expr | None:
         if e.value is not None and self.type(e.value, scope) in WIDE:
             raise Int64Refusal("subgroup operations on 64-bit values")
@@ -318,9 +317,21 @@ class _Lowering:
         return out
 
     def _s_loop(self, n: N.Loop, scope) -> list[N.Node] | None:
-        if self.type(n.from_, scope) in WIDE:
-            raise Int64Refusal("64-bit loop variables")
-        return None
+        """A 64-bit loop runs a u32 counter over its trip count (S21: bounds evaluated once;
+        ``to - from`` trips when ``from < to`` in the loop's type), binding the 64-bit
+        variable ``from + counter`` first in each trip. A count over 2^32 - 1 stops there
+        (no device runs that many trips of one loop)."""
+        t = self.type(n.from_, scope)
+        if t not in WIDE:
+            return None
+        lo, hi, count, k = (self.fresh() for _ in range(4))
+        first, last = E.Var(lo), E.Var(hi)
+        distance = E.Bitcast(DataType.U64, last) - E.Bitcast(DataType.U64, first)
+        trips = E.Select(first.lt(last), distance.min(E.Expr.lit(DataType.U64, 0xFFFFFFFF)),
+                         E.Expr.lit(DataType.U64, 0))
+        loop = N.Loop(k, u(0), E.Var(count), (N.Let(n.var, first + E.Cast(t, E.Var(k))), *n.body))
+        return list(walk_body((N.Let(lo, n.from_), N.Let(hi, n.to), N.Let(count, E.Cast(U, trips)), loop),
+                              scope, self))
 
     def _s_eval(self, n: N.Eval, scope) -> list[N.Node] | None:
         if self.type(n.value, scope) not in WIDE:
@@ -344,11 +355,11 @@ class _Lowering:
 
 
 # how each kind is lowered (names of `_Lowering` methods)
-_PAIR = {E.Lit: "_p_lit", E.Var: "_p_var", E.Load: "_p_load", E.Bin: "_p_bin", E.Un: "_p_un",
+_PAIR = {E.Lit: "_p_lit", E.Spec: "_p_lit", E.Var: "_p_var", E.Load: "_p_load", E.Bin: "_p_bin", E.Un: "_p_un",
          E.Select: "_p_select", E.Cast: "_p_cast", E.Bitcast: "_p_cast", E.Call: "_p_call",
          E.Atomic: "_p_atomic"}
 _EXPR = {E.Bin: "_e_bin", E.Cast: "_e_cast", E.Bitcast: "_e_cast", E.BufLen: "_e_buflen", E.Call: "_e_call",
-         E.Spec: "_e_spec", E.Subgroup: "_e_subgroup", E.Atomic: "_e_atomic"}
+         E.Subgroup: "_e_subgroup", E.Atomic: "_e_atomic"}
 _STMT = {N.Let: "_s_local", N.Assign: "_s_local", N.Store: "_s_store", N.Loop: "_s_loop", N.Eval: "_s_eval"}
 
 
@@ -370,8 +381,8 @@ def lower_int64(program: Program) -> Program:
     buffers = [BufferDecl(b.name, b.binding, b.access, U, 2 * b.count) if b.dtype in WIDE else b
                for b in program.buffers]
     if lw.slots:
-        if lw.slots > 4096:
-            raise Int64Refusal(f"{lw.slots} 64-bit operations (at most 4096)")
+        if lw.slots > MAX_SLOTS:
+            raise Int64Refusal(f"{lw.slots} 64-bit operations in one program (at most {MAX_SLOTS} on this target)")
         if program.buffer(SCRATCH) is not None:
             raise Int64Refusal(f"a buffer named {SCRATCH!r}")
         buffers.append(BufferDecl.local(SCRATCH, lw.slots, U))
