@@ -266,3 +266,21 @@ def test_S22_left_to_right_evaluation_of_atomics(backend):
     p = Program.wrapped([BufferDecl.read_write("c", 0, U), BufferDecl.output("out", 1, U)], 2, body)
     _, out = run_checked(backend, p, [np.array([5, 9], np.uint32)])
     assert list(as_u32(out)) == [(5 << 8) | 6, (9 << 8) | 10]
+
+
+@pytest.mark.parametrize("t, lo, hi, want", [
+    (DataType.U64, 2**64 - 4, 2, []),                                   # unsigned: from > to
+    (DataType.U64, 2**64 - 4, 2**64 - 1, [2**64 - 4, 2**64 - 3, 2**64 - 2]),
+    (DataType.I64, -2**63, -2**63 + 3, [-2**63, -2**63 + 1, -2**63 + 2]),
+    (DataType.I64, 2**63 - 2, -5, []),
+    (DataType.U32, 2**32 - 2, 3, []),
+    (DataType.I32, -2, 2, [-2, -1, 0, 1]),
+], ids=["u64-wrapped-from", "u64-top", "i64-bottom", "i64-backwards", "u32-wrapped-from", "i32-signed"])
+def test_S21_loop_bounds_in_their_own_type(backend, t, lo, hi, want):
+    """[from, to) compares in the bounds' type: a u64 bound past 2^63 is a large unsigned
+    number, never a negative one (Python ints are the model)."""
+    body = [Node.loop("i", Expr.lit(t, lo), Expr.lit(t, hi),
+                      [Node.store("out", Expr.cast(DataType.U32, Expr.var("i") - Expr.lit(t, lo)), Expr.var("i"))])]
+    p = Program.wrapped([BufferDecl.output("out", 0, t, 4)], 1, body)
+    out = np.frombuffer(run_checked(backend, p, [])[0], t.numpy)
+    assert [int(v) for v in out[:len(want)]] == want and not out[len(want):].any()

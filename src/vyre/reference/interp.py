@@ -353,9 +353,14 @@ class Machine:
         lo, t = self.eval(n.from_, idx)
         hi, _ = self.eval(n.to, idx)
         size = self.size(idx)
-        lo64 = np.broadcast_to(lo.astype(np.int64), (size,))
-        hi64 = np.broadcast_to(hi.astype(np.int64), (size,))
-        trips = int(np.max(hi64 - lo64, initial=0))
+        lo = np.broadcast_to(lo, (size,))
+        hi = np.broadcast_to(hi, (size,))
+        # S21 in the bounds' own type: [from, to) of u64 is unsigned, of i64 signed. Trip
+        # counts and values as 64-bit words mod 2^64 (to - from < 2^64 whenever to > from)
+        wide = np.int64 if np.issubdtype(lo.dtype, np.signedinteger) else np.uint64
+        lo64 = lo.astype(wide).view(np.uint64)
+        span = np.where(hi > lo, hi.astype(wide).view(np.uint64) - lo64, np.uint64(0))
+        trips = int(np.max(span, initial=0))
         if trips > MAX_LOOP_TRIPS:
             raise ExecutionError(
                 "limit", f"loop over {n.var!r} would run {trips} trips (the reference's cap is "
@@ -368,14 +373,14 @@ class Machine:
         saved_jumps = self.brk, self.cont
         self.brk, self.cont = np.zeros(self.L, dtype=bool), np.zeros(self.L, dtype=bool)
         for k in range(trips):
-            keep = ((lo64 + k) < hi64) & ~self.brk[lanes]
+            keep = (span > np.uint64(k)) & ~self.brk[lanes]
             if self.returned:
                 keep = keep & self.alive[lanes]
             cur = lanes[keep]
             if cur.size == 0:
                 break
             self.cont[cur] = False
-            self.vars[n.var][cur] = (lo64[keep] + k).astype(t.numpy)
+            self.vars[n.var][cur] = (lo64[keep] + np.uint64(k)).astype(t.numpy)
             self.block(n.body, cur)
         self.brk, self.cont = saved_jumps
         self.scope_types = saved
