@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from models import canonical
+from props import rng_for, sizes, tag, workgroup_size
 
 import vyre.lib as L
 from vyre.driver import UnsupportedFeature
@@ -25,17 +26,19 @@ def _edges_model(v: np.ndarray, edges: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("dtype", [np.uint32, np.int32, np.int64], ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("bins", [1, 256, 257, 5000])
-def test_bincount_matches_numpy(backend, dtype, bins):
-    rng = np.random.default_rng(bins)
-    for n in [1, 61, 4097, 20011]:
+def test_bincount_matches_numpy(backend, dtype, bins, request):
+    """Random sizes (0 included, and one past 20000), one random workgroup size."""
+    rng = rng_for(request.node.name)
+    wg = workgroup_size(rng)
+    for n in sizes(rng) + [int(rng.integers(20000, 21000))]:
         x = rng.integers(-3 if np.dtype(dtype).kind == "i" else 0, bins + 3, n).astype(dtype)
         want = np.bincount(x[(x >= 0) & (x < bins)].astype(np.int64), minlength=bins).astype(np.uint32)
         try:
-            got = L.bincount(x, bins, backend=backend, workgroup_size=37 if n == 61 else None)
+            got = L.bincount(x, bins, backend=backend, workgroup_size=wg)
         except UnsupportedFeature:
             assert backend.id() == "wgpu" and dtype is np.int64
             return
-        assert got.dtype == np.uint32 and got.tobytes() == want.tobytes(), (n, bins)
+        assert got.dtype == np.uint32 and got.tobytes() == want.tobytes(), tag(n=n, bins=bins, wg=wg)
 
 
 @pytest.mark.parametrize("fmt", ["f32", "f16", "bf16"])

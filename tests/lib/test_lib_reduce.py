@@ -1,6 +1,7 @@
-"""vyre.lib reductions (S34, S1, S10): sum, min, max over every numeric type and the exact
-f32 dot, on every backend, for sizes 0, 1, primes and 2**k±1, several workgroup sizes and
-adversarial floats, against plain Python/numpy models (tests/lib/models.py)."""
+"""vyre.lib reductions (S34, S1, S10): sum, min, max over every numeric type (8- and 16-bit
+integers included) and the exact f32 dot, on every backend, for random sizes (0, 1, a prime,
+2**k±1), random workgroup sizes (tests/lib/props.py) and adversarial floats, against plain
+Python/numpy models (tests/lib/models.py)."""
 
 from __future__ import annotations
 
@@ -9,21 +10,13 @@ import math
 import numpy as np
 import pytest
 from models import adversarial_f32, exact_dot_bits, exact_sum_bits, float_minmax_bits
+from props import rng_for, sizes, tag, workgroup_size
 
 import vyre.lib as L
 from vyre.driver import UnsupportedFeature
 from vyre.lib import LibError
 
-SIZES = [1, 2, 7, 61, 255, 257, 1009, 4097]
-INT_TYPES = [np.uint32, np.int32, np.uint64, np.int64]
-
-
-def _wgs(backend) -> list[int]:
-    """Workgroup sizes to try: random ones on the reference (compiles nothing), two fixed odd
-    ones elsewhere (each size is a compile)."""
-    if backend.id() == "reference":
-        return [int(np.random.default_rng(7).integers(1, 200)), 256]
-    return [37, 64]
+INT_TYPES = [np.uint32, np.int32, np.uint64, np.int64, np.uint8, np.int8, np.uint16, np.int16]
 
 
 def _run_or_refused(fn, backend, dtype):
@@ -36,36 +29,51 @@ def _run_or_refused(fn, backend, dtype):
 
 
 @pytest.mark.parametrize("dtype", INT_TYPES, ids=lambda d: np.dtype(d).name)
-def test_integer_sum_min_max_wrap_and_match_numpy(backend, dtype):
-    """S1: sums wrap in the array's type; min and max are exact."""
-    rng = np.random.default_rng(1)
+def test_integer_sum_min_max_match_numpy(backend, dtype, request):
+    """S1: 32- and 64-bit sums wrap in the array's type; 8- and 16-bit ones are numpy's
+    (exact, u64/i64); min and max are exact and keep the type. Random sizes (0 included) and
+    a random workgroup size."""
+    rng = rng_for(request.node.name)
     info = np.iinfo(dtype)
-    for wg in _wgs(backend)[:2]:
-        for n in SIZES:
-            x = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
-            got = _run_or_refused(lambda: (L.sum(x, backend=backend, workgroup_size=wg),
-                                           L.min(x, backend=backend, workgroup_size=wg),
-                                           L.max(x, backend=backend, workgroup_size=wg)), backend, dtype)
-            if got is None:
-                return
-            with np.errstate(over="ignore"):
-                want = (np.sum(x, dtype=dtype), x.min(), x.max())
-            assert [type(g) for g in got] == [np.dtype(dtype).type] * 3
-            assert [g.tobytes() for g in got] == [w.tobytes() for w in want], (n, wg)
+    wg = workgroup_size(rng)
+    for n in sizes(rng):
+        x = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+        if n > 2:
+            x[rng.integers(0, n, 2)] = (info.min, info.max)              # the extremes
+        ops = (L.sum, L.min, L.max) if n else (L.sum,)
+        got = _run_or_refused(lambda: [op(x, backend=backend, workgroup_size=wg) for op in ops], backend, dtype)
+        if got is None:
+            return
+        with np.errstate(over="ignore"):
+            want = [np.sum(x) if info.bits < 32 else np.sum(x, dtype=dtype), *((x.min(), x.max()) if n else ())]
+        assert [type(g) for g in got] == [type(w) for w in want], tag(n=n, wg=wg)
+        assert [g.tobytes() for g in got] == [w.tobytes() for w in want], tag(n=n, wg=wg)
+
+
+def test_narrow_sums_take_numpys_type_and_never_wrap(reference_backend):
+    """np.sum of uint8/uint16 is uint64, of int8/int16 int64 (64-bit Linux): so is vyre's."""
+    for dtype, wide in ((np.uint8, np.uint64), (np.uint16, np.uint64), (np.int8, np.int64), (np.int16, np.int64)):
+        info = np.iinfo(dtype)
+        for v in (info.max, info.min):
+            x = np.full(70001, v, dtype)
+            got = L.sum(x, backend=reference_backend, workgroup_size=1024)
+            assert type(got) is np.dtype(wide).type and got == 70001 * int(v) and np.sum(x) == got
 
 
 @pytest.mark.parametrize("fmt", ["f32", "f16", "bf16"])
-def test_float_sum_is_the_exact_sum_rounded_once(backend, fmt):
+def test_float_sum_is_the_exact_sum_rounded_once(backend, fmt, request):
     """S34 over adversarial values: ±0, subnormals (S9 flushes f32/bf16 ones), extremes,
-    huge cancellation; the same bits for every workgroup size."""
-    rng = np.random.default_rng(2)
-    for n in SIZES:
+    huge cancellation; random sizes (0 included), one random workgroup size and the default
+    one give the same bits."""
+    rng = rng_for(request.node.name)
+    wgs = [workgroup_size(rng), None]
+    for n in sizes(rng):
         bits = adversarial_f32(rng, n, specials=False)
         x, blist = _as_fmt(bits, fmt)
         want = exact_sum_bits(blist, fmt)
-        for wg in _wgs(backend):
+        for wg in wgs:
             got = L.sum(x, backend=backend, workgroup_size=wg)
-            assert _bits(got, fmt) == want, (fmt, n, wg, hex(_bits(got, fmt)), hex(want))
+            assert _bits(got, fmt) == want, tag(fmt=fmt, n=n, wg=wg, got=hex(_bits(got, fmt)), want=hex(want))
 
 
 def _as_fmt(bits32: np.ndarray, fmt: str):
@@ -115,27 +123,30 @@ def test_float_sum_equals_math_fsum_rounded_once(backend):
     assert L.sum(rng.permutation(x), backend=backend).tobytes() == got.tobytes()
 
 
-def test_dot_is_exact(backend):
-    rng = np.random.default_rng(4)
-    for n in [1, 61, 1009]:
+def test_dot_is_exact(backend, request):
+    rng = rng_for(request.node.name)
+    wg = workgroup_size(rng)
+    for n in sizes(rng):
         xb, yb = adversarial_f32(rng, n, specials=False), adversarial_f32(rng, n, specials=False)
         want = exact_dot_bits([int(b) for b in xb], [int(b) for b in yb])
-        for wg in _wgs(backend)[:2]:
-            got = L.dot(xb.view(np.float32), yb.view(np.float32), backend=backend, workgroup_size=wg)
-            assert int(np.float32(got).view(np.uint32)) == want, (n, wg)
-    inf0 = L.dot(np.float32([np.inf, 1]), np.float32([0, 1]), backend=backend)
+        got = L.dot(xb.view(np.float32), yb.view(np.float32), backend=backend, workgroup_size=wg)
+        assert int(np.float32(got).view(np.uint32)) == want, tag(n=n, wg=wg)
+    inf0 = L.dot(np.float32([np.inf, 1]), np.float32([0, 1]), backend=backend, workgroup_size=wg)
     assert np.float32(inf0).view(np.uint32) == 0x7FC00000                  # inf * 0 is NaN
 
 
 @pytest.mark.parametrize("fmt", ["f32", "f16", "bf16"])
-def test_float_min_max_follow_s10(backend, fmt):
-    rng = np.random.default_rng(5)
-    for n in [1, 7, 257, 1009]:
-        bits = adversarial_f32(rng, n, specials=n != 257)
+def test_float_min_max_follow_s10(backend, fmt, request):
+    """S10 over adversarial values with infinities and NaNs (every other size: a NaN gives
+    NaN, so half the draws have none); random sizes, one random workgroup size."""
+    rng = rng_for(request.node.name)
+    wg = workgroup_size(rng)
+    for k, n in enumerate(s for s in sizes(rng) if s):
+        bits = adversarial_f32(rng, n, specials=k % 2 == 1)
         x, blist = _as_fmt(bits, fmt)
         for op, is_min in ((L.min, True), (L.max, False)):
-            got = op(x, backend=backend, workgroup_size=_wgs(backend)[0])
-            assert _bits(got, fmt) == float_minmax_bits(blist, fmt, is_min), (fmt, n, is_min)
+            got = op(x, backend=backend, workgroup_size=wg)
+            assert _bits(got, fmt) == float_minmax_bits(blist, fmt, is_min), tag(fmt=fmt, n=n, wg=wg, min=is_min)
     zeros = np.asarray([0.0, -0.0, 0.0], np.float32)
     assert L.min(zeros, backend=backend).tobytes() == np.float32(-0.0).tobytes()
     assert L.max(zeros[::-1].copy(), backend=backend).tobytes() == np.float32(0.0).tobytes()
@@ -151,7 +162,7 @@ def test_empty_inputs(reference_backend):
 
 
 @pytest.mark.parametrize("bad,code", [
-    (np.zeros(4, np.float64), "L001"), (np.zeros(4, np.int8), "L001"), ([1, 2, 3], "L001"),
+    (np.zeros(4, np.float64), "L001"), (np.zeros(4, np.bool_), "L001"), ([1, 2, 3], "L001"),
     (np.zeros((2, 2), np.float32), "L002"), ("x", "L001"),
 ])
 def test_bad_arguments_are_lib_errors_with_a_fix(reference_backend, bad, code):

@@ -1,6 +1,7 @@
 """vyre.lib.cumsum / exclusive_cumsum: integers wrap (S1) like numpy's cumsum in the array's
-type; float prefixes are each the exact prefix sum rounded once (S35), on every backend, for
-odd sizes and several workgroup sizes."""
+type; float prefixes (f32, f16, bf16) are each the exact prefix sum rounded once (S35), on
+every backend, for random sizes (0, 1, a prime, 2**k±1) and random workgroup sizes
+(tests/lib/props.py)."""
 
 from __future__ import annotations
 
@@ -9,37 +10,30 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from models import adversarial_f32, canonical, round_exact, to_float
+from props import rng_for, sizes, tag, workgroup_size
 
 import vyre.lib as L
 from vyre.driver import UnsupportedFeature
 
-SIZES = [1, 2, 61, 255, 257, 1009, 4097]
-
-
-def _wgs(backend) -> list[int]:
-    if backend.id() == "reference":
-        return [int(w) for w in np.random.default_rng(8).integers(1, 100, 2)] + [64]
-    return [64, 48]
-
 
 @pytest.mark.parametrize("dtype", [np.uint32, np.int32, np.uint64, np.int64], ids=lambda d: np.dtype(d).name)
-def test_integer_scans_wrap_like_numpy(backend, dtype):
-    rng = np.random.default_rng(20)
+def test_integer_scans_wrap_like_numpy(backend, dtype, request):
+    rng = rng_for(request.node.name)
     info = np.iinfo(dtype)
-    for wg in _wgs(backend)[:2]:
-        for n in SIZES + [20000]:
-            x = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
-            with np.errstate(over="ignore"):
-                inc = np.cumsum(x, dtype=dtype)
-            exc = np.concatenate([np.zeros(1, dtype), inc[:-1]])
-            try:
-                got_inc = L.cumsum(x, backend=backend, workgroup_size=wg)
-                got_exc = L.exclusive_cumsum(x, backend=backend, workgroup_size=wg)
-            except UnsupportedFeature:
-                assert backend.id() == "wgpu" and np.dtype(dtype).itemsize == 8
-                return
-            assert got_inc.dtype == x.dtype and got_inc.tobytes() == inc.tobytes(), (n, wg)
-            assert got_exc.tobytes() == exc.tobytes(), (n, wg)
+    wg = workgroup_size(rng)
+    for n in sizes(rng, 20000):
+        x = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+        with np.errstate(over="ignore"):
+            inc = np.cumsum(x, dtype=dtype)
+        exc = np.concatenate([np.zeros(min(n, 1), dtype), inc[:-1]])
+        try:
+            got_inc = L.cumsum(x, backend=backend, workgroup_size=wg)
+            got_exc = L.exclusive_cumsum(x, backend=backend, workgroup_size=wg)
+        except UnsupportedFeature:
+            assert backend.id() == "wgpu" and np.dtype(dtype).itemsize == 8
+            return
+        assert got_inc.dtype == x.dtype and got_inc.tobytes() == inc.tobytes(), tag(n=n, wg=wg)
+        assert got_exc.dtype == x.dtype and got_exc.tobytes() == exc.tobytes(), tag(n=n, wg=wg)
 
 
 def _prefix_model(bits: list[int], fmt: str, inclusive: bool) -> list[int]:
@@ -70,24 +64,35 @@ def _with_specials(acc: Fraction, specials: list[float], fmt: str, nan: int) -> 
                            for s in specials], fmt)
 
 
-@pytest.mark.parametrize("fmt", ["f32", "f16"])
-def test_float_prefixes_are_exact_sums_rounded_once(backend, fmt):
-    rng = np.random.default_rng(21)
-    for n in [1, 61, 509 if backend.id() == "reference" else 1009]:
+@pytest.mark.parametrize("fmt", ["f32", "f16", "bf16"])
+def test_float_prefixes_are_exact_sums_rounded_once(backend, fmt, request):
+    """S35 over adversarial values (±0, subnormals, extremes, huge cancellation; f16: the
+    values that fit it), random sizes (0 included) and a random workgroup size."""
+    rng = rng_for(request.node.name)
+    wg = workgroup_size(rng)
+    for n in sizes(rng, 600 if backend.id() == "reference" else 2100):
         bits = adversarial_f32(rng, n, specials=False)
         if fmt == "f32":
             x = bits.view(np.float32)
-        else:
+        elif fmt == "f16":
             with np.errstate(over="ignore"):
                 x = (rng.standard_normal(n) * 100).astype(np.float16)
+            x[rng.integers(0, max(n, 1), min(n, 3))] = [np.float16(6e-8), np.float16(-0.0), np.float16(65504)][:min(n, 3)]
             bits = x.view(np.uint16)
+        else:
+            bits = (bits >> 16).astype(np.uint16)
+            x = _bf16(bits)
         blist = [int(b) for b in bits]
         for inclusive, fn in ((True, L.cumsum), (False, L.exclusive_cumsum)):
             want = _prefix_model(blist, fmt, inclusive)
-            for wg in _wgs(backend)[: 1 if n > 1000 else 2]:
-                got = fn(x, backend=backend, workgroup_size=wg)
-                view = got.view(np.uint32 if fmt == "f32" else np.uint16)
-                assert [int(v) for v in view] == want, (fmt, n, wg, inclusive)
+            got = fn(x, backend=backend, workgroup_size=wg)
+            view = got.view(np.uint32 if fmt == "f32" else np.uint16)
+            assert got.dtype == x.dtype and [int(v) for v in view] == want, tag(fmt=fmt, n=n, wg=wg, inclusive=inclusive)
+
+
+def _bf16(bits: np.ndarray):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    return bits.view(ml_dtypes.bfloat16)
 
 
 def test_float_prefix_specials(backend):

@@ -9,6 +9,7 @@ import os
 import numpy as np
 import pytest
 from models import adversarial_f32, exact_sum_bits
+from props import rng_for, sizes, tag, workgroup_size
 
 import vyre.lib as L
 from vyre.driver import UnsupportedFeature
@@ -24,20 +25,25 @@ def _fsum_slots(target: np.ndarray, index: np.ndarray, values: np.ndarray) -> np
                      for s in range(target.size)], np.float32)
 
 
-@pytest.mark.parametrize("n,slots", [(1, 1), (7, 3), (257, 61), (4097, 255)])
-def test_float_index_add_is_exact_per_slot_and_order_independent(backend, n, slots):
-    rng = np.random.default_rng(n)
-    bits = adversarial_f32(rng, n, specials=False)
-    tbits = adversarial_f32(rng, slots, specials=False)
-    index = rng.integers(0, slots, n).astype(np.int64)
-    want = np.array([exact_sum_bits([int(tbits[s]), *(int(b) for b in bits[index == s])], "f32")
-                     for s in range(slots)], np.uint32)
-    for wg in ([int(rng.integers(1, 129)), 256] if backend.id() == "reference" else [64]):
+def test_float_index_add_is_exact_per_slot_and_order_independent(backend, request):
+    """Random sizes (0 contributions included) into a random number of slots, adversarial
+    values, one random workgroup size; a permutation of the contributions gives the same
+    bytes."""
+    rng = rng_for(request.node.name)
+    wg = workgroup_size(rng)
+    for n in sizes(rng, 4100):
+        slots = int(rng.integers(1, 300))
+        bits = adversarial_f32(rng, n, specials=False)
+        tbits = adversarial_f32(rng, slots, specials=False)
+        index = rng.integers(0, slots, n).astype(np.int64)
+        want = np.array([exact_sum_bits([int(tbits[s]), *(int(b) for b in bits[index == s])], "f32")
+                         for s in range(slots)], np.uint32)
         got = L.index_add(tbits.view(np.float32), index, bits.view(np.float32), backend=backend, workgroup_size=wg)
-        assert got.dtype == np.float32 and got.view(np.uint32).tobytes() == want.tobytes(), wg
+        assert got.dtype == np.float32 and got.view(np.uint32).tobytes() == want.tobytes(), tag(n=n, slots=slots, wg=wg)
         p = rng.permutation(n)
-        again = L.index_add(tbits.view(np.float32), index[p], bits[p].view(np.float32), backend=backend)
-        assert again.tobytes() == got.tobytes()
+        again = L.index_add(tbits.view(np.float32), index[p], bits[p].view(np.float32), backend=backend,
+                            workgroup_size=wg)
+        assert again.tobytes() == got.tobytes(), tag(n=n, slots=slots, wg=wg)
 
 
 def test_index_add_specials_per_slot(backend):
@@ -84,16 +90,18 @@ def test_integer_index_add_wraps(backend, dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.uint32, np.int32, np.float32, np.float16, np.uint64])
-def test_gather_matches_numpy_indexing(backend, dtype):
-    rng = np.random.default_rng(11)
-    x = rng.integers(0, 1000, 257).astype(dtype)
-    index = rng.integers(0, 257, 1009).astype(np.int64)
-    try:
-        got = L.gather(x, index, backend=backend)
-    except UnsupportedFeature:
-        assert backend.id() == "wgpu" and np.dtype(dtype).itemsize == 8
-        return
-    assert got.dtype == x.dtype and got.tobytes() == x[index].tobytes()
+def test_gather_matches_numpy_indexing(backend, dtype, request):
+    rng = rng_for(request.node.name)
+    wg = workgroup_size(rng)
+    for n in sizes(rng, 2100):
+        x = rng.integers(0, 1000, int(rng.integers(1, 300))).astype(dtype)
+        index = rng.integers(0, x.size, n).astype(np.int64)
+        try:
+            got = L.gather(x, index, backend=backend, workgroup_size=wg)
+        except UnsupportedFeature:
+            assert backend.id() == "wgpu" and np.dtype(dtype).itemsize == 8
+            return
+        assert got.dtype == x.dtype and got.tobytes() == x[index].tobytes(), tag(n=n, wg=wg)
 
 
 def test_out_of_range_indices_are_refused(reference_backend):

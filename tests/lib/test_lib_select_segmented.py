@@ -9,35 +9,107 @@ import math
 import numpy as np
 import pytest
 from models import adversarial_f32, exact_sum_bits
+from props import rng_for, sizes, tag, workgroup_size
 
 import vyre.lib as L
 from vyre.driver import UnsupportedFeature
 from vyre.lib import LibError
 
 
-@pytest.mark.parametrize("n", [1, 61, 4097])
-def test_select_and_partition_are_stable(backend, n):
-    rng = np.random.default_rng(70 + n)
-    x = rng.standard_normal(n).astype(np.float32)
-    mask = rng.random(n) < 0.4
-    assert L.select(x, mask, backend=backend).tobytes() == x[mask].tobytes()
-    parted, count = L.partition(x, mask, backend=backend)
-    assert count == mask.sum() and parted.tobytes() == np.concatenate([x[mask], x[~mask]]).tobytes()
+def _wide_refused(backend, dtype) -> None:
+    assert backend.id() == "wgpu" and np.dtype(dtype).itemsize == 8
 
 
-def test_unique_rle_top_k(backend):
-    rng = np.random.default_rng(71)
-    x = rng.integers(-20, 20, 2001).astype(np.int32)
-    assert L.unique(x, backend=backend).tobytes() == np.unique(x).tobytes()
-    runs = np.repeat(rng.integers(0, 5, 300), rng.integers(1, 6, 300)).astype(np.uint32)
-    values, lengths = L.run_length_encode(runs, backend=backend)
-    starts = np.flatnonzero(np.concatenate([[True], runs[1:] != runs[:-1]]))
-    assert values.tobytes() == runs[starts].tobytes()
-    assert lengths.tobytes() == np.diff(np.append(starts, runs.size)).astype(np.uint32).tobytes()
-    for k in (1, 10, 2001):
-        tv, ti = L.top_k(x, k, backend=backend)
-        order = np.argsort(-x.astype(np.int64), kind="stable")[:k]      # ties: lowest index first
-        assert ti.tobytes() == order.astype(np.uint32).tobytes() and tv.tobytes() == x[order].tobytes()
+def _values(rng: np.random.Generator, dtype, n: int, spread: int | None = None) -> np.ndarray:
+    """``n`` values of ``dtype`` (f32: adversarial bits, NaNs and infinities included;
+    ``spread``: integers in a small range, so that many are equal)."""
+    if dtype is np.float32:
+        return adversarial_f32(rng, n).view(np.float32)
+    info = np.iinfo(dtype)
+    if spread is not None:
+        lo = -spread if info.min < 0 else 0
+        return rng.integers(lo, lo + 2 * spread, n).astype(dtype)
+    return rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64], ids=lambda d: np.dtype(d).name)
+def test_select_and_partition_are_stable(backend, dtype, request):
+    rng = rng_for(request.node.name)
+    wg = workgroup_size(rng)
+    for n in sizes(rng):
+        x = _values(rng, dtype, n)
+        mask = rng.random(n) < rng.random()
+        try:
+            got = L.select(x, mask, backend=backend, workgroup_size=wg)
+            parted, count = L.partition(x, mask, backend=backend, workgroup_size=wg)
+        except UnsupportedFeature:
+            return _wide_refused(backend, dtype)
+        assert got.dtype == x.dtype and got.tobytes() == x[mask].tobytes(), tag(n=n, wg=wg)
+        assert count == mask.sum() and parted.tobytes() == np.concatenate([x[mask], x[~mask]]).tobytes(), tag(n=n, wg=wg)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint64, np.int64], ids=lambda d: np.dtype(d).name)
+def test_unique_matches_numpy(backend, dtype, request):
+    rng = rng_for(request.node.name)
+    wg = workgroup_size(rng)
+    for n in sizes(rng, 600 if np.dtype(dtype).itemsize == 8 and backend.id() == "reference" else 2100):
+        x = _values(rng, dtype, n, spread=int(rng.integers(1, 3000)))
+        if n > 2 and np.dtype(dtype).itemsize == 8:
+            x[:2] = (np.iinfo(dtype).min, np.iinfo(dtype).max)          # keys that need all 64 bits
+        try:
+            got = L.unique(x, backend=backend, workgroup_size=wg)
+        except UnsupportedFeature:
+            return _wide_refused(backend, dtype)
+        assert got.dtype == x.dtype and got.tobytes() == np.unique(x).tobytes(), tag(n=n, wg=wg)
+
+
+def test_unique_refuses_floats_with_a_fix(reference_backend):
+    with pytest.raises(LibError) as err:
+        L.unique(np.zeros(3, np.float32), backend=reference_backend)
+    assert err.value.code == "L001" and "Fix:" in str(err.value)
+
+
+def test_run_length_encode(backend, request):
+    rng = rng_for(request.node.name)
+    wg = workgroup_size(rng)
+    for n in sizes(rng, 300):
+        runs = np.repeat(rng.integers(0, 5, n), rng.integers(1, 6, n)).astype(np.uint32)
+        values, lengths = L.run_length_encode(runs, backend=backend, workgroup_size=wg)
+        starts = np.flatnonzero(np.concatenate([[True], runs[1:] != runs[:-1]])) if runs.size else np.zeros(0, int)
+        assert values.tobytes() == runs[starts].tobytes(), tag(n=n, wg=wg)
+        assert lengths.tobytes() == np.diff(np.append(starts, runs.size)).astype(np.uint32).tobytes(), tag(n=n, wg=wg)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float32, np.uint64, np.int64], ids=lambda d: np.dtype(d).name)
+def test_top_k_is_the_largest_first_ties_to_the_lowest_index(backend, dtype, request):
+    """The model: numpy's stable argsort of the descending order key (f32 in IEEE totalOrder:
+    +NaN above +inf, -0 below +0); many equal values so that ties show."""
+    rng = rng_for(request.node.name)
+    wg = workgroup_size(rng)
+    wide = np.dtype(dtype).itemsize == 8
+    for j, n in enumerate(s for s in sizes(rng, 600 if wide and backend.id() == "reference" else 2100) if s):
+        x = _values(rng, dtype, n, spread=None if dtype is np.float32 else 40)
+        if dtype is np.float32:
+            x[: n // 3] = x[n // 3: 2 * (n // 3)]                          # equal floats too
+        order = np.argsort(~_order_key(x), kind="stable")                   # descending, ties by index
+        for k in ([1, int(rng.integers(1, n + 1)), n][j % 3],):            # one sort per size
+            try:
+                tv, ti = L.top_k(x, k, backend=backend, workgroup_size=wg)
+            except UnsupportedFeature:
+                return _wide_refused(backend, dtype)
+            want = order[:k]
+            assert ti.dtype == np.uint32 and ti.tobytes() == want.astype(np.uint32).tobytes(), tag(n=n, k=k, wg=wg)
+            assert tv.dtype == x.dtype and tv.tobytes() == x[want].tobytes(), tag(n=n, k=k, wg=wg)
+
+
+def _order_key(k: np.ndarray) -> np.ndarray:
+    """The unsigned integer whose order is the key order (f32: IEEE totalOrder)."""
+    if k.dtype == np.float32:
+        b = k.view(np.uint32)
+        return np.where(b >> 31 == 1, ~b, b | np.uint32(0x80000000)).astype(np.uint32)
+    if k.dtype.kind == "i":
+        return (k.view(np.dtype(f"u{k.itemsize}")) ^ (1 << (8 * k.itemsize - 1))).astype(f"u{k.itemsize}")
+    return k
 
 
 @pytest.mark.parametrize("dtype", [np.uint32, np.int32, np.int64], ids=lambda d: np.dtype(d).name)

@@ -1,11 +1,13 @@
 """vyre.lib.sort / argsort: stable, equal to numpy's stable sort of the order key on every
-backend (f32 keys in IEEE totalOrder: -NaN first, +NaN last, -0 before +0, subnormals kept)."""
+backend (f32 keys in IEEE totalOrder: -NaN first, +NaN last, -0 before +0, subnormals kept),
+for random sizes (0, 1, a prime, 2**k±1) and random workgroup sizes (tests/lib/props.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from models import adversarial_f32
+from props import rng_for, sizes, tag, workgroup_size
 
 import vyre.lib as L
 from vyre.driver import UnsupportedFeature
@@ -24,26 +26,38 @@ def _order_key(k: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("dtype", [np.uint32, np.int32, np.float32, np.uint64, np.int64],
                          ids=lambda d: np.dtype(d).name)
-def test_sort_and_argsort_are_stable_and_match_numpy(backend, dtype):
-    rng = np.random.default_rng(40)
-    for n in [1, 61, (257 if np.dtype(dtype).itemsize == 8 else 1009) if backend.id() == "reference" else 4097]:
-        if dtype is np.float32:
-            keys = adversarial_f32(rng, n).view(np.float32)
-        else:
-            info = np.iinfo(dtype)
-            keys = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
-            keys[: n // 2] = keys[n // 2: 2 * (n // 2)]          # many equal keys: stability shows
+def test_sort_and_argsort_are_stable_and_match_numpy(backend, dtype, request):
+    """Random sizes (0 included), a random workgroup size, many equal keys (stability
+    shows); f32 keys adversarial (±0, subnormals, infinities, NaNs of both signs)."""
+    rng = rng_for(request.node.name)
+    wg = workgroup_size(rng)
+    cap = (600 if np.dtype(dtype).itemsize == 8 else 1500) if backend.id() == "reference" else 5000
+    drawn = sizes(rng, cap)
+    for n in drawn:
+        keys = _keys(rng, dtype, n)
         order = np.argsort(_order_key(keys), kind="stable")
         values = rng.integers(0, 2**31, n).astype(np.int32)
         try:
-            got_keys, got_values = L.sort(keys, values, backend=backend, workgroup_size=48 if n == 61 else None)
-            got_idx = L.argsort(keys, backend=backend)
+            got_keys, got_values = L.sort(keys, values, backend=backend, workgroup_size=wg)
+            # argsort is the same passes with indices for values: one size (the largest) shows it
+            got_idx = L.argsort(keys, backend=backend, workgroup_size=wg) if n == drawn[-1] else order.astype(np.uint32)
         except UnsupportedFeature:
             assert backend.id() == "wgpu" and np.dtype(dtype).itemsize == 8
             return
-        assert got_keys.dtype == keys.dtype and got_keys.tobytes() == keys[order].tobytes(), n
-        assert got_values.tobytes() == values[order].tobytes(), n
-        assert got_idx.dtype == np.uint32 and got_idx.tobytes() == order.astype(np.uint32).tobytes(), n
+        assert got_keys.dtype == keys.dtype and got_keys.tobytes() == keys[order].tobytes(), tag(n=n, wg=wg)
+        assert got_values.tobytes() == values[order].tobytes(), tag(n=n, wg=wg)
+        assert got_idx.dtype == np.uint32 and got_idx.tobytes() == order.astype(np.uint32).tobytes(), tag(n=n, wg=wg)
+
+
+def _keys(rng: np.random.Generator, dtype, n: int) -> np.ndarray:
+    """Random keys of ``dtype``, the first half repeating the second (equal keys)."""
+    if dtype is np.float32:
+        keys = adversarial_f32(rng, n).view(np.float32)
+    else:
+        info = np.iinfo(dtype)
+        keys = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+    keys[: n // 2] = keys[n // 2: 2 * (n // 2)]
+    return keys
 
 
 def test_f32_total_order(backend):

@@ -21,9 +21,13 @@ from .errors import LibError
 
 _NP_TO_DT = {np.dtype(np.uint32): DataType.U32, np.dtype(np.int32): DataType.I32,
              np.dtype(np.uint64): DataType.U64, np.dtype(np.int64): DataType.I64,
-             np.dtype(np.float32): DataType.F32, np.dtype(np.float16): DataType.F16}
+             np.dtype(np.float32): DataType.F32, np.dtype(np.float16): DataType.F16,
+             np.dtype(np.uint8): DataType.U8, np.dtype(np.int8): DataType.I8,
+             np.dtype(np.uint16): DataType.U16, np.dtype(np.int16): DataType.I16}
 NUMERIC = (DataType.U32, DataType.I32, DataType.U64, DataType.I64, DataType.F32, DataType.F16,
            DataType.BF16)
+# 8- and 16-bit integers (S26 storage: a load widens to u32/i32): the reductions take them
+NARROW = (DataType.U8, DataType.I8, DataType.U16, DataType.I16)
 
 
 @dataclass
@@ -99,12 +103,7 @@ def _torch_host(t: Any) -> np.ndarray:
 
 
 def _torch_dtype(t: Any) -> DataType | None:
-    import torch
-
-    return {torch.uint32 if hasattr(torch, "uint32") else None: DataType.U32,
-            torch.int32: DataType.I32, torch.int64: DataType.I64, torch.float32: DataType.F32,
-            torch.float16: DataType.F16, torch.bfloat16: DataType.BF16,
-            getattr(torch, "uint64", None): DataType.U64}.get(t.dtype)
+    return next((d for d in (*NUMERIC, *NARROW) if torch_dtype(d) == t.dtype), None)
 
 
 def as_arr(x: Any, name: str) -> Arr:
@@ -114,7 +113,8 @@ def as_arr(x: Any, name: str) -> Arr:
         dt = _torch_dtype(x)
         if dt is None:
             raise LibError("L001", f"{name} is a torch tensor of {x.dtype}.",
-                           "pass uint32/int32/int64/float32/float16/bfloat16 data.")
+                           "pass uint32/int32/int64/float32/float16/bfloat16 data (8- and 16-bit "
+                           "integers for sum, min and max).")
         _vector(x.dim(), tuple(x.shape), name)
         if x.is_cuda:
             return Arr("torch", dt, int(x.numel()), x.contiguous(), True, x)
@@ -146,7 +146,7 @@ def _np_dtype(dt: np.dtype, name: str) -> DataType:
     if got is None:
         raise LibError("L001", f"{name} is a {dt} array.",
                        "pass uint32, int32, uint64, int64, float32 or float16 data (bfloat16 "
-                       "through torch or ml_dtypes).")
+                       "through torch or ml_dtypes; 8- and 16-bit integers for sum, min and max).")
     return got
 
 
@@ -219,6 +219,24 @@ def device_like(out: Any, like: Arr, dtype: DataType) -> Any:
     return out
 
 
+def torch_dtype(dtype: DataType) -> Any:
+    """The torch dtype of ``dtype``'s elements (16-bit floats: their own)."""
+    import torch
+
+    return {DataType.U32: getattr(torch, "uint32", None), DataType.I32: torch.int32, DataType.I64: torch.int64,
+            DataType.U64: getattr(torch, "uint64", None), DataType.F32: torch.float32,
+            DataType.F16: torch.float16, DataType.BF16: torch.bfloat16, DataType.U8: torch.uint8,
+            DataType.I8: torch.int8, DataType.U16: getattr(torch, "uint16", None),
+            DataType.I16: torch.int16}[dtype]
+
+
+def device_cast(values: Any, like: Arr, dtype: DataType) -> Any:
+    """u32/i32 values on the device (in range) as the caller's 8- or 16-bit integers."""
+    if like.kind == "cupy":
+        return values.astype(dtype.host)
+    return values.to(torch_dtype(dtype))
+
+
 def device_half(words: Any, like: Arr, dtype: DataType) -> Any:
     """u32 words on the device, each holding 16-bit float bits, as the caller's 16-bit array."""
     if like.kind == "cupy":
@@ -251,5 +269,5 @@ def scalar(result: Any, like: Arr, dtype: DataType) -> Any:
     return result.reshape(())
 
 
-__all__ = ["NUMERIC", "Arr", "as_arr", "device_half", "device_like", "host_dtype", "packed_words", "require", "result",
-           "scalar", "to_kind"]
+__all__ = ["NARROW", "NUMERIC", "Arr", "as_arr", "device_cast", "device_half", "device_like", "host_dtype", "packed_words", "require", "result",
+           "scalar", "to_kind", "torch_dtype"]

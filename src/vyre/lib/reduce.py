@@ -22,7 +22,19 @@ from vyre.ir import AtomicOp, BinOp, BufferDecl, DataType, Expr, Node, Program
 from vyre.ir import superacc as sa
 
 from . import columns
-from .arrays import NUMERIC, Arr, as_arr, device_half, device_like, require, scalar, to_kind
+from .arrays import (
+    NARROW,
+    NUMERIC,
+    Arr,
+    as_arr,
+    device_cast,
+    device_half,
+    device_like,
+    require,
+    scalar,
+    to_kind,
+    torch_dtype,
+)
 from .errors import LibError
 from .kernels import (
     LID,
@@ -50,12 +62,13 @@ _NAN_KEY = {BinOp.MIN: 0, BinOp.MAX: 0x20000}
 
 def _identity(dtype: DataType, op: BinOp) -> Expr:
     if op is BinOp.ADD:
-        return Expr.lit(dtype, 0)
+        return Expr.lit(dtype.value_type, 0)
     if dtype is DataType.F32:
         return Expr.f32(float("inf") if op is BinOp.MIN else float("-inf"))
     if dtype.is_integer:
+        # narrow types (S26) have no literals: their bounds as the u32/i32 a load widens to
         info = np.iinfo(dtype.host)
-        return Expr.lit(dtype, int(info.max) if op is BinOp.MIN else int(info.min))
+        return Expr.lit(dtype.value_type, int(info.max) if op is BinOp.MIN else int(info.min))
     raise AssertionError(dtype)
 
 
@@ -84,14 +97,15 @@ EXACT_UNROLL = 4  # the same for exact sums (each item takes more registers)
 @functools.cache
 def tree_program(dtype: DataType, op: BinOp, wg: int, first: bool, final: bool, unroll: int = UNROLL,
                  merge: bool = False) -> Program:
-    """One pass of an integer/f32 reduction (or of a 16-bit float min/max on keys): each
+    """One pass of an integer/f32 reduction (or of a 16-bit float min/max on keys; 8- and
+    16-bit integers accumulate in the u32/i32 their loads widen to): each
     workgroup reduces its grid-stride share of ``x`` into ``out[wgid]``, ``unroll`` loads in
     flight per invocation (`strided_rounds`). ``first``: ``x`` is the caller's data (16-bit
     floats are mapped to keys); ``final``: write the result (16-bit floats: their bits) to
     ``out[0]``; ``merge`` (32-bit integer sums): every workgroup adds its total to ``out[0]``
     with an atomic (wrapping, so the order cannot matter): one pass."""
     half = dtype.is_half
-    acc_t = U if half else dtype
+    acc_t = U if half else dtype.value_type
     src_t = storage(dtype) if first else acc_t
     ident = Expr.u32(0xFFFFFFFF if op is BinOp.MIN else 0) if half else _identity(dtype, op)
     combine = binop(op)
@@ -116,6 +130,57 @@ def tree_program(dtype: DataType, op: BinOp, wg: int, first: bool, final: bool, 
                                            if merge else Node.store("out", WGID, result)])]
     return Program.wrapped([BufferDecl.read("x", 0, src_t), prm(1), BufferDecl.output("out", 2, out_t),
                             BufferDecl.workgroup("s", wg, acc_t)], wg, body)
+
+
+def _carry_add(lo: Expr, hi: Expr, b_lo: Expr, b_hi: Expr) -> tuple[Expr, Expr]:
+    """The two u32 words of the 64-bit sum ``(hi:lo) + (b_hi:b_lo)``, ``lo`` and ``hi`` the
+    names' current values (low word first: assign the low word last)."""
+    s = lo + b_lo
+    return s, hi + b_hi + Expr.select(s.lt(lo), Expr.u32(1), Expr.u32(0))
+
+
+@functools.cache
+def wide_sum_program(dtype: DataType, wg: int, first: bool, unroll: int = UNROLL) -> Program:
+    """One pass of the sum of 8- or 16-bit integers (S26 storage), as 64 bits (numpy's rule:
+    ``np.sum`` of int8 is int64, of uint8 uint64), from u32 words only, so every backend runs
+    it. ``first``: each invocation sums its grid-stride share of the caller's ``x`` in the
+    u32/i32 its loads widen to (at most 2**14 + ``unroll`` items of at most 2**16: it cannot
+    wrap), then sign-extends it; otherwise ``x`` holds the previous pass's partials, two words
+    each (low, high), added with a carry. The workgroup adds its invocations' pairs with a
+    carry and writes its total to ``out[2 wgid]`` (low) and ``out[2 wgid + 1]`` (high)."""
+    lo, hi = Expr.var("lo"), Expr.var("hi")
+    zero = Expr.u32(0)
+    if first:
+        acc = Expr.var("acc")
+        body = [Node.let_bind("acc", Expr.lit(dtype.value_type, 0)),
+                *strided_rounds(unroll, lambda i: Expr.load("x", i), None,
+                                lambda items: [Node.assign("acc", acc + balanced(items, lambda a, b: a + b))]),
+                Node.let_bind("lo", Expr.bitcast(U, acc)),
+                Node.let_bind("hi", Expr.select(acc.lt(Expr.i32(0)), Expr.u32(0xFFFFFFFF), zero)
+                              if dtype.is_signed else zero)]
+        src_t = dtype
+    else:
+        new_lo, new_hi = _carry_add(lo, hi, Expr.var("p_lo"), Expr.var("p_hi"))
+        body = [Node.let_bind("lo", zero), Node.let_bind("hi", zero),
+                *grid_stride(lambda i: [Node.let_bind("p_lo", Expr.load("x", i * 2)),
+                                        Node.let_bind("p_hi", Expr.load("x", i * 2 + 1)),
+                                        Node.assign("hi", new_hi), Node.assign("lo", new_lo)])]
+        src_t = U
+    body += [Node.store("s", LID, lo), Node.store("t", LID, hi), Node.barrier()]
+    h = 1
+    while h * 2 < wg:
+        h *= 2
+    while h >= 1:
+        a_lo, a_hi = Expr.load("s", LID), Expr.load("t", LID)
+        w_lo, w_hi = _carry_add(a_lo, a_hi, Expr.load("s", LID + h), Expr.load("t", LID + h))
+        body += [Node.if_(LID.lt(h).and_((LID + h).lt(wg)), [
+            Node.let_bind(f"n_hi{h}", w_hi), Node.store("s", LID, w_lo), Node.store("t", LID, Expr.var(f"n_hi{h}"))]),
+            Node.barrier()]
+        h //= 2
+    body.append(Node.if_(LID.eq(zero), [Node.store("out", WGID * 2, Expr.load("s", zero)),
+                                        Node.store("out", WGID * 2 + 1, Expr.load("t", zero))]))
+    return Program.wrapped([BufferDecl.read("x", 0, src_t), prm(1), BufferDecl.output("out", 2, U),
+                            BufferDecl.workgroup("s", wg, U), BufferDecl.workgroup("t", wg, U)], wg, body)
 
 
 @functools.cache
@@ -206,24 +271,33 @@ def _scalar_out(r: Runner, raw: Any, like: Arr, dtype: DataType) -> Any:
         vals = raw[:1]
         if dtype.is_half:
             vals = vals.astype(np.uint16)
+        elif dtype.storage_only:
+            vals = vals.astype(dtype.host)       # the u32/i32 a narrow min/max computed in
         elif dtype is DataType.F32 and vals.dtype == np.uint32:
             vals = vals.view(np.float32)
+        elif dtype.is_wide and vals.dtype == np.uint32:
+            vals = raw[:2].view(dtype.host)      # the two words of a narrow sum
         return scalar(to_kind(vals.copy(), like, dtype), like, dtype)
     if dtype.is_half:
         out = device_half(device_like(raw, like, DataType.U32), like, dtype)
+    elif dtype.storage_only:
+        out = device_cast(device_like(raw, like, dtype.value_type), like, dtype)
     elif dtype is DataType.F32 and raw.dtype is DataType.U32:
-        out = _device_view(device_like(raw, like, DataType.U32), like, np.float32)
+        out = _device_view(device_like(raw, like, DataType.U32), like, dtype)
+    elif dtype.is_wide and raw.dtype is DataType.U32:
+        out = _device_view(device_like(raw, like, DataType.U32)[:2], like, dtype)
     else:
         out = device_like(raw, like, dtype)
     return scalar(out[:1], like, dtype)
 
 
-def _device_view(words: Any, like: Arr, np_dtype: Any) -> Any:
+def _device_view(words: Any, like: Arr, dtype: DataType) -> Any:
+    """u32 words on the device as ``dtype`` (f32, or u64/i64 from word pairs)."""
     if like.kind == "cupy":
-        return words.view(np_dtype)
+        return words.view(dtype.host)
     import torch
 
-    return words.view(torch.int32).view(torch.float32)
+    return words.view(torch.int32).view(torch_dtype(dtype))
 
 
 def _two_pass(r: Runner, make: Any, inputs: list, n: int, like: Arr, dtype: DataType,
@@ -245,15 +319,41 @@ def _two_pass(r: Runner, make: Any, inputs: list, n: int, like: Arr, dtype: Data
     return _scalar_out(r, out, like, dtype)
 
 
+def sum_type(dtype: DataType) -> DataType:
+    """The type of a sum (numpy's rule on 64-bit Linux): 8- and 16-bit integers sum to i64
+    (signed) or u64 (unsigned), every other type to itself."""
+    if dtype.storage_only:
+        return DataType.I64 if dtype.is_signed else DataType.U64
+    return dtype
+
+
+def _narrow_sum(r: Runner, a: Arr) -> Any:
+    """The exact sum of 8- or 16-bit integers as u64/i64 (`wide_sum_program`; never wraps:
+    fewer than 2**32 values of at most 16 bits)."""
+    wide = sum_type(a.dtype)
+    g = r.groups(a.n)
+    T = g * r.wg
+    u = UNROLL if rounds_fit(a.n, T, UNROLL) else 1
+    first = [_source(a), params(a.n, T, -(-a.n // (T * u)))]
+    if g == 1:
+        out = r.run(wide_sum_program(a.dtype, r.wg, True, u), first, 1, 2, keep=a.on_device)[0]
+    else:
+        part = r.run(wide_sum_program(a.dtype, r.wg, True, u), first, g, 2 * g)[0]
+        out = r.run(wide_sum_program(U, r.wg, False, 1), [part, params(g, r.wg, -(-g // r.wg))], 1, 2,
+                    keep=a.on_device)[0]
+    return _scalar_out(r, out, a, wide)
+
+
 def _reduce(x: Any, op: BinOp, name: str, backend: Any, workgroup_size: int | None) -> Any:
     a = as_arr(x, "x")
-    require(a, NUMERIC, f"vyre.lib.{name}")
+    require(a, NUMERIC + NARROW, f"vyre.lib.{name}")
     if a.n == 0:
         if op is not BinOp.ADD:
             raise LibError("L003", f"vyre.lib.{name} of an empty array has no value.",
                            "check x.size before the call (min and max need at least one element).")
-        zero = np.zeros(1, a.dtype.storage if a.dtype.is_half else a.dtype.host)
-        return scalar(to_kind(zero, a, a.dtype), a, a.dtype)
+        t = sum_type(a.dtype)
+        zero = np.zeros(1, t.storage if t.is_half else t.host)
+        return scalar(to_kind(zero, a, t), a, t)
     r = Runner(backend, workgroup_size)
     if op is BinOp.ADD and a.dtype.is_float:
         fmt = sa.FORMATS[a.dtype]
@@ -266,6 +366,9 @@ def _reduce(x: Any, op: BinOp, name: str, backend: Any, workgroup_size: int | No
         return _two_pass(r, make_sum, [_source(a)], a.n, a, a.dtype, columns.LAYOUT.digits + 1,
                          wg=r.fit(columns.BYTES), unroll=EXACT_UNROLL, per_max=sa.LOCAL_HEADROOM - EXACT_UNROLL)
 
+    if op is BinOp.ADD and a.dtype.storage_only:
+        return _narrow_sum(r, a)
+
     if op is BinOp.ADD and a.dtype in (U, I):
         # one pass: workgroup totals meet in out[0] through a wrapping integer atomic
         g = r.groups(a.n)
@@ -276,13 +379,15 @@ def _reduce(x: Any, op: BinOp, name: str, backend: Any, workgroup_size: int | No
         return _scalar_out(r, out, a, a.dtype)
 
     def make(first: bool, final: bool, wg: int, unroll: int) -> Program:
-        return tree_program(a.dtype, op, wg, first, final, unroll)
+        # later passes read partials of the type the first computed in (narrow: u32/i32)
+        return tree_program(a.dtype if first else a.dtype.value_type, op, wg, first, final, unroll)
 
     return _two_pass(r, make, [_source(a)], a.n, a, a.dtype, 1, unroll=UNROLL)
 
 
 def sum(x: Any, *, backend: Any = None, workgroup_size: int | None = None) -> Any:
-    """The sum of a 1-D array. Integers wrap in their type (S1); floats (f32, f16, bf16) are
+    """The sum of a 1-D array. 32- and 64-bit integers wrap in their type (S1); 8- and
+    16-bit ones sum exactly to i64/u64 (numpy's rule, `sum_type`); floats (f32, f16, bf16) are
     the exact sum rounded once to the array's type (S34: order-, workgroup- and
     device-independent; NaN if any NaN or both infinities; an exact zero is +0)."""
     return _reduce(x, BinOp.ADD, "sum", backend, workgroup_size)
@@ -318,4 +423,4 @@ def dot(x: Any, y: Any, *, backend: Any = None, workgroup_size: int | None = Non
     return _two_pass(r, make, inputs, a.n, a, DataType.F32, sa.DOT.digits + 1)
 
 
-__all__ = ["dot", "exact_program", "max", "min", "sum", "tree_program"]
+__all__ = ["dot", "exact_program", "max", "min", "sum", "sum_type", "tree_program", "wide_sum_program"]

@@ -91,12 +91,14 @@ class Runner:
             keep: bool = True) -> list[Any]:
         """Dispatch ``program`` over ``groups`` workgroups with runtime-sized outputs of
         ``elements``. ``keep``: leave the outputs on the device where the backend can (they
-        come back as `DeviceOutput`s), else host numpy arrays of each output's type."""
+        come back as `DeviceOutput`s), else read-only host numpy arrays of each output's type."""
         cfg = DispatchConfig(grid_override=(int(groups), 1, 1), dispatch_elements=max(1, int(elements)))
         if keep and self.device:
             return list(self.backend.dispatch_device(program, list(inputs), cfg))
         raw = self.backend.dispatch(program, list(inputs), cfg)
-        return [np.frombuffer(bytearray(r), dtype=_np(d.dtype)) for r, d in zip(raw, program.outputs)]
+        # read-only views of the returned bytes, no copy: intermediates only feed later passes,
+        # and a result is copied once where it is handed to the caller (`vyre.lib.arrays.result`)
+        return [np.frombuffer(r, dtype=_np(d.dtype)) for r, d in zip(raw, program.outputs)]
 
 
     def read_u32(self, x: Any, index: int) -> int:

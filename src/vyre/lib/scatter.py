@@ -254,7 +254,8 @@ def index_add(target: Any, index: Any, values: Any, *, backend: Any = None,
                        "pass one index per value.")
     if t.n == 0 and i.n:
         raise _bad_index("vyre.lib.index_add", 0)
-    if i.n == 0:
+    if i.n == 0 and (t.n == 0 or not t.dtype.is_float):
+        # (floats still run: S34 rounds each slot's initial value, as it does with contributions)
         if t.on_device:
             return t.original.clone() if t.kind == "torch" else t.original.copy()
         return to_kind(t.host().copy(), t, t.dtype)

@@ -1,0 +1,46 @@
+"""Seeded random draws for the vyre.lib property tests: sizes and workgroup sizes.
+
+Every test draws from its own generator, seeded by the session seed and the test's name, so a
+failure replays: each assertion message carries ``seed=...``; rerun with
+``VYRE_LIB_SEED=<seed>``. Without it the seed is new every session (the draws explore).
+
+Each draw is small on purpose: on OpenCL and wgpu every new workgroup size (or program shape)
+is a compile, so a test draws one workgroup size and a handful of sizes that always include
+the adversarial ones (0, 1, a prime, 2**k - 1 and 2**k + 1).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import zlib
+
+import numpy as np
+
+SEED = int(os.environ.get("VYRE_LIB_SEED") or random.SystemRandom().randrange(2**31))
+_PRIMES = [p for p in range(2, 6000) if all(p % d for d in range(2, int(p**0.5) + 1))]
+
+
+def rng_for(name: str) -> np.random.Generator:
+    """The generator of one test (``name``: its name and parameters)."""
+    return np.random.default_rng([SEED, zlib.crc32(name.encode())])
+
+
+def sizes(rng: np.random.Generator, cap: int = 5000) -> list[int]:
+    """0, 1, a prime, 2**k - 1 and 2**k + 1 (one random k), all at most ``cap``."""
+    k = int(rng.integers(2, max(3, cap.bit_length() - 1)))
+    prime = int(rng.choice([p for p in _PRIMES if p <= cap]))
+    return sorted({0, 1, prime, 2**k - 1, min(cap, 2**k + 1)})
+
+
+def workgroup_size(rng: np.random.Generator, most: int = 256) -> int:
+    """One workgroup size in 1..``most`` (WebGPU guarantees 256 invocations)."""
+    return int(rng.integers(1, most + 1))
+
+
+def tag(**what: object) -> str:
+    """An assertion message naming the draw and the seed that replays it."""
+    return ", ".join(f"{k}={v}" for k, v in what.items()) + f", seed={SEED}"
+
+
+__all__ = ["SEED", "rng_for", "sizes", "tag", "workgroup_size"]
