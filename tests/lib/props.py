@@ -2,7 +2,9 @@
 
 Every test draws from its own generator, seeded by the session seed and the test's name, so a
 failure replays: each assertion message carries ``seed=...``; rerun with
-``VYRE_LIB_SEED=<seed>``. Without it the seed is new every session (the draws explore).
+``VYRE_LIB_SEED=<seed>``. Without it the seed is fixed, so `make test` is the same run every
+time (and its compiled programs come from the caches); ``VYRE_LIB_SEED=random`` draws a new
+seed to explore.
 
 Each draw is small on purpose: on OpenCL and wgpu every new workgroup size (or program shape)
 is a compile, so a test draws one workgroup size and a handful of sizes that always include
@@ -17,7 +19,8 @@ import zlib
 
 import numpy as np
 
-SEED = int(os.environ.get("VYRE_LIB_SEED") or random.SystemRandom().randrange(2**31))
+_ASKED = os.environ.get("VYRE_LIB_SEED", "")
+SEED = random.SystemRandom().randrange(2**31) if _ASKED == "random" else int(_ASKED or 20261126)
 _PRIMES = [p for p in range(2, 6000) if all(p % d for d in range(2, int(p**0.5) + 1))]
 
 
