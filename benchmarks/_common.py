@@ -1,4 +1,5 @@
-"""Shared benchmark plumbing: timing helpers and JSON output (numbers, machine, versions)."""
+"""Shared benchmark plumbing: timing helpers and JSON output (numbers, machine, versions, git
+commit, device)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import argparse
 import json
 import platform
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -48,9 +51,43 @@ def per_call_ns(fn: Callable[[], object], calls: int, sync: Callable[[], object]
     return statistics.median(out)
 
 
-def emit(name: str, results: dict, path: Path | None) -> None:
+def git_commit() -> str:
+    """``git rev-parse --short HEAD`` of the checkout these benchmarks live in, or "unknown"
+    outside a checkout (or without git)."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).resolve().parent,
+                             capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
+
+
+def gpu_name() -> str | None:
+    """Name of the CUDA device the benchmark used, when it imported CuPy or cuda.core (never
+    imports either itself, so CPU-only benchmarks start no CUDA context); None otherwise."""
+    try:
+        if "cupy" in sys.modules:
+            cupy = sys.modules["cupy"]
+            name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
+            return name.decode() if isinstance(name, bytes) else str(name)
+        if "cuda.core" in sys.modules:
+            return str(sys.modules["cuda.core"].Device().name)
+    except Exception:  # the name is optional metadata: no device, no name
+        return None
+    return None
+
+
+def emit(name: str, results: dict, path: Path | None, device: str | None = None) -> None:
+    """Print the results as JSON (and write them to ``path``) with what produced them: machine,
+    Python, time, git commit and the device. ``device`` names the OpenCL/wgpu device when the
+    benchmark passes it; otherwise a ``device``/``adapter`` entry of the results, else the CUDA
+    device of an imported CuPy/cuda.core; absent when none is known."""
     doc = {"benchmark": name, "machine": platform.node(), "python": platform.python_version(),
-           "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "results": results}
+           "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": git_commit()}
+    found = device or results.get("device") or results.get("adapter") or gpu_name()
+    if found:
+        doc["device"] = str(found)
+    doc["results"] = results
     text = json.dumps(doc, indent=1, default=float)
     print(text)
     if path:
