@@ -115,3 +115,14 @@ def adversarial_f32(rng: np.random.Generator, n: int, specials: bool = True) -> 
         exp = (out >> 23) & 0xFF
         out = np.where(exp == 255, out & 0x807FFFFF, out).astype(np.uint32)
     return out
+
+
+def order_key(k: np.ndarray) -> np.ndarray:
+    """The unsigned integer whose order is the key order (f32: IEEE totalOrder; signed
+    integers: the sign bit flipped). numpy only: the model of every sort, top-k and unique."""
+    if k.dtype == np.float32:
+        b = k.view(np.uint32)
+        return np.where(b >> 31 == 1, ~b, b | np.uint32(0x80000000)).astype(np.uint32)
+    if k.dtype.kind == "i":
+        return (k.view(np.dtype(f"u{k.itemsize}")) ^ (1 << (8 * k.itemsize - 1))).astype(f"u{k.itemsize}")
+    return k

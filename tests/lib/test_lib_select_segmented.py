@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from models import adversarial_f32, exact_sum_bits
+from models import adversarial_f32, exact_sum_bits, order_key
 from props import rng_for, sizes, tag, workgroup_size
 
 import vyre.lib as L
@@ -91,7 +91,7 @@ def test_top_k_is_the_largest_first_ties_to_the_lowest_index(backend, dtype, req
         x = _values(rng, dtype, n, spread=None if dtype is np.float32 else 40)
         if dtype is np.float32:
             x[: n // 3] = x[n // 3: 2 * (n // 3)]                          # equal floats too
-        order = np.argsort(~_order_key(x), kind="stable")                   # descending, ties by index
+        order = np.argsort(~order_key(x), kind="stable")                   # descending, ties by index
         for k in ([1, int(rng.integers(1, n + 1)), n][j % 3],):            # one sort per size
             try:
                 tv, ti = L.top_k(x, k, backend=backend, workgroup_size=wg)
@@ -101,15 +101,6 @@ def test_top_k_is_the_largest_first_ties_to_the_lowest_index(backend, dtype, req
             assert ti.dtype == np.uint32 and ti.tobytes() == want.astype(np.uint32).tobytes(), tag(n=n, k=k, wg=wg)
             assert tv.dtype == x.dtype and tv.tobytes() == x[want].tobytes(), tag(n=n, k=k, wg=wg)
 
-
-def _order_key(k: np.ndarray) -> np.ndarray:
-    """The unsigned integer whose order is the key order (f32: IEEE totalOrder)."""
-    if k.dtype == np.float32:
-        b = k.view(np.uint32)
-        return np.where(b >> 31 == 1, ~b, b | np.uint32(0x80000000)).astype(np.uint32)
-    if k.dtype.kind == "i":
-        return (k.view(np.dtype(f"u{k.itemsize}")) ^ (1 << (8 * k.itemsize - 1))).astype(f"u{k.itemsize}")
-    return k
 
 
 @pytest.mark.parametrize("dtype", [np.uint32, np.int32, np.int64], ids=lambda d: np.dtype(d).name)

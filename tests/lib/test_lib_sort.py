@@ -6,22 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from models import adversarial_f32
+from models import adversarial_f32, order_key
 from props import rng_for, sizes, tag, workgroup_size
 
 import vyre.lib as L
 from vyre.driver import UnsupportedFeature
 from vyre.lib import LibError
-
-
-def _order_key(k: np.ndarray) -> np.ndarray:
-    """The unsigned integer whose order is the key order (numpy only)."""
-    if k.dtype == np.float32:
-        b = k.view(np.uint32)
-        return np.where(b >> 31 == 1, ~b, b | np.uint32(0x80000000)).astype(np.uint32)
-    if k.dtype.kind == "i":
-        return (k.view(np.dtype(f"u{k.itemsize}")) ^ (1 << (8 * k.itemsize - 1))).astype(f"u{k.itemsize}")
-    return k
 
 
 @pytest.mark.parametrize("dtype", [np.uint32, np.int32, np.float32, np.uint64, np.int64],
@@ -35,7 +25,7 @@ def test_sort_and_argsort_are_stable_and_match_numpy(backend, dtype, request):
     drawn = sizes(rng, cap)
     for n in drawn:
         keys = _keys(rng, dtype, n)
-        order = np.argsort(_order_key(keys), kind="stable")
+        order = np.argsort(order_key(keys), kind="stable")
         values = rng.integers(0, 2**31, n).astype(np.int32)
         try:
             got_keys, got_values = L.sort(keys, values, backend=backend, workgroup_size=wg)
