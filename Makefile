@@ -6,17 +6,24 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # Mesa's Vulkan and GL drivers want a runtime dir; headless CI has none
 export XDG_RUNTIME_DIR ?= /tmp
 
-.PHONY: demo test system lint bench clean
+.PHONY: demo test system lint bench clean conform-opencl conform-wgpu
 
 demo: system $(VENV)/.stamp-base
 	$(BIN)/vyre demo
 
+# the suite in PYTEST_WORKERS processes (pytest-xdist): most tests compile or interpret on one
+# core, so two workers keep a 2-core machine busy
+PYTEST_WORKERS ?= 2
+
 test: system $(VENV)/.stamp-test
 	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/lint-imports
-	$(BIN)/vyre conform --backend opencl --random 200 --seed 1 --cert-dir .conform/certs --repro-dir .conform/repros
-	$(BIN)/vyre conform --backend wgpu --random 200 --seed 1 --cert-dir .conform/certs --repro-dir .conform/repros
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(MAKE) --no-print-directory -j2 --output-sync=target conform-opencl conform-wgpu
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS)
+
+# conformance on the two CPU backends, side by side (each compiles on one core)
+conform-opencl conform-wgpu: conform-%: $(VENV)/.stamp-test
+	$(BIN)/vyre conform --backend $* --random 200 --seed 1 --cert-dir .conform/certs --repro-dir .conform/repros
 
 # PoCL (OpenCL on the CPU) and lavapipe (Vulkan on the CPU, for wgpu) from Debian: the
 # PyPI-only PoCL cannot build kernels here.

@@ -46,5 +46,28 @@ def test_conformance_generates_every_type_for_wgpu(wgpu):
         # a CPU adapter compiles pow's and atan2's kernels for many seconds each: its random
         # programs leave them to their own tests and carry one correctly rounded call each
         assert left_out == SLOW_ON_CPU_ADAPTERS == {"pow", "atan2"} and opts.max_transcendentals == 1
+        assert opts.transcendental_share == 0.25
     else:
         assert not left_out
+
+
+def test_a_transcendental_share_leaves_the_other_programs_as_they_were():
+    """Programs that may call correctly rounded functions are the ones they were without a
+    share (its draw has a stream of its own); the others call none, and every function still
+    appears in a 200-program run."""
+    from vyre.conform.generator import GenOptions, random_program
+    from vyre.ir import fingerprint
+
+    full, shared = GenOptions(), GenOptions(transcendental_share=0.25)
+    names = {op.value for op in TRANSCENDENTAL}
+    allowed, seen = 0, set()
+    for seed in range(200):
+        p, _ = random_program(seed, shared)
+        used = {o.rsplit(".", 1)[-1] for o in p.facts.op_set} & names
+        q, _ = random_program(seed, full)
+        if fingerprint(p) == fingerprint(q):
+            allowed += 1
+        else:
+            assert not used, seed
+        seen |= used
+    assert 25 <= allowed <= 100 and len(seen) >= 12, (allowed, sorted(seen))
