@@ -88,15 +88,21 @@ def rounds_fit(n: int, invocations: int, unroll: int) -> bool:
 def tree(shared: str, wg: int, combine: Callable[[Expr, Expr], Expr]) -> list[Node]:
     """Combine ``shared[0..wg)`` into ``shared[0]`` (any workgroup size: a pairwise tree over
     the next power of two, skipping missing partners). Ends with a barrier."""
+    return pairwise(wg, lambda partner, h: [
+        Node.store(shared, LID, combine(Expr.load(shared, LID), Expr.load(shared, partner)))])
+
+
+def pairwise(wg: int, fold: Callable[[Expr, int], list[Node]]) -> list[Node]:
+    """The steps of a pairwise tree over the workgroup's lanes (the next power of two, skipping
+    missing partners): ``fold(partner, h)`` gives the statements that fold lane ``partner`` =
+    ``lid + h`` into lane ``lid``; a barrier before the first step and after each."""
     out: list[Node] = [Node.barrier()]
     h = 1
     while h * 2 < wg:
         h *= 2
     while h >= 1:
         partner = LID + h
-        out += [Node.if_(LID.lt(h).and_(partner.lt(wg)), [
-            Node.store(shared, LID, combine(Expr.load(shared, LID), Expr.load(shared, partner)))]),
-            Node.barrier()]
+        out += [Node.if_(LID.lt(h).and_(partner.lt(wg)), fold(partner, h)), Node.barrier()]
         h //= 2
     return out
 
@@ -164,4 +170,4 @@ def binop(op: BinOp) -> Callable[[Expr, Expr], Expr]:
 
 
 __all__ = ["EXTRA", "GID", "LID", "N", "PER", "T", "WGID", "balanced", "binop", "element", "f16_to_f32_bits", "grid_stride",
-           "lane_words", "own", "pad32", "padded", "ping_pong_scan", "prm", "rounds", "rounds_fit", "storage", "strided_rounds", "tree"]
+           "lane_words", "own", "pad32", "padded", "pairwise", "ping_pong_scan", "prm", "rounds", "rounds_fit", "storage", "strided_rounds", "tree"]

@@ -43,6 +43,7 @@ from .kernels import (
     binop,
     element,
     grid_stride,
+    pairwise,
     prm,
     rounds_fit,
     storage,
@@ -166,17 +167,12 @@ def wide_sum_program(dtype: DataType, wg: int, first: bool, unroll: int = UNROLL
                                         Node.let_bind("p_hi", Expr.load("x", i * 2 + 1)),
                                         Node.assign("hi", new_hi), Node.assign("lo", new_lo)])]
         src_t = U
-    body += [Node.store("s", LID, lo), Node.store("t", LID, hi), Node.barrier()]
-    h = 1
-    while h * 2 < wg:
-        h *= 2
-    while h >= 1:
-        a_lo, a_hi = Expr.load("s", LID), Expr.load("t", LID)
-        w_lo, w_hi = _carry_add(a_lo, a_hi, Expr.load("s", LID + h), Expr.load("t", LID + h))
-        body += [Node.if_(LID.lt(h).and_((LID + h).lt(wg)), [
-            Node.let_bind(f"n_hi{h}", w_hi), Node.store("s", LID, w_lo), Node.store("t", LID, Expr.var(f"n_hi{h}"))]),
-            Node.barrier()]
-        h //= 2
+    def fold(partner: Expr, h: int) -> list[Node]:
+        w_lo, w_hi = _carry_add(Expr.load("s", LID), Expr.load("t", LID), Expr.load("s", partner),
+                                Expr.load("t", partner))
+        return [Node.let_bind(f"n_hi{h}", w_hi), Node.store("s", LID, w_lo), Node.store("t", LID, Expr.var(f"n_hi{h}"))]
+
+    body += [Node.store("s", LID, lo), Node.store("t", LID, hi), *pairwise(wg, fold)]
     body.append(Node.if_(LID.eq(zero), [Node.store("out", WGID * 2, Expr.load("s", zero)),
                                         Node.store("out", WGID * 2 + 1, Expr.load("t", zero))]))
     return Program.wrapped([BufferDecl.read("x", 0, src_t), prm(1), BufferDecl.output("out", 2, U),
