@@ -67,13 +67,18 @@ def _typestr_ok(decl: BufferDecl, kind: str, itemsize: int) -> bool:
     return f"{kind}{itemsize}" in _WANT[decl.dtype]
 
 
+def array_library(x: Any) -> str:
+    """The top-level package of ``x``'s type: "numpy", "cupy", "torch", "builtins", ..."""
+    return type(x).__module__.split(".")[0]
+
+
 def convert_hint(x: Any, dtype: DataType, name: str = "x") -> str:
     """The call that converts ``x`` to ``dtype``'s element type in the caller's own array
     library: ``x.to(torch.float32)`` for torch, ``x.astype(cupy.float32)`` for CuPy,
     ``x.astype(np.float32)`` otherwise (the one recipe for every dtype Fix)."""
     np_name, _, note = _NP_NAME[dtype].partition(" ")
     short = np_name.removeprefix("np.")
-    mod = type(x).__module__.split(".")[0]
+    mod = array_library(x)
     if mod == "torch":
         call = f"{name}.to(torch.{short})"
     elif mod == "cupy":
@@ -84,8 +89,7 @@ def convert_hint(x: Any, dtype: DataType, name: str = "x") -> str:
 
 
 def _fix_dtype(decl: BufferDecl, source: Any) -> str:
-    raw = " (or the raw bytes: x.tobytes())" if type(source).__module__.split(".")[0] in ("numpy", "builtins") \
-        else ""
+    raw = " (or the raw bytes: x.tobytes())" if array_library(source) in ("numpy", "builtins") else ""
     return f"pass {convert_hint(source, decl.dtype)}{raw}"
 
 

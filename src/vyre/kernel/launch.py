@@ -29,6 +29,7 @@ import numpy as np
 
 from vyre.driver.backend import VyreBackend
 from vyre.driver.errors import BackendError, UnsupportedFeature
+from vyre.driver.inputs import array_library, convert_hint
 from vyre.ir import DataType, Program, VyreError
 
 from .errors import KernelError
@@ -206,7 +207,7 @@ def _host_array(value: Any, dtype: DataType, where: str, name: str) -> Any:
     """A numpy array of the buffer's dtype (any shape; the caller flattens it), or a device
     array / DLPack producer as given (the backend checks those)."""
     want = np.dtype(dtype.host)
-    mod = type(value).__module__.split(".")[0]
+    mod = array_library(value)
     cai = getattr(value, "__cuda_array_interface__", None)
     if cai is not None:
         try:
@@ -246,8 +247,6 @@ def _host_array(value: Any, dtype: DataType, where: str, name: str) -> Any:
 
 def _wrong_dtype(value: Any, what: str, dtype: DataType, where: str, name: str) -> KernelError:
     """K020 for an array of another dtype: the Fix converts it in the caller's library."""
-    from vyre.driver.inputs import convert_hint
-
     return KernelError(f"argument {name!r} is {what}; the kernel declares {dtype.value}.",
                        f"pass {convert_hint(value, dtype, name)} (vyre never converts dtypes silently).",
                        "K020", where)
@@ -347,7 +346,7 @@ def _like(example: Any, out: Any) -> Any:
     """A `DeviceOutput` as the caller's array type (no copy): CuPy or torch, else the
     `DeviceOutput` itself (it has ``__cuda_array_interface__``). Only for outputs the backend
     allocated: CuPy and torch callers get outputs from their own allocator (`_allocator`)."""
-    mod = type(example).__module__.split(".")[0]
+    mod = array_library(example)
     if mod == "cupy":
         import cupy
 
@@ -364,7 +363,7 @@ def _allocator(example: Any) -> Any:
     outputs come back as its own arrays from its own pool (no wrapping, and freed by the
     library that knows which stream last used them): CuPy arrays on the current device, torch
     tensors on the example's device; None for other device arrays."""
-    mod = type(example).__module__.split(".")[0]
+    mod = array_library(example)
     if mod == "cupy":
         import cupy
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from vyre.driver.inputs import array_library
 from vyre.ir import DataType
 
 from .errors import LibError
@@ -108,7 +109,7 @@ def _torch_dtype(t: Any) -> DataType | None:
 
 def as_arr(x: Any, name: str) -> Arr:
     """Classify one argument; refuse what no primitive takes (L001/L002)."""
-    mod = type(x).__module__.split(".")[0]
+    mod = array_library(x)
     if mod == "torch":
         dt = _torch_dtype(x)
         if dt is None:

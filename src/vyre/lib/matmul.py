@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from vyre.driver.inputs import array_library
 from vyre.ir import BufferDecl, DataType, Expr, Node, Program
 
 from .arrays import Arr, device_like, to_kind
@@ -208,7 +209,7 @@ class _Matrix:
 
 
 def _matrix(x: Any, name: str) -> _Matrix:
-    mod = type(x).__module__.split(".")[0]
+    mod = array_library(x)
     if mod == "torch":
         import torch
 
