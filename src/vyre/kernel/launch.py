@@ -486,9 +486,9 @@ def _call_slow(built: Any, name: str, args: Sequence[Any], key: tuple | None, *,
                 raise KernelError(f"argument {pname!r} has shape {shp}; the kernel declares {spec.dims}.",
                                   f"pass an array of shape {spec.dims}.", "K014", where)
             ins_shapes[pname] = shp
-        elif spec.count and _length(arr, spec.dtype) not in (None, spec.count):
+        elif spec.count and (length := _length(arr, spec.dtype)) not in (None, spec.count):
             ann = "In" if spec.access == "read" else "InOut"
-            raise KernelError(f"argument {pname!r} has {_length(arr, spec.dtype)} elements; the kernel declares "
+            raise KernelError(f"argument {pname!r} has {length} elements; the kernel declares "
                               f"{spec.count} ({pname}: {ann}[{spec.dtype.value}, {spec.count}]).",
                               f"pass exactly {spec.count} elements, or declare it {ann}[{spec.dtype.value}] "
                               "to take any length.", "K014", where)
