@@ -5,8 +5,9 @@ or reference.
 Oracle: the function in float64 (CuPy, i.e. CUDA's libdevice ``pow``/``atan2``, on the cuda
 backend; numpy's on others), rounded to f32 and flushed (S9), with a rounding test: where the
 float64 value widened by 2^-46 relative error may round to two f32 values, the pair is
-recomputed on the host with mpmath at 300 bits, and where even that does not decide (pow's
-exact midpoints) with Python fractions (x^p against the candidate boundary B^q for y = p/q).
+recomputed on the host with mpmath at 300 bits, and where even that does not decide (exact
+midpoints) with Python fractions (pow: x^p against the candidate boundary B^q for y = p/q;
+hypot: a^2 + b^2 against the midpoint squared).
 For the pairs built to be exact (x = r^(2^k) 2^(j 2^k), y = n / 2^k: x^y = r^n 2^(j n)) the
 oracle rounds that exact value directly. Operands are canonicalised first (S9), as vyre's are;
 the IEEE special values come from the float64 functions (C99 Annex F = IEEE 754-2019 9.2).
@@ -58,6 +59,15 @@ def _f32(xp, v):
     return _canon_bits(xp, xp.asarray(v, xp.float64).astype(xp.float32).view(xp.uint32))
 
 
+def _ipow(xp, r, m):
+    """r^m for small integer-valued float64 r and m (m <= 15) by repeated multiplication: exact
+    while the result stays under 2^53."""
+    out = xp.ones_like(r)
+    for i in range(int(m.max()) if m.size else 0):
+        out = xp.where(i < m, out * r, out)
+    return out
+
+
 def pairs(xp, name: str, n: int, seed: int):
     """(a bits, b bits, exact float64 value or NaN where unknown) for n pairs: KINDS kinds."""
     rs = xp.random.RandomState(seed)
@@ -93,8 +103,11 @@ def pairs(xp, name: str, n: int, seed: int):
         j = xp.floor(rs.uniform(-100, 100, k) / (p2 * m))
         ok = (r ** p2 < 2 ** 24) & (r ** m < 2 ** 26)
         r, m, j = xp.where(ok, r, 3.0), xp.where(ok, m, 1.0), xp.where(ok, j, 0.0)
-        add(r ** p2 * xp.exp2(j * p2), m / p2)
-        exact[(KINDS - 1) * k:] = r ** m * xp.exp2(j * m)
+        # powers by repeated multiplication and scaling by ldexp: both exact in float64 (a GPU's
+        # double pow and exp2 need not be: CUDA's pow(11, 7) is not 11^7, which made the oracle
+        # wrong on 169,629 exact ties on the H100)
+        add(xp.ldexp(_ipow(xp, r, p2), (j * p2).astype(xp.int32)), m / p2)
+        exact[(KINDS - 1) * k:] = xp.ldexp(_ipow(xp, r, m), (j * m).astype(xp.int32))
     elif name == "hypot":
         for _ in range(2):
             x = xp.exp2(rs.uniform(-126, 128, k)) * sign(k)
@@ -177,6 +190,22 @@ def _fraction_bits(a: float, b: float) -> int | None:
     return None
 
 
+def _hypot_tie_bits(a: float, b: float) -> int | None:
+    """hypot where mpmath cannot decide: sqrt(a^2 + b^2) is exactly a midpoint M of two f32
+    neighbours iff M^2 == a^2 + b^2 (fractions); the tie then rounds to even. None otherwise
+    (and for results outside the normal range, which the flush rules decide)."""
+    s2 = Fraction(a) ** 2 + Fraction(b) ** 2
+    g = np.float32(math.hypot(a, b))
+    if not np.isfinite(g) or abs(float(g)) < 2.0 ** -126:
+        return None
+    below, above = np.nextafter(g, np.float32(0)), np.nextafter(g, np.float32(np.inf))
+    for u, w in ((below, g), (g, above)):
+        mid = (Fraction(float(u)) + Fraction(float(w))) / 2
+        if mid * mid == s2:
+            return int(min((u, w), key=lambda t: int(t.view(np.uint32)) % 2).view(np.uint32))
+    return None
+
+
 def oracle(xp, name: str, ab, bb, exact):
     """Expected bits of every pair, and how many went to mpmath and to fractions."""
     a = ab.view(xp.float32).astype(xp.float64)
@@ -209,7 +238,7 @@ def oracle(xp, name: str, ab, bb, exact):
             r = _mp_bits(name, u, v)
             if r is None:
                 n_fr += 1
-                r = _fraction_bits(u, v) if name == "pow" else None
+                r = {"pow": _fraction_bits, "hypot": _hypot_tie_bits}.get(name, lambda u, v: None)(u, v)
             host.append(0xFFFFFFFF if r is None else r)   # undecided: never equal to a result
         want[idx] = xp.asarray(np.array(host, np.uint32))
     return want, n_mp, n_fr
