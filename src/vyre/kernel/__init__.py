@@ -27,10 +27,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from vyre.driver.errors import BackendError
 from vyre.ir import Program
 
 from . import intrinsics
-from .errors import CODES, KernelError
+from .errors import CODES, KernelError, located
 from .frontend import Built, build_program, capture
 from .intrinsics import (
     acos,
@@ -154,8 +155,11 @@ class Kernel:
         generates for this kernel: CUDA C, OpenCL C or WGSL; for the reference (and any
         backend that generates no code), ``str(program)``: the IR as short indented text."""
         built = self._build()
-        b = resolve_backend(backend, built.program, built.where)
-        text = b.generated_source(built.program)
+        try:
+            b = resolve_backend(backend, built.program, built.where)
+            text = b.generated_source(built.program)
+        except BackendError as err:
+            raise located(err, built.where).with_traceback(err.__traceback__) from err.__cause__
         return text if text is not None else str(built.program)
 
     def __call__(self, *args: Any, out: Any = None, grid: Any = None, elements: Any = None,

@@ -5,10 +5,19 @@ calling it — is a `KernelError` whose text starts with the user's ``file:line`
 the statement, or the kernel's ``def`` line for call-side errors), then ``[Kxxx]``, and ends
 in ``Fix: ...`` in kernel words. `CODES` is the table of codes (a test checks that every code
 raised is in it and documented in docs/kernels.md).
+
+A backend's error while a kernel runs (a while loop over its cap, a signed division by zero,
+a device array a backend cannot read, ...) keeps its `BackendError` class and stable code;
+`located` gives it the kernel's ``file:line`` (a while loop's own line for ``loop_limit``)
+and a Fix in kernel words. `kernel_words` is the one table of IR-builder words in kernel
+words, for the frontend's and the call's errors alike.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from vyre.driver.errors import BackendError
 from vyre.ir import VyreError
 
 CODES: dict[str, str] = {
@@ -36,6 +45,30 @@ CODES: dict[str, str] = {
 }
 
 
+_FIXES = (   # IR-builder words in messages from vyre.ir and the backends, in kernel words
+    ("cast one operand with Expr.cast", "cast one operand (e.g. i32(x), f32(x))"),
+    ("cast it with Expr.cast(DataType.", "cast it with ("),
+    ("cast the index with Expr.cast(DataType.U32, ...)", "cast the index: u32(i)"),
+    ("Expr.cast(DataType.", "("), ("cast it with Expr.cast", "cast it"),
+    ("Node.let_bind", "an assignment"), ("BufferDecl.output(..., count=n)", "Out[dtype, n]"),
+    ("DispatchConfig(dispatch_elements=n)", "elements=n in the call"),
+    ("Expr.u64(...), Expr.i32(...)", "u64(...), i32(...)"),
+    ("MemoryOrdering.GRID_SYNC", "grid_sync()"), ("DispatchConfig.grid_override", "grid="),
+    # the dispatch errors of vyre.ir.errors.DISPATCH_ERRORS
+    ("select(d.eq(0), 1, d)", "d if d != 0 else 1"), ("x/0 is all ones and x%0 is 0", "x // 0 is all "
+                                                      "ones and x % 0 is 0"),
+    ("raise the while loop's max_iterations", "raise the cap, @vyre.kernel(max_iterations=n)"),
+    ("run this program on", "pass backend= one of"),
+)
+
+
+def kernel_words(text: str) -> str:
+    """A Fix from `vyre.ir` or a backend in the words of a kernel's author."""
+    for a, b in _FIXES:
+        text = text.replace(a, b)
+    return text
+
+
 class KernelError(VyreError):
     """A kernel's source, or a call of it, that vyre refuses. ``code`` is one of `CODES`;
     ``where`` is ``file:line`` (empty when unknown); the text is ``where: [code] message
@@ -49,4 +82,26 @@ class KernelError(VyreError):
         super().__init__(f"{prefix}[{code}] {message}", fix)
 
 
-__all__ = ["CODES", "KernelError"]
+def located(err: BackendError, where: str, loops: Sequence[str] = (), cap: int = 0) -> BackendError:
+    """``err`` (raised by a backend while a kernel ran) as the same class with the same code and
+    attributes, its text starting with ``where`` (the kernel's ``def`` line) and its Fix in
+    kernel words. A ``loop_limit`` failure names the kernel's while loops (``loops``: their
+    ``file:line``; a single loop's line becomes ``where``) and the cap ``cap``. An error that
+    names ``where`` already is returned as it is."""
+    if not where or where in err.message:
+        return err
+    message, fix = err.message, kernel_words(err.fix)
+    if getattr(err, "reason", None) == "loop_limit" and loops:
+        if len(loops) == 1:
+            where = loops[0]
+        else:
+            message += f" (the while loops are at {', '.join(loops)})"
+        message = message.replace("its max_iterations", f"its cap of {cap} trips (max_iterations)")
+    new = BackendError.__new__(type(err))
+    new.__dict__.update(err.__dict__)
+    VyreError.__init__(new, f"{where}: {message}", fix)
+    new.where = where  # type: ignore[attr-defined]
+    return new
+
+
+__all__ = ["CODES", "KernelError", "kernel_words", "located"]

@@ -48,7 +48,7 @@ from vyre.ir.typecheck import TypeFault, infer
 from vyre.ir.weak import Resolver
 
 from . import intrinsics as K
-from .errors import KernelError
+from .errors import KernelError, kernel_words
 from .types import BufferSpec, ScalarSpec
 
 _BINOPS = {ast.Add: BinOp.ADD, ast.Sub: BinOp.SUB, ast.Mult: BinOp.MUL, ast.Mod: BinOp.MOD,
@@ -72,18 +72,6 @@ _ATOMICS = {"atomic_add": AtomicOp.ADD, "atomic_or": AtomicOp.OR, "atomic_and": 
             "atomic_exchange": AtomicOp.EXCHANGE}
 
 
-_FIXES = (   # IR-builder words in messages from vyre.ir, in kernel words
-    ("cast one operand with Expr.cast", "cast one operand (e.g. i32(x), f32(x))"),
-    ("cast it with Expr.cast(DataType.", "cast it with ("),
-    ("cast the index with Expr.cast(DataType.U32, ...)", "cast the index: u32(i)"),
-    ("Expr.cast(DataType.", "("), ("cast it with Expr.cast", "cast it"),
-    ("Node.let_bind", "an assignment"), ("BufferDecl.output(..., count=n)", "Out[dtype, n]"),
-    ("DispatchConfig(dispatch_elements=n)", "elements=n in the call"),
-    ("Expr.u64(...), Expr.i32(...)", "u64(...), i32(...)"),
-    ("MemoryOrdering.GRID_SYNC", "grid_sync()"), ("DispatchConfig.grid_override", "grid="),
-)
-
-
 def _height(root: ast.AST) -> int:
     """Height of the expressions under a statement (an iterative walk: any depth is safe);
     nested statements are measured when they are translated."""
@@ -94,13 +82,6 @@ def _height(root: ast.AST) -> int:
         best = max(best, h)
         stack.extend((child, h + 1) for child in ast.iter_child_nodes(node) if isinstance(child, ast.expr))
     return best
-
-
-def kernel_words(text: str) -> str:
-    """A Fix from `vyre.ir` in the words of a kernel's author."""
-    for a, b in _FIXES:
-        text = text.replace(a, b)
-    return text
 
 
 class Captured:
@@ -1028,13 +1009,16 @@ def _zero(t: DataType) -> Expr:
 class Built:
     """A compiled kernel: its Program, its parameters in call order (``(name, BufferSpec |
     ScalarSpec)``, N-D ranks resolved), the N-D parameters whose runtime shape the call
-    passes (a hidden u32 buffer of the extents each, in binding order after the parameters)
-    and the ``file:line`` of its ``def``."""
+    passes (a hidden u32 buffer of the extents each, in binding order after the parameters),
+    the ``file:line`` of its ``def``, and of each ``while`` loop (its own and its functions',
+    for a ``loop_limit`` failure) with their cap ``max_iterations``."""
 
     program: Program
     params: list[tuple[str, Any]]
     shaped: list[str] = field(default_factory=list)
     where: str = ""
+    loops: tuple[str, ...] = ()
+    max_iterations: int = 0
 
 
 def _ranks(src: Source, params: dict[str, BufferSpec]) -> dict[str, int]:
@@ -1193,7 +1177,18 @@ def build_program(fn: Callable, workgroup_size: int | tuple[int, ...], max_itera
     all_buffers = buffers + [b for b in scope.buffers.values() if not b.is_bound]
     program = Program.wrapped(all_buffers, workgroup_size, body, order)
     _validate(program, lines, src)
-    return Built(program, params, passed, src.where(src.node))
+    return Built(program, params, passed, src.where(src.node), _while_lines(lines), max_iterations)
+
+
+def _while_lines(lines: dict[int, tuple[Node, str]]) -> tuple[str, ...]:
+    """The ``file:line`` of every while loop the kernel compiled, in source order."""
+    found = {where for node, where in lines.values() if isinstance(node, N.While)}
+
+    def order(where: str) -> tuple[str, int]:
+        file, _, line = where.rpartition(":")
+        return file, int(line)
+
+    return tuple(sorted(found, key=order))
 
 
 def _validate(program: Program, lines: dict[int, tuple[Node, str]], src: Source) -> None:

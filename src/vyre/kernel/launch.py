@@ -10,7 +10,9 @@ Launch options: ``grid=`` workgroups per axis (``saxpy[grid](x, y)`` too); ``dim
 invocations per axis (Warp's ``dim``: the grid is derived from the workgroup size);
 ``elements=`` the element count of runtime-sized outputs (and of the default 1-D launch);
 ``shape=`` the shape of runtime-sized N-D outputs. Every argument is checked here; a wrong
-one is a `KernelError` naming the kernel's ``def`` line.
+one is a `KernelError` naming the kernel's ``def`` line. A backend's error during the call
+(a while loop over its cap, an argument it cannot read, ...) keeps its class and names the
+line too (`vyre.kernel.errors.located`).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from vyre.driver.errors import BackendError, UnsupportedFeature
 from vyre.driver.inputs import array_library, convert_hint
 from vyre.ir import DataType, Program, VyreError
 
-from .errors import KernelError
+from .errors import KernelError, located
 from .types import BufferSpec, ScalarSpec
 
 log = logging.getLogger("vyre.kernel")
@@ -734,18 +736,23 @@ def call(built: Any, name: str, args: Sequence[Any], *, out: Any = None, grid: A
          elements: Any = None, backend: Any = None, config: Any = None, dim: Any = None,
          shape: Any = None) -> Any:
     """Run ``built`` (a `vyre.kernel.frontend.Built`) with ``args``; see the module docstring.
-    A warm call (same argument kinds, dtypes and shapes, same options) runs its `_Plan`."""
-    key = None
-    if out is None:
-        key = _call_key(args, grid, elements, backend, config, dim, shape)
-        if key is not None:
-            try:
-                plan = _plans(built).get(key)
-            except TypeError:   # an unhashable option (a list grid=, a config holding a dict)
-                plan = key = None
-            if plan is not None:
-                got = plan.run(args)
-                if got is not _NO:
-                    return got
-    return _call_slow(built, name, args, key, out=out, grid=grid, elements=elements, backend=backend,
-                      config=config, dim=dim, shape=shape)
+    A warm call (same argument kinds, dtypes and shapes, same options) runs its `_Plan`.
+    A backend's error names the kernel's line (`located`)."""
+    try:
+        key = None
+        if out is None:
+            key = _call_key(args, grid, elements, backend, config, dim, shape)
+            if key is not None:
+                try:
+                    plan = _plans(built).get(key)
+                except TypeError:   # an unhashable option (a list grid=, a config holding a dict)
+                    plan = key = None
+                if plan is not None:
+                    got = plan.run(args)
+                    if got is not _NO:
+                        return got
+        return _call_slow(built, name, args, key, out=out, grid=grid, elements=elements, backend=backend,
+                          config=config, dim=dim, shape=shape)
+    except BackendError as err:
+        raise located(err, built.where, built.loops, built.max_iterations).with_traceback(
+            err.__traceback__) from err.__cause__
