@@ -31,7 +31,7 @@ import numpy as np
 
 from vyre.driver.backend import VyreBackend
 from vyre.driver.errors import BackendError, UnsupportedFeature
-from vyre.driver.inputs import array_library, convert_hint
+from vyre.driver.inputs import array_library, convert_hint, dlpack_dtype
 from vyre.ir import DataType, Program, VyreError
 
 from .errors import KernelError, located
@@ -207,7 +207,7 @@ def refusal(b: Any, program: Program) -> str:
 
 def _host_array(value: Any, dtype: DataType, where: str, name: str) -> Any:
     """A numpy array of the buffer's dtype (any shape; the caller flattens it), or a device
-    array / DLPack producer as given (the backend checks those)."""
+    array / DLPack producer of the buffer's dtype as given (the backend checks the rest)."""
     want = np.dtype(dtype.host)
     mod = array_library(value)
     cai = getattr(value, "__cuda_array_interface__", None)
@@ -226,6 +226,9 @@ def _host_array(value: Any, dtype: DataType, where: str, name: str) -> Any:
         except Exception:
             pass
         if not on_cpu:
+            got = dlpack_dtype(value)   # None: not readable here; the backend's check decides
+            if got is not None and got != want:
+                raise _wrong_dtype(value, f"a {mod} {got} device array", dtype, where, name)
             return value
         try:
             arr = np.from_dlpack(value)
