@@ -247,3 +247,25 @@ def test_kernel_source_names_the_kernels_line_when_code_generation_fails():
         ns["plus"].source(NoCompiler())
     assert re.match(r"<kernel-src-\d+>:3: \[mock\] the compiler crashed\. Fix: report it\.$", str(err.value)), \
         str(err.value)
+
+
+def test_device_functions_called_from_python_are_k017_at_the_calls_line():
+    """gid() or a @vyre.func called from ordinary Python is K017 naming the line of that call
+    (it was a VyreError without a code); in a kernel's annotation it stays K006."""
+    ns = compile_source("""
+        @vyre.func
+        def twice(v: u32) -> u32:
+            return v * 2
+
+        def host():
+            return gid()
+
+        def host_func():
+            return twice(3)
+    """)
+    for fn, line, words in ((ns["host"], 7, "vyre.kernel.gid()"), (ns["host_func"], 10, "twice, a @vyre.func,")):
+        with pytest.raises(KernelError) as err:
+            fn()
+        text = str(err.value)
+        assert err.value.code == "K017" and re.match(rf"<kernel-src-\d+>:{line}: \[K017\] {re.escape(words)} ", text)
+        assert text.endswith("to compute on the host use numpy."), text

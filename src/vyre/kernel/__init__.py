@@ -31,7 +31,7 @@ from vyre.driver.errors import BackendError
 from vyre.ir import Program
 
 from . import intrinsics
-from .errors import CODES, KernelError, located
+from .errors import CODES, KernelError, called_on_host, located
 from .frontend import Built, build_program, capture
 from .intrinsics import (
     acos,
@@ -193,10 +193,8 @@ class DeviceFunction:
         self.__vyre_func__ = fn
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from vyre.ir import VyreError
-
-        raise VyreError(f"{self.__name__} is a vyre device function: it runs inside kernels only.",
-                        "call it from a @vyre.kernel body.")
+        raise called_on_host(f"{self.__name__}, a @vyre.func,", "call it from a @vyre.kernel or @vyre.func "
+                             "body; to compute on the host use numpy.")
 
     def __repr__(self) -> str:
         return f"<vyre.func {self.__name__}>"

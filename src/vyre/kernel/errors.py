@@ -37,6 +37,7 @@ CODES: dict[str, str] = {
     "K014": "an N-D shape or index that does not fit the buffer",
     "K015": "the program the kernel compiles to is invalid (a vyre.validate diagnostic)",
     "K016": "the value of a float atomic used (it would depend on the order invocations ran in)",
+    "K017": "a device function or intrinsic called from ordinary Python (they run inside kernels only)",
     "K020": "a call with the wrong number of arguments, or an argument of the wrong kind",
     "K021": "a launch option (grid, dim, elements, config, backend, workgroup_size) that is invalid",
     "K022": "an out= array that cannot receive an output",
@@ -82,6 +83,16 @@ class KernelError(VyreError):
         super().__init__(f"{prefix}[{code}] {message}", fix)
 
 
+def called_on_host(what: str, fix: str) -> KernelError:
+    """K017 for ``what`` (an intrinsic or a ``@vyre.func``) called from ordinary Python, naming
+    the ``file:line`` of that call (the frame two above this one: the caller of ``__call__``)."""
+    import sys
+
+    frame = sys._getframe(2)
+    return KernelError(f"{what} runs inside kernels only; it was called from ordinary Python.", fix, "K017",
+                       f"{frame.f_code.co_filename}:{frame.f_lineno}")
+
+
 def located(err: BackendError, where: str, loops: Sequence[str] = (), cap: int = 0) -> BackendError:
     """``err`` (raised by a backend while a kernel ran) as the same class with the same code and
     attributes, its text starting with ``where`` (the kernel's ``def`` line) and its Fix in
@@ -104,4 +115,4 @@ def located(err: BackendError, where: str, loops: Sequence[str] = (), cap: int =
     return new
 
 
-__all__ = ["CODES", "KernelError", "kernel_words", "located"]
+__all__ = ["CODES", "KernelError", "called_on_host", "kernel_words", "located"]

@@ -157,10 +157,11 @@ class Source:
                     pass
         try:
             self.annotations = inspect.get_annotations(fn, eval_str=True)
-        except KernelError:
-            raise
-        except Exception as exc:   # a VyreError too: an intrinsic called in an annotation, ...
-            text = exc.message if isinstance(exc, VyreError) else str(exc)
+        except Exception as exc:   # a VyreError too: an intrinsic called in an annotation (K017), ...
+            if isinstance(exc, KernelError) and exc.code != "K017":
+                raise
+            text = exc.message.partition("] ")[2] if isinstance(exc, KernelError) else \
+                exc.message if isinstance(exc, VyreError) else str(exc)
             raise self.error(self.node, f"the annotations of {fn.__name__!r} do not evaluate ({text}).",
                              "annotate with names vyre.kernel exports (In, Out, Scalar, u32, f32, ...).",
                              "K006") from None
