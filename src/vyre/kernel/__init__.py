@@ -213,8 +213,9 @@ def kernel(fn: Callable | None = None, *, workgroup_size: int | tuple[int, ...] 
 
 
 def func(fn: Callable) -> DeviceFunction:
-    """Decorator: a device function kernels can call (parameters annotated with value types,
-    one ``return value`` at the end)."""
+    """Decorator: a device function kernels can call (parameters annotated with value types
+    or buffer types; one ``return value`` at the end, or none: then it is called as a
+    statement)."""
     return DeviceFunction(fn)
 
 

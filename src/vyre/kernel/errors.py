@@ -55,6 +55,7 @@ _FIXES = (   # IR-builder words in messages from vyre.ir and the backends, in ke
     ("DispatchConfig(dispatch_elements=n)", "elements=n in the call"),
     ("Expr.u64(...), Expr.i32(...)", "u64(...), i32(...)"),
     ("MemoryOrdering.GRID_SYNC", "grid_sync()"), ("DispatchConfig.grid_override", "grid="),
+    ("call it as a statement with Node.call", "call it as a statement"),
     # the dispatch errors of vyre.ir.errors.DISPATCH_ERRORS
     ("select(d.eq(0), 1, d)", "d if d != 0 else 1"), ("x/0 is all ones and x%0 is 0", "x // 0 is all "
                                                       "ones and x % 0 is 0"),

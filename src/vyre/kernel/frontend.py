@@ -7,7 +7,7 @@ Supported: arithmetic, comparisons (chained too), bit operations, ``and``/``or``
 assigned; one type each), ``x[i]`` loads and ``x[i] = v`` stores, augmented assignment,
 ``if``/``elif``/``else``, ``for i in range(...)`` (a literal positive step), ``while`` (capped
 at the kernel's ``max_iterations``), ``break``/``continue``, a bare ``return`` in a kernel and
-one final ``return value`` in a function, calls of `vyre.kernel.intrinsics` and of other
+one final ``return value`` in a function (or none), calls of `vyre.kernel.intrinsics` and of other
 ``@vyre.func`` functions, casts written as ``u32(x)``, ``abs``/``min``/``max``/``len``, and
 module-level numbers as constants. ``/`` divides floats and ``//`` integers; ``%`` is C's
 remainder (the sign of the dividend).
@@ -44,7 +44,7 @@ from vyre.ir import (
 from vyre.ir import expr as E
 from vyre.ir import node as N
 from vyre.ir.limits import MAX_DEPTH
-from vyre.ir.typecheck import TypeFault, infer
+from vyre.ir.typecheck import TypeFault, call_check, infer
 from vyre.ir.weak import Resolver
 
 from . import intrinsics as K
@@ -323,7 +323,10 @@ class Translator:
         for n in nodes:
             try:
                 for e in N.node_exprs(n):
-                    infer(e, self.scope.types, self.scope)
+                    if isinstance(n, N.Eval) and isinstance(e, E.Call):   # a call for its effects:
+                        call_check(e, self.scope.types, self.scope)     # with a result or without
+                    else:
+                        infer(e, self.scope.types, self.scope)
                     for sub in E.walk(e):
                         if isinstance(sub, E.Lit) and sub.dtype.is_float and not self._literal_ok(sub):
                             raise TypeFault("K005", f"a float literal overflows {sub.dtype.value} "
