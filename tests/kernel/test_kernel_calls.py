@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import ctypes
 import decimal
+import re
 
 import numpy as np
 import pytest
 
 import vyre
-from vyre.kernel import In, KernelError, Out, Scalar, f32, gid, u32
+from vyre.kernel import In, KernelError, Out, Scalar, atomic_add, f32, gid, u32, u64
 
 
 @vyre.kernel
@@ -392,3 +393,29 @@ def test_a_backend_with_only_id_and_dispatch_runs_kernels_through_the_contract_d
         Runner(object())
     assert err.value.code == "L005"
     assert _code(_add, a, a, backend=object()) == "K021"
+
+
+@vyre.kernel
+def _count64(x: In[u32], o: Out[u64, 4]):
+    i = gid()
+    if i < len(x):
+        atomic_add(o, x[i] % 4, 1)
+
+
+def test_a_backend_that_cannot_run_a_kernel_says_why_in_kernel_words():
+    """backend='wgpu' for a kernel with 64-bit atomics (core WGSL has none) is K024 in the
+    author's words (no op ids, no FILE to pass), naming the kernel's line and a backend that
+    runs it; that backend gives the right counts."""
+    from conftest import get_backend
+    from vyre.kernel.launch import KernelRefused
+
+    wgpu = get_backend("wgpu")
+    x = np.arange(10, dtype=np.uint32)
+    with pytest.raises(KernelRefused) as err:
+        _count64(x, backend=wgpu)
+    text = str(err.value)
+    assert err.value.kernel_code == "K024" and "64-bit atomics" in text and _count64._build().where in text, text
+    assert "vyre." not in text and "FILE" not in text, text
+    alt = re.search(r"pass backend='(\w+)' \(it runs this kernel\)", err.value.fix)
+    assert alt and alt.group(1) != "wgpu", text
+    assert _count64(x, backend=alt.group(1)).tolist() == [3, 3, 2, 2]
