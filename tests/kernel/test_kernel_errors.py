@@ -206,25 +206,38 @@ def test_a_while_loop_over_its_cap_names_its_python_line(backend):
         ns["spin"](x, backend=backend)
     text = str(err.value)
     assert re.match(r"<kernel-src-\d+>:9: ", text), text           # the kernel's def line
-    assert re.search(r"the while loops are at <kernel-src-\d+>:4, <kernel-src-\d+>:12\)", text), text
+    assert re.search(r"\(the while loops are at <kernel-src-\d+>:4, <kernel-src-\d+>:12\)\. Fix", text), text
 
 
-def test_runtime_errors_name_the_kernels_line_and_fix_in_kernel_words():
-    """A signed division by zero while the kernel runs, and a backend refusing an argument,
-    name the kernel's def line; the division Fix is in kernel words."""
+def test_a_signed_division_by_zero_names_its_python_line():
+    """A signed division by zero while the kernel runs names the line of the kernel's only
+    signed // or %, or the def line and every such line (unsigned ones cannot fault); the
+    Fix is in kernel words."""
     from vyre.driver.errors import DispatchFailed
 
     ns = compile_source("""
         @vyre.kernel
         def divide(x: In[i32], o: Out[i32]):
             i = gid()
-            o[i] = 7 // x[i]
+            o[i] = 7 // x[i] + i32(u32(i) // 2)
+
+        @vyre.kernel
+        def divide2(x: In[i32], o: Out[i32]):
+            i = gid()
+            q = 7 // x[i]
+            o[i] = q + 9 % x[i]
     """)
+    bad = np.array([1, 0], np.int32)
     with pytest.raises(DispatchFailed) as err:
-        ns["divide"](np.array([1, 0], np.int32), backend="reference")
+        ns["divide"](bad, backend="reference")
     text = str(err.value)
-    assert err.value.reason == "division" and re.match(r"<kernel-src-\d+>:3: \[reference\] ", text), text
+    assert err.value.reason == "division" and re.match(r"<kernel-src-\d+>:5: \[reference\] ", text), text
     assert "d if d != 0 else 1" in err.value.fix and not any(w in err.value.fix for w in IR_WORDS), text
+    with pytest.raises(DispatchFailed) as err:
+        ns["divide2"](bad, backend="reference")
+    text = str(err.value)
+    assert re.match(r"<kernel-src-\d+>:8: ", text), text
+    assert re.search(r"\(the signed // and % are at <kernel-src-\d+>:10, <kernel-src-\d+>:11\)\. Fix", text), text
 
 
 def test_kernel_source_names_the_kernels_line_when_code_generation_fails():

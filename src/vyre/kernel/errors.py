@@ -8,14 +8,14 @@ raised is in it and documented in docs/kernels.md).
 
 A backend's error while a kernel runs (a while loop over its cap, a signed division by zero,
 a device array a backend cannot read, ...) keeps its `BackendError` class and stable code;
-`located` gives it the kernel's ``file:line`` (a while loop's own line for ``loop_limit``)
-and a Fix in kernel words. `kernel_words` is the one table of IR-builder words in kernel
+`located` gives it the kernel's ``file:line`` (the line of the while loop or signed division
+that can fail, when there is one) and a Fix in kernel words. `kernel_words` is the one table of IR-builder words in kernel
 words, for the frontend's and the call's errors alike.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from vyre.driver.errors import BackendError
 from vyre.ir import VyreError
@@ -94,20 +94,27 @@ def called_on_host(what: str, fix: str) -> KernelError:
                        f"{frame.f_code.co_filename}:{frame.f_lineno}")
 
 
-def located(err: BackendError, where: str, loops: Sequence[str] = (), cap: int = 0) -> BackendError:
+_SITES = {"loop_limit": "the while loops", "division": "the signed // and %"}
+
+
+def located(err: BackendError, where: str, sites: Mapping[str, Sequence[str]] | None = None,
+            cap: int = 0) -> BackendError:
     """``err`` (raised by a backend while a kernel ran) as the same class with the same code and
     attributes, its text starting with ``where`` (the kernel's ``def`` line) and its Fix in
-    kernel words. A ``loop_limit`` failure names the kernel's while loops (``loops``: their
-    ``file:line``; a single loop's line becomes ``where``) and the cap ``cap``. An error that
-    names ``where`` already is returned as it is."""
+    kernel words. A dispatch error (``err.reason``) whose statements ``sites`` knows (reason ->
+    their ``file:line``: while loops, signed divisions) starts with the line of the only one,
+    or lists them; a ``loop_limit`` failure says the cap ``cap``. An error that names
+    ``where`` already is returned as it is."""
     if not where or where in err.message:
         return err
     message, fix = err.message, kernel_words(err.fix)
-    if getattr(err, "reason", None) == "loop_limit" and loops:
-        if len(loops) == 1:
-            where = loops[0]
-        else:
-            message += f" (the while loops are at {', '.join(loops)})"
+    reason: str = getattr(err, "reason", None) or ""
+    lines = (sites or {}).get(reason, ())
+    if len(lines) == 1:
+        where = lines[0]
+    elif lines:
+        message = f"{message.rstrip('.')} ({_SITES[reason]} are at {', '.join(lines)})."
+    if reason == "loop_limit":
         message = message.replace("its max_iterations", f"its cap of {cap} trips (max_iterations)")
     new = BackendError.__new__(type(err))
     new.__dict__.update(err.__dict__)

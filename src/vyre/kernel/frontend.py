@@ -84,6 +84,13 @@ def _height(root: ast.AST) -> int:
     return best
 
 
+# id(obj) -> (obj, "file:line") of what the statements of one kernel build became: their IR
+# statements (a validator finding's IR path is mapped back to its line) and the signed
+# divisions among their expressions (a dispatch's division fault names them); the object is
+# kept so an id is never reused while the build runs
+Lines = dict[int, tuple[Node | Expr, str]]
+
+
 class Captured:
     """A function's source text, captured when the decorator runs (a file edited after import
     does not change the kernel), or the `KernelError` saying why there is none."""
@@ -205,13 +212,13 @@ class Translator:
 
     def __init__(self, src: Source, scope: _Scope, in_function: bool, max_iterations: int,
                  func_resolver: Callable[..., Function], names: set[str],
-                 lines: dict[int, tuple[Node, str]], phase_lets: list[Node] | None = None,
+                 lines: Lines, phase_lets: list[Node] | None = None,
                  alias: dict[str, str] | None = None) -> None:
         self.src, self.scope, self.in_function = src, scope, in_function
         self.max_iterations = max_iterations
         self.resolve_func = func_resolver
         self.names = names                  # every name in use: generated names avoid them
-        self.lines = lines                  # id(node) -> (node, "file:line") for validator errors
+        self.lines = lines                  # id(node) -> (node, "file:line"): see `Lines`
         self.phase_lets = list(phase_lets or [])   # re-declared at the start of every phase
         self.alias = dict(alias or {})      # a function's buffer parameters -> the kernel's buffers
         self.hoisted: list[Node] = []      # lets of locals first assigned in a nested block
@@ -328,6 +335,9 @@ class Translator:
                     else:
                         infer(e, self.scope.types, self.scope)
                     for sub in E.walk(e):
+                        if isinstance(sub, E.Bin) and sub.op in (BinOp.DIV, BinOp.MOD) and \
+                                infer(sub.left, self.scope.types, self.scope).is_signed:
+                            self.lines.setdefault(id(sub), (sub, self.src.where(s)))   # may fault (S3)
                         if isinstance(sub, E.Lit) and sub.dtype.is_float and not self._literal_ok(sub):
                             raise TypeFault("K005", f"a float literal overflows {sub.dtype.value} "
                                             f"(it would be {sub.value}).",
@@ -1014,14 +1024,14 @@ class Built:
     """A compiled kernel: its Program, its parameters in call order (``(name, BufferSpec |
     ScalarSpec)``, N-D ranks resolved), the N-D parameters whose runtime shape the call
     passes (a hidden u32 buffer of the extents each, in binding order after the parameters),
-    the ``file:line`` of its ``def``, and of each ``while`` loop (its own and its functions',
-    for a ``loop_limit`` failure) with their cap ``max_iterations``."""
+    the ``file:line`` of its ``def``, and of the statements (its own and its functions') that
+    can fail a dispatch, per reason (`_sites`), with the while loops' cap ``max_iterations``."""
 
     program: Program
     params: list[tuple[str, Any]]
     shaped: list[str] = field(default_factory=list)
     where: str = ""
-    loops: tuple[str, ...] = ()
+    sites: dict[str, tuple[str, ...]] = field(default_factory=dict)
     max_iterations: int = 0
 
 
@@ -1049,7 +1059,7 @@ def _ranks(src: Source, params: dict[str, BufferSpec]) -> dict[str, int]:
 
 def build_function(fn: Callable, resolve: Callable[..., Function], max_iterations: int,
                    kernel_scope: _Scope, bound: tuple[str, ...], ir_name: str,
-                   lines: dict[int, tuple[Node, str]]) -> Function:
+                   lines: Lines) -> Function:
     """A ``@vyre.func`` function as an IR `Function` (value parameters typed by annotation;
     buffer parameters — ``In[...]``/``Out[...]``/``InOut[...]`` — bound to the kernel's
     buffers or arrays named in ``bound``, one Function per binding)."""
@@ -1157,7 +1167,7 @@ def build_program(fn: Callable, workgroup_size: int | tuple[int, ...], max_itera
     functions: dict[tuple[int, tuple[str, ...]], Function] = {}
     order: list[Function] = []
     building: set[int] = set()
-    lines: dict[int, tuple[Node, str]] = {}
+    lines: Lines = {}
 
     def resolve(py_fn: Any, bound: tuple[str, ...] = ()) -> Function:
         key = (id(py_fn), bound)
@@ -1181,21 +1191,24 @@ def build_program(fn: Callable, workgroup_size: int | tuple[int, ...], max_itera
     all_buffers = buffers + [b for b in scope.buffers.values() if not b.is_bound]
     program = Program.wrapped(all_buffers, workgroup_size, body, order)
     _validate(program, lines, src)
-    return Built(program, params, passed, src.where(src.node), _while_lines(lines), max_iterations)
+    return Built(program, params, passed, src.where(src.node), _sites(lines), max_iterations)
 
 
-def _while_lines(lines: dict[int, tuple[Node, str]]) -> tuple[str, ...]:
-    """The ``file:line`` of every while loop the kernel compiled, in source order."""
-    found = {where for node, where in lines.values() if isinstance(node, N.While)}
-
+def _sites(lines: Lines) -> dict[str, tuple[str, ...]]:
+    """The ``file:line`` of the statements that can fail a dispatch, per dispatch-error reason
+    (`vyre.ir.errors.DISPATCH_ERRORS`), in source order: while loops (``loop_limit``) and
+    signed ``//`` and ``%`` (``division``)."""
     def order(where: str) -> tuple[str, int]:
         file, _, line = where.rpartition(":")
         return file, int(line)
 
-    return tuple(sorted(found, key=order))
+    def found(kind: type) -> tuple[str, ...]:
+        return tuple(sorted({w for obj, w in lines.values() if isinstance(obj, kind)}, key=order))
+
+    return {"loop_limit": found(N.While), "division": found(E.Bin)}
 
 
-def _validate(program: Program, lines: dict[int, tuple[Node, str]], src: Source) -> None:
+def _validate(program: Program, lines: Lines, src: Source) -> None:
     """`vyre.validate` the program now; a diagnostic names the Python line its IR path came from."""
     from vyre.ir import validate
 
@@ -1212,7 +1225,7 @@ def _validate(program: Program, lines: dict[int, tuple[Node, str]], src: Source)
     raise KernelError(f"{message} ({code}){more}", kernel_words(fix or "correct the kernel."), "K015", where)
 
 
-def _line_of(program: Program, location: str, lines: dict[int, tuple[Node, str]]) -> str | None:
+def _line_of(program: Program, location: str, lines: Lines) -> str | None:
     """The ``file:line`` of the statement at an IR path like ``body[3].then[0]``."""
     import re
 

@@ -757,5 +757,5 @@ def call(built: Any, name: str, args: Sequence[Any], *, out: Any = None, grid: A
         return _call_slow(built, name, args, key, out=out, grid=grid, elements=elements, backend=backend,
                           config=config, dim=dim, shape=shape)
     except BackendError as err:
-        raise located(err, built.where, built.loops, built.max_iterations).with_traceback(
+        raise located(err, built.where, built.sites, built.max_iterations).with_traceback(
             err.__traceback__) from err.__cause__
