@@ -206,9 +206,9 @@ def test_capabilities_are_what_every_worker_runs():
     b = object.__new__(DaskBackend)
     b._workers = [
         {"backend": "opencl", "device": "cpu", "ops": ["vyre.bin_op.add", "vyre.bin_op.sub"], "max_buffer": 1 << 30,
-         "max_wg": [1024, 64, 64], "max_inv": 1024, "max_groups": 65535},
+         "max_wg": [1024, 64, 64], "max_inv": 1024, "max_groups": 65535, "max_shared": 65536},
         {"backend": "reference", "device": "numpy", "ops": ["vyre.bin_op.add", "vyre.un_op.sin"], "max_buffer": 1 << 20,
-         "max_wg": [256, 256, 8], "max_inv": 4096, "max_groups": 2**31 - 1},
+         "max_wg": [256, 256, 8], "max_inv": 4096, "max_groups": 2**31 - 1, "max_shared": 16384},
     ]
     b.caps = b._capabilities()
     assert b.supported_ops() == frozenset({"vyre.bin_op.add"})
@@ -217,3 +217,4 @@ def test_capabilities_are_what_every_worker_runs():
     assert b.is_distributed() and b.supports_speculation() and not b.supports_async_compute()
     assert b.subgroup_size() is None and b.id() == "dask"
     assert b.device_profile().device_name == "2 Dask workers (opencl: cpu, reference: numpy)"
+    assert b.device_profile().max_shared_memory_bytes == 16384 and b.device_profile().has_shared_memory

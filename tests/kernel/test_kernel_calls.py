@@ -4,13 +4,15 @@ line — never a bare exception, a silent conversion, or a partial launch."""
 
 from __future__ import annotations
 
+import ctypes
 import decimal
+import re
 
 import numpy as np
 import pytest
 
 import vyre
-from vyre.kernel import In, KernelError, Out, Scalar, f32, gid, u32
+from vyre.kernel import In, KernelError, Out, Scalar, atomic_add, f32, gid, u32, u64
 
 
 @vyre.kernel
@@ -263,6 +265,92 @@ def test_device_arrays_of_the_wrong_dtype_are_refused_in_their_library_words(mod
     assert "float64" in str(err.value) and "astype(np." not in str(err.value)
 
 
+class _DLTensor(ctypes.Structure):   # dlpack.h's DLTensor, spelled here independently of vyre
+    _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32),
+                ("ndim", ctypes.c_int32), ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                ("lanes", ctypes.c_uint16), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.c_void_p), ("byte_offset", ctypes.c_uint64)]
+
+
+class _DLManaged(ctypes.Structure):
+    _fields_ = [("tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
+
+
+_new_capsule = ctypes.pythonapi.PyCapsule_New
+_new_capsule.restype, _new_capsule.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+_DLTENSOR = ctypes.create_string_buffer(b"dltensor")
+
+
+class _GpuDLPack:
+    """A stand-in for a GPU array that speaks DLPack only (no ``__cuda_array_interface__``,
+    no numpy): a real DLPack capsule describing 8 elements of ``(code, bits)`` on CUDA
+    device 0 at an address nobody reads (the call checks it before any backend sees it)."""
+
+    def __init__(self, code: int, bits: int) -> None:
+        self.shape_c = (ctypes.c_int64 * 1)(8)
+        self.managed = _DLManaged(_DLTensor(0x1000, 2, 0, 1, code, bits, 1, self.shape_c, None, 0))
+        self.streams: list = []
+
+    def __dlpack__(self, stream=None):
+        self.streams.append(stream)
+        return _new_capsule(ctypes.addressof(self.managed), ctypes.addressof(_DLTENSOR), None)
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+
+def test_dlpack_only_gpu_arrays_of_the_wrong_dtype_are_refused_at_the_call():
+    """A GPU array with only ``__dlpack__`` (jax and the like) of another dtype is a K020
+    naming the parameter, read from its capsule before any backend sees it (without asking
+    the producer for a stream handshake); one of the right dtype goes on to the backend,
+    whose refusal names the kernel's def line."""
+    from vyre.driver.errors import InvalidInput
+
+    f64 = _GpuDLPack(2, 64)
+    with pytest.raises(KernelError) as err:
+        _add(f64, ONES, backend="reference")
+    text = str(err.value)
+    assert err.value.code == "K020" and "'a'" in text and "float64" in text and "f32" in text, text
+    assert err.value.fix.startswith("pass a.astype(np.float32)") and f64.streams == [-1], text
+    assert _code(_add, ONES, _GpuDLPack(0, 32), backend="reference") == "K020"     # i32
+    with pytest.raises(InvalidInput) as refused:
+        _add(_GpuDLPack(2, 32), ONES, backend="reference")
+    assert refused.value.reason == "input_device" and refused.value.where == _add._build().where, str(refused.value)
+    assert str(refused.value).startswith(f"{_add._build().where}: [reference] ")
+    from vyre.driver.inputs import dlpack_dtype
+
+    assert [dlpack_dtype(np.zeros(2, t)) for t in (np.float16, np.int8, np.uint64, np.bool_)] == \
+        [np.float16, np.int8, np.uint64, np.bool_]             # numpy's own capsules (CPU)
+    assert dlpack_dtype(_GpuDLPack(4, 16)) is None and dlpack_dtype(object()) is None   # bfloat16: no numpy name
+
+
+class _DLPackOnly:
+    """A real GPU array seen through DLPack only (as jax arrays are): no
+    ``__cuda_array_interface__``, no ``dtype``, not of a library vyre knows."""
+
+    def __init__(self, x) -> None:
+        self._x = x
+
+    def __dlpack__(self, *args, **kw):
+        return self._x.__dlpack__(*args, **kw)
+
+    def __dlpack_device__(self):
+        return self._x.__dlpack_device__()
+
+
+@pytest.mark.gpu
+def test_dlpack_only_gpu_arrays_on_cuda(cuda):
+    """On the GPU: a DLPack-only CuPy array of the wrong dtype is the call's K020 naming the
+    parameter; of the right dtype it is read in place and the result is right."""
+    cp = pytest.importorskip("cupy")
+    a = cp.arange(8, dtype=cp.float32)
+    got = _add(_DLPackOnly(a), _DLPackOnly(a * 2), backend=cuda)
+    assert cp.asarray(got).get().tolist() == (np.arange(8) * 3.0).tolist()
+    with pytest.raises(KernelError) as err:
+        _add(_DLPackOnly(a), _DLPackOnly(a.astype(cp.float64)), backend=cuda)
+    assert err.value.code == "K020" and "'b'" in str(err.value) and "float64" in str(err.value), str(err.value)
+
+
 @pytest.mark.parametrize(("module", "fix"), [("torch", "x.to(torch.float32)"), ("cupy", "x.astype(cupy.float32)"),
                                              ("numpy", "x.astype(np.float32)")])
 def test_the_drivers_dtype_fix_names_the_callers_library(module, fix):
@@ -305,3 +393,29 @@ def test_a_backend_with_only_id_and_dispatch_runs_kernels_through_the_contract_d
         Runner(object())
     assert err.value.code == "L005"
     assert _code(_add, a, a, backend=object()) == "K021"
+
+
+@vyre.kernel
+def _count64(x: In[u32], o: Out[u64, 4]):
+    i = gid()
+    if i < len(x):
+        atomic_add(o, x[i] % 4, 1)
+
+
+def test_a_backend_that_cannot_run_a_kernel_says_why_in_kernel_words():
+    """backend='wgpu' for a kernel with 64-bit atomics (core WGSL has none) is K024 in the
+    author's words (no op ids, no FILE to pass), naming the kernel's line and a backend that
+    runs it; that backend gives the right counts."""
+    from conftest import get_backend
+    from vyre.kernel.launch import KernelRefused
+
+    wgpu = get_backend("wgpu")
+    x = np.arange(10, dtype=np.uint32)
+    with pytest.raises(KernelRefused) as err:
+        _count64(x, backend=wgpu)
+    text = str(err.value)
+    assert err.value.kernel_code == "K024" and "64-bit atomics" in text and _count64._build().where in text, text
+    assert "vyre." not in text and "FILE" not in text, text
+    alt = re.search(r"pass backend='(\w+)' \(it runs this kernel\)", err.value.fix)
+    assert alt and alt.group(1) != "wgpu", text
+    assert _count64(x, backend=alt.group(1)).tolist() == [3, 3, 2, 2]

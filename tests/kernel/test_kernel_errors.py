@@ -158,3 +158,127 @@ def test_deep_expressions_are_an_error_not_a_crash():
             o[i] = {terms}
     """)
     assert err.code in ("K003", "K015")
+
+
+_SPIN = """
+    @vyre.func
+    def settle(k: u32) -> u32:
+        while k > 1:
+            k = k // 2
+        return k
+
+    @vyre.kernel(max_iterations=8)
+    def spin(x: In[u32], o: Out[u32]):
+        i = gid()
+        k = x[i]
+        while k > 0:
+            k = k + 1
+        o[i] = settle(k)
+
+    @vyre.kernel(max_iterations=8)
+    def spin_once(x: In[u32], o: Out[u32]):
+        i = gid()
+        k = x[i]
+        while k > 0:
+            k = k + 1
+        o[i] = k
+"""
+
+
+def test_a_while_loop_over_its_cap_names_its_python_line(backend):
+    """The loop_limit failure of a dispatch (every backend) keeps its class and reason, starts
+    with the while loop's own file:line (warm calls too) and says how to raise the cap in
+    kernel words; with several while loops it names the def line and lists them."""
+    from vyre.driver.errors import DispatchFailed
+
+    ns = compile_source(_SPIN)
+    x = np.ones(4, np.uint32)
+    for _ in range(2):     # the second call runs the warm plan
+        with pytest.raises(DispatchFailed) as err:
+            ns["spin_once"](x, backend=backend)
+        text = str(err.value)
+        assert err.value.reason == "loop_limit" and err.value.code == 1005, text
+        assert re.match(r"<kernel-src-\d+>:20: \[\w+\] a while loop reached its cap of 8 trips", text), text
+        assert "@vyre.kernel(max_iterations=n)" in err.value.fix, text
+    if backend.id() != "reference":
+        return
+    with pytest.raises(DispatchFailed) as err:
+        ns["spin"](x, backend=backend)
+    text = str(err.value)
+    assert re.match(r"<kernel-src-\d+>:9: ", text), text           # the kernel's def line
+    assert re.search(r"\(the while loops are at <kernel-src-\d+>:4, <kernel-src-\d+>:12\)\. Fix", text), text
+
+
+def test_a_signed_division_by_zero_names_its_python_line():
+    """A signed division by zero while the kernel runs names the line of the kernel's only
+    signed // or %, or the def line and every such line (unsigned ones cannot fault); the
+    Fix is in kernel words."""
+    from vyre.driver.errors import DispatchFailed
+
+    ns = compile_source("""
+        @vyre.kernel
+        def divide(x: In[i32], o: Out[i32]):
+            i = gid()
+            o[i] = 7 // x[i] + i32(u32(i) // 2)
+
+        @vyre.kernel
+        def divide2(x: In[i32], o: Out[i32]):
+            i = gid()
+            q = 7 // x[i]
+            o[i] = q + 9 % x[i]
+    """)
+    bad = np.array([1, 0], np.int32)
+    with pytest.raises(DispatchFailed) as err:
+        ns["divide"](bad, backend="reference")
+    text = str(err.value)
+    assert err.value.reason == "division" and re.match(r"<kernel-src-\d+>:5: \[reference\] ", text), text
+    assert "d if d != 0 else 1" in err.value.fix and not any(w in err.value.fix for w in IR_WORDS), text
+    with pytest.raises(DispatchFailed) as err:
+        ns["divide2"](bad, backend="reference")
+    text = str(err.value)
+    assert re.match(r"<kernel-src-\d+>:8: ", text), text
+    assert re.search(r"\(the signed // and % are at <kernel-src-\d+>:10, <kernel-src-\d+>:11\)\. Fix", text), text
+
+
+def test_kernel_source_names_the_kernels_line_when_code_generation_fails():
+    """kernel.source(backend): a backend's error while generating code names the def line
+    and keeps its class."""
+    from vyre.driver.errors import KernelCompileFailed
+
+    from helpers import MockBackend
+
+    class NoCompiler(MockBackend):
+        def generated_source(self, program):
+            raise KernelCompileFailed("the compiler crashed.", "report it.", backend="mock")
+
+    ns = compile_source("""
+        @vyre.kernel(workgroup_size=1)
+        def plus(x: In[u32], o: Out[u32]):
+            o[gid()] = x[gid()] + 1
+    """)
+    with pytest.raises(KernelCompileFailed) as err:
+        ns["plus"].source(NoCompiler())
+    assert re.match(r"<kernel-src-\d+>:3: \[mock\] the compiler crashed\. Fix: report it\.$", str(err.value)), \
+        str(err.value)
+
+
+def test_device_functions_called_from_python_are_k017_at_the_calls_line():
+    """gid() or a @vyre.func called from ordinary Python is K017 naming the line of that call
+    (it was a VyreError without a code); in a kernel's annotation it stays K006."""
+    ns = compile_source("""
+        @vyre.func
+        def twice(v: u32) -> u32:
+            return v * 2
+
+        def host():
+            return gid()
+
+        def host_func():
+            return twice(3)
+    """)
+    for fn, line, words in ((ns["host"], 7, "vyre.kernel.gid()"), (ns["host_func"], 10, "twice, a @vyre.func,")):
+        with pytest.raises(KernelError) as err:
+            fn()
+        text = str(err.value)
+        assert err.value.code == "K017" and re.match(rf"<kernel-src-\d+>:{line}: \[K017\] {re.escape(words)} ", text)
+        assert text.endswith("to compute on the host use numpy."), text

@@ -1,16 +1,19 @@
 """A kernel file as a user writes it type-checks with mypy (issue 25: `py.typed` ships, so
 annotations like ``x: In[f32]`` and ``@vyre.kernel`` must be valid to a type checker), and
 mypy still catches a real mistake in one. N-D and fixed-size annotations (``In[f32, :, :]``,
-``Out[u32, 32]``) type-check with the `vyre.kernel.mypy_plugin` plugin enabled."""
+``Out[u32, 32]``) type-check with the `vyre.kernel.mypy_plugin` plugin enabled, by the
+configuration docs/kernels.md gives (its ``toml`` block, used as the project's pyproject.toml)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 api = pytest.importorskip("mypy.api", reason="mypy is in the test extra")
 HERE = Path(__file__).resolve().parent
+DOC_CONFIG = re.findall(r"```toml\n(.*?)```", (HERE.parents[1] / "docs/kernels.md").read_text(), re.S)
 
 
 USER = HERE / "typed" / "user_kernels.py"
@@ -31,9 +34,10 @@ def test_a_user_kernel_file_type_checks(tmp_path):
     """One mypy run with the plugin: the user file is clean; a str added to a 1-D or an N-D
     buffer's element is caught (the buffer keeps its element type); a zero axis is refused.
     One run without it: the 1-D part needs no plugin; ``In[f32, :, :]`` does."""
-    plain, plugged = tmp_path / "plain.ini", tmp_path / "plugin.ini"
+    plain, plugged = tmp_path / "plain.ini", tmp_path / "pyproject.toml"
     plain.write_text("[mypy]\n")
-    plugged.write_text("[mypy]\nplugins = vyre.kernel.mypy_plugin\n")
+    assert len(DOC_CONFIG) == 1 and "vyre.kernel.mypy_plugin" in DOC_CONFIG[0]
+    plugged.write_text(DOC_CONFIG[0])
     user = USER.read_text()
     bad, bad_nd, one_d = tmp_path / "bad_kernels.py", tmp_path / "bad_nd.py", tmp_path / "one_d_kernels.py"
     bad.write_text(user.replace("out[i] = a * x[i] + y[i]", "out[i] = a * x[i] + 'text'"))

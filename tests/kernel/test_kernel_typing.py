@@ -223,6 +223,40 @@ def test_functions_take_buffers_and_workgroup_arrays(backend):
     assert o.tolist() == (once + twice + tile * 2).tolist()
 
 
+@vyre.func
+def _xor_in(state: InOut[u32], table: In[u32], k: u32):
+    state[k] = state[k] ^ table[k & 3]
+
+
+@vyre.func
+def _put_tile(tile: InOut[u32], k: u32, v: u32):
+    tile[k] = v
+
+
+@vyre.kernel(workgroup_size=4)
+def _void_funcs(t: In[u32, 4], s: InOut[u32], o: Out[u32]):
+    tile = shared(u32, 4)
+    i = gid()
+    _put_tile(tile, lid(), i * 5)
+    barrier()
+    _xor_in(s, t, i)
+    _xor_in(s, t, i)
+    _xor_in(s, t, i)
+    o[i] = tile[(lid() + 1) & 3]
+
+
+def test_functions_without_a_result_are_called_as_statements(backend):
+    """A @vyre.func with no return (a round that updates a state buffer, a helper that fills a
+    workgroup array) is called as a statement; it was refused with K004 and an IR-builder Fix
+    ('call it as a statement with Node.call')."""
+    t = np.array([1, 2, 4, 8], np.uint32)
+    s = np.arange(8, dtype=np.uint32)
+    s2, o = _void_funcs(t, s, elements=8, grid=2, backend=backend)
+    i = np.arange(8, dtype=np.uint32)
+    assert s2.tolist() == (s ^ t[i & 3]).tolist()
+    assert o.tolist() == ((i // 4) * 20 + ((i + 1) & 3) * 5).tolist()
+
+
 @pytest.mark.parametrize("line, code, words", [
     ("o[i] = x[i] + 1e300", "K005", "does not fit"),
     ("o[i] = f32(1e39)", "K005", "f32"),

@@ -16,11 +16,13 @@ Anything else — a wrong dtype, a big-endian or strided array, a list, None, a 
 `InvalidInput` with a stable ``reason`` and a Fix naming the conversion to make. Host inputs
 come back as 1-D little-endian arrays that may alias the caller's memory (the engine copies
 them into staging before returning from any call): u32 words when the length is whole words,
-else bytes (narrow element types); device inputs as `DeviceInput`.
+else bytes (narrow element types); device inputs as `DeviceInput`. `dlpack_dtype` reads a
+DLPack producer's element type for callers that check arguments before a backend sees them.
 """
 
 from __future__ import annotations
 
+import ctypes
 import math
 import sys
 from collections.abc import Sequence
@@ -70,6 +72,55 @@ def _typestr_ok(decl: BufferDecl, kind: str, itemsize: int) -> bool:
 def array_library(x: Any) -> str:
     """The top-level package of ``x``'s type: "numpy", "cupy", "torch", "builtins", ..."""
     return type(x).__module__.split(".")[0]
+
+
+# DLPack's C structs (dlpack.h, ABI 0.x/1.x): the legacy capsule "dltensor" holds a
+# DLManagedTensor, whose first member is this DLTensor
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+_DL_KINDS = {0: "i", 1: "u", 2: "f", 6: "b"}   # kDLInt, kDLUInt, kDLFloat, kDLBool
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype, _capsule_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+_capsule_valid = ctypes.pythonapi.PyCapsule_IsValid
+_capsule_valid.restype, _capsule_valid.argtypes = ctypes.c_int, [ctypes.py_object, ctypes.c_char_p]
+
+
+def dlpack_dtype(x: Any) -> np.dtype | None:
+    """The element dtype of a ``__dlpack__`` producer on any device, read from the capsule it
+    hands out without consuming it (the capsule's own destructor releases it), and asking for
+    no stream synchronisation (``stream=-1``; a producer that refuses that is asked without
+    one). None when the producer gives no readable capsule or an element type numpy has no
+    dtype for (bfloat16, complex, vectors): the backend's own check decides those."""
+    try:
+        try:
+            capsule = x.__dlpack__(stream=-1)
+        except Exception:
+            capsule = x.__dlpack__()
+        if not _capsule_valid(capsule, b"dltensor"):
+            return None
+        dt = _DLTensor.from_address(_capsule_pointer(capsule, b"dltensor")).dtype
+        code, bits, lanes = int(dt.code), int(dt.bits), int(dt.lanes)
+    except Exception:
+        return None
+    kind = _DL_KINDS.get(code)
+    if kind is None or lanes != 1 or bits % 8:
+        return None
+    try:
+        return np.dtype(f"<{kind}{bits // 8}" if kind != "b" else "?")
+    except TypeError:
+        return None
 
 
 def convert_hint(x: Any, dtype: DataType, name: str = "x") -> str:

@@ -27,10 +27,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from vyre.driver.errors import BackendError
 from vyre.ir import Program
 
 from . import intrinsics
-from .errors import CODES, KernelError
+from .errors import CODES, KernelError, called_on_host, located
 from .frontend import Built, build_program, capture
 from .intrinsics import (
     acos,
@@ -154,8 +155,11 @@ class Kernel:
         generates for this kernel: CUDA C, OpenCL C or WGSL; for the reference (and any
         backend that generates no code), ``str(program)``: the IR as short indented text."""
         built = self._build()
-        b = resolve_backend(backend, built.program, built.where)
-        text = b.generated_source(built.program)
+        try:
+            b = resolve_backend(backend, built.program, built.where)
+            text = b.generated_source(built.program)
+        except BackendError as err:
+            raise located(err, built.where).with_traceback(err.__traceback__) from err.__cause__
         return text if text is not None else str(built.program)
 
     def __call__(self, *args: Any, out: Any = None, grid: Any = None, elements: Any = None,
@@ -189,10 +193,8 @@ class DeviceFunction:
         self.__vyre_func__ = fn
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from vyre.ir import VyreError
-
-        raise VyreError(f"{self.__name__} is a vyre device function: it runs inside kernels only.",
-                        "call it from a @vyre.kernel body.")
+        raise called_on_host(f"{self.__name__}, a @vyre.func,", "call it from a @vyre.kernel or @vyre.func "
+                             "body; to compute on the host use numpy.")
 
     def __repr__(self) -> str:
         return f"<vyre.func {self.__name__}>"
@@ -211,8 +213,9 @@ def kernel(fn: Callable | None = None, *, workgroup_size: int | tuple[int, ...] 
 
 
 def func(fn: Callable) -> DeviceFunction:
-    """Decorator: a device function kernels can call (parameters annotated with value types,
-    one ``return value`` at the end)."""
+    """Decorator: a device function kernels can call (parameters annotated with value types
+    or buffer types; one ``return value`` at the end, or none: then it is called as a
+    statement)."""
     return DeviceFunction(fn)
 
 

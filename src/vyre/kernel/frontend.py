@@ -7,7 +7,7 @@ Supported: arithmetic, comparisons (chained too), bit operations, ``and``/``or``
 assigned; one type each), ``x[i]`` loads and ``x[i] = v`` stores, augmented assignment,
 ``if``/``elif``/``else``, ``for i in range(...)`` (a literal positive step), ``while`` (capped
 at the kernel's ``max_iterations``), ``break``/``continue``, a bare ``return`` in a kernel and
-one final ``return value`` in a function, calls of `vyre.kernel.intrinsics` and of other
+one final ``return value`` in a function (or none), calls of `vyre.kernel.intrinsics` and of other
 ``@vyre.func`` functions, casts written as ``u32(x)``, ``abs``/``min``/``max``/``len``, and
 module-level numbers as constants. ``/`` divides floats and ``//`` integers; ``%`` is C's
 remainder (the sign of the dividend).
@@ -44,11 +44,11 @@ from vyre.ir import (
 from vyre.ir import expr as E
 from vyre.ir import node as N
 from vyre.ir.limits import MAX_DEPTH
-from vyre.ir.typecheck import TypeFault, infer
+from vyre.ir.typecheck import TypeFault, call_check, infer
 from vyre.ir.weak import Resolver
 
 from . import intrinsics as K
-from .errors import KernelError
+from .errors import KernelError, kernel_words
 from .types import BufferSpec, ScalarSpec
 
 _BINOPS = {ast.Add: BinOp.ADD, ast.Sub: BinOp.SUB, ast.Mult: BinOp.MUL, ast.Mod: BinOp.MOD,
@@ -72,18 +72,6 @@ _ATOMICS = {"atomic_add": AtomicOp.ADD, "atomic_or": AtomicOp.OR, "atomic_and": 
             "atomic_exchange": AtomicOp.EXCHANGE}
 
 
-_FIXES = (   # IR-builder words in messages from vyre.ir, in kernel words
-    ("cast one operand with Expr.cast", "cast one operand (e.g. i32(x), f32(x))"),
-    ("cast it with Expr.cast(DataType.", "cast it with ("),
-    ("cast the index with Expr.cast(DataType.U32, ...)", "cast the index: u32(i)"),
-    ("Expr.cast(DataType.", "("), ("cast it with Expr.cast", "cast it"),
-    ("Node.let_bind", "an assignment"), ("BufferDecl.output(..., count=n)", "Out[dtype, n]"),
-    ("DispatchConfig(dispatch_elements=n)", "elements=n in the call"),
-    ("Expr.u64(...), Expr.i32(...)", "u64(...), i32(...)"),
-    ("MemoryOrdering.GRID_SYNC", "grid_sync()"), ("DispatchConfig.grid_override", "grid="),
-)
-
-
 def _height(root: ast.AST) -> int:
     """Height of the expressions under a statement (an iterative walk: any depth is safe);
     nested statements are measured when they are translated."""
@@ -96,11 +84,11 @@ def _height(root: ast.AST) -> int:
     return best
 
 
-def kernel_words(text: str) -> str:
-    """A Fix from `vyre.ir` in the words of a kernel's author."""
-    for a, b in _FIXES:
-        text = text.replace(a, b)
-    return text
+# id(obj) -> (obj, "file:line") of what the statements of one kernel build became: their IR
+# statements (a validator finding's IR path is mapped back to its line) and the signed
+# divisions among their expressions (a dispatch's division fault names them); the object is
+# kept so an id is never reused while the build runs
+Lines = dict[int, tuple[Node | Expr, str]]
 
 
 class Captured:
@@ -176,10 +164,11 @@ class Source:
                     pass
         try:
             self.annotations = inspect.get_annotations(fn, eval_str=True)
-        except KernelError:
-            raise
-        except Exception as exc:   # a VyreError too: an intrinsic called in an annotation, ...
-            text = exc.message if isinstance(exc, VyreError) else str(exc)
+        except Exception as exc:   # a VyreError too: an intrinsic called in an annotation (K017), ...
+            if isinstance(exc, KernelError) and exc.code != "K017":
+                raise
+            text = exc.message.partition("] ")[2] if isinstance(exc, KernelError) else \
+                exc.message if isinstance(exc, VyreError) else str(exc)
             raise self.error(self.node, f"the annotations of {fn.__name__!r} do not evaluate ({text}).",
                              "annotate with names vyre.kernel exports (In, Out, Scalar, u32, f32, ...).",
                              "K006") from None
@@ -223,13 +212,13 @@ class Translator:
 
     def __init__(self, src: Source, scope: _Scope, in_function: bool, max_iterations: int,
                  func_resolver: Callable[..., Function], names: set[str],
-                 lines: dict[int, tuple[Node, str]], phase_lets: list[Node] | None = None,
+                 lines: Lines, phase_lets: list[Node] | None = None,
                  alias: dict[str, str] | None = None) -> None:
         self.src, self.scope, self.in_function = src, scope, in_function
         self.max_iterations = max_iterations
         self.resolve_func = func_resolver
         self.names = names                  # every name in use: generated names avoid them
-        self.lines = lines                  # id(node) -> (node, "file:line") for validator errors
+        self.lines = lines                  # id(node) -> (node, "file:line"): see `Lines`
         self.phase_lets = list(phase_lets or [])   # re-declared at the start of every phase
         self.alias = dict(alias or {})      # a function's buffer parameters -> the kernel's buffers
         self.hoisted: list[Node] = []      # lets of locals first assigned in a nested block
@@ -341,8 +330,14 @@ class Translator:
         for n in nodes:
             try:
                 for e in N.node_exprs(n):
-                    infer(e, self.scope.types, self.scope)
+                    if isinstance(n, N.Eval) and isinstance(e, E.Call):   # a call for its effects:
+                        call_check(e, self.scope.types, self.scope)     # with a result or without
+                    else:
+                        infer(e, self.scope.types, self.scope)
                     for sub in E.walk(e):
+                        if isinstance(sub, E.Bin) and sub.op in (BinOp.DIV, BinOp.MOD) and \
+                                infer(sub.left, self.scope.types, self.scope).is_signed:
+                            self.lines.setdefault(id(sub), (sub, self.src.where(s)))   # may fault (S3)
                         if isinstance(sub, E.Lit) and sub.dtype.is_float and not self._literal_ok(sub):
                             raise TypeFault("K005", f"a float literal overflows {sub.dtype.value} "
                                             f"(it would be {sub.value}).",
@@ -1028,13 +1023,16 @@ def _zero(t: DataType) -> Expr:
 class Built:
     """A compiled kernel: its Program, its parameters in call order (``(name, BufferSpec |
     ScalarSpec)``, N-D ranks resolved), the N-D parameters whose runtime shape the call
-    passes (a hidden u32 buffer of the extents each, in binding order after the parameters)
-    and the ``file:line`` of its ``def``."""
+    passes (a hidden u32 buffer of the extents each, in binding order after the parameters),
+    the ``file:line`` of its ``def``, and of the statements (its own and its functions') that
+    can fail a dispatch, per reason (`_sites`), with the while loops' cap ``max_iterations``."""
 
     program: Program
     params: list[tuple[str, Any]]
     shaped: list[str] = field(default_factory=list)
     where: str = ""
+    sites: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    max_iterations: int = 0
 
 
 def _ranks(src: Source, params: dict[str, BufferSpec]) -> dict[str, int]:
@@ -1061,7 +1059,7 @@ def _ranks(src: Source, params: dict[str, BufferSpec]) -> dict[str, int]:
 
 def build_function(fn: Callable, resolve: Callable[..., Function], max_iterations: int,
                    kernel_scope: _Scope, bound: tuple[str, ...], ir_name: str,
-                   lines: dict[int, tuple[Node, str]]) -> Function:
+                   lines: Lines) -> Function:
     """A ``@vyre.func`` function as an IR `Function` (value parameters typed by annotation;
     buffer parameters — ``In[...]``/``Out[...]``/``InOut[...]`` — bound to the kernel's
     buffers or arrays named in ``bound``, one Function per binding)."""
@@ -1169,7 +1167,7 @@ def build_program(fn: Callable, workgroup_size: int | tuple[int, ...], max_itera
     functions: dict[tuple[int, tuple[str, ...]], Function] = {}
     order: list[Function] = []
     building: set[int] = set()
-    lines: dict[int, tuple[Node, str]] = {}
+    lines: Lines = {}
 
     def resolve(py_fn: Any, bound: tuple[str, ...] = ()) -> Function:
         key = (id(py_fn), bound)
@@ -1193,10 +1191,24 @@ def build_program(fn: Callable, workgroup_size: int | tuple[int, ...], max_itera
     all_buffers = buffers + [b for b in scope.buffers.values() if not b.is_bound]
     program = Program.wrapped(all_buffers, workgroup_size, body, order)
     _validate(program, lines, src)
-    return Built(program, params, passed, src.where(src.node))
+    return Built(program, params, passed, src.where(src.node), _sites(lines), max_iterations)
 
 
-def _validate(program: Program, lines: dict[int, tuple[Node, str]], src: Source) -> None:
+def _sites(lines: Lines) -> dict[str, tuple[str, ...]]:
+    """The ``file:line`` of the statements that can fail a dispatch, per dispatch-error reason
+    (`vyre.ir.errors.DISPATCH_ERRORS`), in source order: while loops (``loop_limit``) and
+    signed ``//`` and ``%`` (``division``)."""
+    def order(where: str) -> tuple[str, int]:
+        file, _, line = where.rpartition(":")
+        return file, int(line)
+
+    def found(kind: type) -> tuple[str, ...]:
+        return tuple(sorted({w for obj, w in lines.values() if isinstance(obj, kind)}, key=order))
+
+    return {"loop_limit": found(N.While), "division": found(E.Bin)}
+
+
+def _validate(program: Program, lines: Lines, src: Source) -> None:
     """`vyre.validate` the program now; a diagnostic names the Python line its IR path came from."""
     from vyre.ir import validate
 
@@ -1213,7 +1225,7 @@ def _validate(program: Program, lines: dict[int, tuple[Node, str]], src: Source)
     raise KernelError(f"{message} ({code}){more}", kernel_words(fix or "correct the kernel."), "K015", where)
 
 
-def _line_of(program: Program, location: str, lines: dict[int, tuple[Node, str]]) -> str | None:
+def _line_of(program: Program, location: str, lines: Lines) -> str | None:
     """The ``file:line`` of the statement at an IR path like ``body[3].then[0]``."""
     import re
 

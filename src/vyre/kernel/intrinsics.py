@@ -1,6 +1,6 @@
 """The device functions a kernel may call: invocation ids, barriers, atomics, math, casts and
 the arrays a kernel allocates. Each is a marker with a docstring: called from ordinary Python
-it raises, because it only means something inside a kernel; `vyre.kernel.frontend` turns
+it raises K017 naming the line of the call, because it only means something inside a kernel; `vyre.kernel.frontend` turns
 calls to it into IR.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vyre.ir import VyreError
+from .errors import called_on_host
 
 
 class Intrinsic:
@@ -18,8 +18,8 @@ class Intrinsic:
         self.name, self.__doc__ = name, doc
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        raise VyreError(f"vyre.kernel.{self.name}() only works inside a @vyre.kernel or @vyre.func body.",
-                        "call it from a kernel; to compute on the host use numpy.")
+        raise called_on_host(f"vyre.kernel.{self.name}()", "call it in a @vyre.kernel or @vyre.func body; "
+                             "to compute on the host use numpy.")
 
     def __repr__(self) -> str:
         return f"<vyre device function {self.name}>"

@@ -10,7 +10,9 @@ Launch options: ``grid=`` workgroups per axis (``saxpy[grid](x, y)`` too); ``dim
 invocations per axis (Warp's ``dim``: the grid is derived from the workgroup size);
 ``elements=`` the element count of runtime-sized outputs (and of the default 1-D launch);
 ``shape=`` the shape of runtime-sized N-D outputs. Every argument is checked here; a wrong
-one is a `KernelError` naming the kernel's ``def`` line.
+one is a `KernelError` naming the kernel's ``def`` line. A backend's error during the call
+(a while loop over its cap, an argument it cannot read, ...) keeps its class and names the
+line too (`vyre.kernel.errors.located`).
 """
 
 from __future__ import annotations
@@ -29,10 +31,10 @@ import numpy as np
 
 from vyre.driver.backend import VyreBackend
 from vyre.driver.errors import BackendError, UnsupportedFeature
-from vyre.driver.inputs import array_library, convert_hint
+from vyre.driver.inputs import array_library, convert_hint, dlpack_dtype
 from vyre.ir import DataType, Program, VyreError
 
-from .errors import KernelError
+from .errors import KernelError, located
 from .types import BufferSpec, ScalarSpec
 
 log = logging.getLogger("vyre.kernel")
@@ -205,7 +207,7 @@ def refusal(b: Any, program: Program) -> str:
 
 def _host_array(value: Any, dtype: DataType, where: str, name: str) -> Any:
     """A numpy array of the buffer's dtype (any shape; the caller flattens it), or a device
-    array / DLPack producer as given (the backend checks those)."""
+    array / DLPack producer of the buffer's dtype as given (the backend checks the rest)."""
     want = np.dtype(dtype.host)
     mod = array_library(value)
     cai = getattr(value, "__cuda_array_interface__", None)
@@ -224,6 +226,9 @@ def _host_array(value: Any, dtype: DataType, where: str, name: str) -> Any:
         except Exception:
             pass
         if not on_cpu:
+            got = dlpack_dtype(value)   # None: not readable here; the backend's check decides
+            if got is not None and got != want:
+                raise _wrong_dtype(value, f"a {mod} {got} device array", dtype, where, name)
             return value
         try:
             arr = np.from_dlpack(value)
@@ -734,18 +739,23 @@ def call(built: Any, name: str, args: Sequence[Any], *, out: Any = None, grid: A
          elements: Any = None, backend: Any = None, config: Any = None, dim: Any = None,
          shape: Any = None) -> Any:
     """Run ``built`` (a `vyre.kernel.frontend.Built`) with ``args``; see the module docstring.
-    A warm call (same argument kinds, dtypes and shapes, same options) runs its `_Plan`."""
-    key = None
-    if out is None:
-        key = _call_key(args, grid, elements, backend, config, dim, shape)
-        if key is not None:
-            try:
-                plan = _plans(built).get(key)
-            except TypeError:   # an unhashable option (a list grid=, a config holding a dict)
-                plan = key = None
-            if plan is not None:
-                got = plan.run(args)
-                if got is not _NO:
-                    return got
-    return _call_slow(built, name, args, key, out=out, grid=grid, elements=elements, backend=backend,
-                      config=config, dim=dim, shape=shape)
+    A warm call (same argument kinds, dtypes and shapes, same options) runs its `_Plan`.
+    A backend's error names the kernel's line (`located`)."""
+    try:
+        key = None
+        if out is None:
+            key = _call_key(args, grid, elements, backend, config, dim, shape)
+            if key is not None:
+                try:
+                    plan = _plans(built).get(key)
+                except TypeError:   # an unhashable option (a list grid=, a config holding a dict)
+                    plan = key = None
+                if plan is not None:
+                    got = plan.run(args)
+                    if got is not _NO:
+                        return got
+        return _call_slow(built, name, args, key, out=out, grid=grid, elements=elements, backend=backend,
+                          config=config, dim=dim, shape=shape)
+    except BackendError as err:
+        raise located(err, built.where, built.sites, built.max_iterations).with_traceback(
+            err.__traceback__) from err.__cause__

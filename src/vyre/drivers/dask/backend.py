@@ -109,14 +109,17 @@ class DaskBackend(VyreBackend):
         return self._workers
 
     def _capabilities(self) -> Capabilities:
-        """What every worker runs: the ops all of them run, the smallest of their limits."""
+        """What every worker runs: the ops all of them run, the smallest of their limits
+        (workgroup memory included)."""
         ws = self.workers()
         ops = frozenset.intersection(*(frozenset(w["ops"]) for w in ws)) if ws else frozenset()
         names = ", ".join(f"{w['backend']}: {w['device']}" for w in ws)
+        shared = min(w["max_shared"] for w in ws)   # workgroup memory every worker has
         profile = DeviceProfile(
             backend=ID, max_workgroup_size=tuple(min(w["max_wg"][i] for w in ws) for i in range(3)),  # type: ignore[arg-type]
             max_invocations_per_workgroup=min(w["max_inv"] for w in ws),
             max_storage_buffer_binding_size=min(w["max_buffer"] for w in ws),
+            max_shared_memory_bytes=shared, has_shared_memory=shared > 0,
             device_name=f"{len(ws)} Dask workers ({names})")
         # speculation: fused prefilter/confirm programs run as written (tests/test_literal_search.py)
         return Capabilities(ID, vyre.__version__, profile, unsupported_ops=default_supported_ops() - ops,

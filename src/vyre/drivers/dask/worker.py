@@ -31,7 +31,9 @@ def describe() -> dict[str, Any]:
     return {"backend": b.id(), "device": b.device_profile().device_name, "pid": os.getpid(),
             "ops": sorted(b.supported_ops()), "max_buffer": b.max_storage_buffer_bytes(),
             "max_wg": list(b.max_workgroup_size()), "max_inv": b.max_compute_invocations_per_workgroup(),
-            "max_groups": b.max_compute_workgroups_per_dimension(), "cuda_visible": os.environ.get("CUDA_VISIBLE_DEVICES")}
+            "max_groups": b.max_compute_workgroups_per_dimension(),
+            "max_shared": b.device_profile().max_shared_memory_bytes,
+            "cuda_visible": os.environ.get("CUDA_VISIBLE_DEVICES")}
 
 
 def _program(fp: str, wire: bytes) -> Any:
