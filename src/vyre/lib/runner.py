@@ -4,7 +4,9 @@ Owns how `vyre.lib` dispatches: the backend (``backend=`` an id or object, else 
 preferred one, as ``@vyre.kernel`` picks it), the workgroup size and grid of each pass, and
 where intermediates live. On a backend that reads device memory (CUDA) every pass but a host
 caller's last one uses ``dispatch_device``: intermediates stay on the device and feed the next
-pass in place. Elsewhere passes exchange host arrays (PoCL and lavapipe share host memory).
+pass in place. Elsewhere passes exchange host arrays (``dispatch_arrays``); on a device that
+shares host memory (PoCL) the engine lets kernels read and write large ones in place, so
+an intermediate crosses no copy between passes either.
 """
 
 from __future__ import annotations
@@ -91,14 +93,14 @@ class Runner:
             keep: bool = True) -> list[Any]:
         """Dispatch ``program`` over ``groups`` workgroups with runtime-sized outputs of
         ``elements``. ``keep``: leave the outputs on the device where the backend can (they
-        come back as `DeviceOutput`s), else read-only host numpy arrays of each output's type."""
+        come back as `DeviceOutput`s), else host numpy arrays of each output's type."""
         cfg = DispatchConfig(grid_override=(int(groups), 1, 1), dispatch_elements=max(1, int(elements)))
         if keep and self.device:
             return list(self.backend.dispatch_device(program, list(inputs), cfg))
-        raw = self.backend.dispatch(program, list(inputs), cfg)
-        # read-only views of the returned bytes, no copy: intermediates only feed later passes,
-        # and a result is copied once where it is handed to the caller (`vyre.lib.arrays.result`)
-        return [np.frombuffer(r, dtype=_np(d.dtype)) for r, d in zip(raw, program.outputs)]
+        # arrays, not bytes: engine backends read large outputs straight into them, or on a
+        # zero-copy device (PoCL) the kernels write them in place; 16-bit floats as their bits
+        outs = self.backend.dispatch_arrays(program, list(inputs), cfg)
+        return [o if o.dtype == _np(d.dtype) else o.view(_np(d.dtype)) for o, d in zip(outs, program.outputs)]
 
 
     def read_u32(self, x: Any, index: int) -> int:
