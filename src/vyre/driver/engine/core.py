@@ -832,15 +832,16 @@ class EngineBackend(VyreBackend):
         """`_enqueue`'s buffers with each large output replaced by a buffer of this dispatch
         alone (``flight.direct``), which `_complete` reads straight into the returned array:
         a later dispatch reuses the cached buffers, so they cannot be read after the wait.
-        On a `zero_copy` device that buffer is the returned array itself (zeroed when made:
-        ``flight.zeroed``), and nothing is read."""
+        On a `zero_copy` device that buffer is the returned array itself (zeroed when made,
+        where it must be: ``flight.zeroed``), and nothing is read."""
         dev = self.device
         bufs = list(bufs)
         direct = []
+        zero = {pos for pos, _ in prep.zero}
         for i, (pos, nbytes, exact) in enumerate(prep.outs):
             if exact >= DIRECT_BYTES:
-                if dev.zero_copy:
-                    words = np.zeros(nbytes // 4, np.uint32)   # fresh pages: zero at no cost
+                if dev.zero_copy:   # zeroed here where the launch may leave elements unwritten
+                    words = (np.zeros if pos in zero else np.empty)(nbytes // 4, np.uint32)
                     bufs[pos] = dev.wrap_host(words, True)
                     flight.wrapped += ((bufs[pos], True),)
                     flight.zeroed += (pos,)
