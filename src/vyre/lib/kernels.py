@@ -83,6 +83,21 @@ def strided_rounds(unroll: int, value: Callable[[Expr], Expr], fill: Expr | None
     return rounds(GID, T, PER, unroll, value, fill, body, p)
 
 
+def run_rounds(unroll: int, value: Callable[[Expr], Expr], fill: Expr | None,
+               body: Callable[[list[Expr]], list[Node]], p: str = "item") -> list[Node]:
+    """`rounds` over this invocation's own run of ``PER * unroll`` consecutive items from
+    ``gid * PER * unroll`` (`strided_rounds`' share for CPUs, where an invocation streams its
+    own run through the cache); the same `rounds_fit` bound."""
+    return rounds(GID * (PER * unroll), 1, PER, unroll, value, fill, body, p)
+
+
+def share_rounds(serial: bool, unroll: int, value: Callable[[Expr], Expr], fill: Expr | None,
+                 body: Callable[[list[Expr]], list[Node]], p: str = "item") -> list[Node]:
+    """This invocation's share of a grid pass: `run_rounds` where ``serial`` (a serial
+    backend, `vyre.lib.runner.SERIAL`), else `strided_rounds`."""
+    return (run_rounds if serial else strided_rounds)(unroll, value, fill, body, p)
+
+
 def balanced(items: list[Expr], combine: Callable[[Expr, Expr], Expr]) -> Expr:
     """``items`` combined as a balanced tree (independent operations side by side)."""
     while len(items) > 1:
@@ -181,4 +196,4 @@ def binop(op: BinOp) -> Callable[[Expr, Expr], Expr]:
 
 
 __all__ = ["EXTRA", "GID", "LID", "N", "PER", "T", "WGID", "balanced", "binop", "element", "f16_to_f32_bits", "grid_stride",
-           "lane_words", "own", "pad32", "padded", "pairwise", "ping_pong_scan", "prm", "rounds", "rounds_fit", "runs", "storage", "strided_rounds", "tree"]
+           "lane_words", "own", "pad32", "padded", "pairwise", "ping_pong_scan", "prm", "rounds", "rounds_fit", "run_rounds", "runs", "share_rounds", "storage", "strided_rounds", "tree"]
