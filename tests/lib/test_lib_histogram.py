@@ -74,3 +74,23 @@ def test_histogram_refuses_bad_edges(reference_backend):
         L.bincount(np.zeros(3, np.uint32), 0, backend=reference_backend)
     assert err.value.code == "L005"
     assert L.bincount(np.zeros(0, np.uint32), 4, backend=reference_backend).tolist() == [0, 0, 0, 0]
+
+
+@pytest.mark.parametrize("serial", [True, False])
+def test_counts_in_shared_bins_and_in_rows(backend, monkeypatch, serial):
+    """Both forms of the counting pass give numpy's counts on every backend: workgroup bins
+    shared through atomics (GPUs) and each invocation's own row of plain counters over its own
+    run (`runner.SERIAL`: PoCL), one invocation a workgroup by default or the caller's size
+    (shrunk until the rows fit workgroup memory)."""
+    from vyre.lib import runner
+
+    monkeypatch.setattr(runner, "SERIAL", frozenset({backend.id()} if serial else ()))
+    rng = np.random.default_rng(31)
+    x = rng.integers(-2, 300, 30011).astype(np.int32)
+    for bins, wg in ((256, None), (256, 64), (2048, 16), (1, 3)):
+        want = np.bincount(x[(x >= 0) & (x < bins)], minlength=bins).astype(np.uint32)
+        got = L.bincount(x, bins, backend=backend, workgroup_size=wg)
+        assert got.tobytes() == want.tobytes(), tag(bins=bins, wg=wg, serial=serial)
+    edges = np.float32([-1, 0, 0.5, 2])
+    f = rng.standard_normal(20011).astype(np.float32)
+    assert L.histogram(f, edges, backend=backend).tobytes() == _edges_model(f, edges).tobytes()

@@ -181,3 +181,34 @@ def test_dot_refuses_mismatched_vectors(reference_backend):
     with pytest.raises(LibError) as err:
         L.sum(np.zeros(3, np.float32), backend=reference_backend, workgroup_size=0)
     assert err.value.code == "L005"
+
+
+@pytest.mark.parametrize("serial", [True, False])
+def test_reductions_over_runs_and_strided(backend, monkeypatch, serial):
+    """Both shares of a reduction pass give the model's bytes on every backend: grid-strided
+    items (GPUs) and each invocation's own run, one invocation a workgroup by default
+    (`runner.SERIAL`: PoCL): u32/i32 sums (one pass), min/max and 64-bit sums (two passes),
+    narrow sums, the exact f32 sum and the f32 dot; the caller's workgroup size too."""
+    from vyre.lib import runner
+
+    monkeypatch.setattr(runner, "SERIAL", frozenset({backend.id()} if serial else ()))
+    rng = np.random.default_rng(34)
+    n = 3001 if backend.id() == "reference" else 20011
+    for wg in (None, 5):
+        for dtype in (np.uint32, np.int32, np.int64, np.uint8, np.int16):
+            info = np.iinfo(dtype)
+            x = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+            got = _run_or_refused(lambda x=x: [op(x, backend=backend, workgroup_size=wg) for op in (L.sum, L.min, L.max)],
+                                  backend, dtype)
+            if got is None:
+                continue
+            with np.errstate(over="ignore"):
+                want = [np.sum(x) if info.bits < 32 else np.sum(x, dtype=dtype), x.min(), x.max()]
+            assert [g.tobytes() for g in got] == [w.tobytes() for w in want], tag(dtype=dtype, wg=wg, serial=serial)
+    f = adversarial_f32(rng, n, specials=False).view(np.float32)
+    bits = f.view(np.uint32).tolist()
+    g = adversarial_f32(rng, 1000, specials=False).view(np.float32)
+    for wg in (None, 5):
+        assert int(L.sum(f, backend=backend, workgroup_size=wg).view(np.uint32)) == exact_sum_bits(bits, "f32")
+    assert int(L.dot(f[:1000], g, backend=backend).view(np.uint32)) == \
+        exact_dot_bits(bits[:1000], g.view(np.uint32).tolist())

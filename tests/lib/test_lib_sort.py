@@ -78,3 +78,32 @@ def test_sort_across_many_tiles_per_workgroup(backend):
     got_keys, got_values = L.sort(keys, values, backend=backend, workgroup_size=16)
     order = np.argsort(keys, kind="stable")
     assert got_keys.tobytes() == keys[order].tobytes() and got_values.tobytes() == order.astype(np.uint32).tobytes()
+
+
+@pytest.mark.parametrize("serial", [True, False])
+def test_sort_by_tiles_and_by_runs(backend, monkeypatch, serial):
+    """Both forms of a radix pass give numpy's stable order on every backend: tiles sorted in
+    workgroup memory (GPUs) and each invocation's run counted and moved in order
+    (`runner.SERIAL`: PoCL), one invocation a workgroup by default or the caller's size; 32-
+    and 64-bit keys, values, argsort and the descending sort of top_k."""
+    from vyre.lib import runner
+
+    monkeypatch.setattr(runner, "SERIAL", frozenset({backend.id()} if serial else ()))
+    rng = np.random.default_rng(32)
+    n = 3001 if backend.id() == "reference" else 20011
+    for dtype, wg in ((np.int32, None), (np.float32, 5), (np.uint64, None)):
+        keys = _keys(rng, dtype, n)
+        order = np.argsort(order_key(keys), kind="stable")
+        values = rng.integers(0, 2**31, n).astype(np.int32)
+        try:
+            got_keys, got_values = L.sort(keys, values, backend=backend, workgroup_size=wg)
+        except UnsupportedFeature:
+            assert backend.id() == "wgpu" and np.dtype(dtype).itemsize == 8
+            continue
+        assert got_keys.tobytes() == keys[order].tobytes(), tag(dtype=dtype, wg=wg, serial=serial)
+        assert got_values.tobytes() == values[order].tobytes(), tag(dtype=dtype, wg=wg, serial=serial)
+        assert L.argsort(keys, backend=backend).tobytes() == order.astype(np.uint32).tobytes()
+    x = rng.integers(0, 50, n).astype(np.int32)
+    vals, idx = L.top_k(x, 7, backend=backend)
+    want = np.argsort(-x.astype(np.int64), kind="stable")[:7]
+    assert idx.tolist() == want.tolist() and vals.tolist() == x[want].tolist()

@@ -108,3 +108,70 @@ def test_program_binaries_come_from_vyres_disk_cache(opencl, tmp_path, monkeypat
 def test_generated_source_is_inspectable(opencl):
     src = opencl.generated_source(slow_program())
     assert "__kernel void vyre_phase_0" in src and "FP_CONTRACT OFF" in src
+
+
+def _counting_wraps(opencl, monkeypatch) -> list:
+    """(writable, address, nbytes) of every host array the engine wraps on this device."""
+    seen: list = []
+    dev = opencl.device
+    wrap = dev.wrap_host
+
+    def counted(array, writable):
+        seen.append((writable, array.ctypes.data, array.nbytes))
+        return wrap(array, writable)
+
+    monkeypatch.setattr(dev, "wrap_host", counted)
+    return seen
+
+
+def test_zero_copy_large_host_arrays_give_the_reference_bytes(opencl, monkeypatch):
+    """On a host-unified device (PoCL) a call that waits uses large host arrays in place:
+    the caller's read-only input is read where it is, a READ_WRITE input is still copied
+    (never written), outputs are written into fresh zeroed arrays (an element no invocation
+    writes is 0) that later calls never reuse. Bytes as the reference's on every entry point."""
+    from vyre.driver.engine.core import DIRECT_BYTES
+
+    if not opencl.device.zero_copy:
+        pytest.skip("this OpenCL device does not share host memory")
+    seen = _counting_wraps(opencl, monkeypatch)
+    n = DIRECT_BYTES // 4 + 37
+    half = Expr.u32(n // 2)
+    prog = Program.wrapped([BufferDecl.read("a", 0, U), BufferDecl.read_write("x", 1, U),
+                            BufferDecl.output("big", 2, U), BufferDecl.output("small", 3, U).with_count(5)], 64,
+                           [Node.if_(GX.lt(half), [Node.store("big", GX, Expr.load("a", GX) * 3 + Expr.load("x", GX))]),
+                            Node.store("x", GX, Expr.load("x", GX) + 5), Node.store("small", GX, GX)])
+    a = np.arange(n, dtype=np.uint32) * 7
+    x = np.arange(n, dtype=np.uint32)
+    a0, x0 = a.copy(), x.copy()
+    want = reference.run(prog, [a, x])
+    first = opencl.dispatch_arrays(prog, [a, x])
+    assert [o.tobytes() for o in first] == want
+    # a is read in place; big and x's output written in place (x is copied into that array
+    # first: the caller's x is never wrapped)
+    assert (False, a.ctypes.data, a.nbytes) in seen and (True, first[0].ctypes.data, n * 4) in seen
+    assert (True, first[1].ctypes.data, n * 4) in seen and len(seen) == 3
+    assert all(ptr != x.ctypes.data for _, ptr, _ in seen)
+    big = first[1]   # outputs in declaration order: x, big, small
+    assert big[1 : n // 2].all() and not big[n // 2:].any()
+    second = opencl.dispatch_arrays(prog, [a + 1, x])
+    assert second[1].tobytes() != big.tobytes() and [o.tobytes() for o in first] == want
+    assert opencl.dispatch(prog, [a, x]) == want
+    assert np.array_equal(a, a0) and np.array_equal(x, x0)
+
+
+def test_zero_copy_never_reads_the_callers_array_after_an_async_call_returns(opencl, monkeypatch):
+    """dispatch_async returns before the kernel runs: it stages its large inputs at call time
+    (wraps nothing), so writing the caller's array afterwards changes nothing."""
+    from vyre.driver.engine.core import DIRECT_BYTES
+
+    seen = _counting_wraps(opencl, monkeypatch)
+    p = slow_program()
+    a = np.arange(DIRECT_BYTES // 4 * 2, dtype=np.uint32)
+    trips = np.array([200], np.uint32)
+    want = lcg(a, 200)
+    pending = opencl.dispatch_async(p, [a, trips])
+    a[:] = 0xFFFFFFFF
+    assert np.array_equal(as_u32(pending.await_result()[0]), want) and seen == []
+    a[:] = np.arange(a.size, dtype=np.uint32)
+    assert np.array_equal(as_u32(opencl.dispatch_arrays(p, [a, trips])[0].tobytes()), want)
+    assert seen or not opencl.device.zero_copy

@@ -252,12 +252,16 @@ def device_half(words: Any, like: Arr, dtype: DataType) -> Any:
 
 def result(out: Any, like: Arr, dtype: DataType, n: int) -> Any:
     """The first ``n`` elements of a pass's output as ``like``'s kind: a host array (16-bit
-    floats held one per u32 word) or a device buffer, without a copy where possible."""
+    floats held one per u32 word) or a device buffer, without a copy where possible. A pass's
+    host output is a fresh writable array (`Runner.run`): it is handed over as it is when all
+    of it is the result, and copied only when the result is a part of it (the rest is freed)."""
     if isinstance(out, np.ndarray):
         vals = out[:n]
         if dtype.is_half:
             vals = vals.astype(np.uint16)
-        return to_kind(vals.copy(), like, dtype)
+        elif n < out.size or not out.flags.writeable:
+            vals = vals.copy()
+        return to_kind(vals, like, dtype)
     if dtype.is_half:
         return device_half(device_like(out, like, DataType.U32), like, dtype)[:n]
     return device_like(out, like, dtype)[:n]

@@ -45,6 +45,17 @@ def grid_stride(body: Callable[[Expr], list[Node]], idx: str = "idx") -> list[No
     ])]
 
 
+def runs(body: Callable[[Expr], list[Node]], idx: str = "idx") -> list[Node]:
+    """Run ``body(index)`` for this invocation's run of ``PER`` consecutive items ``gid * PER +
+    j`` below ``N`` (`grid_stride`'s order for CPUs, where an invocation streams its own run
+    through the cache). The caller keeps ``T * PER`` below 2**32."""
+    i = Expr.var(idx)
+    return [Node.let_bind(f"{idx}_0", GID * PER), Node.loop("j", Expr.u32(0), PER, [
+        Node.let_bind(idx, Expr.var(f"{idx}_0") + Expr.var("j")),
+        Node.if_(i.lt(N), body(i)),
+    ])]
+
+
 def rounds(first: Expr, step: Expr | int, count: Expr, unroll: int, value: Callable[[Expr], Expr],
            fill: Expr | None, body: Callable[[list[Expr]], list[Node]], p: str = "item") -> list[Node]:
     """Items ``first + (j * unroll + u) * step`` for ``j < count``, ``u < unroll``, a round of
@@ -70,6 +81,21 @@ def strided_rounds(unroll: int, value: Callable[[Expr], Expr], fill: Expr | None
     (``PER`` = ceil(N / (T * unroll)) rounds): each warp-wide load is coalesced. The caller
     keeps ``N + T * unroll`` below 2**32 (`rounds_fit`)."""
     return rounds(GID, T, PER, unroll, value, fill, body, p)
+
+
+def run_rounds(unroll: int, value: Callable[[Expr], Expr], fill: Expr | None,
+               body: Callable[[list[Expr]], list[Node]], p: str = "item") -> list[Node]:
+    """`rounds` over this invocation's own run of ``PER * unroll`` consecutive items from
+    ``gid * PER * unroll`` (`strided_rounds`' share for CPUs, where an invocation streams its
+    own run through the cache); the same `rounds_fit` bound."""
+    return rounds(GID * (PER * unroll), 1, PER, unroll, value, fill, body, p)
+
+
+def share_rounds(serial: bool, unroll: int, value: Callable[[Expr], Expr], fill: Expr | None,
+                 body: Callable[[list[Expr]], list[Node]], p: str = "item") -> list[Node]:
+    """This invocation's share of a grid pass: `run_rounds` where ``serial`` (a serial
+    backend, `vyre.lib.runner.SERIAL`), else `strided_rounds`."""
+    return (run_rounds if serial else strided_rounds)(unroll, value, fill, body, p)
 
 
 def balanced(items: list[Expr], combine: Callable[[Expr, Expr], Expr]) -> Expr:
@@ -170,4 +196,4 @@ def binop(op: BinOp) -> Callable[[Expr, Expr], Expr]:
 
 
 __all__ = ["EXTRA", "GID", "LID", "N", "PER", "T", "WGID", "balanced", "binop", "element", "f16_to_f32_bits", "grid_stride",
-           "lane_words", "own", "pad32", "padded", "pairwise", "ping_pong_scan", "prm", "rounds", "rounds_fit", "storage", "strided_rounds", "tree"]
+           "lane_words", "own", "pad32", "padded", "pairwise", "ping_pong_scan", "prm", "rounds", "rounds_fit", "run_rounds", "runs", "share_rounds", "storage", "strided_rounds", "tree"]

@@ -18,6 +18,12 @@ A pass is three steps, none waiting on another workgroup:
 
 Equal keys keep their order (stable). Elements past the end are given the key whose digit is
 the last in every pass, so they sort after the tile's real elements and are never stored.
+
+On serial backends (`vyre.lib.runner.SERIAL`: PoCL, whose workgroups run their invocations one
+after another on a CPU core) a pass is the same three steps over each invocation's own run of
+consecutive elements, with neither atomics nor barriers: `serial_count_program` counts a run's
+digits in private counters, and `serial_scatter_program` moves the run's elements in order,
+each to its digit's next place.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from vyre.ir import AtomicOp, BufferDecl, DataType, Expr, Node, Program
 
 from .arrays import Arr, as_arr, require, result, to_kind
 from .errors import LibError
-from .kernels import LID, WGID, N, lane_words, pad32, ping_pong_scan, rounds
+from .kernels import GID, LID, WGID, N, lane_words, pad32, ping_pong_scan, rounds
 from .runner import Runner, params
 from .scan import _int_scan
 
@@ -116,6 +122,47 @@ def count_program(key_t: DataType, wg: int, unroll: int, descending: bool = Fals
         body.append(Node.if_(d.lt(BUCKETS), [Node.store("counts", d * GROUPS + WGID, Expr.load("hist", d))]))
     return Program.wrapped([BufferDecl.read("keys", 0, key_t), _prm(1), BufferDecl.output("counts", 2, U),
                             BufferDecl.workgroup("hist", BUCKETS + 1, U)], wg, body)
+
+
+@functools.cache
+def serial_count_program(key_t: DataType, wg: int, descending: bool = False) -> Program:
+    """``counts[d * GROUPS + r]`` = the elements of run ``r`` = gid (``CHUNK`` consecutive
+    elements from ``r * CHUNK``) whose digit is ``d``: private counters, plain adds."""
+    v = Expr.var
+    r0, e = v("r0"), v("e")
+    take = [Node.let_bind("e", r0 + v("j")),
+            Node.if_(e.lt(N), [Node.let_bind("d", _digit(key_t, _order(key_t, Expr.load("keys", e), descending))),
+                               Node.store("hist", v("d"), Expr.load("hist", v("d")) + 1)])]
+    body = [Node.let_bind("r0", GID * CHUNK), Node.loop("j", Expr.u32(0), CHUNK, take),
+            Node.loop("d", Expr.u32(0), Expr.u32(BUCKETS), [
+                Node.store("counts", v("d") * GROUPS + GID, Expr.load("hist", v("d")))])]
+    return Program.wrapped([BufferDecl.read("keys", 0, key_t), _prm(1), BufferDecl.output("counts", 2, U),
+                            BufferDecl.local("hist", BUCKETS, U)], wg, body)
+
+
+@functools.cache
+def serial_scatter_program(key_t: DataType, value_t: DataType | None, wg: int, descending: bool = False) -> Program:
+    """Run ``r`` = gid moves its elements in order, each to ``place[digit]``, which starts at
+    ``offs[digit * GROUPS + r]`` and grows by one per element of that digit: stable."""
+    kv = value_t is not None
+    v = Expr.var
+    e, place = v("e"), v("place")
+    move = [Node.store("out_keys", place, v("k"))] + ([Node.store("out_values", place, Expr.load("values", e))]
+                                                      if kv else [])
+    take = [Node.let_bind("e", v("r0") + v("j")),
+            Node.if_(e.lt(N), [Node.let_bind("k", Expr.load("keys", e)),
+                               Node.let_bind("d", _digit(key_t, _order(key_t, v("k"), descending))),
+                               Node.let_bind("place", Expr.load("next", v("d"))),
+                               Node.store("next", v("d"), place + 1), *move])]
+    body = [Node.loop("d", Expr.u32(0), Expr.u32(BUCKETS), [
+                Node.store("next", v("d"), Expr.load("offs", v("d") * GROUPS + GID))]),
+            Node.let_bind("r0", GID * CHUNK), Node.loop("j", Expr.u32(0), CHUNK, take)]
+    bufs = [BufferDecl.read("keys", 0, key_t)] + ([BufferDecl.read("values", 1, value_t)] if kv else [])
+    nb = len(bufs)
+    bufs += [BufferDecl.read("offs", nb, U), _prm(nb + 1), BufferDecl.output("out_keys", nb + 2, key_t)]
+    if kv:
+        bufs.append(BufferDecl.output("out_values", nb + 3, value_t))
+    return Program.wrapped([*bufs, BufferDecl.local("next", BUCKETS, U)], wg, body)
 
 
 def _cidx(q: Expr) -> Expr:
@@ -276,8 +323,32 @@ def _shape(r: Runner, key_t: DataType, value_t: DataType | None) -> tuple[int, i
     return wg, items
 
 
+def _serial_sort(r: Runner, keys: Any, values: Any, n: int, key_t: DataType, value_t: DataType | None,
+                 keep_last: bool, descending: bool) -> tuple[Any, Any]:
+    """`_sort` on serial backends: one run per invocation (at most `Runner.max_groups` runs
+    unless the caller's workgroup is larger, at least 256 elements each)."""
+    wg = r.serial_wg
+    g = max(1, min(-(-n // (wg * 256)), -(-r.max_groups // wg)))
+    T = g * wg
+    C = -(-n // T)
+    r.span(n, T * C, "vyre.lib.sort")
+    passes = key_t.bits // RADIX_BITS
+    for p in range(passes):
+        prm = params(n, C, 0, T, p * RADIX_BITS, 0)
+        counts = r.run(serial_count_program(key_t, wg, descending), [keys, prm], g, BUCKETS * T)[0]
+        offs = _int_scan(r, counts, BUCKETS * T, U, False, True)
+        ins = [keys] + ([values] if value_t is not None else []) + [offs, prm]
+        last = p == passes - 1
+        outs = r.run(serial_scatter_program(key_t, value_t, wg, descending), ins, g, n, keep=keep_last or not last)
+        keys = outs[0]
+        values = outs[1] if value_t is not None else None
+    return keys, values
+
+
 def _sort(r: Runner, keys: Any, values: Any, n: int, key_t: DataType, value_t: DataType | None,
           keep_last: bool, descending: bool = False) -> tuple[Any, Any]:
+    if r.serial:
+        return _serial_sort(r, keys, values, n, key_t, value_t, keep_last, descending)
     wg, items = _shape(r, key_t, value_t)
     B = wg * items
     tiles = -(-n // B)
@@ -342,4 +413,4 @@ def argsort(keys: Any, *, backend: Any = None, workgroup_size: int | None = None
     return result(vs, k, U, k.n)
 
 
-__all__ = ["argsort", "count_program", "scatter_program", "sort"]
+__all__ = ["argsort", "count_program", "scatter_program", "serial_count_program", "serial_scatter_program", "sort"]

@@ -1,7 +1,8 @@
 """Reductions: ``sum``, ``min``, ``max`` over every numeric type, and the f32 ``dot``.
 
 Grid-stride passes that load several elements per invocation before combining them (loads
-in flight together, `vyre.lib.kernels.strided_rounds`): each workgroup reduces its share into
+in flight together, `vyre.lib.kernels.strided_rounds`; on serial backends, PoCL, each
+invocation's own run, one invocation a workgroup: `share_rounds`): each workgroup reduces its share into
 one partial, then one workgroup reduces the partials; 32-bit integer sums instead add each
 workgroup's total to the result with a wrapping atomic (one pass). Integer sums wrap in the
 array's type (S1); min and max follow S10 for floats (a NaN gives NaN, -0 < +0) and refuse
@@ -46,8 +47,8 @@ from .kernels import (
     pairwise,
     prm,
     rounds_fit,
+    share_rounds,
     storage,
-    strided_rounds,
     tree,
 )
 from .runner import Runner, params
@@ -97,14 +98,15 @@ EXACT_UNROLL = 4  # the same for exact sums (each item takes more registers)
 
 @functools.cache
 def tree_program(dtype: DataType, op: BinOp, wg: int, first: bool, final: bool, unroll: int = UNROLL,
-                 merge: bool = False) -> Program:
+                 merge: bool = False, serial: bool = False) -> Program:
     """One pass of an integer/f32 reduction (or of a 16-bit float min/max on keys; 8- and
     16-bit integers accumulate in the u32/i32 their loads widen to): each
     workgroup reduces its grid-stride share of ``x`` into ``out[wgid]``, ``unroll`` loads in
     flight per invocation (`strided_rounds`). ``first``: ``x`` is the caller's data (16-bit
     floats are mapped to keys); ``final``: write the result (16-bit floats: their bits) to
     ``out[0]``; ``merge`` (32-bit integer sums): every workgroup adds its total to ``out[0]``
-    with an atomic (wrapping, so the order cannot matter): one pass."""
+    with an atomic (wrapping, so the order cannot matter): one pass. ``serial``: each
+    invocation reads its own run (`share_rounds`)."""
     half = dtype.is_half
     acc_t = U if half else dtype.value_type
     src_t = storage(dtype) if first else acc_t
@@ -125,7 +127,7 @@ def tree_program(dtype: DataType, op: BinOp, wg: int, first: bool, final: bool, 
     # sums: x holds exactly N items (the caller's array, or exactly the partials), and a load
     # past the end gives 0, the identity; min and max fill with theirs
     fill = None if op is BinOp.ADD else ident
-    body = [Node.let_bind("acc", ident), *strided_rounds(unroll, value, fill, fold),
+    body = [Node.let_bind("acc", ident), *share_rounds(serial, unroll, value, fill, fold),
             Node.store("s", LID, Expr.var("acc")), *tree("s", wg, combine),
             Node.if_(LID.eq(Expr.u32(0)), [Node.expr(Expr.atomic(AtomicOp.ADD, "out", Expr.u32(0), result))
                                            if merge else Node.store("out", WGID, result)])]
@@ -141,20 +143,21 @@ def _carry_add(lo: Expr, hi: Expr, b_lo: Expr, b_hi: Expr) -> tuple[Expr, Expr]:
 
 
 @functools.cache
-def wide_sum_program(dtype: DataType, wg: int, first: bool, unroll: int = UNROLL) -> Program:
+def wide_sum_program(dtype: DataType, wg: int, first: bool, unroll: int = UNROLL, serial: bool = False) -> Program:
     """One pass of the sum of 8- or 16-bit integers (S26 storage), as 64 bits (numpy's rule:
     ``np.sum`` of int8 is int64, of uint8 uint64), from u32 words only, so every backend runs
     it. ``first``: each invocation sums its grid-stride share of the caller's ``x`` in the
     u32/i32 its loads widen to (at most 2**14 + ``unroll`` items of at most 2**16: it cannot
     wrap), then sign-extends it; otherwise ``x`` holds the previous pass's partials, two words
     each (low, high), added with a carry. The workgroup adds its invocations' pairs with a
-    carry and writes its total to ``out[2 wgid]`` (low) and ``out[2 wgid + 1]`` (high)."""
+    carry and writes its total to ``out[2 wgid]`` (low) and ``out[2 wgid + 1]`` (high).
+    ``serial``: each invocation reads its own run (`share_rounds`)."""
     lo, hi = Expr.var("lo"), Expr.var("hi")
     zero = Expr.u32(0)
     if first:
         acc = Expr.var("acc")
         body = [Node.let_bind("acc", Expr.lit(dtype.value_type, 0)),
-                *strided_rounds(unroll, lambda i: Expr.load("x", i), None,
+                *share_rounds(serial, unroll, lambda i: Expr.load("x", i), None,
                                 lambda items: [Node.assign("acc", acc + balanced(items, lambda a, b: a + b))]),
                 Node.let_bind("lo", Expr.bitcast(U, acc)),
                 Node.let_bind("hi", Expr.select(acc.lt(Expr.i32(0)), Expr.u32(0xFFFFFFFF), zero)
@@ -181,12 +184,13 @@ def wide_sum_program(dtype: DataType, wg: int, first: bool, unroll: int = UNROLL
 
 @functools.cache
 def exact_program(source: DataType | str, layout: sa.Layout, fmt: sa.Format, wg: int,
-                  final: bool, unroll: int = 1) -> Program:
+                  final: bool, unroll: int = 1, serial: bool = False) -> Program:
     """One pass of an exact sum. ``source``: F32/F16/BF16 values (16-bit ones packed; read
     ``unroll`` at a time, `strided_rounds`), "dot" (two f32 inputs, their products) or
     "digits" (the partial vectors of a previous pass: ``digits + 1`` words each, the last one
     the flags). Each workgroup's total goes to ``out`` as a normalised digit vector, or
-    (``final``) rounded to ``fmt`` in ``out[0]``."""
+    (``final``) rounded to ``fmt`` in ``out[0]``. ``serial``: each invocation reads its own
+    run of values (`share_rounds`)."""
     K = layout.digits
     stride = K + 1
     fl = Expr.var("fl")
@@ -235,7 +239,7 @@ def exact_program(source: DataType | str, layout: sa.Layout, fmt: sa.Format, wg:
         # each invocation's sum in its column of `col`, then the columns added pairwise
         # the caller's array holds exactly N values (16-bit ones: a zero pads the last word);
         # past the end a load gives 0, the bits of +0, which adds nothing
-        body += [*columns.Specials.init(), *strided_rounds(unroll, bits, None, add_values),
+        body += [*columns.Specials.init(), *share_rounds(serial, unroll, bits, None, add_values),
                  Node.assign("fl", fl | columns.Specials.flags()), flags, *columns.settle("col", wg, "acc")]
     else:
         body += [*grid_stride(take), *sa.normalise("acc", K)]
@@ -299,10 +303,10 @@ def _device_view(words: Any, like: Arr, dtype: DataType) -> Any:
 def _two_pass(r: Runner, make: Any, inputs: list, n: int, like: Arr, dtype: DataType,
               partial_words: int, wg: int | None = None, unroll: int = 1, per_max: int = 1 << 14) -> Any:
     """Run ``make(first, final, wg, unroll)`` over ``n`` items (``wg`` invocations a workgroup,
-    ``unroll`` items a round, at most ``per_max`` items an invocation), then over the
-    partials (this call's workgroup size, one item a round); one pass when one workgroup
-    suffices."""
-    wg = r.wg if wg is None else wg
+    default this call's, or on serial backends `Runner.serial_wg`; ``unroll`` items a round,
+    at most ``per_max`` items an invocation), then over the partials (this call's workgroup
+    size, one item a round); one pass when one workgroup suffices."""
+    wg = (r.serial_wg if r.serial else r.wg) if wg is None else wg
     g = r.groups(n, per_max=per_max, wg=wg)
     T = g * wg
     u = unroll if rounds_fit(n, T, unroll) else 1
@@ -327,14 +331,15 @@ def _narrow_sum(r: Runner, a: Arr) -> Any:
     """The exact sum of 8- or 16-bit integers as u64/i64 (`wide_sum_program`; never wraps:
     fewer than 2**32 values of at most 16 bits)."""
     wide = sum_type(a.dtype)
-    g = r.groups(a.n)
-    T = g * r.wg
+    wg = r.serial_wg if r.serial else r.wg
+    g = r.groups(a.n, wg=wg)
+    T = g * wg
     u = UNROLL if rounds_fit(a.n, T, UNROLL) else 1
     first = [_source(a), params(a.n, T, -(-a.n // (T * u)))]
     if g == 1:
-        out = r.run(wide_sum_program(a.dtype, r.wg, True, u), first, 1, 2, keep=a.on_device)[0]
+        out = r.run(wide_sum_program(a.dtype, wg, True, u, r.serial), first, 1, 2, keep=a.on_device)[0]
     else:
-        part = r.run(wide_sum_program(a.dtype, r.wg, True, u), first, g, 2 * g)[0]
+        part = r.run(wide_sum_program(a.dtype, wg, True, u, r.serial), first, g, 2 * g)[0]
         out = r.run(wide_sum_program(U, r.wg, False, 1), [part, params(g, r.wg, -(-g // r.wg))], 1, 2,
                     keep=a.on_device)[0]
     return _scalar_out(r, out, a, wide)
@@ -356,27 +361,30 @@ def _reduce(x: Any, op: BinOp, name: str, backend: Any, workgroup_size: int | No
 
         def make_sum(first: bool, final: bool, wg: int, unroll: int) -> Program:
             return exact_program(a.dtype if first else "digits", columns.LAYOUT, fmt, wg, final,
-                                 unroll if first else 1)
+                                 unroll if first else 1, r.serial and first)
 
         # each invocation adds at most LOCAL_HEADROOM values to its column before it settles
         return _two_pass(r, make_sum, [_source(a)], a.n, a, a.dtype, columns.LAYOUT.digits + 1,
-                         wg=r.fit(columns.BYTES), unroll=EXACT_UNROLL, per_max=sa.LOCAL_HEADROOM - EXACT_UNROLL)
+                         wg=r.fit(columns.BYTES, r.serial_wg if r.serial else None), unroll=EXACT_UNROLL,
+                         per_max=sa.LOCAL_HEADROOM - EXACT_UNROLL)
 
     if op is BinOp.ADD and a.dtype.storage_only:
         return _narrow_sum(r, a)
 
     if op is BinOp.ADD and a.dtype in (U, I):
         # one pass: workgroup totals meet in out[0] through a wrapping integer atomic
-        g = r.groups(a.n)
-        T = g * r.wg
+        wg = r.serial_wg if r.serial else r.wg
+        g = r.groups(a.n, wg=wg)
+        T = g * wg
         u = UNROLL if rounds_fit(a.n, T, UNROLL) else 1
-        out = r.run(tree_program(a.dtype, op, r.wg, True, True, u, merge=True),
+        out = r.run(tree_program(a.dtype, op, wg, True, True, u, merge=True, serial=r.serial),
                     [_source(a), params(a.n, T, -(-a.n // (T * u)))], g, 1, keep=a.on_device)[0]
         return _scalar_out(r, out, a, a.dtype)
 
     def make(first: bool, final: bool, wg: int, unroll: int) -> Program:
         # later passes read partials of the type the first computed in (narrow: u32/i32)
-        return tree_program(a.dtype if first else a.dtype.value_type, op, wg, first, final, unroll)
+        return tree_program(a.dtype if first else a.dtype.value_type, op, wg, first, final, unroll,
+                            serial=r.serial and first)
 
     return _two_pass(r, make, [_source(a)], a.n, a, a.dtype, 1, unroll=UNROLL)
 
@@ -416,7 +424,7 @@ def dot(x: Any, y: Any, *, backend: Any = None, workgroup_size: int | None = Non
         return exact_program("dot" if first else "digits", sa.DOT, sa.F32, wg, final)
 
     inputs = [_source(a), _source(b)]
-    return _two_pass(r, make, inputs, a.n, a, DataType.F32, sa.DOT.digits + 1)
+    return _two_pass(r, make, inputs, a.n, a, DataType.F32, sa.DOT.digits + 1, wg=r.wg)
 
 
 __all__ = ["dot", "exact_program", "max", "min", "sum", "sum_type", "tree_program", "wide_sum_program"]

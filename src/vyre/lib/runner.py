@@ -4,7 +4,9 @@ Owns how `vyre.lib` dispatches: the backend (``backend=`` an id or object, else 
 preferred one, as ``@vyre.kernel`` picks it), the workgroup size and grid of each pass, and
 where intermediates live. On a backend that reads device memory (CUDA) every pass but a host
 caller's last one uses ``dispatch_device``: intermediates stay on the device and feed the next
-pass in place. Elsewhere passes exchange host arrays (PoCL and lavapipe share host memory).
+pass in place. Elsewhere passes exchange host arrays (``dispatch_arrays``); on a device that
+shares host memory (PoCL) the engine lets kernels read and write large ones in place, so
+an intermediate crosses no copy between passes either.
 """
 
 from __future__ import annotations
@@ -36,6 +38,12 @@ _SHARED_DEFAULT = 16 * 1024
 # is coalesced (GPUs); elsewhere (CPUs: PoCL, lavapipe, the reference) each invocation reads
 # and writes its own consecutive run, which a CPU caches best
 STAGED = frozenset({"cuda"})
+# backends whose workgroups run their invocations one after another on one CPU core (PoCL's
+# "loops" work-group method), where an atomic costs many plain adds: counting passes there give
+# each invocation its own row of counters in workgroup memory and its own run of consecutive
+# elements, one invocation a workgroup unless the caller chose a size (a GPU, lavapipe and the
+# reference run invocations side by side, where those long serial runs would be slow)
+SERIAL = frozenset({"opencl"})
 
 
 class Runner:
@@ -60,6 +68,9 @@ class Runner:
         self.shared_bytes = _SHARED.get(self.id, _SHARED_DEFAULT)
         self.chunk_groups = _CHUNK_GROUPS.get(self.id, _GRID_DEFAULT)
         self.staged = self.id in STAGED
+        self.serial = self.id in SERIAL
+        # invocations a workgroup of a serial counting pass (`SERIAL`)
+        self.serial_wg = self.wg if workgroup_size is not None else 1
         # consecutive elements per invocation in the float scan's blocks
         self.items = 8 if self.id == "cuda" else 16
 
@@ -91,14 +102,14 @@ class Runner:
             keep: bool = True) -> list[Any]:
         """Dispatch ``program`` over ``groups`` workgroups with runtime-sized outputs of
         ``elements``. ``keep``: leave the outputs on the device where the backend can (they
-        come back as `DeviceOutput`s), else read-only host numpy arrays of each output's type."""
+        come back as `DeviceOutput`s), else host numpy arrays of each output's type."""
         cfg = DispatchConfig(grid_override=(int(groups), 1, 1), dispatch_elements=max(1, int(elements)))
         if keep and self.device:
             return list(self.backend.dispatch_device(program, list(inputs), cfg))
-        raw = self.backend.dispatch(program, list(inputs), cfg)
-        # read-only views of the returned bytes, no copy: intermediates only feed later passes,
-        # and a result is copied once where it is handed to the caller (`vyre.lib.arrays.result`)
-        return [np.frombuffer(r, dtype=_np(d.dtype)) for r, d in zip(raw, program.outputs)]
+        # arrays, not bytes: engine backends read large outputs straight into them, or on a
+        # zero-copy device (PoCL) the kernels write them in place; 16-bit floats as their bits
+        outs = self.backend.dispatch_arrays(program, list(inputs), cfg)
+        return [o if o.dtype == _np(d.dtype) else o.view(_np(d.dtype)) for o, d in zip(outs, program.outputs)]
 
 
     def read_u32(self, x: Any, index: int) -> int:
@@ -129,4 +140,4 @@ def params(*values: int) -> np.ndarray:
     return np.asarray(words + [0] * (4 - len(words) % 4 if len(words) % 4 else 0), dtype=np.uint32)
 
 
-__all__ = ["STAGED", "Runner", "params"]
+__all__ = ["SERIAL", "STAGED", "Runner", "params"]

@@ -4,7 +4,9 @@ Reduce-then-scan, so no pass waits on another workgroup (portable backends give 
 forward-progress guarantee, so there is no decoupled look-back). Integers: chunk totals,
 an exclusive scan of the totals (the same algorithm, recursively), then each workgroup scans
 its chunk's tiles from its offset; a tile (16 consecutive elements per invocation) is loaded
-and stored coalesced through workgroup memory. Integers wrap (S1). Floats: block totals, their
+and stored coalesced through workgroup memory; on serial backends (`vyre.lib.runner.SERIAL`:
+PoCL) each invocation sums, then scans, its own run of consecutive elements in order, with
+no barrier. Integers wrap (S1). Floats: block totals, their
 prefixes, each block from its offset (a block is ``items`` consecutive elements per
 invocation times the workgroup). Float prefixes follow S35: prefix ``i`` is the exact sum of
 elements ``0..i`` (``0..i-1`` exclusive) rounded once, so it never depends on the blocking:
@@ -24,6 +26,7 @@ from vyre.ir import superacc as sa
 
 from .arrays import NUMERIC, as_arr, require, result, to_kind
 from .kernels import (
+    GID,
     LID,
     WGID,
     N,
@@ -34,6 +37,7 @@ from .kernels import (
     ping_pong_scan,
     prm,
     rounds,
+    runs,
     storage,
     tree,
 )
@@ -137,9 +141,56 @@ def chunk_scan_program(dtype: DataType, wg: int, items: int, inclusive: bool, st
     return Program.wrapped(bufs, wg, body)
 
 
+@functools.cache
+def run_sums_program(dtype: DataType, wg: int) -> Program:
+    """``sums[gid]`` = the wrapping sum of this invocation's run (`runs`: ``prm[2]``
+    consecutive elements from ``gid * prm[2]``)."""
+    body = [Node.let_bind("acc", Expr.lit(dtype, 0)),
+            *runs(lambda i: [Node.assign("acc", Expr.var("acc") + Expr.load("x", i))]),
+            Node.store("sums", GID, Expr.var("acc"))]
+    return Program.wrapped([BufferDecl.read("x", 0, dtype), prm(1), BufferDecl.output("sums", 2, dtype)], wg, body)
+
+
+@functools.cache
+def run_scan_program(dtype: DataType, wg: int, inclusive: bool) -> Program:
+    """Each invocation scans its run in order from ``offs[gid]``."""
+    run = Expr.var("run")
+
+    def step(i: Expr) -> list[Node]:
+        add = Node.assign("run", run + Expr.load("x", i))
+        put = Node.store("out", i, run)
+        return [add, put] if inclusive else [put, add]
+
+    body = [Node.let_bind("run", Expr.load("offs", GID)), *runs(step)]
+    return Program.wrapped([BufferDecl.read("x", 0, dtype), BufferDecl.read("offs", 1, dtype), prm(2),
+                            BufferDecl.output("out", 3, dtype)], wg, body)
+
+
+def _serial_int_scan(r: Runner, x: Any, n: int, dtype: DataType, inclusive: bool, keep: bool) -> Any:
+    """`_int_scan` on serial backends (`vyre.lib.runner.SERIAL`): one run of consecutive
+    elements per invocation (at most `Runner.max_groups` runs unless the caller's workgroup is
+    larger, at least 256 elements each; invocations past the end have none): run totals, their
+    exclusive scan, each run scanned in order from its offset."""
+    wg = r.serial_wg
+    g = max(1, min(-(-n // (wg * 256)), -(-r.max_groups // wg)))
+    T = g * wg
+    per = max(256, -(-n // T))
+    used = -(-n // per)          # runs holding elements (the offsets scanned: n / 256 at most)
+    r.span(n, T * per, "vyre.lib.cumsum")
+    prm_ = params(n, T, per)
+    if used == 1:
+        offs: Any = np.zeros(1, dtype.host)
+    else:
+        sums = r.run(run_sums_program(dtype, wg), [x, prm_], g, T)[0]
+        offs = _int_scan(r, sums, used, dtype, False, True)
+    return r.run(run_scan_program(dtype, wg, inclusive), [x, offs, prm_], g, n, keep=keep)[0]
+
+
 def _int_scan(r: Runner, x: Any, n: int, dtype: DataType, inclusive: bool, keep: bool) -> Any:
     """Reduce-then-scan: chunk totals, their exclusive scan (recursively), each chunk scanned
     from its offset. Three kinds of pass, none waiting on another workgroup."""
+    if r.serial:
+        return _serial_int_scan(r, x, n, dtype, inclusive, keep)
     items = SCAN_ITEMS
     wg = r.fit(tile_bytes(dtype, items)) if r.staged else r.wg
     B = wg * items
@@ -318,4 +369,5 @@ def exclusive_cumsum(x: Any, *, backend: Any = None, workgroup_size: int | None 
 
 
 __all__ = ["chunk_scan_program", "chunk_sums_program", "cumsum", "exclusive_cumsum",
-           "float_block_scan_program", "float_block_totals_program", "vector_prefix_program"]
+           "float_block_scan_program", "float_block_totals_program", "run_scan_program", "run_sums_program",
+           "vector_prefix_program"]

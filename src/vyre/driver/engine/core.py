@@ -14,7 +14,9 @@ every entry point; nothing is wrapped or swapped at class creation):
 4. ``_prepared``   the shape for these input sizes (cached), checked against the backend's
                    declared limits, and ``max_output_bytes`` — all before any allocation.
 5. ``_enqueue``    host inputs are copied into staging *at call time* (an async call never
-                   reads the caller's memory afterwards), outputs zeroed where some element
+                   reads the caller's memory afterwards; a call that waits may upload large
+                   ones from it directly, or on a zero-copy device let its kernels read them
+                   in place until it returns), outputs zeroed where some element
                    could stay unwritten, the dispatch's own control block reset, the kernels
                    launched, outputs and control block read back, a fence recorded.
 6. ``_complete``   wait for the fence, bounded by ``timeout`` (on expiry: raise the cancel
@@ -206,7 +208,7 @@ class DeviceOutput:
 class Flight:
     """One dispatch in flight: what it needs until its results are read."""
 
-    __slots__ = ("deadline", "direct", "fence", "keep", "pipe", "prep", "sset", "token")
+    __slots__ = ("deadline", "direct", "fence", "keep", "pipe", "prep", "sset", "token", "wrapped", "zeroed")
 
     def __init__(self, pipe: EnginePipeline, prep: Prepared, sset: StageSet, deadline: float | None) -> None:
         self.pipe, self.prep, self.sset, self.deadline = pipe, prep, sset, deadline
@@ -214,8 +216,13 @@ class Flight:
         self.token: Any = None
         self.keep: tuple = ()
         # outputs read straight into the returned arrays once the dispatch is complete:
-        # (output position, this dispatch's own device buffer, bytes)
-        self.direct: tuple[tuple[int, Any, int], ...] = ()
+        # (output position, this dispatch's own device buffer, bytes, and on a zero-copy
+        # device the array that buffer wraps, else None)
+        self.direct: tuple[tuple[int, Any, int, Any], ...] = ()
+        # host arrays used in place (`Device.wrap_host`): (buffer, writable), unwrapped after
+        # the wait; bound positions of outputs already zero (fresh zeroed arrays)
+        self.wrapped: tuple[tuple[Any, bool], ...] = ()
+        self.zeroed: tuple[int, ...] = ()
 
 
 class EnginePending(PendingDispatch):
@@ -704,9 +711,10 @@ class EngineBackend(VyreBackend):
         (``flight.keep`` starts with them, in output order) instead of read back; ``outputs``
         (checked device arrays of exactly each output's bytes) are those buffers when given.
         With ``direct`` (a call that waits for this dispatch, on a device with direct host
-        copies) large host inputs are uploaded from the caller's memory; with
+        copies) large host inputs are uploaded from the caller's memory, or on a `zero_copy`
+        device read there in place (only inputs the program never writes); with
         ``direct_reads`` too (it wants arrays) large outputs go to buffers of this dispatch,
-        read straight into the arrays by `_complete`."""
+        read straight into the arrays by `_complete` (zero-copy: written into them)."""
         dev = self.device
         lock = self.lock
         lock.acquire()
@@ -733,12 +741,19 @@ class EngineBackend(VyreBackend):
                 elif direct_reads and prep.out_nbytes >= DIRECT_BYTES:
                     views = bufs = self._direct_outputs(prep, bufs, flight)
                 direct_min = 0 if dev.synchronous else DIRECT_BYTES if direct else -1
+                wrap = direct and dev.zero_copy
                 for pos, index, nbytes in prep.copies_in:
                     x = ins[index]
                     if type(x) is not DeviceInput:
                         if nbytes:
                             if 0 <= direct_min <= nbytes == x.nbytes:
-                                dev.upload(bufs[pos], x, nbytes)   # the caller's words, read now
+                                if wrap and prep.shape.buffers[pos].output_index is None:
+                                    # read in place until the call returns (never written)
+                                    views = list(bufs) if views is None else views
+                                    views[pos] = dev.wrap_host(x, False)
+                                    flight.wrapped += ((views[pos], False),)
+                                else:
+                                    dev.upload(bufs[pos], x, nbytes)   # the caller's words, read now
                             else:
                                 host = sset.ins[index]
                                 host.stage(x)   # staged now: never read later
@@ -755,9 +770,10 @@ class EngineBackend(VyreBackend):
                             dev.copy(bufs[pos], view, x.nbytes)  # never write the caller's array
                         flight.keep += (view, x.value)
                 if views is not None:
-                    packed = dev.pack(prep.kernel, views, prep.counts, sset.ctl)
+                    packed = dev.pack_once(prep.kernel, views, prep.counts, sset.ctl)
                 for pos, nbytes in prep.zero:
-                    dev.zero(bufs[pos], nbytes)
+                    if pos not in flight.zeroed:
+                        dev.zero(bufs[pos], nbytes)
                 uses_ctl = prep.kernel.uses_ctl
                 if uses_ctl:
                     sset.ctl.deadline = deadline
@@ -815,14 +831,24 @@ class EngineBackend(VyreBackend):
     def _direct_outputs(self, prep: Prepared, bufs: list[Any], flight: Flight) -> list[Any]:
         """`_enqueue`'s buffers with each large output replaced by a buffer of this dispatch
         alone (``flight.direct``), which `_complete` reads straight into the returned array:
-        a later dispatch reuses the cached buffers, so they cannot be read after the wait."""
+        a later dispatch reuses the cached buffers, so they cannot be read after the wait.
+        On a `zero_copy` device that buffer is the returned array itself (zeroed when made,
+        where it must be: ``flight.zeroed``), and nothing is read."""
         dev = self.device
         bufs = list(bufs)
         direct = []
+        zero = {pos for pos, _ in prep.zero}
         for i, (pos, nbytes, exact) in enumerate(prep.outs):
             if exact >= DIRECT_BYTES:
-                bufs[pos] = dev.alloc(nbytes)
-                direct.append((i, bufs[pos], exact))
+                if dev.zero_copy:   # zeroed here where the launch may leave elements unwritten
+                    words = (np.zeros if pos in zero else np.empty)(nbytes // 4, np.uint32)
+                    bufs[pos] = dev.wrap_host(words, True)
+                    flight.wrapped += ((bufs[pos], True),)
+                    flight.zeroed += (pos,)
+                    direct.append((i, bufs[pos], exact, words))
+                else:
+                    bufs[pos] = dev.alloc(nbytes)
+                    direct.append((i, bufs[pos], exact, None))
         flight.direct = tuple(direct)
         return bufs
 
@@ -884,6 +910,8 @@ class EngineBackend(VyreBackend):
             raise
         except BaseException as exc:
             raise self.failure(exc) from None
+        if flight.wrapped:
+            self._unwrap(flight)
         if prep.kernel.uses_ctl and sset.ctl.words[0]:
             word = int(sset.ctl.words[0])
             prep.give(sset)
@@ -898,14 +926,27 @@ class EngineBackend(VyreBackend):
         prep.give(sset)
         return outs
 
+    def _unwrap(self, flight: Flight) -> None:
+        """Release the host arrays a completed dispatch used in place (its outputs' writes
+        are then in their arrays)."""
+        try:
+            for buf, writable in flight.wrapped:
+                self.device.unwrap_host(buf, writable)
+        except BaseException as exc:
+            raise self.failure(exc) from None
+        flight.wrapped = ()
+
     def _read_direct(self, flight: Flight, arrays: Sequence[Any]) -> list[Any]:
         """The outputs of a completed dispatch with direct outputs (`_direct_outputs`): those
         read straight from their buffers into fresh arrays, the others from the staging."""
         dev = self.device
         outs = [None if v.nbytes >= DIRECT_BYTES else v.view(dt).copy()
                 for v, dt in zip(flight.sset.views, arrays)]
-        for i, buf, exact in flight.direct:
+        for i, buf, exact, words in flight.direct:
             dt = np.dtype(arrays[i])
+            if words is not None:   # written in place (`unwrap_host` made it visible)
+                outs[i] = words.view(np.uint8)[:exact].view(dt)
+                continue
             arr = np.empty(exact // dt.itemsize, dt)
             try:
                 dev.read(arr, buf, exact)

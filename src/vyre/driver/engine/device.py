@@ -142,6 +142,11 @@ class Device(abc.ABC):
     #: straight into a host array: the engine uses both for large buffers of calls that wait
     #: for their dispatch before returning, instead of a copy through host staging
     direct_host_copies: bool = False
+    #: with `direct_host_copies`, kernels of a call that waits for its dispatch use large host
+    #: arrays in place (`wrap_host`): the caller's inputs are read where they are and outputs
+    #: are written straight into the arrays returned, with no copy at all (devices that share
+    #: host memory: PoCL)
+    zero_copy: bool = False
 
     @abc.abstractmethod
     def capabilities(self) -> Capabilities:
@@ -216,6 +221,18 @@ class Device(abc.ABC):
         self.wait(self.fence(), None)
         dst.reshape(-1).view(np.uint8)[:nbytes] = host.words.view(np.uint8)[:nbytes]
 
+    def wrap_host(self, array: np.ndarray, writable: bool) -> Any:
+        """A device buffer over host ``array``'s memory (C-contiguous, a whole number of
+        32-bit words; only where `zero_copy`), usable as a kernel argument until `unwrap_host`:
+        kernels read (``writable``: and write) the array itself. The engine wraps only arrays
+        of calls that wait for their dispatch, and unwraps them after that wait."""
+        raise NotImplementedError
+
+    def unwrap_host(self, buf: Any, writable: bool) -> None:
+        """After the wait for every dispatch that used ``buf`` (from `wrap_host`): the kernels'
+        writes are in the array (``writable``), and the device no longer refers to it."""
+        raise NotImplementedError
+
     @abc.abstractmethod
     def download(self, dst: HostBuffer, src: Any, nbytes: int) -> None:
         """Enqueue a copy of ``nbytes`` of ``src`` into host ``dst``."""
@@ -258,6 +275,12 @@ class Device(abc.ABC):
     def pack(self, kernel: Kernel, buffers: list[Any], counts: tuple[int, ...], ctl: Ctl) -> Any:
         """Kernel arguments (buffers in binding order, one u32 count each, the control
         block), packed once for any number of launches."""
+
+    def pack_once(self, kernel: Kernel, buffers: list[Any], counts: tuple[int, ...], ctl: Ctl) -> Any:
+        """`pack` for one launch, enqueued before the next `pack_once` (a dispatch whose
+        buffers are its own: device arrays, wrapped host arrays); a device may reuse its
+        argument objects from one such pack to the next. Default: `pack`."""
+        return self.pack(kernel, buffers, counts, ctl)
 
     @abc.abstractmethod
     def launch(self, kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int],
