@@ -80,11 +80,11 @@ def test_histogram_refuses_bad_edges(reference_backend):
 def test_counts_in_shared_bins_and_in_rows(backend, monkeypatch, serial):
     """Both forms of the counting pass give numpy's counts on every backend: workgroup bins
     shared through atomics (GPUs) and each invocation's own row of plain counters over its own
-    run (`runner.SERIAL`: PoCL), one invocation a workgroup by default or the caller's size
+    run (`runner.serial`: PoCL), one invocation a workgroup by default or the caller's size
     (shrunk until the rows fit workgroup memory)."""
     from vyre.lib import runner
 
-    monkeypatch.setattr(runner, "SERIAL", frozenset({backend.id()} if serial else ()))
+    monkeypatch.setattr(runner, "serial", lambda _backend: serial)
     rng = np.random.default_rng(31)
     x = rng.integers(-2, 300, 30011).astype(np.int32)
     for bins, wg in ((256, None), (256, 64), (2048, 16), (1, 3)):

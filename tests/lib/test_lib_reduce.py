@@ -187,11 +187,11 @@ def test_dot_refuses_mismatched_vectors(reference_backend):
 def test_reductions_over_runs_and_strided(backend, monkeypatch, serial):
     """Both shares of a reduction pass give the model's bytes on every backend: grid-strided
     items (GPUs) and each invocation's own run, one invocation a workgroup by default
-    (`runner.SERIAL`: PoCL): u32/i32 sums (one pass), min/max and 64-bit sums (two passes),
+    (`runner.serial`: PoCL): u32/i32 sums (one pass), min/max and 64-bit sums (two passes),
     narrow sums, the exact f32 sum and the f32 dot; the caller's workgroup size too."""
     from vyre.lib import runner
 
-    monkeypatch.setattr(runner, "SERIAL", frozenset({backend.id()} if serial else ()))
+    monkeypatch.setattr(runner, "serial", lambda _backend: serial)
     rng = np.random.default_rng(34)
     n = 3001 if backend.id() == "reference" else 20011
     for wg in (None, 5):

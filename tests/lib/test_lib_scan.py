@@ -123,12 +123,12 @@ def test_integer_scan_through_the_tile_and_directly(backend, monkeypatch, staged
 
 @pytest.mark.parametrize("serial", [True, False])
 def test_integer_scan_by_runs(backend, monkeypatch, serial):
-    """The serial form (`runner.SERIAL`: PoCL; each invocation sums, then scans, its own run)
+    """The serial form (`runner.serial`: PoCL; each invocation sums, then scans, its own run)
     and the tiled one give numpy's bytes on every backend: one run, many runs whose totals are
     scanned the same way, the caller's workgroup size, 64-bit integers."""
     from vyre.lib import runner
 
-    monkeypatch.setattr(runner, "SERIAL", frozenset({backend.id()} if serial else ()))
+    monkeypatch.setattr(runner, "serial", lambda _backend: serial)
     rng = np.random.default_rng(24)
     for n, wg, dtype in ((200, None, np.uint32), (30011, None, np.int32), (30011, 7, np.uint32), (5003, None, np.int64)):
         x = rng.integers(-2**31, 2**31, n).astype(dtype)

@@ -84,11 +84,11 @@ def test_sort_across_many_tiles_per_workgroup(backend):
 def test_sort_by_tiles_and_by_runs(backend, monkeypatch, serial):
     """Both forms of a radix pass give numpy's stable order on every backend: tiles sorted in
     workgroup memory (GPUs) and each invocation's run counted and moved in order
-    (`runner.SERIAL`: PoCL), one invocation a workgroup by default or the caller's size; 32-
+    (`runner.serial`: PoCL), one invocation a workgroup by default or the caller's size; 32-
     and 64-bit keys, values, argsort and the descending sort of top_k."""
     from vyre.lib import runner
 
-    monkeypatch.setattr(runner, "SERIAL", frozenset({backend.id()} if serial else ()))
+    monkeypatch.setattr(runner, "serial", lambda _backend: serial)
     rng = np.random.default_rng(32)
     n = 3001 if backend.id() == "reference" else 20011
     for dtype, wg in ((np.int32, None), (np.float32, 5), (np.uint64, None)):

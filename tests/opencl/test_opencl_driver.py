@@ -36,6 +36,23 @@ def test_capabilities_match_the_device_query(opencl):
     assert opencl.supports_f16() is False           # the IR has no f16 type yet
     assert opencl.supports_async_compute() is True
     assert opencl.rt.info.correct_div_sqrt == bool(d.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT)
+    # vyre.lib's per-invocation-run forms follow the device type, not the backend id
+    assert opencl.caps.serial_workgroups is bool(d.type & cl.device_type.CPU)
+
+
+def test_lib_serial_forms_follow_the_capabilities_record(opencl, reference_backend):
+    from dataclasses import replace
+
+    from vyre.lib import runner
+
+    assert runner.Runner(opencl).serial is opencl.caps.serial_workgroups
+    assert runner.Runner(reference_backend).serial is False
+
+    class GpuLike:   # an OpenCL GPU: the same backend id, a record without serial workgroups
+        caps = replace(opencl.caps, serial_workgroups=False)
+
+    assert runner.serial(GpuLike()) is False
+    assert runner.serial(object()) is False
 
 
 def test_dispatch_async_returns_before_a_long_kernel_finishes(opencl):

@@ -110,6 +110,9 @@ class Capabilities:
     #: workgroups per axis of one launch; None: ``max_workgroups_per_dimension`` on each axis
     max_grid: tuple[int, int, int] | None = None
     fingerprint: bytes | None = None               # None: derived from id, version and profile
+    #: a workgroup's invocations run one after another on one CPU core (an OpenCL CPU device
+    #: such as PoCL): vyre.lib gives each invocation its own run of elements there
+    serial_workgroups: bool = False
 
     @functools.cached_property
     def supported_ops(self) -> frozenset[str]:

@@ -2,7 +2,7 @@
 
 One grid-stride pass. With at most `PRIVATE_BINS` bins each workgroup counts into workgroup
 memory and adds its counts to the global bins once per bin; with more, every element adds to
-the global bins directly. On serial backends (`vyre.lib.runner.SERIAL`: PoCL) each invocation
+the global bins directly. On serial backends (`vyre.lib.runner.serial`, a CPU device: PoCL) each invocation
 counts its own run of consecutive elements into its own row of workgroup counters with plain
 adds (a CPU's atomic costs many adds), and the rows are summed per bin at the end. Counts are
 u32 and exact (integer atomics: the final memory does not depend on the order).

@@ -94,7 +94,7 @@ def run_rounds(unroll: int, value: Callable[[Expr], Expr], fill: Expr | None,
 def share_rounds(serial: bool, unroll: int, value: Callable[[Expr], Expr], fill: Expr | None,
                  body: Callable[[list[Expr]], list[Node]], p: str = "item") -> list[Node]:
     """This invocation's share of a grid pass: `run_rounds` where ``serial`` (a serial
-    backend, `vyre.lib.runner.SERIAL`), else `strided_rounds`."""
+    backend, `vyre.lib.runner.serial`, a CPU device), else `strided_rounds`."""
     return (run_rounds if serial else strided_rounds)(unroll, value, fill, body, p)
 
 

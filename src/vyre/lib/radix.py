@@ -19,7 +19,7 @@ A pass is three steps, none waiting on another workgroup:
 Equal keys keep their order (stable). Elements past the end are given the key whose digit is
 the last in every pass, so they sort after the tile's real elements and are never stored.
 
-On serial backends (`vyre.lib.runner.SERIAL`: PoCL, whose workgroups run their invocations one
+On serial backends (`vyre.lib.runner.serial`, a CPU device: PoCL, whose workgroups run their invocations one
 after another on a CPU core) a pass is the same three steps over each invocation's own run of
 consecutive elements, with neither atomics nor barriers: `serial_count_program` counts a run's
 digits in private counters, and `serial_scatter_program` moves the run's elements in order,

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from vyre.driver import DispatchConfig, VyreBackend
+from vyre.driver.capability import Capabilities
 from vyre.ir import DataType, Program
 from vyre.kernel.launch import resolve_backend
 
@@ -38,12 +39,18 @@ _SHARED_DEFAULT = 16 * 1024
 # is coalesced (GPUs); elsewhere (CPUs: PoCL, lavapipe, the reference) each invocation reads
 # and writes its own consecutive run, which a CPU caches best
 STAGED = frozenset({"cuda"})
-# backends whose workgroups run their invocations one after another on one CPU core (PoCL's
-# "loops" work-group method), where an atomic costs many plain adds: counting passes there give
-# each invocation its own row of counters in workgroup memory and its own run of consecutive
-# elements, one invocation a workgroup unless the caller chose a size (a GPU, lavapipe and the
-# reference run invocations side by side, where those long serial runs would be slow)
-SERIAL = frozenset({"opencl"})
+
+
+def serial(backend: Any) -> bool:
+    """Whether ``backend``'s workgroups run their invocations one after another on one CPU
+    core (its capabilities record's ``serial_workgroups``: an OpenCL CPU device such as PoCL,
+    whose "loops" work-group method makes an atomic cost many plain adds). Counting passes
+    there give each invocation its own row of counters in workgroup memory and its own run of
+    consecutive elements, one invocation a workgroup unless the caller chose a size; a GPU
+    (an OpenCL one included), lavapipe and the reference run invocations side by side, where
+    those long serial runs would be slow."""
+    caps = getattr(backend, "caps", None)   # the engine's and dask's record; none elsewhere
+    return isinstance(caps, Capabilities) and caps.serial_workgroups
 
 
 class Runner:
@@ -68,8 +75,8 @@ class Runner:
         self.shared_bytes = _SHARED.get(self.id, _SHARED_DEFAULT)
         self.chunk_groups = _CHUNK_GROUPS.get(self.id, _GRID_DEFAULT)
         self.staged = self.id in STAGED
-        self.serial = self.id in SERIAL
-        # invocations a workgroup of a serial counting pass (`SERIAL`)
+        self.serial = serial(self.backend)
+        # invocations a workgroup of a serial counting pass (`serial`)
         self.serial_wg = self.wg if workgroup_size is not None else 1
         # consecutive elements per invocation in the float scan's blocks
         self.items = 8 if self.id == "cuda" else 16
@@ -140,4 +147,4 @@ def params(*values: int) -> np.ndarray:
     return np.asarray(words + [0] * (4 - len(words) % 4 if len(words) % 4 else 0), dtype=np.uint32)
 
 
-__all__ = ["SERIAL", "STAGED", "Runner", "params"]
+__all__ = ["STAGED", "Runner", "params", "serial"]

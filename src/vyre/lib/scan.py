@@ -4,7 +4,7 @@ Reduce-then-scan, so no pass waits on another workgroup (portable backends give 
 forward-progress guarantee, so there is no decoupled look-back). Integers: chunk totals,
 an exclusive scan of the totals (the same algorithm, recursively), then each workgroup scans
 its chunk's tiles from its offset; a tile (16 consecutive elements per invocation) is loaded
-and stored coalesced through workgroup memory; on serial backends (`vyre.lib.runner.SERIAL`:
+and stored coalesced through workgroup memory; on serial backends (`vyre.lib.runner.serial`, a CPU device:
 PoCL) each invocation sums, then scans, its own run of consecutive elements in order, with
 no barrier. Integers wrap (S1). Floats: block totals, their
 prefixes, each block from its offset (a block is ``items`` consecutive elements per
@@ -167,7 +167,7 @@ def run_scan_program(dtype: DataType, wg: int, inclusive: bool) -> Program:
 
 
 def _serial_int_scan(r: Runner, x: Any, n: int, dtype: DataType, inclusive: bool, keep: bool) -> Any:
-    """`_int_scan` on serial backends (`vyre.lib.runner.SERIAL`): one run of consecutive
+    """`_int_scan` on serial backends (`vyre.lib.runner.serial`, a CPU device): one run of consecutive
     elements per invocation (at most `Runner.max_groups` runs unless the caller's workgroup is
     larger, at least 256 elements each; invocations past the end have none): run totals, their
     exclusive scan, each run scanned in order from its offset."""

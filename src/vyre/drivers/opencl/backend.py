@@ -105,7 +105,8 @@ class OpenCLDevice(Device):
         # launch past 2**32 invocations would wrap them, and crashes PoCL outright)
         return Capabilities(ID, vyre.__version__, profile, unsupported_ops=SUBGROUP_OPS,
                             async_compute=True, speculation=True, max_workgroups_per_dimension=2**31 - 1,
-                            max_invocations_per_dispatch=2**32 - 1, fingerprint=self.rt.fingerprint)
+                            max_invocations_per_dispatch=2**32 - 1, fingerprint=self.rt.fingerprint,
+                            serial_workgroups=info.cpu)
 
     def build(self, program: Program) -> Kernel:
         return self.compile(program)[0]

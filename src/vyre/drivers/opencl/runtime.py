@@ -91,6 +91,7 @@ class DeviceInfo:
     extensions: frozenset[str]
     correct_div_sqrt: bool
     host_unified: bool
+    cpu: bool                      # CL_DEVICE_TYPE_CPU: a workgroup's invocations run in turn
 
 
 class Runtime:
@@ -112,7 +113,8 @@ class Runtime:
             local_mem=int(d.local_mem_size), compute_units=int(d.max_compute_units),
             extensions=frozenset(d.extensions.split()),
             correct_div_sqrt=bool(d.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT),
-            host_unified=bool(d.host_unified_memory) and settings.flag("VYRE_OPENCL_ZERO_COPY", True))
+            host_unified=bool(d.host_unified_memory) and settings.flag("VYRE_OPENCL_ZERO_COPY", True),
+            cpu=bool(d.type & cl.device_type.CPU))
         self.options = list(BASE_OPTIONS) + ([CORRECT_DIV_SQRT] if self.info.correct_div_sqrt else [])
         self.disk = DiskCache("opencl")
         wg_method = _pocl_work_group_method() if "portable" in self.info.platform.lower() else ""
