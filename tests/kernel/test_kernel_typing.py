@@ -116,17 +116,24 @@ def test_range_over_signed_bounds_and_strides_without_wrap(backend):
 
 
 @vyre.kernel
-def _signed_index(x: In[f32], k: In[i32], o: Out[f32]):
+def _signed_index(x: In[f32], k: In[i32], o: Out[f32], s: Out[f32]):
     i = gid()
-    j = k[i]
+    j = k[i] - 1               # past k's end (the workgroup's spare invocations) k[i] is 0
     o[i] = x[j]                # an i32 index: negative ones read 0 (S6)
-    o[j] = o[j]                # and stores through one are dropped when negative
+    s[j] = x[i]                # and stores through one are dropped when negative
 
 
 def test_i32_indices_follow_s6(backend):
+    # race-free: each element of o and s is written by at most one invocation, the spare
+    # invocations past the arrays' end included (an earlier form stored o[j] = o[j] with
+    # j = k[i], which raced with the invocation writing o[j], and the spare invocations, whose
+    # j was 0, with the one writing o[0]: NVIDIA's Vulkan driver gave o[0] = 0)
     x = np.array([10, 20, 30, 40], np.float32)
-    k = np.array([3, -1, 0, -2**31], np.int32)
-    assert run(_signed_index, backend, x, k).tolist() == [40, 0, 10, 0]
+    k = np.array([3, -1, 0, -2**31], np.int64) + 1    # j = 3, -1, 0, -2**31
+    k = k.astype(np.int32)
+    o, s = run(_signed_index, backend, x, k)
+    assert o.tolist() == [40, 0, 10, 0]
+    assert s.tolist() == [30, 0, 0, 10]
 
 
 @vyre.kernel
