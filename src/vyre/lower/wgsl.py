@@ -218,25 +218,38 @@ fn vy_fmul(a: f32, b: f32) -> f32 {
     if ((bitcast<u32>(r) & 0x7F800000u) != 0u) { return r; }
     return vy_fmul_tiny(a, b, sign);
 }
-// A zero or subnormal product of normal operands: how the device rounded it is not known
+// A zero or subnormal product of nonzero operands: how the device rounded it is not known
 // (NVIDIA's Vulkan driver gave 0 where the reference rounds up to the smallest normal, S9),
-// and S9 flushes every subnormal result. Decide on the exact product: it rounds to 2^-126 iff
-// |a*b| >= 2^-126 - 2^-150 (the tie goes to the even 2^-126). Both |a| and |b| are below 1
-// here, so |a|*2^64 is exact and normal. It is formed on the exponent bits, not by a float
-// multiply (NVIDIA's compiler reassociated (|a|*2^64)*|b| into the flushed (|a|*|b|)*2^64).
-// The product of the scaled values is formed exactly as p + e from 12-bit halves split by
-// masking (each partial product is exact, so a fused multiply-add anywhere gives the same e).
+// and S9 flushes every subnormal result. Decide on the exact product, in integers only (the
+// NVIDIA compiler rewrote an earlier float form: it reassociated (|a|*2^64)*|b| into the
+// flushed (|a|*|b|)*2^64, and later dropped the rounding-up case of the float error term).
+// The product rounds to 2^-126 iff |a*b| >= 2^-126 - 2^-150 (the tie goes to the even 2^-126).
+// With P = ma*mb the product of the 24-bit significands (P < 2^48) and |a*b| = P*2^(ea+eb-300),
+// that is P >> k >= 2^24 - 1 for k = 150 - ea - eb (exact: the bound is a multiple of 2^k).
+// P is formed as hi:lo u32 words from 12-bit halves (each partial product is below 2^25).
 fn vy_fmul_tiny(a: f32, b: f32, sign: u32) -> f32 {
-    let x = bitcast<f32>((bitcast<u32>(a) & 0x7FFFFFFFu) + (64u << 23u));
-    let y = bitcast<f32>(bitcast<u32>(b) & 0x7FFFFFFFu);
-    let p = x * y;
-    let xh = bitcast<f32>(bitcast<u32>(x) & 0xFFFFF000u);
-    let yh = bitcast<f32>(bitcast<u32>(y) & 0xFFFFF000u);
-    let xl = x - xh;
-    let yl = y - yh;
-    let e = (((xh * yh - p) + xh * yl) + xl * yh) + xl * yl;
-    let t = bitcast<f32>(0x207FFFFFu);
-    let up = p > t || (p == t && e >= 0.0);
+    let x = bitcast<u32>(a);
+    let y = bitcast<u32>(b);
+    let ea = (x >> 23u) & 0xFFu;
+    let eb = (y >> 23u) & 0xFFu;
+    if (ea == 0u || eb == 0u) { return bitcast<f32>(sign); }   // a subnormal operand is flushed (S9)
+    let ma = (x & 0x7FFFFFu) | 0x800000u;
+    let mb = (y & 0x7FFFFFu) | 0x800000u;
+    let ah = ma >> 12u;
+    let al = ma & 0xFFFu;
+    let bh = mb >> 12u;
+    let bl = mb & 0xFFFu;
+    let hh = ah * bh;
+    let mid = ah * bl + al * bh;
+    let ll = al * bl;
+    let lo1 = ll + (mid << 12u);
+    let lo = lo1 + (hh << 24u);
+    let hi = (hh >> 8u) + (mid >> 20u) + select(0u, 1u, lo1 < ll) + select(0u, 1u, lo < lo1);
+    let e = ea + eb;
+    if (e >= 150u) { return bitcast<f32>(sign | 0x00800000u); }   // P >> k >= 2^46 for k <= 0 (not reached)
+    let k = 150u - e;
+    if (k > 24u) { return bitcast<f32>(sign); }
+    let up = (hi >> k) != 0u || ((lo >> k) | (hi << (32u - k))) >= 0xFFFFFFu;
     return bitcast<f32>(select(sign, sign | 0x00800000u, up));
 }
 fn vy_small(x: f32) -> bool { return (bitcast<u32>(x) & 0x7FFFFFFFu) < 0x4B000000u; }
