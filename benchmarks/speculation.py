@@ -34,6 +34,7 @@ import numpy as np
 
 import vyre.driver as d
 from vyre.driver import AdaptiveSpeculator, DispatchConfig, SpeculationMode
+from vyre.driver.speculate import threshold_pct
 from vyre.examples import literal_search as L
 from vyre.ir import BufferDecl, DataType, Expr, Node, Program
 
@@ -147,6 +148,7 @@ def run_auto(backend, source, nbytes: int, patterns: list[bytes], want: np.ndarr
         paths.append("fused" if out.used_speculative_path else "two_stage")
     assert out.matches.tobytes() == want.tobytes()
     return {f"{key}_threshold_pct": speculator.threshold_ppm // 10_000,
+            f"{key}_device_threshold_pct": threshold_pct(backend),
             f"{key}_paths": "".join("F" if p == "fused" else "T" for p in paths),
             f"{key}_first_fallback": paths.index("two_stage") + 1 if "two_stage" in paths else None,
             f"{key}_final_path": paths[-1], f"{key}_total_ms": sum(times) * 1e3,

@@ -22,6 +22,7 @@ from vyre.driver import (
     acquire,
 )
 from vyre.driver.registry import release
+from vyre.driver.speculate import DEFAULT_THRESHOLD_PCT, threshold_pct
 from vyre.examples import literal_search as L
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -120,8 +121,10 @@ def test_capacity_is_checked():
             L.LiteralSearch([b"abcd"], capacity=bad)
 
 
-def test_auto_falls_back_on_a_low_commit_rate_and_stays_on_a_high_one(opencl):
-    """2048-byte haystacks: one workgroup, the programs the size test compiled already."""
+def test_auto_falls_back_on_a_low_commit_rate_and_stays_on_a_high_one(reference_backend):
+    """2048-byte haystacks: one workgroup. On a device whose record keeps the seed's threshold."""
+    opencl = reference_backend
+    assert threshold_pct(opencl) == DEFAULT_THRESHOLD_PCT
     rng = np.random.default_rng(5)
     low_hay = bytes(rng.integers(0, 256, 2048, dtype=np.uint8))
     low = L.LiteralSearch([b"\x00\x01\x02\x03zzzz"])       # one prefix: ~0.2 % of tiles pass
@@ -134,6 +137,27 @@ def test_auto_falls_back_on_a_low_commit_rate_and_stays_on_a_high_one(opencl):
     runs = [high.search(opencl, dna) for _ in range(10)]
     assert all(r.used_speculative_path for r in runs) and runs[0].report.commit_rate_pct > 90
     assert runs[-1].matches.tobytes() == L.expected_matches(dna, high.patterns.patterns).tobytes()
+
+
+def test_auto_keeps_to_the_two_stage_pair_where_speculation_never_pays(opencl):
+    """PoCL (a CPU device) says the fused path never pays (`speculation_threshold_pct` None):
+    AUTO takes the two-stage pair from the first dispatch even at a high commit rate, and
+    FORCE still runs the fused program; both give bytes.find's matches."""
+    import pyopencl as cl
+
+    cpu = bool(opencl.rt.device.type & cl.device_type.CPU)
+    assert (threshold_pct(opencl) is None) == cpu
+    if not cpu:
+        pytest.skip("an OpenCL GPU keeps the seed's threshold")
+    rng = np.random.default_rng(5)
+    dna = bytes(rng.choice(np.frombuffer(b"ACGT", np.uint8), 2048))
+    search = L.LiteralSearch([dna[i:i + 12] for i in range(0, 640, 10)])
+    want = L.expected_matches(dna, search.patterns.patterns).tobytes()
+    auto = [search.search(opencl, dna) for _ in range(3)]
+    assert not any(r.used_speculative_path for r in auto) and search.speculator.samples == 0
+    forced = search.search(opencl, dna, DispatchConfig(speculation=SpeculationMode.FORCE))
+    assert forced.used_speculative_path and forced.report.commit_rate_pct > 90
+    assert auto[-1].matches.tobytes() == want and forced.matches.tobytes() == want
 
 
 def test_a_shared_speculator_decides_across_searches(reference_backend):

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from operator import attrgetter
 from typing import Any, TypeVar
 
+from .speculate import DEFAULT_THRESHOLD_PCT
 from .validation import default_supported_ops
 
 
@@ -113,6 +114,12 @@ class Capabilities:
     #: a workgroup's invocations run one after another on one CPU core (an OpenCL CPU device
     #: such as PoCL): vyre.lib gives each invocation its own run of elements there
     serial_workgroups: bool = False
+    #: the commit rate (whole percent) from which a fused speculative program pays on this
+    #: device (`vyre.driver.speculate`; the seed's 15 for a GPU); None: it never pays here, so
+    #: AUTO always takes the two-stage pair (FORCE still runs the fused program). An OpenCL CPU
+    #: device (PoCL) says None: the two-stage pair was faster at 1 %, 15 % and 90 % commit
+    #: rates there (benchmarks/results/speculation_pocl.json), its round trip costs almost nothing
+    speculation_threshold_pct: int | None = DEFAULT_THRESHOLD_PCT
 
     @functools.cached_property
     def supported_ops(self) -> frozenset[str]:

@@ -108,6 +108,14 @@ class SpeculationReport:
         return self.commit_rate_ppm >= threshold_pct * 10_000
 
 
+def threshold_pct(backend: Any) -> int | None:
+    """The commit rate (whole percent) from which the fused path pays on ``backend``'s device:
+    its capabilities record's ``speculation_threshold_pct`` (None: never, so AUTO keeps to the
+    two-stage pair), or the seed's `DEFAULT_THRESHOLD_PCT` for a backend without a record."""
+    caps = getattr(backend, "caps", None)   # the engine's and dask's record
+    return getattr(caps, "speculation_threshold_pct", DEFAULT_THRESHOLD_PCT)
+
+
 class AdaptiveSpeculator:
     """Decides, dispatch by dispatch, whether to run the fused speculative program.
 
@@ -244,7 +252,8 @@ def dispatch_prefilter_confirm(backend: VyreBackend, speculator: AdaptiveSpecula
     ``FORCE`` runs the fused program (`UnsupportedFeature`, code 1002, on a backend whose
     ``supports_speculation()`` is False); ``DISABLE`` runs the two-stage pair; ``AUTO`` (the
     default, also for ``config=None``) asks ``speculator.should_speculate()`` on a backend that
-    supports speculation and takes the two-stage pair on one that does not.
+    supports speculation and whose device it can pay on (`threshold_pct` is not None), and
+    takes the two-stage pair on any other.
 
     The fused path dispatches ``plan.fused_program`` (``dispatch_borrowed``), reads the report
     from the counter tail of output ``plan.counter_output_index``, strips the tail if the plan
@@ -265,7 +274,8 @@ def dispatch_prefilter_confirm(backend: VyreBackend, speculator: AdaptiveSpecula
     elif mode is SpeculationMode.DISABLE:
         speculate = False
     else:
-        speculate = backend.supports_speculation() and speculator.should_speculate()
+        speculate = (backend.supports_speculation() and threshold_pct(backend) is not None
+                     and speculator.should_speculate())
     if not speculate:
         prefiltered = list(backend.dispatch_borrowed(plan.prefilter_program, inputs, config))
         return SpeculativeDispatchOutcome(list(confirm_two_stage(prefiltered)), None, False)

@@ -22,6 +22,7 @@ import vyre
 from vyre.driver.capability import Capabilities, DeviceProfile
 from vyre.driver.engine import Ctl, Device, EngineBackend, HostBuffer, Kernel
 from vyre.driver.errors import BackendError, UnsupportedFeature
+from vyre.driver.speculate import DEFAULT_THRESHOLD_PCT
 from vyre.ir.ops import all_op_ids
 from vyre.ir.program import Program
 
@@ -102,11 +103,13 @@ class OpenCLDevice(Device):
         # async: dispatch_async returns on enqueue, completion is an OpenCL event; speculation:
         # fused prefilter/confirm programs run as written (tests/test_literal_search.py);
         # invocations: the global size of each axis is a size_t, but vyre's ids are u32 (a
-        # launch past 2**32 invocations would wrap them, and crashes PoCL outright)
+        # launch past 2**32 invocations would wrap them, and crashes PoCL outright); on a CPU
+        # device the fused speculative path never pays (`Capabilities.speculation_threshold_pct`)
         return Capabilities(ID, vyre.__version__, profile, unsupported_ops=SUBGROUP_OPS,
                             async_compute=True, speculation=True, max_workgroups_per_dimension=2**31 - 1,
                             max_invocations_per_dispatch=2**32 - 1, fingerprint=self.rt.fingerprint,
-                            serial_workgroups=info.cpu)
+                            serial_workgroups=info.cpu,
+                            speculation_threshold_pct=None if info.cpu else DEFAULT_THRESHOLD_PCT)
 
     def build(self, program: Program) -> Kernel:
         return self.compile(program)[0]
