@@ -188,13 +188,16 @@ class _Env(NamedTuple):
     scope: dict[str, DataType]
     program: Any
     flushed: frozenset[str]
+    flushed_ops: frozenset[BinOp]
 
 
 def flags_of(e: E.Expr, var: dict[str, Flags], hw_ftz: bool, scope: dict[str, DataType], program,
-             flushed: frozenset[str] = frozenset()) -> Flags:
+             flushed: frozenset[str] = frozenset(), flushed_ops: frozenset[BinOp] = frozenset()) -> Flags:
     """Flags of an f32 expression as the emitter lowers it (non-f32 values: `CANON`); one
-    rule per kind (`FLAGS`), an unknown kind or one never printed (`FLAGS_EXEMPT`) raises."""
-    return _flags(e, _Env(var, hw_ftz, scope, program, flushed))
+    rule per kind (`FLAGS`), an unknown kind or one never printed (`FLAGS_EXEMPT`) raises.
+    ``flushed_ops``: f32 operations whose printed form never returns a subnormal (the
+    target's `Syntax.flushed_results`)."""
+    return _flags(e, _Env(var, hw_ftz, scope, program, flushed, flushed_ops))
 
 
 def _flags(e: E.Expr, env: _Env) -> Flags:
@@ -221,7 +224,7 @@ def _select(e: E.Select, env: _Env) -> Flags:
 def _bin(e: E.Bin, env: _Env) -> Flags:
     if e.op in (BinOp.MIN, BinOp.MAX, BinOp.HYPOT, BinOp.POW, BinOp.ATAN2):
         return CANON  # operands flushed first; a NaN operand gives the canonical NaN
-    if no_subnormal(e):
+    if no_subnormal(e) or e.op in env.flushed_ops:
         return Flags(False, False, True)
     return result_flags(env.hw_ftz, rounded=e.op in ROUNDED_BIN, hardware=hardware_bin(e))
 
@@ -256,19 +259,20 @@ FLAGS: dict[type, Callable[[Any, _Env], Flags]] = {
 FLAGS_EXEMPT = frozenset({E.Call, E.WeakLit})
 
 
-def var_flags(program, hw_ftz: bool, flushed: frozenset[str] = frozenset()) -> dict[str, Flags]:
+def var_flags(program, hw_ftz: bool, flushed: frozenset[str] = frozenset(),
+              flushed_ops: frozenset[BinOp] = frozenset()) -> dict[str, Flags]:
     """For every f32 local, the join of the flags of every value assigned to it (a fixpoint:
     ``acc = acc + x`` depends on what ``acc`` may hold)."""
     states: dict[str, Flags] = {}
     while True:
         before = dict(states)
-        _visit(program.body, states, hw_ftz, {}, program, flushed)
+        _visit(program.body, states, hw_ftz, {}, program, flushed, flushed_ops)
         if states == before:
             return states
 
 
 def _visit(body, states: dict[str, Flags], hw_ftz: bool, scope: dict[str, DataType], program,
-           flushed: frozenset[str]) -> None:
+           flushed: frozenset[str], flushed_ops: frozenset[BinOp]) -> None:
     scope = dict(scope)
     for n in body:
         if isinstance(n, N.Let | N.Assign):
@@ -277,10 +281,10 @@ def _visit(body, states: dict[str, Flags], hw_ftz: bool, scope: dict[str, DataTy
                 scope[n.name] = t
             if t is F:
                 states[n.name] = states.get(n.name, CANON) | flags_of(n.value, states, hw_ftz, scope,
-                                                                      program, flushed)
+                                                                      program, flushed, flushed_ops)
         elif isinstance(n, N.Loop):
             inner = {**scope, n.var: infer(n.from_, scope, program)}
-            _visit(n.body, states, hw_ftz, inner, program, flushed)
+            _visit(n.body, states, hw_ftz, inner, program, flushed, flushed_ops)
         else:
             for _, sub in N.node_bodies(n):
-                _visit(sub, states, hw_ftz, scope, program, flushed)
+                _visit(sub, states, hw_ftz, scope, program, flushed, flushed_ops)

@@ -70,7 +70,8 @@ class Printer:
         self.cancel = False  # loops poll the cancel word (kernels without barriers)
         self.hw = syntax.hw_ftz
         self.flushed = numeric_only_buffers(self.program)   # f32 workgroup memory flushed at store
-        self.vars = var_flags(self.program, self.hw, self.flushed)   # what each f32 local may hold
+        self.flushed_ops = syntax.flushed_results
+        self.vars = var_flags(self.program, self.hw, self.flushed, self.flushed_ops)   # what each f32 local may hold
         self.ranges = Ranges(self.program)
         self.atomic_buffers = self.program.facts.atomic_buffers
         # the elementwise vector form: each lane's body sees its own gid.x and the words of
@@ -156,7 +157,8 @@ class Printer:
         merged = CANON
         for f in operands:
             merged = merged | f
-        f = flags_of(_Opaque.of(e), {_Opaque.NAME: merged}, self.hw, {_Opaque.NAME: F32}, self.program)
+        f = flags_of(_Opaque.of(e), {_Opaque.NAME: merged}, self.hw, {_Opaque.NAME: F32}, self.program,
+                     flushed_ops=self.flushed_ops)
         # what only the operands' own form shows (a square root divisor)
         return Flags(f.raw, False, f.nan) if f.sub and no_subnormal(e) else f
 

@@ -44,6 +44,9 @@ class Syntax:
     name: str
     types: dict[DataType, str]   # value types
     hw_ftz: bool = False          # flush-to-zero forms exact for S9 (vyre.lower.floats)
+    # f32 operations whose printed form never returns a subnormal (its own helper flushes), so
+    # their results need no flush before a numeric use (vyre.lower.floats `flags_of`)
+    flushed_results: frozenset[BinOp] = frozenset()
     # the prelude function that flushes a subnormal f32 to zero of its sign (S9) where a value
     # that cannot be NaN is observed or any value is consumed numerically (a NaN's payload may
     # change: it is canonicalised wherever it could be observed)

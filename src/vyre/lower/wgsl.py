@@ -189,7 +189,18 @@ fn vy_fsign(a: f32) -> f32 {
 // decided on the bits; the hardware's correctly rounded + and * do the rest.
 fn vy_special(x: u32) -> bool { return (x & 0x7F800000u) == 0x7F800000u; }
 fn vy_nanbits(x: u32) -> bool { return (x & 0x7FFFFFFFu) > 0x7F800000u; }
+// A normal result of normal operands is the hardware's correctly rounded one: that common case
+// costs one range test. Every other case (a special or zero operand, a zero, subnormal,
+// infinite or NaN result) is decided on the operands' bits in the `_slow` form. Neither ever
+// returns a subnormal (S9 flushes it to a zero of its sign), so the printer need not flush
+// their results before using them (`WgslSyntax.flushed_results`).
+fn vy_normal(r: f32) -> bool { return (bitcast<u32>(r) & 0x7F800000u) - 0x00800000u < 0x7F000000u; }
 fn vy_fadd(a: f32, b: f32) -> f32 {
+    let r = a + b;
+    if (vy_normal(r)) { return r; }
+    return vy_fadd_slow(a, b);
+}
+fn vy_fadd_slow(a: f32, b: f32) -> f32 {
     let x = bitcast<u32>(a);
     let y = bitcast<u32>(b);
     if (vy_special(x) || vy_special(y)) {
@@ -200,10 +211,15 @@ fn vy_fadd(a: f32, b: f32) -> f32 {
     if ((x & 0x7FFFFFFFu) == 0u) { return bitcast<f32>(select(y, x & y, (y & 0x7FFFFFFFu) == 0u)); }
     if ((y & 0x7FFFFFFFu) == 0u) { return a; }
     if ((x ^ y) == 0x80000000u) { return 0.0; }
-    return a + b;
+    return vy_daz(a + b);
 }
 fn vy_fsub(a: f32, b: f32) -> f32 { return vy_fadd(a, bitcast<f32>(bitcast<u32>(b) ^ 0x80000000u)); }
 fn vy_fmul(a: f32, b: f32) -> f32 {
+    let r = a * b;
+    if (vy_normal(r)) { return r; }
+    return vy_fmul_slow(a, b);
+}
+fn vy_fmul_slow(a: f32, b: f32) -> f32 {
     let x = bitcast<u32>(a);
     let y = bitcast<u32>(b);
     let sign = (x ^ y) & 0x80000000u;
@@ -380,6 +396,8 @@ class WgslSyntax(Syntax):
     cancel_poll = ("vy_trips++;", "if ((vy_trips & 1023u) == 0u && atomicLoad(&vy_ctl[1]) != 0u) { return; }")
     checked_loops = True
     unroll = 4   # lavapipe: at least 4 x 65,534 trips of an innermost loop
+    # vy_fadd, vy_fsub and vy_fmul flush a subnormal result themselves (the prelude)
+    flushed_results = frozenset({BinOp.ADD, BinOp.SUB, BinOp.MUL, BinOp.ABS_DIFF})
 
     # ---- declarations and statements ------------------------------------------------------
     def var(self, name: str, type_: str, init: str | None) -> str:
