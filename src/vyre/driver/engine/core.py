@@ -287,9 +287,10 @@ class EnginePending(PendingDispatch):
 class EngineBackend(VyreBackend):
     """A backend whose every entry point is the engine's recipe over ``self.device``, and
     whose every capability query is answered from the device's `Capabilities` (``caps``,
-    read once here). A driver is a `Device`; it subclasses this class only for what depends
-    on the program (`refuse`) or on its vendor's lifecycle (recovery), and overrides no entry
-    point."""
+    read once here). A driver is a `Device` and nothing else: what depends on the program
+    (`Device.refuse`) or on the vendor's lifecycle (`Device.attach`, `lost`, `renew`) are
+    device hooks, so every engine backend is a plain ``EngineBackend(device)`` (a driver's
+    factory builds one; tests/driver/test_capabilities.py checks no driver subclasses it)."""
 
     def __init__(self, device: Device) -> None:
         self.device = device
@@ -379,6 +380,15 @@ class EngineBackend(VyreBackend):
                                  "running on the device.", "wait for it to finish, or call "
                                  "backend.try_recover() (a fresh queue; compiled pipelines are "
                                  "invalidated).", backend=self.id())
+        self.device.attach()
+
+    def refuse(self, program: Program) -> None:
+        """The device's target checks (`Device.refuse`)."""
+        self.device.refuse(program)
+
+    def device_lost(self) -> bool:
+        """The device's own report (`Device.lost`)."""
+        return self.device.lost()
 
     def _validate(self, program: Any) -> None:
         if not isinstance(program, Program):
@@ -1313,13 +1323,14 @@ class EngineBackend(VyreBackend):
             self.device.close()
 
     def try_recover(self) -> None:
-        """Start over on a fresh queue: every pipeline, staging set and bound dispatch handed
-        out before is invalidated (their device objects are dropped, except those a runaway
-        kernel may still write, which are kept alive until it ends)."""
+        """Start over on a fresh queue (`Device.renew`: a fresh device or context too, where
+        the target needs one): every pipeline, staging set and bound dispatch handed out before
+        is invalidated (their device objects are dropped, except those a runaway kernel may
+        still write, which are kept alive until it ends)."""
         from .. import pipeline as P
 
         with self.lock:
-            self.device.abandon()
+            self.device.renew()
             self.generation += 1
             self.epoch += 1
             keep = [k for _, k in self.runaway]
