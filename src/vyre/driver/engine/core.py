@@ -31,6 +31,7 @@ and go through the same steps.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import logging
 import threading
@@ -40,8 +41,10 @@ from typing import Any
 
 import numpy as np
 
+from vyre.ir import wire
 from vyre.ir.errors import VyreError
 from vyre.ir.fingerprint import fingerprint, identity
+from vyre.ir.inline import inlined_statements
 from vyre.ir.launch import effective_program, uses_atomics
 from vyre.ir.program import Program
 
@@ -60,6 +63,7 @@ from ..errors import (
     InvalidProgram,
     LimitExceeded,
     UnsupportedFeature,
+    build_timed_out,
     ctl_failure,
     from_foundation,
     timed_out,
@@ -70,10 +74,12 @@ from ..pipeline import PipelineCacheSnapshot
 from ..program_walks import launch_for_sizes
 from ..runnable import refusals
 from ..validation import VALIDATION_CACHE
+from . import timed_build
 from .artifacts import ArtifactCache
 from .device import Cancelled, Ctl, Device
 from .plan import Limits, Prepared, StageSet
 from .resident import Bound, EngineBatch
+from .timed_build import BuildTimedOut
 
 log = logging.getLogger("vyre.engine")
 CANCEL_GRACE_S = 2.0      # how long a cancelled kernel gets to notice its cancel word
@@ -312,6 +318,7 @@ class EngineBackend(VyreBackend):
         # bumped whenever the backend leaves its plain state (shutdown, recovery, a kernel
         # that could not stop): hot paths compare it instead of re-checking everything
         self.epoch = 0
+        self._inflight = timed_build.InFlight()   # builds a timed-out dispatch left running
 
     def __repr__(self) -> str:
         name = self.device_profile().device_name or "?"
@@ -522,7 +529,7 @@ class EngineBackend(VyreBackend):
         refused = refusals(eff, self)   # ops, limits, then the target's own checks
         if refused:
             raise refused[0].error(self.id())
-        return (eff, *self._build(eff))
+        return (eff, *self._build(eff, config.timeout))
 
     def precompile(self, programs: Sequence[Any]) -> int:
         """Build many programs (or (program, config) pairs) at once, before their first
@@ -596,9 +603,17 @@ class EngineBackend(VyreBackend):
             return False
         return True
 
-    def _build(self, program: Program) -> tuple[Any, Any, Any]:
+    def _build(self, program: Program, timeout: float | None = None) -> tuple[Any, Any, Any]:
+        """`Device.compile`, its failures as vyre errors. With a ``timeout`` (the dispatch's),
+        never waits longer for it (`vyre.driver.engine.timed_build`); without one, builds in
+        this thread as always, unless a timed-out dispatch left this program's build running
+        (then it waits for that build)."""
         try:
-            return self.device.compile(program)
+            if timeout is None and not (self._inflight and self._inflight.waiting(identity(program))):
+                return self.device.compile(program)
+            return self._timed_build(program, timeout)
+        except BuildTimedOut as exc:
+            raise build_timed_out(timeout, self.id(), exc.stopped) from None
         except BackendError:
             raise
         except VyreError as err:
@@ -611,6 +626,28 @@ class EngineBackend(VyreBackend):
                                       backend=self.id()) from None
         except Exception as exc:
             raise self.device.error(exc) from None
+
+    def _timed_build(self, program: Program, timeout: float | None) -> tuple[Any, Any, Any]:
+        """`_build` within ``timeout``: a large program in a worker process the deadline kills,
+        where the device has a `Compiler`; else in a helper thread (`timed_build`)."""
+        key = identity(program)
+        if timeout is not None and not self._inflight.waiting(key) and \
+                inlined_statements(program) >= timed_build.OUT_OF_PROCESS_STATEMENTS:
+            compiler = self.device.compiler()
+            if compiler is not None:
+                started = time.monotonic()
+                got = timed_build.in_worker(compiler, wire.encode(program), None, timeout)
+                if got is not None:
+                    meta, binary = got
+                    try:
+                        kernel = dataclasses.replace(self.device.load(meta, binary), built_from="compiled")
+                        return kernel, meta, binary
+                    except Exception as exc:   # built here instead, which reports any real fault
+                        log.warning("vyre %s: cannot load a kernel built in a worker (%s); building it here",
+                                    self.id(), exc)
+                timeout = max(0.0, timeout - (time.monotonic() - started))
+        device = self.device
+        return self._inflight.run(key, lambda: device.compile(program), timeout)
 
     def _drop(self, pipe: EnginePipeline) -> None:
         """Forget a pipeline's device objects (freed once no dispatch in flight holds them)."""
@@ -1331,6 +1368,7 @@ class EngineBackend(VyreBackend):
 
         with self.lock:
             self.device.renew()
+            self._inflight = timed_build.InFlight()   # builds for the old queue are not kept
             self.generation += 1
             self.epoch += 1
             keep = [k for _, k in self.runaway]

@@ -1,0 +1,153 @@
+"""``DispatchConfig.timeout`` bounds the build of a program not compiled yet (issue 28, item 6;
+`vyre.driver.engine.timed_build`): the dispatch fails with the timed-out `DispatchFailed`
+at its deadline, the engine's lock is free, and the same program dispatched later without a
+timeout gives the reference's bytes (numpy's here). Small programs build in a helper thread
+whose result the next dispatch takes; large ones, where the device has a compiler (OpenCL,
+CUDA), in a worker process the deadline kills."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from conftest import get_backend
+from vyre.driver import DispatchConfig
+from vyre.driver.engine import EngineBackend, timed_build
+from vyre.driver.errors import DispatchFailed
+from vyre.drivers.reference.backend import ReferenceDevice
+from vyre.ir import BufferDecl, DataType, Expr, Node, Program
+
+U = DataType.U32
+GX = Expr.gid_x()
+SLACK_S = 0.5   # past the deadline: waking up and raising, on a loaded 2-core machine
+
+
+def _stores(n: int) -> tuple[Program, int]:
+    """o[gx * n + i] = a[gx] * 3 + salt + i: n stores, a salt no compiler has cached."""
+    salt = random.randrange(1 << 30)
+    body = [Node.store("o", GX * n + i, Expr.load("a", GX) * 3 + (salt + i)) for i in range(n)]
+    return Program.wrapped([BufferDecl.read("a", 0, U), BufferDecl.output("o", 1, U, 64 * n)], 64, body), salt
+
+
+def _want(a: np.ndarray, n: int, salt: int) -> bytes:
+    lanes = a.astype(np.uint64)[:, None] * 3 + salt + np.arange(n, dtype=np.uint64)[None, :]
+    return (lanes % 2**32).astype(np.uint32).tobytes()
+
+
+def _times_out(b, p, inputs, timeout: float, stopped: bool) -> None:
+    started = time.monotonic()
+    after = "was stopped" if stopped else "goes on in the background"
+    with pytest.raises(DispatchFailed, match=rf"within its {timeout} s timeout: building its kernel.*{after}.*Fix:"):
+        b.dispatch(p, inputs, DispatchConfig(timeout=timeout))
+    assert time.monotonic() - started < timeout + SLACK_S + (1.5 if stopped else 0)
+    assert b.lock.acquire(blocking=False)   # no engine lock is left held
+    b.lock.release()
+
+
+class _SlowBuild(ReferenceDevice):
+    """The reference, with a build that takes ``delay`` seconds (counted)."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay, self.builds = delay, 0
+
+    def build(self, program: Program):
+        self.builds += 1
+        time.sleep(self.delay)
+        return super().build(program)
+
+
+def test_a_slow_build_times_out_and_the_next_dispatch_takes_it():
+    dev = _SlowBuild(0.8)
+    b = EngineBackend(dev)
+    p, salt = _stores(2)
+    a = np.arange(64, dtype=np.uint32)
+    _times_out(b, p, [a], 0.1, stopped=False)
+    other, other_salt = _stores(1)          # the engine is free meanwhile (no lock held)
+    dev.delay = 0.0
+    assert b.dispatch(other, [a]) == [_want(a, 1, other_salt)]
+    assert b.dispatch(p, [a]) == [_want(a, 2, salt)]       # waits for the build left running
+    assert dev.builds == 2                                   # p's was not started again
+    assert b.dispatch(p, [a], DispatchConfig(timeout=5)) == [_want(a, 2, salt)]   # cached now
+
+
+def test_a_build_that_fails_after_the_timeout_reports_its_error_to_the_next_dispatch():
+    class _Failing(_SlowBuild):
+        def build(self, program):
+            time.sleep(self.delay)
+            raise RuntimeError("no kernel")
+
+    b = EngineBackend(_Failing(0.5))
+    p, _ = _stores(1)
+    a = np.arange(64, dtype=np.uint32)
+    _times_out(b, p, [a], 0.05, stopped=False)
+    with pytest.raises(DispatchFailed, match=r"reference interpreter failed: RuntimeError: no kernel.*Fix:"):
+        b.dispatch(p, [a])
+
+
+def test_dispatches_without_a_timeout_build_in_the_calling_thread():
+    seen = []
+
+    class _Where(ReferenceDevice):
+        def build(self, program):
+            seen.append(threading.current_thread())
+            return super().build(program)
+
+    b = EngineBackend(_Where())
+    p, salt = _stores(1)
+    a = np.arange(64, dtype=np.uint32)
+    assert b.dispatch(p, [a]) == [_want(a, 1, salt)] and seen == [threading.current_thread()]
+
+
+def test_opencl_build_in_a_helper_thread(opencl):
+    p, salt = _stores(8)      # PoCL: about 0.5 s to build
+    a = np.arange(64, dtype=np.uint32)
+    _times_out(opencl, p, [a], 0.02, stopped=False)
+    assert opencl.dispatch(p, [a]) == [_want(a, 8, salt)]
+
+
+def test_wgpu_build_in_a_helper_thread():
+    b = get_backend("wgpu")
+    # lavapipe: about 0.1 s to build (the WGSL is printed before the clock runs, by `refuse`),
+    # and about 1.5 s more in the first launch, where llvmpipe compiles the shader itself
+    p, salt = _stores(64)
+    a = np.arange(64, dtype=np.uint32)
+    _times_out(b, p, [a], 0.005, stopped=False)
+    assert b.dispatch(p, [a]) == [_want(a, 64, salt)]
+
+
+@pytest.fixture
+def workers(monkeypatch):
+    """Every timed build of a device with a compiler goes to a worker (not only large ones);
+    the workers started are recorded."""
+    started = []
+    real = timed_build.subprocess.Popen
+
+    def popen(*args, **kwargs):
+        proc = real(*args, **kwargs)
+        started.append(proc)
+        return proc
+
+    monkeypatch.setattr(timed_build, "OUT_OF_PROCESS_STATEMENTS", 1)
+    monkeypatch.setattr(timed_build.subprocess, "Popen", popen)
+    return started
+
+
+def test_opencl_build_in_a_worker_is_stopped_at_the_deadline(opencl, workers):
+    p, salt = _stores(8)
+    a = np.arange(64, dtype=np.uint32)
+    _times_out(opencl, p, [a], 0.3, stopped=True)    # a worker needs seconds to import alone
+    assert len(workers) == 1 and workers[0].poll() is not None    # killed, and reaped
+    assert opencl.dispatch(p, [a]) == [_want(a, 8, salt)]         # built here, without a timeout
+    assert len(workers) == 1
+
+
+def test_opencl_build_in_a_worker_gives_the_bytes(opencl, workers):
+    p, salt = _stores(8)
+    a = np.arange(64, dtype=np.uint32)
+    assert opencl.dispatch(p, [a], DispatchConfig(timeout=300)) == [_want(a, 8, salt)]
+    assert len(workers) == 1 and workers[0].returncode == 0
+    assert opencl.compile_native(p).built_from == "compiled"
