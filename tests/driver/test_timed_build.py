@@ -7,6 +7,7 @@ CUDA), in a worker process the deadline kills."""
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
@@ -136,18 +137,61 @@ def workers(monkeypatch):
     return started
 
 
-def test_opencl_build_in_a_worker_is_stopped_at_the_deadline(opencl, workers):
+COMPILERS = [pytest.param("opencl", id="opencl"), pytest.param("cuda", id="cuda", marks=pytest.mark.gpu)]
+
+
+@pytest.mark.parametrize("backend_id", COMPILERS)
+def test_a_build_in_a_worker_is_stopped_at_the_deadline(backend_id, workers):
+    b = get_backend(backend_id)
     p, salt = _stores(8)
     a = np.arange(64, dtype=np.uint32)
-    _times_out(opencl, p, [a], 0.3, stopped=True)    # a worker needs seconds to import alone
+    _times_out(b, p, [a], 0.3, stopped=True)      # a worker needs seconds to import alone
     assert len(workers) == 1 and workers[0].poll() is not None    # killed, and reaped
-    assert opencl.dispatch(p, [a]) == [_want(a, 8, salt)]         # built here, without a timeout
+    assert b.dispatch(p, [a]) == [_want(a, 8, salt)]              # built here, without a timeout
     assert len(workers) == 1
 
 
-def test_opencl_build_in_a_worker_gives_the_bytes(opencl, workers):
+@pytest.mark.parametrize("backend_id", COMPILERS)
+def test_a_build_in_a_worker_gives_the_bytes(backend_id, workers):
+    b = get_backend(backend_id)
     p, salt = _stores(8)
     a = np.arange(64, dtype=np.uint32)
-    assert opencl.dispatch(p, [a], DispatchConfig(timeout=300)) == [_want(a, 8, salt)]
+    assert b.dispatch(p, [a], DispatchConfig(timeout=300)) == [_want(a, 8, salt)]
     assert len(workers) == 1 and workers[0].returncode == 0
-    assert opencl.compile_native(p).built_from == "compiled"
+    assert b.compile_native(p).built_from == "compiled"
+
+
+def test_a_long_program_on_opencl_stops_building_at_its_deadline(opencl):
+    """Issue 28's case at the real threshold: a straight-line program past
+    `OUT_OF_PROCESS_STATEMENTS` (PoCL needs about 20 s for it) under ``timeout=1`` fails at
+    the deadline, and its worker's whole process group (OpenCL's probe child too) is gone."""
+    started = []
+    real = timed_build.subprocess.Popen
+
+    def popen(*args, **kwargs):
+        started.append(real(*args, **kwargs))
+        return started[-1]
+
+    n = timed_build.OUT_OF_PROCESS_STATEMENTS + 100
+    body = [Node.let_bind("y0", Expr.load("a", GX))]
+    body += [Node.let_bind(f"y{i}", Expr.var(f"y{i - 1}") * 3 + (i + random.randrange(1 << 20)))
+             for i in range(1, n)]
+    body.append(Node.store("o", GX, Expr.var(f"y{n - 1}")))
+    p = Program.wrapped([BufferDecl.read("a", 0, U), BufferDecl.output("o", 1, U)], 64, body)
+    a = np.arange(64, dtype=np.uint32)
+    opencl.refuse(p)    # validation and the target's checks, before the clock
+    mp = pytest.MonkeyPatch()
+    mp.setattr(timed_build.subprocess, "Popen", popen)
+    try:
+        _times_out(opencl, p, [a], 1.0, stopped=True)
+    finally:
+        mp.undo()
+    assert len(started) == 1
+    for _ in range(100):
+        try:
+            os.killpg(started[0].pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.02)
+    else:
+        pytest.fail("a process of the killed worker's group is still alive")
