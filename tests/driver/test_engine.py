@@ -284,8 +284,10 @@ def test_the_engine_provides_the_interface_resident_dispatches_declare(backend):
     """`vyre.driver.engine.resident` reaches the engine only through `Engine` and `Pipeline`
     (an import-linter contract keeps it from importing the engine's module): every member
     they declare is there, on every backend."""
+    from vyre.driver.engine import memory  # resident buffers: the same, plus own and limits
     from vyre.driver.engine.resident import Engine, Pipeline
 
     prog = Program.wrapped([BufferDecl.read_write("x", 0, DataType.U32)], 64,
                            [Node.store("x", GX, Expr.load("x", GX) + 1)])
     assert isinstance(backend, Engine) and isinstance(backend.compile_native(prog), Pipeline)
+    assert isinstance(backend, memory.Engine)

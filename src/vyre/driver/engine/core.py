@@ -31,7 +31,6 @@ and go through the same steps.
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import logging
 import threading
@@ -41,10 +40,8 @@ from typing import Any
 
 import numpy as np
 
-from vyre.ir import wire
 from vyre.ir.errors import VyreError
 from vyre.ir.fingerprint import fingerprint, identity
-from vyre.ir.inline import inlined_statements
 from vyre.ir.launch import effective_program, uses_atomics
 from vyre.ir.program import Program
 
@@ -74,8 +71,8 @@ from ..pipeline import PipelineCacheSnapshot
 from ..program_walks import launch_for_sizes
 from ..runnable import refusals
 from ..validation import VALIDATION_CACHE
-from . import timed_build
-from .artifacts import ArtifactCache
+from . import memory, timed_build
+from .artifacts import ArtifactCache, load_program
 from .device import Cancelled, Ctl, Device
 from .plan import Limits, Prepared, StageSet
 from .resident import Bound, EngineBatch
@@ -445,7 +442,7 @@ class EngineBackend(VyreBackend):
             art = self._artifacts()
             akey = art.key(ident, code) if art is not None else b""
             started = time.perf_counter()
-            loaded = self._load(art, akey, program, config) if art is not None else None
+            loaded = load_program(art, akey, self.device, program, config, self.id()) if art is not None else None
             if loaded is not None:
                 eff, kernel = loaded
                 how = "loaded from the disk cache"
@@ -487,35 +484,6 @@ class EngineBackend(VyreBackend):
                                     (type(self.device).__module__.rsplit(".", 1)[0], *self.CODEGEN))
             self.__dict__["_artifact_cache"] = art
         return art
-
-    def _load(self, art: ArtifactCache, akey: bytes, program: Program,
-              config: DispatchConfig) -> tuple[Program, Any] | None:
-        """A kernel this backend built for this exact program in an earlier process: no
-        validation, lowering or compilation (the entry exists only because they passed). The
-        effective program keeps the source body: after compilation only its buffers, workgroup
-        size, whether it uses atomics and its bound buffers in binding order matter, and the
-        last two are recorded with the kernel (so its dispatches walk no IR either)."""
-        hit = art.get(akey)
-        if hit is None:
-            return None
-        meta, binary = hit
-        try:
-            kernel = self.device.load(meta, binary)
-        except Exception as exc:
-            log.warning("vyre cache: cannot load a cached program for %s (%s); rebuilding", self.id(), exc)
-            return None
-        wg = config.workgroup_override or program.workgroup_size
-        eff = program if wg == program.workgroup_size else Program(program.buffers, wg, program.body, program.functions)
-        eff.__dict__["_vyre_atomics"] = bool(meta.get("atomics", True))
-        bound = meta.get("bound")
-        if isinstance(bound, list) and sorted(map(str, bound)) == sorted(b.name for b in eff.bound_buffers):
-            eff.__dict__["_vyre_bound"] = tuple(bound)   # binding order, recorded with the kernel
-        fp = meta.get("fingerprint")
-        if isinstance(fp, str) and len(fp) == 64 and "_vyre_fingerprint" not in program.__dict__:
-            # recorded with the kernel of this exact program: its canonical form need not be
-            # built again (the entry's key is the exact identity, its payload checksummed)
-            program.__dict__["_vyre_fingerprint"] = bytes.fromhex(fp)
-        return eff, kernel
 
     def _compile(self, program: Program, config: DispatchConfig) -> tuple[Program, Any, Any, Any]:
         """Validate, specialize, check ops and limits, and build."""
@@ -611,7 +579,7 @@ class EngineBackend(VyreBackend):
         try:
             if timeout is None and not (self._inflight and self._inflight.waiting(identity(program))):
                 return self.device.compile(program)
-            return self._timed_build(program, timeout)
+            return timed_build.build(self.device, self._inflight, program, timeout, self.id())
         except BuildTimedOut as exc:
             raise build_timed_out(timeout, self.id(), exc.stopped) from None
         except BackendError:
@@ -626,28 +594,6 @@ class EngineBackend(VyreBackend):
                                       backend=self.id()) from None
         except Exception as exc:
             raise self.device.error(exc) from None
-
-    def _timed_build(self, program: Program, timeout: float | None) -> tuple[Any, Any, Any]:
-        """`_build` within ``timeout``: a large program in a worker process the deadline kills,
-        where the device has a `Compiler`; else in a helper thread (`timed_build`)."""
-        key = identity(program)
-        if timeout is not None and not self._inflight.waiting(key) and \
-                inlined_statements(program) >= timed_build.OUT_OF_PROCESS_STATEMENTS:
-            compiler = self.device.compiler()
-            if compiler is not None:
-                started = time.monotonic()
-                got = timed_build.in_worker(compiler, wire.encode(program), None, timeout)
-                if got is not None:
-                    meta, binary = got
-                    try:
-                        kernel = dataclasses.replace(self.device.load(meta, binary), built_from="compiled")
-                        return kernel, meta, binary
-                    except Exception as exc:   # built here instead, which reports any real fault
-                        log.warning("vyre %s: cannot load a kernel built in a worker (%s); building it here",
-                                    self.id(), exc)
-                timeout = max(0.0, timeout - (time.monotonic() - started))
-        device = self.device
-        return self._inflight.run(key, lambda: device.compile(program), timeout)
 
     def _drop(self, pipe: EnginePipeline) -> None:
         """Forget a pipeline's device objects (freed once no dispatch in flight holds them)."""
@@ -1196,89 +1142,25 @@ class EngineBackend(VyreBackend):
         return self.dispatch_async(program, inputs, config)
 
     # ---- resident buffers ----------------------------------------------------------------------
+    # ---- resident buffers (`vyre.driver.engine.memory`) ----------------------------------------
     def allocate_resident(self, byte_len: int) -> Resource:
-        if isinstance(byte_len, bool) or not isinstance(byte_len, int):
-            raise InvalidProgram(f"allocate_resident({byte_len!r}): the size is not an int.",
-                                 "pass the size in bytes as an int.", backend=self.id())
-        if byte_len < 0 or byte_len > self.limits().max_buffer_bytes:
-            raise LimitExceeded("buffer_bytes", f"allocate_resident({byte_len}) is outside 0.."
-                                f"{self.limits().max_buffer_bytes} bytes.", "allocate a size this "
-                                "device supports (max_storage_buffer_bytes()).", backend=self.id())
-        with self.lock:
-            self.usable()
-            try:
-                handle = self.device.alloc(padded(byte_len))
-            except BaseException as exc:
-                raise self.failure(exc) from None
-        return Resource(self.id(), id(self), byte_len, handle)
+        return memory.allocate(self, byte_len)
 
     def upload_resident(self, resource: Resource, data: Any) -> None:
-        self.own(resource)
-        dev = self.device
-        words = raw_words(data, "resident upload", self.id(), device_ok=dev.reads_device_arrays)
-        if words is None:
-            d = dev.device_input(None, data, "resident upload")
-            self._check_upload(resource, d.nbytes)
-            with self.lock:
-                if d.stream is not None:
-                    dev.order_after(d.stream)
-                if d.nbytes:
-                    dev.copy(resource.handle, dev.view(d.ptr, d.nbytes, data), d.nbytes)
-                fence = dev.fence()
-        else:
-            self._check_upload(resource, words.nbytes)
-            host = None
-            size = padded(words.nbytes)
-            with self.lock:
-                if words.nbytes:
-                    if dev.synchronous and size == words.nbytes:
-                        dev.upload(resource.handle, words, size)
-                    else:
-                        host = dev.host_alloc(size)
-                        host.stage(words)
-                        dev.upload(resource.handle, host, size)
-                fence = dev.fence()
-        self.wait_fence(fence, None, (), (), DEFAULT)
-
-    def _check_upload(self, resource: Resource, nbytes: int) -> None:
-        if nbytes != resource.byte_len:
-            raise InvalidInput("input_size", f"upload of {nbytes} bytes into a {resource.byte_len}-byte "
-                               "resident buffer.", "upload exactly the allocated size.", backend=self.id())
+        memory.upload(self, resource, data)
 
     def read_resident(self, resource: Resource) -> bytes:
         """Copy a resident buffer back to the host (additive method)."""
-        self.own(resource)
-        dev = self.device
-        size = padded(resource.byte_len)
-        host = dev.host_alloc(size)
-        with self.lock:
-            self.usable()
-            if resource.byte_len:
-                dev.download(host, resource.handle, size)
-            fence = dev.fence()
-        self.wait_fence(fence, None, (), (), DEFAULT)
-        return host.words.tobytes()[: resource.byte_len]
+        return memory.read(self, resource)
 
     def free_resident(self, resource: Resource) -> None:
         """Free a resident buffer. Later uses are errors with a Fix; the device memory goes
         once no bound dispatch holds it (cached internal bindings are dropped now)."""
-        self.own(resource)
-        resource.freed = True
-        for holder in list(resource.holders):
-            holder.stale = True   # its next launch checks, and refuses
-            if getattr(holder, "cached", False):
-                holder.release()
-        self.free_if_unheld(resource)
+        memory.free(self, resource)
 
     def free_if_unheld(self, resource: Resource) -> None:
         """Release a freed resource's device memory once no bound dispatch holds it."""
-        if resource.freed and not resource.holders and resource.handle is not None:
-            handle, resource.handle = resource.handle, None
-            with self.lock:
-                try:
-                    self.device.free(handle)
-                except Exception:
-                    pass
+        memory.free_if_unheld(self, resource)
 
     def _bound_for(self, pipe: EnginePipeline, resources: Sequence[Resource], config: DispatchConfig) -> Any:
         """The cached binding of ``resources`` (a binding holds its resources, so their ids

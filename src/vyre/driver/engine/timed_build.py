@@ -27,18 +27,27 @@ unless a timed-out dispatch left the same program's build running.
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import os
 import pickle
 import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import Any
 
+from vyre.ir import wire
+from vyre.ir.fingerprint import identity
+from vyre.ir.inline import inlined_statements
+from vyre.ir.program import Program
+
+log = logging.getLogger("vyre.engine")
 #: inlined statements from which a timed build runs in a worker process that the deadline
 #: kills (where the device has a `Compiler`); smaller programs build in a helper thread
 OUT_OF_PROCESS_STATEMENTS = 4096
@@ -127,6 +136,30 @@ def in_worker(compiler: Any, data: bytes, config: Any, timeout: float) -> tuple[
     except Exception:
         return None
     return got if isinstance(got, tuple) and len(got) == 2 else None
+
+
+def build(device: Any, inflight: InFlight, program: Program, timeout: float | None,
+          backend: str) -> tuple[Any, Any, Any]:
+    """``device.compile(program)`` (a `Device`) within ``timeout``: a large program in a worker
+    process the deadline kills, where the device has a `Compiler`; else in a helper thread
+    (``inflight``), or the build of ``program`` already running there. Raises what the build
+    raised, or `BuildTimedOut`."""
+    key = identity(program)
+    if timeout is not None and not inflight.waiting(key) and \
+            inlined_statements(program) >= OUT_OF_PROCESS_STATEMENTS:
+        compiler = device.compiler()
+        if compiler is not None:
+            started = time.monotonic()
+            got = in_worker(compiler, wire.encode(program), None, timeout)
+            if got is not None:
+                meta, binary = got
+                try:
+                    return dataclasses.replace(device.load(meta, binary), built_from="compiled"), meta, binary
+                except Exception as exc:   # built here instead, which reports any real fault
+                    log.warning("vyre %s: cannot load a kernel built in a worker (%s); building it here",
+                                backend, exc)
+            timeout = max(0.0, timeout - (time.monotonic() - started))
+    return inflight.run(key, lambda: device.compile(program), timeout)
 
 
 def _kill(proc: subprocess.Popen) -> None:
