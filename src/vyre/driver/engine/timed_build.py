@@ -164,10 +164,12 @@ def build(device: Any, inflight: InFlight, program: Program, timeout: float | No
 
 def _kill(proc: subprocess.Popen) -> None:
     """Kill the worker's process group (the worker and every process it started)."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        pass
+    killpg = getattr(os, "killpg", None)   # POSIX; elsewhere the worker alone is killed
+    if killpg is not None:
+        try:
+            killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
     proc.kill()
     proc.communicate()
 
