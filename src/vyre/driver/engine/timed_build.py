@@ -14,7 +14,8 @@ that timeout; `EngineBackend._build` builds it one of two ways:
   everywhere). The caller stops waiting at the deadline; the build cannot be stopped and
   finishes in the background, without the engine's lock, alongside later dispatches. Its
   result (or its error) is kept: the next dispatch of the same effective program waits for it
-  instead of building again, with or without a timeout.
+  instead of building again, with or without a timeout. Interpreter exit waits for such
+  builds (at most `EXIT_WAIT_S`): a compiler running while the process exits can abort it.
 
 Why the size: a fresh worker imports vyre and the vendor's compiler and pays the compiler's
 first-build cost before it builds anything (measured on PoCL, 2 shared cores under load:
@@ -27,6 +28,7 @@ unless a timed-out dispatch left the same program's build running.
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import logging
 import os
@@ -65,11 +67,43 @@ class BuildTimedOut(Exception):
         self.stopped = stopped
 
 
+#: how long interpreter exit waits for builds that timed-out dispatches left running: a
+#: compiler still running while the process exits can abort it (PoCL did: "terminate called
+#: without an active exception")
+EXIT_WAIT_S = 60.0
+_RUNNING: set[threading.Thread] = set()
+_RUNNING_LOCK = threading.Lock()
+
+
 def _fill(fut: Future, fn: Callable[[], Any]) -> None:
     try:
         fut.set_result(fn())
     except BaseException as exc:   # the waiting dispatch maps it, as the in-thread build would
         fut.set_exception(exc)
+    finally:
+        with _RUNNING_LOCK:
+            _RUNNING.discard(threading.current_thread())
+
+
+def _start(fut: Future, fn: Callable[[], Any]) -> None:
+    """Run ``fn`` for ``fut`` in a helper thread that interpreter exit waits for (at most
+    `EXIT_WAIT_S`). The exit hook is registered at the first build, after the device's own
+    (the wgpu driver's stops its poll thread), so it runs before them."""
+    thread = threading.Thread(target=_fill, args=(fut, fn), name="vyre-build", daemon=True)
+    with _RUNNING_LOCK:
+        if not getattr(_wait_at_exit, "registered", False):
+            atexit.register(_wait_at_exit)
+            _wait_at_exit.registered = True  # type: ignore[attr-defined]
+        _RUNNING.add(thread)
+    thread.start()
+
+
+def _wait_at_exit() -> None:
+    limit = time.monotonic() + EXIT_WAIT_S
+    with _RUNNING_LOCK:
+        running = list(_RUNNING)
+    for thread in running:
+        thread.join(max(0.0, limit - time.monotonic()))
 
 
 class InFlight:
@@ -91,7 +125,7 @@ class InFlight:
             fut = self._builds.get(key)
             if fut is None:
                 fut = self._builds[key] = Future()
-                threading.Thread(target=_fill, args=(fut, fn), name="vyre-build", daemon=True).start()
+                _start(fut, fn)
         try:
             return fut.result(timeout)
         except FutureTimeout:
