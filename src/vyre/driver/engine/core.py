@@ -1141,7 +1141,6 @@ class EngineBackend(VyreBackend):
                                 config: DispatchConfig | None = None) -> PendingDispatch:
         return self.dispatch_async(program, inputs, config)
 
-    # ---- resident buffers ----------------------------------------------------------------------
     # ---- resident buffers (`vyre.driver.engine.memory`) ----------------------------------------
     def allocate_resident(self, byte_len: int) -> Resource:
         return memory.allocate(self, byte_len)

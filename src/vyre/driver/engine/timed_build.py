@@ -87,15 +87,19 @@ def _fill(fut: Future, fn: Callable[[], Any]) -> None:
 
 def _start(fut: Future, fn: Callable[[], Any]) -> None:
     """Run ``fn`` for ``fut`` in a helper thread that interpreter exit waits for (at most
-    `EXIT_WAIT_S`). The exit hook is registered at the first build, after the device's own
-    (the wgpu driver's stops its poll thread), so it runs before them."""
+    `EXIT_WAIT_S`). The exit hook is registered again at every such build, so it runs before
+    every hook registered earlier (the wgpu driver's stops its device's poll thread)."""
     thread = threading.Thread(target=_fill, args=(fut, fn), name="vyre-build", daemon=True)
     with _RUNNING_LOCK:
-        if not getattr(_wait_at_exit, "registered", False):
-            atexit.register(_wait_at_exit)
-            _wait_at_exit.registered = True  # type: ignore[attr-defined]
+        atexit.unregister(_wait_at_exit)
+        atexit.register(_wait_at_exit)
         _RUNNING.add(thread)
-    thread.start()
+    try:
+        thread.start()
+    except BaseException as exc:   # no thread to be had: the waiting dispatch reports it
+        with _RUNNING_LOCK:
+            _RUNNING.discard(thread)
+        fut.set_exception(exc)
 
 
 def _wait_at_exit() -> None:
