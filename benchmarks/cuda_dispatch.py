@@ -33,7 +33,7 @@ def main() -> None:
     r = b.allocate_resident(N * 4)
     b.upload_resident(r, np.zeros(N, np.uint32))
     bound = b.bind_resident(prog, [r])
-    s = b.rt.stream
+    s = b.device.rt.stream
     res["vyre_bound_launch_us"] = per_call_ns(bound.launch, calls, s.sync) / 1e3
     res["vyre_dispatch_resident_timed_us"] = per_call_ns(lambda: b.dispatch_resident_timed(prog, [r]), calls // 4, s.sync) / 1e3
 

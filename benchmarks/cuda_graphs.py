@@ -31,7 +31,7 @@ def main() -> None:
     t = time.perf_counter()
     batch.compile()
     record_ms = (time.perf_counter() - t) * 1e3
-    s = b.rt.stream
+    s = b.device.rt.stream
     one, graph = [], []
     for _ in range(rounds):
         t = time.perf_counter_ns()

@@ -38,7 +38,7 @@ def main() -> None:
 
     import cuda.core as cc
     dev = cc.Device(0)
-    s = b.rt.stream
+    s = b.device.rt.stream
     obj = cc.Program(SRC, "c++", options=cc.ProgramOptions(arch=f"sm_{''.join(map(str, dev.compute_capability))}")).compile("cubin")
     k = obj.get_kernel("k")
     mr = cc.LegacyPinnedMemoryResource()

@@ -51,7 +51,7 @@ def main() -> None:
     prog = Program.wrapped([BufferDecl.read("a", 0, DataType.U32), BufferDecl.output("o", 1, DataType.U32)], 64,
                            [Node.store("o", GX, Expr.load("a", GX) * 3 + 1)])
     pipe = P.compile(b, prog)
-    ctx, q = b.rt.context, b.rt.queue
+    ctx, q = b.device.rt.context, b.device.rt.queue
     k = cl.Program(ctx, SRC).build().k
     ba, bo = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, m * 4), cl.Buffer(ctx, cl.mem_flags.READ_WRITE, m * 4)
     out = np.empty(m, np.uint32)
@@ -69,7 +69,7 @@ def main() -> None:
     res["ratio_vyre_vs_raw"] = res["vyre_roundtrip_us"] / res["raw_pyopencl_roundtrip_us"]
 
     # build paths (a fresh source each time so no cache answers)
-    opts = b.rt.options
+    opts = b.device.rt.options
     def fresh(i: int) -> str:
         return b.generated_source(Program.wrapped(prog.buffers, 64, [Node.store("o", GX, Expr.load("a", GX) * (1000 + i))]))
     t = time.perf_counter()
@@ -81,7 +81,7 @@ def main() -> None:
     res["plain_build_ms"] = (time.perf_counter() - t) * 1e3
     binary = prg.binaries[0]
     t = time.perf_counter()
-    cl.Program(ctx, [b.rt.device], [binary]).build(options=opts)
+    cl.Program(ctx, [b.device.rt.device], [binary]).build(options=opts)
     res["build_from_vyre_disk_binary_ms"] = (time.perf_counter() - t) * 1e3
     t = time.perf_counter()
     cl.Program(ctx, src).build(options=opts)

@@ -14,7 +14,7 @@ queue), the hand-written kernel on buffers and a bind group made once (encode, s
 for the queue through a 4-byte read, as vyre's fence does). Each side's time is one dispatch plus one submit-and-wait round trip; vyre's
 includes zeroing outputs it does not fully write (S18). The correctness rows compare whole
 dispatches' bytes. Sizes: 2^26 elements (2^24 --quick), u64 2^23 (2^21), matmul 512 (256);
-on a CPU adapter (`software_adapter()`) 2^20, 2^18 and 128, recorded in the results.
+on a CPU adapter (`WgpuDevice.software_adapter()`) 2^20, 2^18 and 128, recorded in the results.
 
 The hand-written kernels are what a WGSL programmer writes (hardware float ops, no bounds or
 NaN handling beyond the grid check); vyre's carry the exactness the reference defines."""
@@ -179,7 +179,7 @@ def main() -> None:
     a = args(__doc__)
     b = acquire("wgpu")
     dev = b.device
-    cpu = b.software_adapter()
+    cpu = dev.software_adapter()
     res: dict[str, float | str] = {"adapter": b.device_profile().device_name,
                                    "kernel_times": "resident buffers, bound dispatch vs prebuilt bind group; "
                                                    "one dispatch + submit/wait each, no host transfers"}

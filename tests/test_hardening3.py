@@ -379,10 +379,10 @@ def test_08_try_recover_gives_a_fresh_device_without_waiting_for_the_runaway(wgp
         b.dispatch(p, [a, np.array([30000], np.uint32)], DispatchConfig(timeout=0.02))
     with pytest.raises(DeviceLost, match="try_recover"):
         b.dispatch(p, [a[:64], np.array([2], np.uint32)])
-    old = b.dev.device
+    old = b.device.device
     started = time.monotonic()
     b.try_recover()
-    assert time.monotonic() - started < 10 and b.dev.device is not old   # not behind the runaway
+    assert time.monotonic() - started < 10 and b.device.device is not old   # not behind the runaway
     x = np.arange(64, dtype=np.uint32)
     assert b.dispatch(_affine(), [x]) == [_want(x)]
 
@@ -391,7 +391,7 @@ def test_14_a_lost_wgpu_device_gives_device_lost_then_recovers(wgpu_backend):
     b = wgpu_backend
     x = np.arange(100, dtype=np.uint32)
     assert b.dispatch(_affine(), [x]) == [_want(x)]
-    b.dev.device.destroy()
+    b.device.device.destroy()
     time.sleep(0.1)
     for n in (100, 100, 37):               # a cached shape (its staging reused) and a new one
         with pytest.raises(DeviceLost, match=r"Fix: call backend\.try_recover"):

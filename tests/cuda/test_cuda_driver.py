@@ -125,7 +125,7 @@ def test_second_process_loads_cubin_from_disk_without_nvrtc(cuda, tmp_path):
         " [Node.store('o', gx, Expr.load('a', gx) ^ 0x5A5A)])\n"
         "b = d.acquire('cuda')\n"
         "pipe = b.compile_native(p)\n"
-        "print(pipe.built_from, b.rt.cubins.compiled)\n")
+        "print(pipe.built_from, b.device.rt.cubins.compiled)\n")
     env = dict(os.environ, VYRE_CACHE_DIR=str(tmp_path))
     first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     second = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
@@ -200,7 +200,7 @@ def test_batches_replay_as_one_cuda_graph(cuda):
 
 
 def test_out_of_memory_names_requested_and_available(cuda):
-    free, total = cuda.rt.mem_info()
+    free, total = cuda.device.rt.mem_info()
     hog = cuda.allocate_resident(int(free * 0.6))
     try:
         ask = int(free * 0.6)

@@ -172,7 +172,7 @@ def test_capability_answers_are_the_device_attributes(fake):
         (p.max_shared_memory_per_block, p.multiprocessor_count, p.l2_cache_size, 255, 32, 4, 32)
     assert prof.mem_bw_gbps == int(2 * p.memory_clock_rate * 1e3 * (p.global_memory_bus_width / 8) / 1e9)
     assert prof.device_name == "fake H100 (no GPU: tests/cuda/fake_cuda.py) (sm_90)"
-    nvrtc = b.rt.cubins.version
+    nvrtc = b.device.rt.cubins.version
     assert b.device_fingerprint() == blake3.blake3(
         f"fake H100 (no GPU: tests/cuda/fake_cuda.py)|sm_90|13000|nvrtc{nvrtc}".encode()).digest()
     lim = b.limits()

@@ -35,7 +35,7 @@ LIB_PAIRS = [(np.int8, np.int8), (np.uint8, np.int8), (np.int8, np.uint8), (np.u
 
 def _imma(cuda):
     if not cuda.supports_tensor_cores():
-        pytest.skip(f"no IMMA on this device ({cuda.rt.facts.arch}) or VYRE_CUDA_TENSOR_CORES=0")
+        pytest.skip(f"no IMMA on this device ({cuda.device.rt.facts.arch}) or VYRE_CUDA_TENSOR_CORES=0")
 
 
 def _full(rng, dt, size) -> np.ndarray:
@@ -63,7 +63,7 @@ def compiled(cuda):
 
 
 def test_tensor_cores_are_reported_exactly_on_sm80_and_newer(cuda):
-    assert cuda.supports_tensor_cores() == (cuda.rt.facts.compute_capability >= (8, 0))
+    assert cuda.supports_tensor_cores() == (cuda.device.rt.facts.compute_capability >= (8, 0))
     assert cuda.device_profile().supports_tensor_cores == cuda.supports_tensor_cores()
 
 
@@ -75,7 +75,7 @@ def test_the_compiled_module_uses_imma(cuda, tmp_path):
             (D.I8, D.U8, True, "mma.sync.aligned.m16n8k32.row.col.s32.s8.u8.s32", "IMMA.16832.S8.U8"),
             (D.U32, D.U32, False, "mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32", "IMMA.16832.U8.U8")]:
         kernel, _, cubin = cuda.device.compile(MM.program(ta, tb, packed, MM.tiles("cuda", ta is D.U32)))
-        assert ptx_op in compiler.compile_ptx(kernel.source, cuda.rt.facts.arch)
+        assert ptx_op in compiler.compile_ptx(kernel.source, cuda.device.rt.facts.arch)
         if shutil.which("cuobjdump"):
             path = tmp_path / "k.cubin"
             path.write_bytes(cubin)
@@ -149,7 +149,7 @@ def test_scalar_loops_when_tensor_cores_are_off_give_the_same_bytes(cuda, compil
     from vyre.drivers.cuda.backend import CudaBackend
 
     monkeypatch.setenv("VYRE_CUDA_TENSOR_CORES", "0")
-    off = CudaBackend(int(cuda.rt.dev.device_id))
+    off = CudaBackend(int(cuda.device.rt.dev.device_id))
     try:
         assert off.supports_tensor_cores() is False
         assert off.device_fingerprint() != cuda.device_fingerprint()

@@ -80,3 +80,42 @@ def test_no_driver_answers_a_capability_query_itself():
             found += [f"{path.name}:{cls.name}.{f.name}" for f in cls.body
                       if isinstance(f, ast.FunctionDef) and f.name in answered]
     assert found == []
+
+
+def test_no_driver_subclasses_the_engine():
+    """A driver is a `Device` and nothing else (`EngineBackend`'s docstring): what depends on
+    the program or on the vendor's lifecycle is a device hook (`refuse`, `attach`, `lost`,
+    `renew`), so no class in src/vyre/drivers derives from `EngineBackend`, and every engine
+    driver's registered factory is a plain function returning ``EngineBackend(device)``."""
+    import ast
+    from pathlib import Path
+
+    import vyre.drivers
+    from vyre.driver.registry import registered_backends
+
+    found = []
+    for path in sorted(Path(vyre.drivers.__file__).parent.rglob("*.py")):
+        for cls in (n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.ClassDef)):
+            bases = {ast.unparse(b).rsplit(".", 1)[-1] for b in cls.bases}
+            if "EngineBackend" in bases:
+                found.append(f"{path.relative_to(path.parents[2])}:{cls.name}")
+    assert found == []
+    engine = [r for r in registered_backends() if isinstance(r.factory, str) and
+              r.factory.startswith("vyre.drivers.") and r.id != "dask"]
+    assert {r.id for r in engine} >= {"reference", "opencl", "wgpu", "cuda"}
+    for reg in engine:
+        module, name = reg.factory.split(":")
+        src = Path(vyre.drivers.__file__).parent.joinpath(*module.split(".")[2:]).with_suffix(".py")
+        tree = ast.parse(src.read_text())
+        target = {t.id: ast.unparse(a.value) for a in tree.body if isinstance(a, ast.Assign)
+                  for t in a.targets if isinstance(t, ast.Name)}.get(name, name)
+        fn = [f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == target]
+        assert fn, f"{reg.id}: its factory {reg.factory} is no function of {src.name}"
+        assert ast.unparse(fn[0].body[-1]).startswith("return EngineBackend("), reg.id
+
+
+def test_engine_drivers_are_plain_engines(backend):
+    """The backends a dispatch gets are `EngineBackend` itself, their device hooks wired."""
+    b = backend
+    assert type(b) is EngineBackend
+    assert b.device_lost() is False and b.refuse.__func__ is EngineBackend.refuse

@@ -61,7 +61,7 @@ def test_reference_answers():
 
 
 def test_opencl_answers(opencl):
-    d = opencl.rt.device   # pyopencl's own query of the device
+    d = opencl.device.rt.device   # pyopencl's own query of the device
     wg = d.max_work_group_size
     assert _answers(opencl) == _flags("async", "speculation") | {
         "id": "opencl", "version": __version__, "ops": default_supported_ops() - SUBGROUP_OPS,
@@ -73,14 +73,14 @@ def test_opencl_answers(opencl):
         ("opencl", True, True, False)
     assert (prof.max_shared_memory_bytes, prof.compute_units, prof.subgroup_size, prof.device_name) == \
         (d.local_mem_size, d.max_compute_units, 0, f"{d.name} ({d.platform.name})")
-    assert opencl.device_fingerprint() == opencl.rt.fingerprint
+    assert opencl.device_fingerprint() == opencl.device.rt.fingerprint
 
 
 def test_wgpu_answers():
     import blake3
 
     b = get_backend("wgpu")
-    lim, info = b.dev.adapter.limits, b.dev.adapter.info   # wgpu's own report of the adapter
+    lim, info = b.device.adapter.limits, b.device.adapter.info   # wgpu's own report of the adapter
     assert _answers(b) == _flags("async", "speculation") | {
         "id": "wgpu", "version": __version__, "ops": default_supported_ops() - SUBGROUP_OPS,
         "max_wg": (lim["max-compute-workgroup-size-x"], lim["max-compute-workgroup-size-y"],

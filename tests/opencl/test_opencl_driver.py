@@ -25,7 +25,7 @@ def test_lcg_helper_is_right():
 def test_capabilities_match_the_device_query(opencl):
     import pyopencl as cl
 
-    d = opencl.rt.device
+    d = opencl.device.rt.device
     assert opencl.max_compute_invocations_per_workgroup() == d.max_work_group_size
     assert opencl.max_workgroup_size() == tuple(min(s, d.max_work_group_size) for s in d.max_work_item_sizes[:3])
     assert opencl.max_storage_buffer_bytes() == d.max_mem_alloc_size
@@ -35,7 +35,7 @@ def test_capabilities_match_the_device_query(opencl):
     assert opencl.supports_subgroup_ops() is False  # no subgroup intrinsics are emitted
     assert opencl.supports_f16() is False           # the IR has no f16 type yet
     assert opencl.supports_async_compute() is True
-    assert opencl.rt.info.correct_div_sqrt == bool(d.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT)
+    assert opencl.device.rt.info.correct_div_sqrt == bool(d.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT)
     # vyre.lib's per-invocation-run forms follow the device type, not the backend id
     assert opencl.caps.serial_workgroups is bool(d.type & cl.device_type.CPU)
 
@@ -112,7 +112,7 @@ def test_program_binaries_come_from_vyres_disk_cache(opencl, tmp_path, monkeypat
     monkeypatch.setenv("VYRE_CACHE_DIR", str(tmp_path))
     from vyre.driver.pipeline import DiskCache
 
-    opencl.rt.disk = DiskCache("opencl")
+    opencl.device.rt.disk = DiskCache("opencl")
     p = Program.wrapped([BufferDecl.read("a", 0, U), BufferDecl.output("o", 1, U)], 16,
                         [Node.store("o", GX, Expr.load("a", GX) * 12345)])
     first = opencl.device.build(p)

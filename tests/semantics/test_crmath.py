@@ -293,7 +293,7 @@ def test_device_double_is_within_its_error_bound(opencl, op):
     src = HEADER + PRELUDE + lower_crmath.prelude({op}) + (
         "__kernel void k(__global const float* xs, __global double* ys) {"
         f" float x = xs[get_global_id(0)]; ys[get_global_id(0)] = {lower_crmath.DOUBLE[op]}; }}")
-    ctx = cl.Context([opencl.rt.device])    # the device the opencl backend runs on
+    ctx = cl.Context([opencl.device.rt.device])    # the device the opencl backend runs on
     queue = cl.CommandQueue(ctx)
     prg = cl.Program(ctx, src).build(options=["-cl-std=CL1.2"])
     mf = cl.mem_flags

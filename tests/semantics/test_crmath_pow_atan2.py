@@ -414,7 +414,7 @@ def _cl_parts(opencl, kernel: str, a: np.ndarray, b: np.ndarray, width: int, dty
 
     fns = [dev.vym_pow_reduce, dev.vym_pow_t, dev.vym_pow_acc, dev.vym_exp2_d, dev.vym_atan2_fast,
            dev.vym_atan2_dd, dev.vym_pow_exact, dev.vym_dd_round]
-    ctx = cl.Context([opencl.rt.device])
+    ctx = cl.Context([opencl.device.rt.device])
     queue = cl.CommandQueue(ctx)
     prg = cl.Program(ctx, HEADER + PRELUDE + crmath_c.source(fns) + _PARTS).build(options=["-cl-std=CL1.2"])
     mf = cl.mem_flags

@@ -42,7 +42,7 @@ def test_conformance_generates_every_type_for_wgpu(wgpu):
     assert opts.types and opts.narrow and set(opts.wide) == set(WIDE)
     assert not {"f32_div", "f32_mod", "fma", "sqrt", "reciprocal"} & set(opts.excluded)
     left_out = {op.value for op in TRANSCENDENTAL} & set(opts.excluded)
-    if wgpu.software_adapter():
+    if wgpu.device.software_adapter():
         # a CPU adapter compiles pow's and atan2's kernels for many seconds each: its random
         # programs leave them to their own tests and carry one correctly rounded call each
         assert left_out == SLOW_ON_CPU_ADAPTERS == {"pow", "atan2"} and opts.max_transcendentals == 1

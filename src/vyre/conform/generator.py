@@ -478,7 +478,7 @@ def options_for(backend, base: GenOptions | None = None) -> GenOptions:
         except UnsupportedFeature:
             excluded.add(key)
     opts.excluded = frozenset(excluded)
-    if backend.id() == "wgpu" and backend.software_adapter():
+    if backend.id() == "wgpu" and backend.device.software_adapter():
         # WGSL runs each correctly rounded call as thousands of u32 operations (float64 in
         # software), and a CPU adapter (lavapipe) compiles a kernel in time that grows faster
         # than its size: one call in a quarter of the programs keeps a random run short there

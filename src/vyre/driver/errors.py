@@ -162,6 +162,18 @@ def timed_out(timeout: float | None, backend: str) -> DispatchFailed:
                           backend=backend)
 
 
+def build_timed_out(timeout: float | None, backend: str, stopped: bool) -> DispatchFailed:
+    """A dispatch whose program's build did not finish within its ``DispatchConfig.timeout``
+    (`vyre.driver.engine.timed_build`): the build was killed (``stopped``) or goes on in the
+    background for the next dispatch of the program."""
+    after = "was stopped" if stopped else "goes on in the background (the next dispatch of the program uses it)"
+    return DispatchFailed(f"dispatch did not finish within its {timeout} s timeout: building its kernel "
+                          f"took longer, and {after}.",
+                          "raise DispatchConfig.timeout, or build the program before dispatching it with a "
+                          "timeout (backend.compile_native(program) or backend.precompile([program])).",
+                          backend=backend)
+
+
 def i32_division_failed(backend: str) -> DispatchFailed:
     """The error for a division fault (semantics row S3)."""
     return ctl_failure(CTL_ERRORS["division"], backend)

@@ -3,6 +3,11 @@
 ``core``      `EngineBackend` (the contract's entry points as template methods) and
               `EnginePipeline` (a compiled program).
 ``resident``  `Bound` (resident dispatches with packed arguments) and `EngineBatch`.
+``memory``    resident buffers: allocate, upload, read back, free.
+``artifacts`` compiled programs on disk, loaded without validation or lowering.
+``farm``      many programs built at once in worker processes (`precompile`).
+``timed_build`` builds bounded by the dispatch's ``timeout`` (a killed worker, or a helper
+              thread whose result the next dispatch takes).
 ``plan``      `Prepared` (shape, limits, copies and staging per input-size set) and `Limits`.
 ``device``    `Device`, the small interface a concrete driver implements (build, alloc,
               upload, download, zero, pack, launch, fence, wait, errors).

@@ -21,9 +21,12 @@ from typing import Any
 
 import blake3
 
+from vyre.ir.program import Program
+
 from ..pipeline.disk import DiskCache
 
 log = logging.getLogger("vyre.cache")
+_engine_log = logging.getLogger("vyre.engine")
 FORMAT = 1
 
 
@@ -84,3 +87,34 @@ class ArtifactCache:
             self.recent.clear()
         self.recent[key] = blob
         self.disk.put(key, blob)
+
+
+def load_program(art: ArtifactCache, akey: bytes, device: Any, program: Program,
+                 config: Any, backend: str) -> tuple[Program, Any] | None:
+    """(effective program, kernel) that ``device`` (a `Device`) built for this exact program
+    in an earlier process, from ``art`` under ``akey``; None on a miss. No validation,
+    lowering or compilation (the entry exists only because they passed). The effective
+    program keeps the source body: after compilation only its buffers, workgroup size,
+    whether it uses atomics and its bound buffers in binding order matter, and the last two
+    are recorded with the kernel (so its dispatches walk no IR either)."""
+    hit = art.get(akey)
+    if hit is None:
+        return None
+    meta, binary = hit
+    try:
+        kernel = device.load(meta, binary)
+    except Exception as exc:
+        _engine_log.warning("vyre cache: cannot load a cached program for %s (%s); rebuilding", backend, exc)
+        return None
+    wg = config.workgroup_override or program.workgroup_size
+    eff = program if wg == program.workgroup_size else Program(program.buffers, wg, program.body, program.functions)
+    eff.__dict__["_vyre_atomics"] = bool(meta.get("atomics", True))
+    bound = meta.get("bound")
+    if isinstance(bound, list) and sorted(map(str, bound)) == sorted(b.name for b in eff.bound_buffers):
+        eff.__dict__["_vyre_bound"] = tuple(bound)   # binding order, recorded with the kernel
+    fp = meta.get("fingerprint")
+    if isinstance(fp, str) and len(fp) == 64 and "_vyre_fingerprint" not in program.__dict__:
+        # recorded with the kernel of this exact program: its canonical form need not be
+        # built again (the entry's key is the exact identity, its payload checksummed)
+        program.__dict__["_vyre_fingerprint"] = bytes.fromhex(fp)
+    return eff, kernel

@@ -60,6 +60,7 @@ from ..errors import (
     InvalidProgram,
     LimitExceeded,
     UnsupportedFeature,
+    build_timed_out,
     ctl_failure,
     from_foundation,
     timed_out,
@@ -70,10 +71,12 @@ from ..pipeline import PipelineCacheSnapshot
 from ..program_walks import launch_for_sizes
 from ..runnable import refusals
 from ..validation import VALIDATION_CACHE
-from .artifacts import ArtifactCache
+from . import memory, timed_build
+from .artifacts import ArtifactCache, load_program
 from .device import Cancelled, Ctl, Device
 from .plan import Limits, Prepared, StageSet
 from .resident import Bound, EngineBatch
+from .timed_build import BuildTimedOut
 
 log = logging.getLogger("vyre.engine")
 CANCEL_GRACE_S = 2.0      # how long a cancelled kernel gets to notice its cancel word
@@ -287,9 +290,10 @@ class EnginePending(PendingDispatch):
 class EngineBackend(VyreBackend):
     """A backend whose every entry point is the engine's recipe over ``self.device``, and
     whose every capability query is answered from the device's `Capabilities` (``caps``,
-    read once here). A driver is a `Device`; it subclasses this class only for what depends
-    on the program (`refuse`) or on its vendor's lifecycle (recovery), and overrides no entry
-    point."""
+    read once here). A driver is a `Device` and nothing else: what depends on the program
+    (`Device.refuse`) or on the vendor's lifecycle (`Device.attach`, `lost`, `renew`) are
+    device hooks, so every engine backend is a plain ``EngineBackend(device)`` (a driver's
+    factory builds one; tests/driver/test_capabilities.py checks no driver subclasses it)."""
 
     def __init__(self, device: Device) -> None:
         self.device = device
@@ -311,6 +315,7 @@ class EngineBackend(VyreBackend):
         # bumped whenever the backend leaves its plain state (shutdown, recovery, a kernel
         # that could not stop): hot paths compare it instead of re-checking everything
         self.epoch = 0
+        self._inflight = timed_build.InFlight()   # builds a timed-out dispatch left running
 
     def __repr__(self) -> str:
         name = self.device_profile().device_name or "?"
@@ -379,6 +384,15 @@ class EngineBackend(VyreBackend):
                                  "running on the device.", "wait for it to finish, or call "
                                  "backend.try_recover() (a fresh queue; compiled pipelines are "
                                  "invalidated).", backend=self.id())
+        self.device.attach()
+
+    def refuse(self, program: Program) -> None:
+        """The device's target checks (`Device.refuse`)."""
+        self.device.refuse(program)
+
+    def device_lost(self) -> bool:
+        """The device's own report (`Device.lost`)."""
+        return self.device.lost()
 
     def _validate(self, program: Any) -> None:
         if not isinstance(program, Program):
@@ -428,7 +442,7 @@ class EngineBackend(VyreBackend):
             art = self._artifacts()
             akey = art.key(ident, code) if art is not None else b""
             started = time.perf_counter()
-            loaded = self._load(art, akey, program, config) if art is not None else None
+            loaded = load_program(art, akey, self.device, program, config, self.id()) if art is not None else None
             if loaded is not None:
                 eff, kernel = loaded
                 how = "loaded from the disk cache"
@@ -471,35 +485,6 @@ class EngineBackend(VyreBackend):
             self.__dict__["_artifact_cache"] = art
         return art
 
-    def _load(self, art: ArtifactCache, akey: bytes, program: Program,
-              config: DispatchConfig) -> tuple[Program, Any] | None:
-        """A kernel this backend built for this exact program in an earlier process: no
-        validation, lowering or compilation (the entry exists only because they passed). The
-        effective program keeps the source body: after compilation only its buffers, workgroup
-        size, whether it uses atomics and its bound buffers in binding order matter, and the
-        last two are recorded with the kernel (so its dispatches walk no IR either)."""
-        hit = art.get(akey)
-        if hit is None:
-            return None
-        meta, binary = hit
-        try:
-            kernel = self.device.load(meta, binary)
-        except Exception as exc:
-            log.warning("vyre cache: cannot load a cached program for %s (%s); rebuilding", self.id(), exc)
-            return None
-        wg = config.workgroup_override or program.workgroup_size
-        eff = program if wg == program.workgroup_size else Program(program.buffers, wg, program.body, program.functions)
-        eff.__dict__["_vyre_atomics"] = bool(meta.get("atomics", True))
-        bound = meta.get("bound")
-        if isinstance(bound, list) and sorted(map(str, bound)) == sorted(b.name for b in eff.bound_buffers):
-            eff.__dict__["_vyre_bound"] = tuple(bound)   # binding order, recorded with the kernel
-        fp = meta.get("fingerprint")
-        if isinstance(fp, str) and len(fp) == 64 and "_vyre_fingerprint" not in program.__dict__:
-            # recorded with the kernel of this exact program: its canonical form need not be
-            # built again (the entry's key is the exact identity, its payload checksummed)
-            program.__dict__["_vyre_fingerprint"] = bytes.fromhex(fp)
-        return eff, kernel
-
     def _compile(self, program: Program, config: DispatchConfig) -> tuple[Program, Any, Any, Any]:
         """Validate, specialize, check ops and limits, and build."""
         self._validate(program)
@@ -512,7 +497,7 @@ class EngineBackend(VyreBackend):
         refused = refusals(eff, self)   # ops, limits, then the target's own checks
         if refused:
             raise refused[0].error(self.id())
-        return (eff, *self._build(eff))
+        return (eff, *self._build(eff, config.timeout))
 
     def precompile(self, programs: Sequence[Any]) -> int:
         """Build many programs (or (program, config) pairs) at once, before their first
@@ -586,9 +571,17 @@ class EngineBackend(VyreBackend):
             return False
         return True
 
-    def _build(self, program: Program) -> tuple[Any, Any, Any]:
+    def _build(self, program: Program, timeout: float | None = None) -> tuple[Any, Any, Any]:
+        """`Device.compile`, its failures as vyre errors. With a ``timeout`` (the dispatch's),
+        never waits longer for it (`vyre.driver.engine.timed_build`); without one, builds in
+        this thread as always, unless a timed-out dispatch left this program's build running
+        (then it waits for that build)."""
         try:
-            return self.device.compile(program)
+            if timeout is None and not (self._inflight and self._inflight.waiting(identity(program))):
+                return self.device.compile(program)
+            return timed_build.build(self.device, self._inflight, program, timeout, self.id())
+        except BuildTimedOut as exc:
+            raise build_timed_out(timeout, self.id(), exc.stopped) from None
         except BackendError:
             raise
         except VyreError as err:
@@ -1148,90 +1141,25 @@ class EngineBackend(VyreBackend):
                                 config: DispatchConfig | None = None) -> PendingDispatch:
         return self.dispatch_async(program, inputs, config)
 
-    # ---- resident buffers ----------------------------------------------------------------------
+    # ---- resident buffers (`vyre.driver.engine.memory`) ----------------------------------------
     def allocate_resident(self, byte_len: int) -> Resource:
-        if isinstance(byte_len, bool) or not isinstance(byte_len, int):
-            raise InvalidProgram(f"allocate_resident({byte_len!r}): the size is not an int.",
-                                 "pass the size in bytes as an int.", backend=self.id())
-        if byte_len < 0 or byte_len > self.limits().max_buffer_bytes:
-            raise LimitExceeded("buffer_bytes", f"allocate_resident({byte_len}) is outside 0.."
-                                f"{self.limits().max_buffer_bytes} bytes.", "allocate a size this "
-                                "device supports (max_storage_buffer_bytes()).", backend=self.id())
-        with self.lock:
-            self.usable()
-            try:
-                handle = self.device.alloc(padded(byte_len))
-            except BaseException as exc:
-                raise self.failure(exc) from None
-        return Resource(self.id(), id(self), byte_len, handle)
+        return memory.allocate(self, byte_len)
 
     def upload_resident(self, resource: Resource, data: Any) -> None:
-        self.own(resource)
-        dev = self.device
-        words = raw_words(data, "resident upload", self.id(), device_ok=dev.reads_device_arrays)
-        if words is None:
-            d = dev.device_input(None, data, "resident upload")
-            self._check_upload(resource, d.nbytes)
-            with self.lock:
-                if d.stream is not None:
-                    dev.order_after(d.stream)
-                if d.nbytes:
-                    dev.copy(resource.handle, dev.view(d.ptr, d.nbytes, data), d.nbytes)
-                fence = dev.fence()
-        else:
-            self._check_upload(resource, words.nbytes)
-            host = None
-            size = padded(words.nbytes)
-            with self.lock:
-                if words.nbytes:
-                    if dev.synchronous and size == words.nbytes:
-                        dev.upload(resource.handle, words, size)
-                    else:
-                        host = dev.host_alloc(size)
-                        host.stage(words)
-                        dev.upload(resource.handle, host, size)
-                fence = dev.fence()
-        self.wait_fence(fence, None, (), (), DEFAULT)
-
-    def _check_upload(self, resource: Resource, nbytes: int) -> None:
-        if nbytes != resource.byte_len:
-            raise InvalidInput("input_size", f"upload of {nbytes} bytes into a {resource.byte_len}-byte "
-                               "resident buffer.", "upload exactly the allocated size.", backend=self.id())
+        memory.upload(self, resource, data)
 
     def read_resident(self, resource: Resource) -> bytes:
         """Copy a resident buffer back to the host (additive method)."""
-        self.own(resource)
-        dev = self.device
-        size = padded(resource.byte_len)
-        host = dev.host_alloc(size)
-        with self.lock:
-            self.usable()
-            if resource.byte_len:
-                dev.download(host, resource.handle, size)
-            fence = dev.fence()
-        self.wait_fence(fence, None, (), (), DEFAULT)
-        return host.words.tobytes()[: resource.byte_len]
+        return memory.read(self, resource)
 
     def free_resident(self, resource: Resource) -> None:
         """Free a resident buffer. Later uses are errors with a Fix; the device memory goes
         once no bound dispatch holds it (cached internal bindings are dropped now)."""
-        self.own(resource)
-        resource.freed = True
-        for holder in list(resource.holders):
-            holder.stale = True   # its next launch checks, and refuses
-            if getattr(holder, "cached", False):
-                holder.release()
-        self.free_if_unheld(resource)
+        memory.free(self, resource)
 
     def free_if_unheld(self, resource: Resource) -> None:
         """Release a freed resource's device memory once no bound dispatch holds it."""
-        if resource.freed and not resource.holders and resource.handle is not None:
-            handle, resource.handle = resource.handle, None
-            with self.lock:
-                try:
-                    self.device.free(handle)
-                except Exception:
-                    pass
+        memory.free_if_unheld(self, resource)
 
     def _bound_for(self, pipe: EnginePipeline, resources: Sequence[Resource], config: DispatchConfig) -> Any:
         """The cached binding of ``resources`` (a binding holds its resources, so their ids
@@ -1313,13 +1241,15 @@ class EngineBackend(VyreBackend):
             self.device.close()
 
     def try_recover(self) -> None:
-        """Start over on a fresh queue: every pipeline, staging set and bound dispatch handed
-        out before is invalidated (their device objects are dropped, except those a runaway
-        kernel may still write, which are kept alive until it ends)."""
+        """Start over on a fresh queue (`Device.renew`: a fresh device or context too, where
+        the target needs one): every pipeline, staging set and bound dispatch handed out before
+        is invalidated (their device objects are dropped, except those a runaway kernel may
+        still write, which are kept alive until it ends)."""
         from .. import pipeline as P
 
         with self.lock:
-            self.device.abandon()
+            self.device.renew()
+            self._inflight = timed_build.InFlight()   # builds for the old queue are not kept
             self.generation += 1
             self.epoch += 1
             keep = [k for _, k in self.runaway]

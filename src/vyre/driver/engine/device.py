@@ -327,6 +327,31 @@ class Device(abc.ABC):
         it (a fresh queue or stream). Default: nothing to do."""
         return None
 
+    # ---- program checks and lifecycle ---------------------------------------------------
+    def refuse(self, program: Program) -> None:
+        """Target checks that depend on the program, beyond the ops and limits the
+        `Capabilities` record declares: raise a `BackendError` (usually `UnsupportedFeature`)
+        with a Fix when this device cannot give ``program`` the reference's bytes. The engine's
+        `refuse` is this (routing and dispatch both ask it, `vyre.driver.runnable`). Default:
+        no further checks."""
+        return None
+
+    def attach(self) -> None:
+        """Make the device usable from the calling thread (CUDA: its context current);
+        called whenever the engine checks that it may enqueue (`usable`). Default: nothing."""
+        return None
+
+    def lost(self) -> bool:
+        """True once the device can no longer run work (the engine's `device_lost`; `renew`
+        may help). Default: False."""
+        return False
+
+    def renew(self) -> None:
+        """Start over, for the engine's `try_recover`: later work must never queue behind
+        anything enqueued before (a kernel that would not stop), and a lost device or context
+        is opened again where the target can. Default: `abandon`."""
+        self.abandon()
+
     # ---- errors and hooks --------------------------------------------------------------
     @abc.abstractmethod
     def error(self, exc: BaseException) -> BackendError:

@@ -390,30 +390,11 @@ class CudaDevice(Device):
     def error(self, exc: BaseException) -> BackendError:
         return self.rt.error(exc)
 
-    def close(self) -> None:
-        self.rt.ensure_current()
-        try:
-            self.stream.sync()
-        except Exception:
-            pass
-
-
-class CudaBackend(EngineBackend):
-    """The engine over a `CudaDevice`; its capabilities are the device's record, and it adds
-    the CUDA context's lifecycle (current per thread, loss and recovery)."""
-
-    def __init__(self, device_id: int = 0) -> None:
-        super().__init__(CudaDevice(device_id))
-
-    @property
-    def rt(self) -> Runtime:
-        return self.device.rt
-
-    def usable(self) -> None:
-        super().usable()
+    # ---- lifecycle: the context is current per thread; loss and recovery ---------------------
+    def attach(self) -> None:
         self.rt.ensure_current()
 
-    def device_lost(self) -> bool:
+    def lost(self) -> bool:
         try:
             self.rt.ensure_current()
             err, = cu.cuCtxSynchronize()
@@ -422,14 +403,29 @@ class CudaBackend(EngineBackend):
         except Exception:
             return True
 
-    def try_recover(self) -> None:
-        """A fresh context state when the device was lost, then the engine's recovery."""
-        if self.device_lost():
+    def renew(self) -> None:
+        """A fresh context state when the device was lost, then a fresh stream (`abandon`)."""
+        if self.lost():
             dev = int(self.rt.dev.device_id)
             cu.cuDevicePrimaryCtxReset(dev)
-            self.device.rt = Runtime(dev)
-            self.device.abandon()
-        super().try_recover()
+            self.rt = Runtime(dev)
+        self.abandon()
+
+    def close(self) -> None:
+        self.rt.ensure_current()
+        try:
+            self.stream.sync()
+        except Exception:
+            pass
 
 
-__all__ = ["CudaBackend", "CudaDevice"]
+def backend(device_id: int = 0) -> EngineBackend:
+    """The CUDA backend: the engine over a `CudaDevice` of device ``device_id`` (its
+    factory)."""
+    return EngineBackend(CudaDevice(device_id))
+
+
+#: the registered factory, by the backend's old class name
+CudaBackend = backend
+
+__all__ = ["CudaBackend", "CudaDevice", "backend"]

@@ -79,6 +79,17 @@ class OpenCLCompiler:
         return kernel.meta(entries), binary
 
 
+def _wide_atomics(program: Program) -> bool:
+    return program.facts.wide_atomics
+
+
+_CORRECT_DIVISION_OPS = frozenset({"vyre.bin_op.div", "vyre.un_op.sqrt", "vyre.un_op.reciprocal"})
+
+
+def _needs_correct_division(program: Program) -> bool:
+    return not _CORRECT_DIVISION_OPS.isdisjoint(program.facts.op_set)
+
+
 class OpenCLDevice(Device):
     direct_host_copies = True
 
@@ -110,6 +121,25 @@ class OpenCLDevice(Device):
                             max_invocations_per_dispatch=2**32 - 1, fingerprint=self.rt.fingerprint,
                             serial_workgroups=info.cpu,
                             speculation_threshold_pct=None if info.cpu else DEFAULT_THRESHOLD_PCT)
+
+    def refuse(self, program: Program) -> None:
+        # correctly rounded transcendentals are computed in double (vyre.lower.crmath)
+        if "cl_khr_fp64" not in self.rt.info.extensions and program.facts.transcendental:
+            raise UnsupportedFeature(
+                "correctly rounded transcendentals", ID,
+                "this OpenCL device has no double precision (cl_khr_fp64), which vyre's "
+                "correctly rounded exp/log/sin/... need; run this program on cuda, on an "
+                "OpenCL device with fp64 (PoCL has it) or on the reference backend.")
+        if not self.rt.info.correct_div_sqrt and _needs_correct_division(program):
+            raise UnsupportedFeature(
+                "correctly rounded f32 division/sqrt", ID,
+                "this OpenCL device cannot guarantee the reference's bytes for f32 DIV/SQRT; "
+                "use another backend for this program.")
+        if _wide_atomics(program) and not set(INT64_ATOMICS) <= self.rt.info.extensions:
+            raise UnsupportedFeature(
+                "64-bit atomics", ID,
+                f"this OpenCL device lacks {' and '.join(INT64_ATOMICS)}: use u32/i32 atomics "
+                "(e.g. two 32-bit halves) or run on a backend with 64-bit atomics (cuda, reference).")
 
     def build(self, program: Program) -> Kernel:
         return self.compile(program)[0]
@@ -253,43 +283,12 @@ class OpenCLDevice(Device):
             pass
 
 
-def _wide_atomics(program: Program) -> bool:
-    return program.facts.wide_atomics
+def backend() -> EngineBackend:
+    """The OpenCL backend: the engine over an `OpenCLDevice` (its factory)."""
+    return EngineBackend(OpenCLDevice())
 
 
-_CORRECT_DIVISION_OPS = frozenset({"vyre.bin_op.div", "vyre.un_op.sqrt", "vyre.un_op.reciprocal"})
+#: the registered factory, by the backend's old class name
+OpenCLBackend = backend
 
-
-def _needs_correct_division(program: Program) -> bool:
-    return not _CORRECT_DIVISION_OPS.isdisjoint(program.facts.op_set)
-
-
-class OpenCLBackend(EngineBackend):
-    """The engine over an `OpenCLDevice`; its capabilities are the device's record, and it
-    adds the checks that depend on the program (`refuse`)."""
-
-    def __init__(self) -> None:
-        super().__init__(OpenCLDevice())
-        self.rt = self.device.rt
-
-    def refuse(self, program: Program) -> None:
-        # correctly rounded transcendentals are computed in double (vyre.lower.crmath)
-        if "cl_khr_fp64" not in self.rt.info.extensions and program.facts.transcendental:
-            raise UnsupportedFeature(
-                "correctly rounded transcendentals", ID,
-                "this OpenCL device has no double precision (cl_khr_fp64), which vyre's "
-                "correctly rounded exp/log/sin/... need; run this program on cuda, on an "
-                "OpenCL device with fp64 (PoCL has it) or on the reference backend.")
-        if not self.rt.info.correct_div_sqrt and _needs_correct_division(program):
-            raise UnsupportedFeature(
-                "correctly rounded f32 division/sqrt", ID,
-                "this OpenCL device cannot guarantee the reference's bytes for f32 DIV/SQRT; "
-                "use another backend for this program.")
-        if _wide_atomics(program) and not set(INT64_ATOMICS) <= self.rt.info.extensions:
-            raise UnsupportedFeature(
-                "64-bit atomics", ID,
-                f"this OpenCL device lacks {' and '.join(INT64_ATOMICS)}: use u32/i32 atomics "
-                "(e.g. two 32-bit halves) or run on a backend with 64-bit atomics (cuda, reference).")
-
-
-__all__ = ["OpenCLBackend", "OpenCLDevice"]
+__all__ = ["OpenCLBackend", "OpenCLDevice", "backend"]

@@ -9,7 +9,7 @@ share a shape's device buffers), and the fence maps them. Fences are polled with
 (`done`, `wait` with a timeout), so several threads' dispatches complete independently.
 A running kernel cannot be stopped (no host-visible memory), so `cancellable` is false and
 a timed-out dispatch is reported as the engine reports runaways; `try_recover` opens a
-fresh device, so later work never queues behind it. Vendor errors become vyre errors
+fresh device (`renew`), so later work never queues behind it. Vendor errors become vyre errors
 (`DeviceLost` once the device reports its loss), and interpreter exit waits a bounded time
 for queued work and stops wgpu-py's poll thread (`_shutdown_all`).
 """
@@ -232,11 +232,28 @@ class WgpuDevice(Device):
                             fingerprint=fingerprint)
 
     def renew(self) -> None:
-        """A fresh device and queue: later work never queues behind a kernel that would
-        not stop (`WgpuBackend.try_recover`). The old device is left to finish by itself
-        (`close` still waits for it and stops its poll thread)."""
+        """A fresh device and queue (the engine's `try_recover`): later work never queues
+        behind a kernel that would not stop, and a lost device is replaced. The old device is
+        left to finish by itself (`close` still waits for it and stops its poll thread)."""
         self._retired.append((self.device, self._fences))
         self._open()
+
+    def software_adapter(self) -> bool:
+        """True on a CPU adapter (lavapipe/llvmpipe), where a shader compiles in time that grows
+        faster than its size: conformance keeps its random programs small there."""
+        return self.adapter.info.get("adapter_type", "").upper() == "CPU"
+
+    def refuse(self, program: Program) -> None:
+        # what WGSL cannot give the reference's bytes for, including what only legalizing or
+        # printing finds: routing must refuse exactly what the dispatch refuses
+        self.source(program)
+        hidden = len(program.facts.float_atomic_buffers)   # one hidden accumulator each (S36)
+        n = len(program.facts.bound) + hidden + 2
+        limit = self.limits.get("max-storage-buffers-per-shader-stage", 8)
+        if n > limit:
+            extra = f", {hidden} of them the hidden accumulators of float atomics" if hidden else ""
+            raise UnsupportedFeature(f"{n - 2} bound buffers{extra} (this adapter binds {limit - 2})", ID,
+                                     "use fewer buffers, or another backend.")
 
     # ---- compile ---------------------------------------------------------------------------
     def source(self, program: Program) -> tuple[Any, str]:
@@ -538,37 +555,12 @@ class WgpuDevice(Device):
         _LIVE.discard(self)
 
 
-class WgpuBackend(EngineBackend):
-    """The engine over a `WgpuDevice`; its capabilities are the device's record, and it adds
-    the checks that depend on the program (`refuse`) and recovery on a fresh device."""
-
-    def __init__(self) -> None:
-        super().__init__(WgpuDevice())
-        self.dev = self.device
-
-    def refuse(self, program: Program) -> None:
-        # what WGSL cannot give the reference's bytes for, including what only legalizing or
-        # printing finds: routing must refuse exactly what the dispatch refuses
-        self.dev.source(program)
-        hidden = len(program.facts.float_atomic_buffers)   # one hidden accumulator each (S36)
-        n = len(program.facts.bound) + hidden + 2
-        limit = self.dev.limits.get("max-storage-buffers-per-shader-stage", 8)
-        if n > limit:
-            extra = f", {hidden} of them the hidden accumulators of float atomics" if hidden else ""
-            raise UnsupportedFeature(f"{n - 2} bound buffers{extra} (this adapter binds {limit - 2})", ID,
-                                     "use fewer buffers, or another backend.")
-
-    def software_adapter(self) -> bool:
-        """True on a CPU adapter (lavapipe/llvmpipe), where a shader compiles in time that grows
-        faster than its size: conformance keeps its random programs small there."""
-        return self.dev.adapter.info.get("adapter_type", "").upper() == "CPU"
-
-    def try_recover(self) -> None:
-        """A fresh wgpu device and queue (a kernel that would not stop keeps the old one
-        busy, and a lost device cannot be used again), then the engine's recovery."""
-        with self.lock:
-            self.dev.renew()
-            super().try_recover()
+def backend() -> EngineBackend:
+    """The wgpu backend: the engine over a `WgpuDevice` (its factory)."""
+    return EngineBackend(WgpuDevice())
 
 
-__all__ = ["WgpuBackend", "WgpuDevice"]
+#: the registered factory, by the backend's old class name
+WgpuBackend = backend
+
+__all__ = ["WgpuBackend", "WgpuDevice", "backend"]
