@@ -664,6 +664,19 @@ class _Plan:
 
     __slots__ = ("alloc", "backend", "cfg", "convs", "device", "extra", "fp", "name", "named",
                  "program", "route", "shapes", "where")
+    alloc: Any                  # the caller's allocator for device outputs (None: DeviceOutputs)
+    backend: Any
+    cfg: Any                    # the DispatchConfig every such call uses
+    convs: tuple[tuple[int, ScalarSpec | None, str], ...]   # arguments converted on each call
+    device: bool                # outputs stay on the device
+    extra: tuple[np.ndarray, ...]   # the hidden N-D extents, fixed by the shapes
+    fp: bytes | None            # the program's fingerprint, for a routed call
+    name: str
+    named: str | None           # VYRE_BACKEND when planned (a routed call)
+    program: Program
+    route: bool                 # no backend= given: the route is re-checked
+    shapes: tuple[tuple[int, ...] | None, ...]   # host outputs' shapes
+    where: str
 
     @staticmethod
     def make(built: Any, name: str, takes: list, args: Sequence[Any], inputs: list, backend: Any, b: Any,
@@ -684,7 +697,7 @@ class _Plan:
             with _LOCK:
                 if _ROUTES.get(plan.fp) != b.id():
                     return None
-        convs = []
+        convs: list[tuple[int, ScalarSpec | None, str]] = []
         for i, ((pname, spec), a) in enumerate(zip(takes, args)):
             if isinstance(spec, ScalarSpec):
                 convs.append((i, spec, pname))
