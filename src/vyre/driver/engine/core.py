@@ -1137,12 +1137,17 @@ class EngineBackend(VyreBackend):
         if alloc is not None:
             given = []
             for (_, _, exact), d, where, want in zip(prep.outs, pipe.outputs, pipe.alloc_where, plan.out_keys):
-                arr = self._alloc_output(alloc, exact, d)
+                try:
+                    arr = alloc(exact, d.dtype)
+                except VyreError:
+                    raise
+                except Exception as exc:   # the allocator's own error (out of device memory)
+                    raise dev.error(exc) from None
                 cai = getattr(arr, "__cuda_array_interface__", None)
                 o = None
                 if want is not None and type(cai) is dict:
                     try:
-                        if cai_key(cai) == want:
+                        if (cai["typestr"], cai["shape"], cai.get("strides")) == want:   # `cai_key`
                             stream = cai.get("stream")
                             o = DeviceInput(arr, int(cai["data"][0]), exact,
                                             None if stream in (None, 0) else stream)
@@ -1150,7 +1155,8 @@ class EngineBackend(VyreBackend):
                         o = None
                 if o is None:
                     o = self._output_checked(arr, exact, d, where, cai)
-                self._refuse_overlap(o, spans, where)
+                if spans:
+                    self._refuse_overlap(o, spans, where)
                 given.append(o)
         lock = self.lock
         lock.acquire()

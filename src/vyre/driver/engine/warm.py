@@ -60,7 +60,7 @@ def signature(fast: tuple[np.dtype, ...], inputs: Any, grid: tuple, allocates: b
             cai = x.__cuda_array_interface__
             if type(cai) is not dict:
                 return None
-            key.append(cai_key(cai))
+            key.append((cai["typestr"], cai["shape"], cai.get("strides")))   # `cai_key`
             parts.append(cai)
         return tuple(key), parts
     except (AttributeError, KeyError, TypeError):
