@@ -136,7 +136,7 @@ class EnginePipeline(CompiledPipeline):
         return self._backend.id()
 
     def dispatch(self, inputs: Sequence[Any], config: DispatchConfig | None = None) -> list[bytes]:
-        return self._backend._run(self, inputs, self.config if config is None else
+        return self._backend._run(self, inputs, self.config if config is None or config is self.config else
                                   self._backend._pipe_config(self, config))
 
     def dispatch_borrowed(self, inputs: Sequence[Any], config: DispatchConfig | None = None) -> list[bytes]:
@@ -676,6 +676,7 @@ class EngineBackend(VyreBackend):
                                     f"device's limit is {lim.max_buffer_bytes}.",
                                     "split the data over several dispatches.", backend=self.id())
         prep = Prepared(pipe.kernel, shape, len(pipe.effective.inputs), lim)
+        prep.staged = all(b.padded < DIRECT_BYTES for b in shape.buffers)   # `_run_staged`
         for (pos, _), words in zip(pipe.kernel.scratch, prep.scratch):
             if words > 0xFFFFFFFF or 4 * words > lim.max_buffer_bytes:
                 target = shape.buffers[pos]
@@ -968,6 +969,14 @@ class EngineBackend(VyreBackend):
         try:
             ins = pipe.check(inputs)
             prep = self._prepared(pipe, tuple([x.nbytes for x in ins]), config)
+            if prep.staged and not timed and config.plain and not self.device.synchronous:
+                for x in ins:
+                    if type(x) is DeviceInput:
+                        break
+                else:
+                    outs = self._run_staged(pipe, prep, ins, config, arrays)
+                    ok = True
+                    return outs
             deadline = None if config.timeout is None else time.monotonic() + config.timeout
             if deadline is None and not timed:
                 direct = self._direct and config.fixpoint_iterations == 1
@@ -991,6 +1000,71 @@ class EngineBackend(VyreBackend):
             return outs
         finally:
             observability.record_dispatch(self.name, time.perf_counter_ns() - started, ok, config.label)
+
+    def _run_staged(self, pipe: EnginePipeline, prep: Prepared, ins: list[Input], config: DispatchConfig,
+                    arrays: bool) -> list[Any]:
+        """`_enqueue` and `_complete` of a synchronous dispatch with a plain config whose
+        inputs are all host arrays and whose buffers are all below `DIRECT_BYTES`
+        (``prep.staged``), straight through: every input staged and uploaded, the kernels
+        launched, every output read back into staging, then the device's finish; the
+        outputs as bytes, or as arrays of the outputs' dtypes (``arrays``)."""
+        dev = self.device
+        lock = self.lock
+        lock.acquire()
+        try:
+            if self.closed or self.runaway or self._draining:
+                self.usable()
+            if pipe.generation != self.generation:
+                pipe.check_live()
+            try:
+                sset = prep.take(dev, self.ctl_take)
+            except DeviceOutOfMemory:   # cached shapes hold device buffers: drop them, retry once
+                self._shed_cached_buffers(prep)
+                sset = prep.take(dev, self.ctl_take)
+            try:
+                bufs = prep.buffers(dev)
+                staging = sset.ins
+                for pos, index, nbytes in prep.copies_in:
+                    if nbytes:
+                        host = staging[index]
+                        host.stage(ins[index])   # staged now: never read later
+                        dev.upload(bufs[pos], host, nbytes)
+                for pos, nbytes in prep.zero:
+                    dev.zero(bufs[pos], nbytes)
+                uses_ctl = prep.kernel.uses_ctl
+                if uses_ctl:
+                    sset.ctl.deadline = None
+                    dev.ctl_reset(sset.ctl)
+                prep.launch(dev, sset.packed, bufs, False)
+                for (pos, nbytes, _), host in zip(prep.outs, sset.outs):
+                    if nbytes:
+                        dev.download(host, bufs[pos], nbytes)
+                if uses_ctl:
+                    dev.ctl_fetch(sset.ctl)
+            except Cancelled:
+                prep.give(sset)
+                raise timed_out(config.timeout, self.id()) from None
+            except BaseException as exc:
+                if dev.synchronous:
+                    prep.give(sset)
+                raise self.failure(exc) from None
+        finally:
+            lock.release()
+        try:   # `_complete` of a dispatch without a fence: the device's finish
+            dev.finish()
+        except DispatchFailed:
+            prep.give(sset)
+            raise
+        except BaseException as exc:
+            raise self.failure(exc) from None
+        if uses_ctl and sset.ctl.words[0]:
+            word = int(sset.ctl.words[0])
+            prep.give(sset)
+            raise ctl_failure(word, self.id())
+        outs = [v.view(dt).copy() for v, dt in zip(sset.views, pipe.out_dtypes)] if arrays else \
+            [v.tobytes() for v in sset.views]
+        prep.give(sset)
+        return outs
 
     def _fixpoint_rest(self, pipe: EnginePipeline, ins: list[Input], outs: list[bytes],
                        config: DispatchConfig, deadline: float | None) -> list[bytes]:
