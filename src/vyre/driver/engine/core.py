@@ -27,6 +27,12 @@ every entry point; nothing is wrapped or swapped at class creation):
 
 Resident dispatches, bound (persistent) handles and batches are in `vyre.driver.engine.resident`
 and go through the same steps.
+
+Two warm paths run steps 5-6 straight through, for calls whose every check has a known
+outcome (issue 24): `_run_staged`, a synchronous dispatch with a plain config whose host
+inputs and outputs all go through staging; and `_device_warm`, a `dispatch_device` call with
+the signature of one that passed every check (`vyre.driver.engine.warm`). Each does what
+`_enqueue` and `_complete` do for that case, with the same errors.
 """
 
 from __future__ import annotations
@@ -1189,7 +1195,9 @@ class EngineBackend(VyreBackend):
                 hash(keys[-1])
             except Exception:   # a DLPack array, or a layout the full check reads: checked in full
                 keys.append(None)
-        pipe.warm[key] = DevicePlan(prep, ins, tuple(keys))
+        plan = DevicePlan(prep, ins, tuple(keys))
+        with pipe._lock:   # readers go lock-free (`fifo`); writers one at a time
+            pipe.warm[key] = plan
 
     def _device_warm(self, pipe: EnginePipeline, plan: DevicePlan, inputs: Sequence[Any], parts: list[Any],
                      config: DispatchConfig, alloc: Any) -> list[Any] | None:
