@@ -42,7 +42,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -980,7 +980,7 @@ class EngineBackend(VyreBackend):
                     if type(x) is DeviceInput:
                         break
                 else:
-                    outs = self._run_staged(pipe, prep, ins, config, arrays)
+                    outs = self._run_staged(pipe, prep, cast("list[np.ndarray]", ins), config, arrays)
                     ok = True
                     return outs
             deadline = None if config.timeout is None else time.monotonic() + config.timeout
@@ -1007,7 +1007,7 @@ class EngineBackend(VyreBackend):
         finally:
             observability.record_dispatch(self.name, time.perf_counter_ns() - started, ok, config.label)
 
-    def _run_staged(self, pipe: EnginePipeline, prep: Prepared, ins: list[Input], config: DispatchConfig,
+    def _run_staged(self, pipe: EnginePipeline, prep: Prepared, ins: list[np.ndarray], config: DispatchConfig,
                     arrays: bool) -> list[Any]:
         """`_enqueue` and `_complete` of a synchronous dispatch with a plain config whose
         inputs are all host arrays and whose buffers are all below `DIRECT_BYTES`
@@ -1031,8 +1031,8 @@ class EngineBackend(VyreBackend):
                 bufs = prep.buffers(dev)
                 staging = sset.ins
                 for pos, index, nbytes in prep.copies_in:
-                    if nbytes:
-                        host = staging[index]
+                    host = staging[index]
+                    if host is not None:   # none for an empty input
                         host.stage(ins[index])   # staged now: never read later
                         dev.upload(bufs[pos], host, nbytes)
                 for pos, nbytes in prep.zero:
@@ -1154,16 +1154,17 @@ class EngineBackend(VyreBackend):
             pipe = self._pipeline(program, config)
             sig = signature(pipe.check.fast, inputs, grid_key(config), alloc is not None) \
                 if config.plain else None
+            key = None if sig is None else sig[0]
             if sig is not None:
                 try:
                     plan = pipe.warm.get(sig[0])
                 except TypeError:   # an unhashable interface field (a list shape): the full path
-                    plan = sig = None
+                    plan = key = None
                 if plan is not None:
-                    outs = self._device_warm(pipe, plan, inputs, sig[1], config, alloc)
-                    if outs is not None:
+                    got = self._device_warm(pipe, plan, inputs, sig[1], config, alloc)
+                    if got is not None:
                         ok = True
-                        return outs
+                        return got
             ins = pipe.check(inputs)
             prep = self._prepared(pipe, tuple([x.nbytes for x in ins]), config)
             given = None if alloc is None else self._allocated(pipe, prep, ins, alloc)
@@ -1173,8 +1174,8 @@ class EngineBackend(VyreBackend):
             outs = flight.keep[: len(prep.outs)]
             self._complete(flight, config, read=False)
             ok = True
-            if sig is not None:
-                self._plan_device(pipe, prep, ins, given, sig[0])
+            if key is not None:
+                self._plan_device(pipe, prep, ins, given, key)
             if given is not None:
                 return [o.value for o in given]
             return [DeviceOutput(buf, dev.device_pointer(buf), exact, d.dtype, self.id())
@@ -1268,8 +1269,9 @@ class EngineBackend(VyreBackend):
                         views[pos] = dev.view(o.ptr, exact, o.value)
                 for pos, i, nbytes in plan.host:
                     host = sset.ins[i]
-                    host.stage(parts[i])   # staged now: never read later
-                    dev.upload(views[pos], host, nbytes)
+                    if host is not None:   # none for an empty input
+                        host.stage(parts[i])   # staged now: never read later
+                        dev.upload(views[pos], host, nbytes)
                 for _, _, _, stream in spans:
                     if stream is not None and stream not in waited:
                         dev.order_after(stream)   # after the producer's work on it
