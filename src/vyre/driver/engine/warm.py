@@ -63,7 +63,7 @@ def signature(fast: tuple[np.dtype, ...], inputs: Any, grid: tuple, allocates: b
             key.append((cai["typestr"], cai["shape"], cai.get("strides")))   # `cai_key`
             parts.append(cai)
         return tuple(key), parts
-    except (AttributeError, KeyError, TypeError):
+    except Exception:   # no interface, a malformed one, or one that fails to build: the full path says
         return None
 
 
