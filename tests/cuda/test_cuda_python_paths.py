@@ -316,3 +316,24 @@ def test_warm_calls_copy_read_write_inputs_and_stop_after_shutdown(fake):
     b.shutdown()
     with pytest.raises(DispatchFailed, match="shut down"):
         b.dispatch_device(bump.program, [x])
+
+
+def test_staged_dispatches_upload_each_calls_words(fake, monkeypatch):
+    """The synchronous staged path (every buffer small, host inputs): the buffer the kernel
+    reads holds this call's words, every call."""
+    import ctypes
+
+    import cuda.core as cc
+
+    b, _, _ = fake
+    seen = []
+    real = cc.launch
+    monkeypatch.setattr(cc, "launch", lambda s, cfg, k, *args: (seen.append(args), real(s, cfg, k, *args)))
+    x = np.zeros(256, np.float32)
+    for k in range(3):
+        x[:] = np.arange(256, dtype=np.float32) * (k + 1)
+        out = b.dispatch_arrays(_saxpy.program, [x, x])[0]
+        assert out.dtype == np.float32 and out.shape == (256,)
+        for arg in seen[-1][:2]:
+            got = np.frombuffer((ctypes.c_uint8 * 1024).from_address(arg.handle), np.float32)
+            assert got.tobytes() == x.tobytes()
