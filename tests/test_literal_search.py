@@ -145,7 +145,7 @@ def test_auto_keeps_to_the_two_stage_pair_where_speculation_never_pays(opencl):
     FORCE still runs the fused program; both give bytes.find's matches."""
     import pyopencl as cl
 
-    cpu = bool(opencl.rt.device.type & cl.device_type.CPU)
+    cpu = bool(opencl.device.rt.device.type & cl.device_type.CPU)
     assert (threshold_pct(opencl) is None) == cpu
     if not cpu:
         pytest.skip("an OpenCL GPU keeps the seed's threshold")

@@ -14,7 +14,7 @@ import pytest
 
 import vyre
 from vyre.driver import InvalidInput
-from vyre.kernel import In, Out, f32, gid
+from vyre.kernel import In, InOut, Out, Scalar, f32, gid, u32
 
 pytest.importorskip("cuda.bindings.nvrtc")
 
@@ -190,3 +190,150 @@ def test_without_tensor_cores_the_fingerprint_says_scalar_matmul(fake, monkeypat
         assert b.device_fingerprint() == fake[0].device_fingerprint() + b"|scalar-matmul"
     finally:
         b.shutdown()
+
+
+# ---- the warm path of dispatch_device (issue 24): a call of an earlier call's signature runs
+# its plan; every check still refuses, and what depends on the data is read again
+
+def _warm(b, cupy, n=256, **kw):
+    x, y = _arrays(cupy, n)
+    for _ in range(2):
+        b.dispatch_device(_saxpy.program, [x, y], **kw)
+    assert _plans(b, _saxpy) == 1
+    return x, y
+
+
+def _plans(b, kernel):
+    """How many warm plans the kernel's pipeline holds (the calls above made one)."""
+    return len(b.compile_native(kernel.program).warm)
+
+
+class _Strided:
+    """A device array whose interface says it is every other element of a larger array."""
+
+    def __init__(self, base):
+        self.base = base
+        cai = dict(base.__cuda_array_interface__)
+        cai["shape"], cai["strides"] = (base.size // 2,), (8,)
+        self.__cuda_array_interface__ = cai
+
+
+@pytest.mark.parametrize("alloc, reason", [
+    ("size", "input_size"), ("host", "input_device"), ("input", "input_device"), ("dtype", "input_dtype")])
+def test_warm_calls_check_what_the_allocator_returns(fake, alloc, reason):
+    b, _, cupy = fake
+    x, y = _warm(b, cupy, alloc=lambda n, dt: cupy.empty(n // 4, np.float32))
+    bad = {"size": lambda n, dt: cupy.empty(n // 4 + 1, np.float32),
+           "host": lambda n, dt: np.empty(n // 4, np.float32),
+           "input": lambda n, dt: y,
+           "dtype": lambda n, dt: cupy.empty(n // 4, np.int32)}[alloc]
+    with pytest.raises(InvalidInput) as err:
+        b.dispatch_device(_saxpy.program, [x, y], alloc=bad)
+    assert err.value.reason == reason and "Fix:" in str(err.value)
+
+
+def test_warm_calls_check_their_inputs(fake):
+    b, _, cupy = fake
+    x, y = _warm(b, cupy)
+    with pytest.raises(InvalidInput) as err:   # another dtype: another signature, the full check
+        b.dispatch_device(_saxpy.program, [x, cupy.empty(256, np.int32)])
+    assert err.value.reason == "input_dtype"
+    with pytest.raises(InvalidInput) as err:
+        b.dispatch_device(_saxpy.program, [x, _Strided(cupy.empty(512, np.float32))])
+    assert err.value.reason == "input_layout"
+    bad = _Strided(cupy.empty(256, np.float32))
+    bad.__cuda_array_interface__ = dict(y.__cuda_array_interface__, data=None)   # same layout, no pointer
+    with pytest.raises(InvalidInput) as err:
+        b.dispatch_device(_saxpy.program, [x, bad])
+    assert err.value.reason == "input_type" and "malformed" in str(err.value)
+    with pytest.raises(InvalidInput) as err:
+        b.dispatch_device(_saxpy.program, [x, y, y])
+    assert err.value.reason == "input_count"
+
+
+def test_warm_calls_pass_each_calls_own_pointers_and_wait_for_its_streams(fake, monkeypatch):
+    b, fk, cupy = fake
+    import cuda.bindings.driver as cu
+    import cuda.core as cc
+
+    _warm(b, cupy)
+    seen, recorded = [], []
+    real = cc.launch
+    monkeypatch.setattr(cc, "launch", lambda s, cfg, k, *args: (seen.append(args), real(s, cfg, k, *args)))
+    monkeypatch.setattr(cu, "cuEventRecord", lambda ev, stream: (recorded.append(stream), (fk.OK,))[1])
+    x, y = _arrays(cupy)
+    x.stream = 7
+    type(x).__cuda_array_interface__ = property(
+        lambda a: dict(fk.DeviceArray.__cuda_array_interface__.fget(a), stream=getattr(a, "stream", 1)))
+    try:
+        outs = b.dispatch_device(_saxpy.program, [x, y])
+    finally:
+        del type(x).__cuda_array_interface__
+    assert seen[-1][0] == x.ptr and seen[-1][1] == y.ptr and seen[-1][2].handle == outs[0].ptr
+    assert recorded == [7, 1]
+
+
+def test_warm_calls_stage_host_inputs_of_each_call(fake):
+    """A host input beside device arrays (a Scalar's words) is staged on every call: the
+    buffer the kernel reads holds this call's value."""
+    import ctypes
+
+    import cuda.core as cc
+
+    @vyre.kernel
+    def scaled(a: Scalar[f32], x: In[f32], out: Out[f32]):
+        out[gid()] = a * x[gid()]
+
+    b, _, cupy = fake
+    x = cupy.empty(64, np.float32)
+    seen = []
+    real = cc.launch
+    try:
+        cc.launch = lambda s, cfg, k, *args: (seen.append(args), real(s, cfg, k, *args))
+        for value in (1.5, 2.5, -3.0):
+            scaled(value, x, backend=b)
+            got = np.frombuffer((ctypes.c_uint8 * 4).from_address(seen[-1][0].handle), np.float32)[0]
+            assert got == np.float32(value)
+        assert _plans(b, scaled) == 1
+    finally:
+        cc.launch = real
+
+
+def test_warm_calls_copy_read_write_inputs_and_stop_after_shutdown(fake):
+    from vyre.driver import DispatchFailed
+
+    @vyre.kernel
+    def bump(x: InOut[u32]):
+        x[gid()] = x[gid()] + 1
+
+    b, fk, cupy = fake
+    for k in range(3):
+        x = cupy.asarray(fk.DeviceArray(np.arange(k, k + 64, dtype=np.uint32)))
+        out = b.dispatch_device(bump.program, [x])[0]   # no kernel runs: the output is the copy
+        got = cupy.asarray(out)
+        assert out.ptr != x.ptr and got.get().tolist() == list(range(k, k + 64))
+    assert _plans(b, bump) == 1
+    b.shutdown()
+    with pytest.raises(DispatchFailed, match="shut down"):
+        b.dispatch_device(bump.program, [x])
+
+
+def test_staged_dispatches_upload_each_calls_words(fake, monkeypatch):
+    """The synchronous staged path (every buffer small, host inputs): the buffer the kernel
+    reads holds this call's words, every call."""
+    import ctypes
+
+    import cuda.core as cc
+
+    b, _, _ = fake
+    seen = []
+    real = cc.launch
+    monkeypatch.setattr(cc, "launch", lambda s, cfg, k, *args: (seen.append(args), real(s, cfg, k, *args)))
+    x = np.zeros(256, np.float32)
+    for k in range(3):
+        x[:] = np.arange(256, dtype=np.float32) * (k + 1)
+        out = b.dispatch_arrays(_saxpy.program, [x, x])[0]
+        assert out.dtype == np.float32 and out.shape == (256,)
+        for arg in seen[-1][:2]:
+            got = np.frombuffer((ctypes.c_uint8 * 1024).from_address(arg.handle), np.float32)
+            assert got.tobytes() == x.tobytes()

@@ -143,10 +143,64 @@ def test_recursion_and_missing_annotations():
         @vyre.kernel
         def uses(o: Out[u32]):
             o[gid()] = again(3)
+
+        @vyre.kernel
+        def fine(x: In[f32], o: Out[f32]):
+            o[gid()] = x[gid()]
     """)
     with pytest.raises(KernelError) as e:
         _ = ns["uses"].program
     assert e.value.code == "K013" and "calls itself" in str(e.value)
+
+
+def test_each_error_names_the_line_it_is_about():
+    """A statement's error names that statement's line; an error about the function as a whole
+    (its signature, annotations, a call's arguments, a backend's error during a call) names
+    the ``def`` line; a wrong decorator argument names the decorator's line; a recursive
+    ``@vyre.func`` names the recursive call."""
+    ns = compile_source("""
+        @vyre.kernel(
+            workgroup_size=64)
+        def stmt(x: In[f32], o: Out[f32]):
+            i = gid()
+            o[i] = x[i] + "s"
+
+        @vyre.kernel
+        def ann(x: In[f32], o: "Out[f33]"):
+            o[gid()] = 1.0
+
+        @vyre.kernel
+        def star(x: In[f32], *rest):
+            pass
+
+        @vyre.func
+        def again(n: u32) -> u32:
+            m = n + 1
+            return again(m)
+
+        @vyre.kernel
+        def uses(o: Out[u32]):
+            o[gid()] = again(3)
+
+        @vyre.kernel
+        def fine(x: In[f32], o: Out[f32]):
+            o[gid()] = x[gid()]
+    """)
+
+    def line(k, *args):
+        with pytest.raises(KernelError) as err:
+            k(*args, backend="reference")
+        return int(str(err.value).split(":")[1]), err.value.code
+
+    one = np.ones(4, np.float32)
+    assert line(ns["stmt"], one) == (6, "K003")        # the statement
+    assert line(ns["ann"], one) == (9, "K006")         # the annotations: the def line
+    assert line(ns["star"], one) == (13, "K006")       # the signature: the def line
+    assert line(ns["uses"]) == (19, "K013")            # the recursive call
+    assert line(ns["fine"]) == (26, "K020")            # a call's arguments: the def line
+    with pytest.raises(KernelError) as err:            # the decorator's own argument: its line
+        vyre.kernel(workgroup_size=0)(ns["stmt"].fn)
+    assert str(err.value).startswith(f"{ns['stmt'].fn.__code__.co_filename}:2: [K021]"), str(err.value)
 
 
 def test_deep_expressions_are_an_error_not_a_crash():

@@ -17,6 +17,7 @@ DOC_CONFIG = re.findall(r"```toml\n(.*?)```", (HERE.parents[1] / "docs/kernels.m
 
 
 USER = HERE / "typed" / "user_kernels.py"
+PACKAGE = HERE.parents[1] / "src" / "vyre" / "kernel"   # vyre.kernel itself: type-clean too
 MARK = "# ---- N-D and fixed-size buffers"
 
 
@@ -32,7 +33,8 @@ def _errors(text: str, path: Path) -> str:
 
 def test_a_user_kernel_file_type_checks(tmp_path):
     """One mypy run with the plugin: the user file is clean; a str added to a 1-D or an N-D
-    buffer's element is caught (the buffer keeps its element type); a zero axis is refused.
+    buffer's element is caught (the buffer keeps its element type); a zero axis is refused;
+vyre.kernel's own modules are clean.
     One run without it: the 1-D part needs no plugin; ``In[f32, :, :]`` does."""
     plain, plugged = tmp_path / "plain.ini", tmp_path / "pyproject.toml"
     plain.write_text("[mypy]\n")
@@ -45,8 +47,9 @@ def test_a_user_kernel_file_type_checks(tmp_path):
                                    "out[y, x] = img[y, x] + 'text'")
                       .replace("tile: Out[u32, 4, 8]", "tile: Out[u32, 0, 8]"))
     one_d.write_text(user.split(MARK)[0])
-    text, code = _mypy([USER, bad, bad_nd], plugged)
+    text, code = _mypy([USER, bad, bad_nd, PACKAGE], plugged)
     assert code == 1 and not _errors(text, USER), text
+    assert not [line for line in text.splitlines() if "src/vyre/kernel/" in line.split(":", 1)[0]], text
     assert "Unsupported operand" in _errors(text, bad), text
     nd = _errors(text, bad_nd)
     assert "Unsupported operand" in nd and 'axes are ":" or positive integers' in nd, text

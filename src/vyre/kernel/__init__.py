@@ -120,6 +120,8 @@ class Kernel:
     in order; Out buffers come back), index it with a grid (``k[(blocks,)](...)``), or read
     ``.program`` for the IR and ``.source(backend)`` for the generated code."""
 
+    __name__: str   # the function's (functools.update_wrapper)
+
     def __init__(self, fn: Callable, workgroup_size: Any = 256,
                  max_iterations: int = DEFAULT_MAX_ITERATIONS) -> None:
         cap = capture(fn)            # the source as it is now (a later edit does not change it)
@@ -184,6 +186,8 @@ class Kernel:
 
 class DeviceFunction:
     """A ``@vyre.func``: callable from kernels (and other device functions) only."""
+
+    __name__: str   # the function's (functools.update_wrapper)
 
     def __init__(self, fn: Callable) -> None:
         cap = capture(fn)            # the source as it is now

@@ -1,9 +1,10 @@
 """The kernel frontend's error: `KernelError`, with a stable code from `CODES`.
 
 Every error raised for a ``@vyre.kernel`` — while compiling its Python source or while
-calling it — is a `KernelError` whose text starts with the user's ``file:line`` (the line of
-the statement, or the kernel's ``def`` line for call-side errors), then ``[Kxxx]``, and ends
-in ``Fix: ...`` in kernel words. `CODES` is the table of codes (a test checks that every code
+calling it — is a `KernelError` whose text starts with the user's ``file:line``, then
+``[Kxxx]``, and ends in ``Fix: ...`` in kernel words. The line is the one the error is about:
+a statement's (a recursive call's); the ``def`` line for the function as a whole (parameters,
+annotations, a call's arguments); the decorator's line for a wrong decorator argument. `CODES` is the table of codes (a test checks that every code
 raised is in it and documented in docs/kernels.md).
 
 A backend's error while a kernel runs (a while loop over its cap, a signed division by zero,

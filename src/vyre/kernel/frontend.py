@@ -440,7 +440,8 @@ class Translator:
             if len(exprs) != len(target.elts):
                 raise self.err(node, f"{len(target.elts)} names are assigned {len(exprs)} values.",
                                "assign as many values as names.")
-            temps, out = [], []
+            temps: list[str] = []
+            out: list[Node] = []
             for e, v in exprs:   # evaluate every value first (a, b = b, a swaps)
                 e, t = self.typed(e, v)
                 tmp = self.fresh("tuple")
@@ -451,8 +452,7 @@ class Translator:
             for t_node, tmp in zip(target.elts, temps):
                 out += self.assign_expr(t_node, Expr.var(tmp), node)
             return out
-        call = value.func if isinstance(value, ast.Call) else None
-        if call is not None and self.lookup_quiet(call) in (K.shared, K.local):
+        if isinstance(value, ast.Call) and self.lookup_quiet(value.func) in (K.shared, K.local):
             return self.allocate(target, value, node)
         if cast is not None:
             lit = self.typed_literal(value, cast, node)
@@ -840,14 +840,15 @@ class Translator:
             return out
         if isinstance(node, ast.Compare):
             parts = [self.expr(node.left)] + [self.expr(c) for c in node.comparators]
-            out = None
-            for op, a, b in zip(node.ops, parts, parts[1:]):
-                if type(op) not in _CMPS:
-                    raise self.err(node, f"the comparison {type(op).__name__} is not supported.",
+            found: Expr | None = None
+            for cmp, a, b in zip(node.ops, parts, parts[1:]):
+                if type(cmp) not in _CMPS:
+                    raise self.err(node, f"the comparison {type(cmp).__name__} is not supported.",
                                    "compare with == != < <= > >=.", "K003")
-                c = Expr.bin(_CMPS[type(op)], a, b)
-                out = c if out is None else Expr.bin(BinOp.AND, out, c)
-            return out  # type: ignore[return-value]
+                c = Expr.bin(_CMPS[type(cmp)], a, b)
+                found = c if found is None else Expr.bin(BinOp.AND, found, c)
+            assert found is not None   # ast.Compare has at least one comparison
+            return found
         if isinstance(node, ast.IfExp):
             return Expr.select(self.expr(node.test), self.expr(node.body), self.expr(node.orelse))
         if isinstance(node, ast.Subscript):
@@ -982,7 +983,7 @@ class Translator:
                 bufs.append(self.buffer_name(a))
             else:
                 values.append(a)
-        f = self.resolve_func(func, tuple(bufs))
+        f = self.resolve_func(func, tuple(bufs), self.src.where(node))
         if len(node.args) != len(src.node.args.args):
             raise self.err(node, f"{func.__name__}() takes {len(src.node.args.args)} argument(s), "
                            f"got {len(node.args)}.", "pass one value per parameter.", "K010")
@@ -1145,7 +1146,7 @@ def build_program(fn: Callable, workgroup_size: int | tuple[int, ...], max_itera
             raise src.error(a, f"kernel parameter {a.arg!r} has no In/Out/InOut/Scalar annotation.",
                             f"annotate it, e.g. {a.arg}: In[f32] or {a.arg}: Scalar[u32].", "K006")
         params.append((a.arg, spec))
-    passed = []
+    passed: list[str] = []
     for name, ndim in shaped:
         spec = dict(params)[name]
         extents: list[Expr] = []
@@ -1169,11 +1170,14 @@ def build_program(fn: Callable, workgroup_size: int | tuple[int, ...], max_itera
     building: set[int] = set()
     lines: Lines = {}
 
-    def resolve(py_fn: Any, bound: tuple[str, ...] = ()) -> Function:
+    def resolve(py_fn: Any, bound: tuple[str, ...] = (), where: str = "") -> Function:
+        """The IR function of ``py_fn`` (with buffer parameters ``bound``), built once;
+        ``where``: the ``file:line`` of the call being translated (a recursive call is refused
+        there)."""
         key = (id(py_fn), bound)
         if id(py_fn) in building:
             raise KernelError(f"{py_fn.__name__} calls itself (directly or through other functions).",
-                              "write the recursion as a loop.", "K013", capture(py_fn).where())
+                              "write the recursion as a loop.", "K013", where or capture(py_fn).where())
         if key not in functions:
             building.add(id(py_fn))
             ir_name = unique(py_fn.__name__ if not bound else f"{py_fn.__name__}_{'_'.join(bound)}", names)

@@ -18,6 +18,7 @@ line too (`vyre.kernel.errors.located`).
 from __future__ import annotations
 
 import decimal
+import importlib
 import logging
 import math
 import numbers
@@ -313,11 +314,12 @@ def _scalar(value: Any, spec: ScalarSpec, where: str, name: str) -> np.ndarray:
     if isinstance(value, str | bytes) or not isinstance(value, numbers.Number | decimal.Decimal) or \
             isinstance(value, complex | np.complexfloating):
         raise KernelError(f"argument {name!r} = {_short(value)} is not a number.", fix, "K020", where)
+    num: Any = value   # a real number now (numbers.Number or Decimal, not complex)
     try:
         if t is DataType.BOOL:
             return np.array([1 if value else 0], dtype=np.uint32)
         if t.is_float:
-            f = float(value)
+            f = float(num)
             with np.errstate(over="ignore"):
                 out = np.array([f], dtype=t.host)
             if math.isfinite(f) and not math.isfinite(float(out[0])):
@@ -327,7 +329,7 @@ def _scalar(value: Any, spec: ScalarSpec, where: str, name: str) -> np.ndarray:
                 math.isfinite(float(value)) and float(value).is_integer()):
             raise ValueError("not an integer")
         info = np.iinfo(t.host)
-        v = int(value)
+        v = int(num)
         if not info.min <= v <= info.max:
             raise ValueError(f"outside {info.min}..{info.max}")
         return np.array([v], dtype=t.host)
@@ -353,11 +355,11 @@ def _like(example: Any, out: Any) -> Any:
     allocated: CuPy and torch callers get outputs from their own allocator (`_allocator`)."""
     mod = array_library(example)
     if mod == "cupy":
-        import cupy
+        cupy = importlib.import_module("cupy")   # optional: no stubs needed
 
         return cupy.asarray(out)
     if mod == "torch":
-        import torch
+        torch = importlib.import_module("torch")
 
         return torch.as_tensor(out, device=example.device)
     return out
@@ -370,7 +372,7 @@ def _allocator(example: Any) -> Any:
     tensors on the example's device; None for other device arrays."""
     mod = array_library(example)
     if mod == "cupy":
-        import cupy
+        cupy = importlib.import_module("cupy")   # optional: no stubs needed
 
         empty = cupy.empty
 
@@ -380,7 +382,7 @@ def _allocator(example: Any) -> Any:
 
         return alloc
     if mod == "torch" and getattr(example, "is_cuda", False):
-        import torch
+        torch = importlib.import_module("torch")
 
         device = example.device
         kinds: dict[DataType, Any] = {}
@@ -549,7 +551,7 @@ def _call_slow(built: Any, name: str, args: Sequence[Any], key: tuple | None, *,
         alloc = _allocator(device)
         outs = b.dispatch_device(program, inputs, cfg, alloc=alloc) if alloc is not None else \
             [_like(device, o) for o in b.dispatch_device(program, inputs, cfg)]
-        if plan is not None:
+        if plan is not None and key is not None:
             plan.device, plan.alloc = True, alloc
             _keep(built, key, plan)
         return outs[0] if len(outs) == 1 else tuple(outs)
@@ -566,7 +568,7 @@ def _call_slow(built: Any, name: str, args: Sequence[Any], key: tuple | None, *,
         else:
             shapes.append(None)
         arrays.append(a if shapes[-1] is None else a.reshape(shapes[-1]))
-    if plan is not None and out is None:
+    if plan is not None and key is not None and out is None:
         plan.shapes = tuple(shapes)
         _keep(built, key, plan)
     if out is not None:
@@ -664,6 +666,19 @@ class _Plan:
 
     __slots__ = ("alloc", "backend", "cfg", "convs", "device", "extra", "fp", "name", "named",
                  "program", "route", "shapes", "where")
+    alloc: Any                  # the caller's allocator for device outputs (None: DeviceOutputs)
+    backend: Any
+    cfg: Any                    # the DispatchConfig every such call uses
+    convs: tuple[tuple[int, ScalarSpec | None, str], ...]   # arguments converted on each call
+    device: bool                # outputs stay on the device
+    extra: tuple[np.ndarray, ...]   # the hidden N-D extents, fixed by the shapes
+    fp: bytes | None            # the program's fingerprint, for a routed call
+    name: str
+    named: str | None           # VYRE_BACKEND when planned (a routed call)
+    program: Program
+    route: bool                 # no backend= given: the route is re-checked
+    shapes: tuple[tuple[int, ...] | None, ...]   # host outputs' shapes
+    where: str
 
     @staticmethod
     def make(built: Any, name: str, takes: list, args: Sequence[Any], inputs: list, backend: Any, b: Any,
@@ -684,7 +699,7 @@ class _Plan:
             with _LOCK:
                 if _ROUTES.get(plan.fp) != b.id():
                     return None
-        convs = []
+        convs: list[tuple[int, ScalarSpec | None, str]] = []
         for i, ((pname, spec), a) in enumerate(zip(takes, args)):
             if isinstance(spec, ScalarSpec):
                 convs.append((i, spec, pname))

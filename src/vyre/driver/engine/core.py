@@ -27,6 +27,12 @@ every entry point; nothing is wrapped or swapped at class creation):
 
 Resident dispatches, bound (persistent) handles and batches are in `vyre.driver.engine.resident`
 and go through the same steps.
+
+Two warm paths run steps 5-6 straight through, for calls whose every check has a known
+outcome (issue 24): `_run_staged`, a synchronous dispatch with a plain config whose host
+inputs and outputs all go through staging; and `_device_warm`, a `dispatch_device` call with
+the signature of one that passed every check (`vyre.driver.engine.warm`). Each does what
+`_enqueue` and `_complete` do for that case, with the same errors.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -77,6 +83,7 @@ from .device import Cancelled, Ctl, Device
 from .plan import Limits, Prepared, StageSet
 from .resident import Bound, EngineBatch
 from .timed_build import BuildTimedOut
+from .warm import PLANS_PER_PIPELINE, DevicePlan, cai_key, signature
 
 log = logging.getLogger("vyre.engine")
 CANCEL_GRACE_S = 2.0      # how long a cancelled kernel gets to notice its cancel word
@@ -116,6 +123,7 @@ class EnginePipeline(CompiledPipeline):
         self.out_dtypes = tuple(d.dtype.host for d in program.outputs)   # dispatch_arrays' dtypes
         self.outputs = program.outputs
         self.alloc_where = tuple(f"the array alloc() returned for output {d.name!r}" for d in self.outputs)
+        self.warm = fifo(PLANS_PER_PIPELINE)   # dispatch_device's plans by signature (`warm`)
 
     def __repr__(self) -> str:
         return (f"<EnginePipeline {self._backend.id()} program={fingerprint(self._source).hex()[:12]} "
@@ -137,7 +145,7 @@ class EnginePipeline(CompiledPipeline):
         return self._backend.id()
 
     def dispatch(self, inputs: Sequence[Any], config: DispatchConfig | None = None) -> list[bytes]:
-        return self._backend._run(self, inputs, self.config if config is None else
+        return self._backend._run(self, inputs, self.config if config is None or config is self.config else
                                   self._backend._pipe_config(self, config))
 
     def dispatch_borrowed(self, inputs: Sequence[Any], config: DispatchConfig | None = None) -> list[bytes]:
@@ -639,6 +647,7 @@ class EngineBackend(VyreBackend):
             for key, prep in list(pipe.prepared.items()):
                 if prep is not keep:
                     pipe.prepared.pop(key, None)
+            pipe.warm.clear()   # plans hold shapes too
         gc.collect()
         self.device.trim()
 
@@ -666,6 +675,7 @@ class EngineBackend(VyreBackend):
                                     f"device's limit is {lim.max_buffer_bytes}.",
                                     "split the data over several dispatches.", backend=self.id())
         prep = Prepared(pipe.kernel, shape, len(pipe.effective.inputs), lim)
+        prep.staged = all(b.padded < DIRECT_BYTES for b in shape.buffers)   # `_run_staged`
         for (pos, _), words in zip(pipe.kernel.scratch, prep.scratch):
             if words > 0xFFFFFFFF or 4 * words > lim.max_buffer_bytes:
                 target = shape.buffers[pos]
@@ -958,6 +968,14 @@ class EngineBackend(VyreBackend):
         try:
             ins = pipe.check(inputs)
             prep = self._prepared(pipe, tuple([x.nbytes for x in ins]), config)
+            if prep.staged and not timed and config.plain and not self.device.synchronous:
+                for x in ins:
+                    if type(x) is DeviceInput:
+                        break
+                else:
+                    outs = self._run_staged(pipe, prep, cast("list[np.ndarray]", ins), config, arrays)
+                    ok = True
+                    return outs
             deadline = None if config.timeout is None else time.monotonic() + config.timeout
             if deadline is None and not timed:
                 direct = self._direct and config.fixpoint_iterations == 1
@@ -981,6 +999,71 @@ class EngineBackend(VyreBackend):
             return outs
         finally:
             observability.record_dispatch(self.name, time.perf_counter_ns() - started, ok, config.label)
+
+    def _run_staged(self, pipe: EnginePipeline, prep: Prepared, ins: list[np.ndarray], config: DispatchConfig,
+                    arrays: bool) -> list[Any]:
+        """`_enqueue` and `_complete` of a synchronous dispatch with a plain config whose
+        inputs are all host arrays and whose buffers are all below `DIRECT_BYTES`
+        (``prep.staged``), straight through: every input staged and uploaded, the kernels
+        launched, every output read back into staging, then the device's finish; the
+        outputs as bytes, or as arrays of the outputs' dtypes (``arrays``)."""
+        dev = self.device
+        lock = self.lock
+        lock.acquire()
+        try:
+            if self.closed or self.runaway or self._draining:
+                self.usable()
+            if pipe.generation != self.generation:
+                pipe.check_live()
+            try:
+                sset = prep.take(dev, self.ctl_take)
+            except DeviceOutOfMemory:   # cached shapes hold device buffers: drop them, retry once
+                self._shed_cached_buffers(prep)
+                sset = prep.take(dev, self.ctl_take)
+            try:
+                bufs = prep.buffers(dev)
+                staging = sset.ins
+                for pos, index, nbytes in prep.copies_in:
+                    host = staging[index]
+                    if host is not None:   # none for an empty input
+                        host.stage(ins[index])   # staged now: never read later
+                        dev.upload(bufs[pos], host, nbytes)
+                for pos, nbytes in prep.zero:
+                    dev.zero(bufs[pos], nbytes)
+                uses_ctl = prep.kernel.uses_ctl
+                if uses_ctl:
+                    sset.ctl.deadline = None
+                    dev.ctl_reset(sset.ctl)
+                prep.launch(dev, sset.packed, bufs, False)
+                for (pos, nbytes, _), host in zip(prep.outs, sset.outs):
+                    if nbytes:
+                        dev.download(host, bufs[pos], nbytes)
+                if uses_ctl:
+                    dev.ctl_fetch(sset.ctl)
+            except Cancelled:
+                prep.give(sset)
+                raise timed_out(config.timeout, self.id()) from None
+            except BaseException as exc:
+                if dev.synchronous:
+                    prep.give(sset)
+                raise self.failure(exc) from None
+        finally:
+            lock.release()
+        try:   # `_complete` of a dispatch without a fence: the device's finish
+            dev.finish()
+        except DispatchFailed:
+            prep.give(sset)
+            raise
+        except BaseException as exc:
+            raise self.failure(exc) from None
+        if uses_ctl and sset.ctl.words[0]:
+            word = int(sset.ctl.words[0])
+            prep.give(sset)
+            raise ctl_failure(word, self.id())
+        outs = [v.view(dt).copy() for v, dt in zip(sset.views, pipe.out_dtypes)] if arrays else \
+            [v.tobytes() for v in sset.views]
+        prep.give(sset)
+        return outs
 
     def _fixpoint_rest(self, pipe: EnginePipeline, ins: list[Input], outs: list[bytes],
                        config: DispatchConfig, deadline: float | None) -> list[bytes]:
@@ -1049,11 +1132,12 @@ class EngineBackend(VyreBackend):
         ``alloc(nbytes, dtype)``: the caller's allocator (e.g. ``cupy.empty``), asked once
         per output for a C-contiguous device array of exactly ``nbytes`` of the output's
         `DataType`; the outputs are written into those arrays (after any work their
-        allocator's stream has queued), which are returned instead of `DeviceOutput`s."""
+        allocator's stream has queued), which are returned instead of `DeviceOutput`s.
+
+        A call with the signature of an earlier one that passed every check (`warm`) runs
+        its `DevicePlan`: only what depends on the data is done again."""
         dev = self.device
         if not dev.reads_device_arrays:
-            from ..errors import UnsupportedFeature
-
             raise UnsupportedFeature("device-resident outputs", self.id(),
                                      "use dispatch() (host bytes) on this backend, or the cuda backend.")
         config = self._config(config)
@@ -1061,6 +1145,19 @@ class EngineBackend(VyreBackend):
         ok = False
         try:
             pipe = self._pipeline(program, config)
+            sig = signature(pipe.check.fast, inputs, grid_key(config), alloc is not None) \
+                if config.plain else None
+            key = None if sig is None else sig[0]
+            if sig is not None:
+                try:
+                    plan = pipe.warm.get(sig[0])
+                except TypeError:   # an unhashable interface field (a list shape): the full path
+                    plan = key = None
+                if plan is not None:
+                    got = self._device_warm(pipe, plan, inputs, sig[1], config, alloc)
+                    if got is not None:
+                        ok = True
+                        return got
             ins = pipe.check(inputs)
             prep = self._prepared(pipe, tuple([x.nbytes for x in ins]), config)
             given = None if alloc is None else self._allocated(pipe, prep, ins, alloc)
@@ -1070,6 +1167,8 @@ class EngineBackend(VyreBackend):
             outs = flight.keep[: len(prep.outs)]
             self._complete(flight, config, read=False)
             ok = True
+            if key is not None:
+                self._plan_device(pipe, prep, ins, given, key)
             if given is not None:
                 return [o.value for o in given]
             return [DeviceOutput(buf, dev.device_pointer(buf), exact, d.dtype, self.id())
@@ -1077,31 +1176,183 @@ class EngineBackend(VyreBackend):
         finally:
             observability.record_dispatch(self.name, time.perf_counter_ns() - started, ok, config.label)
 
+    def _plan_device(self, pipe: EnginePipeline, prep: Prepared, ins: list[Input],
+                     given: list[DeviceInput] | None, key: tuple) -> None:
+        """Keep a `DevicePlan` of a `dispatch_device` call that passed every check, unless its
+        outputs need padded buffers (narrow outputs of a length that is not whole words)."""
+        if any(n != exact for _, n, exact in prep.outs) and given is not None:
+            return
+        keys: list[Any] = []
+        for o in given or ():
+            try:
+                keys.append(cai_key(o.value.__cuda_array_interface__))
+                hash(keys[-1])
+            except Exception:   # a DLPack array, or a layout the full check reads: checked in full
+                keys.append(None)
+        plan = DevicePlan(prep, ins, tuple(keys))
+        with pipe._lock:   # readers go lock-free (`fifo`); writers one at a time
+            pipe.warm[key] = plan
+
+    def _device_warm(self, pipe: EnginePipeline, plan: DevicePlan, inputs: Sequence[Any], parts: list[Any],
+                     config: DispatchConfig, alloc: Any) -> list[Any] | None:
+        """`dispatch_device` by its plan: the steps of `_allocated`, `_enqueue` and
+        `_complete` for this signature, straight through (None, before anything is done:
+        take the full path). ``parts``: each input's interface (device arrays) or words
+        (host arrays), from `signature`."""
+        dev = self.device
+        prep = plan.prep
+        spans = []   # (input position, pointer, bytes, producer stream) of device inputs
+        try:
+            for i in plan.device:
+                cai = parts[i]
+                stream = cai.get("stream")
+                spans.append((i, int(cai["data"][0]), plan.nbytes[i], None if stream in (None, 0) else stream))
+        except (KeyError, TypeError, ValueError, IndexError):
+            return None   # a malformed pointer: the full path's check says so
+        given: list[DeviceInput] | None = None
+        if alloc is not None:
+            given = []
+            for (_, _, exact), d, where, want in zip(prep.outs, pipe.outputs, pipe.alloc_where, plan.out_keys):
+                try:
+                    arr = alloc(exact, d.dtype)
+                except VyreError:
+                    raise
+                except Exception as exc:   # the allocator's own error (out of device memory)
+                    raise dev.error(exc) from None
+                cai = getattr(arr, "__cuda_array_interface__", None)
+                o = None
+                if want is not None and type(cai) is dict:
+                    try:
+                        if (cai["typestr"], cai["shape"], cai.get("strides")) == want:   # `cai_key`
+                            stream = cai.get("stream")
+                            o = DeviceInput(arr, int(cai["data"][0]), exact,
+                                            None if stream in (None, 0) else stream)
+                    except (KeyError, TypeError, ValueError, IndexError):
+                        o = None
+                if o is None:
+                    o = self._output_checked(arr, exact, d, where, cai)
+                if spans:
+                    self._refuse_overlap(o, spans, where)
+                given.append(o)
+        lock = self.lock
+        lock.acquire()
+        try:
+            if self.closed or self.runaway or self._draining:
+                self.usable()
+            if pipe.generation != self.generation:
+                pipe.check_live()
+            try:
+                sset = prep.take(dev, self.ctl_take)
+            except DeviceOutOfMemory:   # cached shapes hold device buffers: drop them, retry once
+                self._shed_cached_buffers(prep)
+                sset = prep.take(dev, self.ctl_take)
+            try:
+                views = list(prep.buffers(dev))
+                waited: list[Any] = []
+                if given is None:   # fresh device buffers the caller will own
+                    keep = []
+                    for pos, nbytes, _ in prep.outs:
+                        views[pos] = dev.alloc(nbytes)
+                        keep.append(views[pos])
+                else:
+                    for (pos, _, exact), o in zip(prep.outs, given):
+                        if o.stream is not None and o.stream not in waited:
+                            dev.order_after(o.stream)   # the allocator's last use of the memory
+                            waited.append(o.stream)
+                        views[pos] = dev.view(o.ptr, exact, o.value)
+                for pos, i, nbytes in plan.host:
+                    host = sset.ins[i]
+                    if host is not None:   # none for an empty input
+                        host.stage(parts[i])   # staged now: never read later
+                        dev.upload(views[pos], host, nbytes)
+                for _, _, _, stream in spans:
+                    if stream is not None and stream not in waited:
+                        dev.order_after(stream)   # after the producer's work on it
+                        waited.append(stream)
+                for pos, i, k in plan.in_place:   # read in place: no copy at all
+                    _, ptr, nbytes, _ = spans[k]
+                    views[pos] = dev.view(ptr, nbytes, inputs[i])
+                for pos, i, k in plan.copied:     # never write the caller's array
+                    _, ptr, nbytes, _ = spans[k]
+                    if nbytes:
+                        dev.copy(views[pos], dev.view(ptr, nbytes, inputs[i]), nbytes)
+                packed = dev.pack_once(prep.kernel, views, prep.counts, sset.ctl)
+                for pos, nbytes in prep.zero:
+                    dev.zero(views[pos], nbytes)
+                uses_ctl = prep.kernel.uses_ctl
+                if uses_ctl:
+                    sset.ctl.deadline = None
+                    dev.ctl_reset(sset.ctl)
+                prep.launch(dev, packed, views, False)
+                if uses_ctl:
+                    dev.ctl_fetch(sset.ctl)
+            except Cancelled:
+                prep.give(sset)
+                raise timed_out(config.timeout, self.id()) from None
+            except BaseException as exc:
+                if dev.synchronous:
+                    prep.give(sset)
+                raise self.failure(exc) from None
+        finally:
+            lock.release()
+        try:   # `_complete` of a dispatch without a fence: the device's finish
+            dev.finish()
+        except DispatchFailed:
+            prep.give(sset)
+            raise
+        except BaseException as exc:
+            raise self.failure(exc) from None
+        if uses_ctl and sset.ctl.words[0]:
+            word = int(sset.ctl.words[0])
+            prep.give(sset)
+            raise ctl_failure(word, self.id())
+        prep.give(sset)
+        if given is not None:
+            return [o.value for o in given]
+        backend = self.name
+        return [DeviceOutput(buf, dev.device_pointer(buf), exact, d.dtype, backend)
+                for buf, (_, _, exact), d in zip(keep, prep.outs, pipe.outputs)]
+
+    def _alloc_output(self, alloc: Any, exact: int, d: Any) -> Any:
+        """``alloc(exact, d.dtype)``; the allocator's own error (out of device memory) as the
+        device's error."""
+        try:
+            return alloc(exact, d.dtype)
+        except VyreError:
+            raise
+        except Exception as exc:
+            raise self.device.error(exc) from None
+
+    def _output_checked(self, arr: Any, exact: int, d: Any, where: str, cai: Any) -> DeviceInput:
+        """An array the caller's allocator returned, checked like an input (device memory,
+        dtype, layout) and of exactly ``exact`` bytes."""
+        if cai is None and not _on_gpu(arr):
+            raise InvalidInput("input_device", f"{where} is a {type(arr).__name__}, not a device array.",
+                               "return a device array (cupy.empty / torch.empty on the GPU).",
+                               backend=self.id())
+        o = self.device.device_input(d, arr, where, cai)
+        if o.nbytes != exact:
+            raise InvalidInput("input_size", f"{where} holds {o.nbytes} bytes; the output has {exact}.",
+                               "allocate exactly nbytes (alloc receives it).", backend=self.id())
+        return o
+
+    def _refuse_overlap(self, o: DeviceInput, spans: Sequence[tuple[int, int, int, Any]], where: str) -> None:
+        """Refuse an allocated output overlapping a device input (``spans``: (input position,
+        pointer, bytes, ...) each): vyre never writes its inputs."""
+        for i, ptr, nbytes, _ in spans:
+            if o.nbytes and nbytes and o.ptr < ptr + nbytes and ptr < o.ptr + o.nbytes:
+                raise InvalidInput("input_device", f"{where} overlaps input {i}: vyre never writes "
+                                   "its inputs.", "return fresh memory from alloc.", backend=self.id())
+
     def _allocated(self, pipe: EnginePipeline, prep: Prepared, ins: list[Input], alloc: Any) -> list[DeviceInput]:
         """The caller-allocated outputs of `dispatch_device`, checked like inputs (device
         memory, dtype, layout), of exactly each output's bytes, overlapping no input."""
+        spans = [(i, x.ptr, x.nbytes, None) for i, x in enumerate(ins) if type(x) is DeviceInput]
         given = []
         for (_, _, exact), d, where in zip(prep.outs, pipe.outputs, pipe.alloc_where):
-            try:
-                arr = alloc(exact, d.dtype)
-            except VyreError:
-                raise
-            except Exception as exc:   # the allocator's own error (out of device memory)
-                raise self.device.error(exc) from None
-            cai = getattr(arr, "__cuda_array_interface__", None)
-            if cai is None and not _on_gpu(arr):
-                raise InvalidInput("input_device", f"{where} is a {type(arr).__name__}, not a device array.",
-                                   "return a device array (cupy.empty / torch.empty on the GPU).",
-                                   backend=self.id())
-            o = self.device.device_input(d, arr, where, cai)
-            if o.nbytes != exact:
-                raise InvalidInput("input_size", f"{where} holds {o.nbytes} bytes; the output has {exact}.",
-                                   "allocate exactly nbytes (alloc receives it).", backend=self.id())
-            for i, x in enumerate(ins):
-                if type(x) is DeviceInput and o.nbytes and x.nbytes and \
-                        o.ptr < x.ptr + x.nbytes and x.ptr < o.ptr + o.nbytes:
-                    raise InvalidInput("input_device", f"{where} overlaps input {i}: vyre never writes "
-                                       "its inputs.", "return fresh memory from alloc.", backend=self.id())
+            arr = self._alloc_output(alloc, exact, d)
+            o = self._output_checked(arr, exact, d, where, getattr(arr, "__cuda_array_interface__", None))
+            self._refuse_overlap(o, spans, where)
             given.append(o)
         return given
 

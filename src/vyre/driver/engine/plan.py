@@ -49,7 +49,7 @@ class Prepared:
     """One pipeline at one set of input sizes and grid options."""
 
     __slots__ = ("_bufs", "_free", "block", "copies_in", "counts", "empty", "final_grid", "grid",
-                 "kernel", "limits", "n_inputs", "out_nbytes", "outs", "scratch", "shape", "zero")
+                 "kernel", "limits", "n_inputs", "out_nbytes", "outs", "scratch", "shape", "staged", "zero")
 
     def __init__(self, kernel: Kernel, shape: DispatchShape, n_inputs: int,
                  limits: Limits | None = None) -> None:
@@ -88,6 +88,9 @@ class Prepared:
             self.empty = any(g == 0 for g in self.grid)
         self._bufs: list[Any] | None = None
         self._free: list[StageSet] = []
+        # every buffer small enough that host inputs and outputs always go through staging
+        # (the engine sets it: it knows the size from which it copies directly)
+        self.staged = False
 
     def buffers(self, dev: Device) -> list[Any]:
         """The device buffers of host-input dispatches (allocated on first use, then reused:
