@@ -88,3 +88,19 @@ def test_sass_holds_imma_where_cuobjdump_is_installed(tmp_path) -> None:
                                                  "sm_90"))
         sass = subprocess.run(["cuobjdump", "-sass", str(cubin)], capture_output=True, text=True, timeout=120).stdout
         assert op in sass
+
+
+def test_whole_byte_tiles_read_fragments_with_ldmatrix_on_sm80_and_sm90() -> None:
+    """vyre.lib.matmul's byte tiles are whole warp tiles: their fragments come from ldmatrix
+    (x4, 16-bit elements); a shape with edges keeps the scalar fragment loads."""
+    compiler = _compiler()
+    from vyre.drivers.cuda.codegen import generate
+
+    t = MM.tiles("cuda", False)
+    source = generate(MM.program(D.I8, D.U8, True, t))[1]
+    for arch in ("sm_80", "sm_90"):
+        ptx = compiler.compile_ptx(source, arch)
+        assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx, arch
+        assert compiler.compile_cubin(source, arch)[:4] == b"\x7fELF"
+    edges = matmul_acc_program(D.I8, D.I8, D.I32, 33, 17, 70, 96)
+    assert "ldmatrix" not in compiler.compile_ptx(generate(edges)[1], "sm_90")

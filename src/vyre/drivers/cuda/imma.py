@@ -62,6 +62,15 @@ static __device__ __forceinline__ void vy_mma(uint* c, const uint* a, const uint
         %UU%
     }
 }
+
+// ldmatrix .x4: four 8x8 matrices of 16-bit elements, that is 8 rows of 16 bytes each. Lane l
+// gives the (16-byte aligned) address of row l&7 of matrix l>>3; register q of lane l receives
+// bytes 4(l&3) .. 4(l&3)+3 of row l>>2 of matrix q, the lowest byte in the lowest bits.
+static __device__ __forceinline__ void vy_ldsm4(uint* r, const vy_u8* row) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
+}
 """.replace("%SS%", _mma_case("s8", "s8")).replace("%SU%", _mma_case("s8", "u8")) \
    .replace("%US%", _mma_case("u8", "s8")).replace("%UU%", _mma_case("u8", "u8"))
 
@@ -118,6 +127,7 @@ static __device__ __forceinline__ void vy_imma8(uint* d, const vy_u8* a, const v
     constexpr int TM = M >= 32 ? 2 : 1, TN = N >= 32 ? 4 : (N >= 16 ? 2 : 1);
     constexpr int WM = 16 * TM, WN = 8 * TN, GM = (M + WM - 1) / WM, GN = (N + WN - 1) / WN;
     constexpr bool CM = M % WM != 0, CN = N % WN != 0, CK = K % 32 != 0;
+    constexpr bool LDSM = !CM && !CN && !CK && TN % 2 == 0;
     const uint lane = lin & 31u, g = lane >> 2, t = lane & 3u;
     for (uint w = lin >> 5; w < (uint)(GM * GN); w += (uint)(T / 32)) {
         const uint m0 = (w / (uint)GN) * (uint)WM, n0 = (w % (uint)GN) * (uint)WN;
@@ -131,18 +141,37 @@ static __device__ __forceinline__ void vy_imma8(uint* d, const vy_u8* a, const v
                     const uint row = m0 + 16u * i + g + 8u * (r >> 1), col = n0 + 8u * j + 2u * t + (r & 1);
                     acc[i][j][r] = ((!CM || row < (uint)M) && (!CN || col < (uint)N)) ? d[row * (uint)N + col] : 0u;
                 }
+        // whole tiles (no edge checks, rows 16-byte aligned): fragments by ldmatrix, one
+        // instruction for the 4 registers of an A tile or the 2 + 2 of two B tiles. Lane l
+        // addresses A row l&15, bytes 16(l>>4) on (matrix q = register q of the A layout:
+        // rows 8(q&1) on, k 16(q>>1) on), and B row (n) 8(l>>4) + (l&7), bytes 16((l>>3)&1)
+        // on (matrix q = register q&1 of B tile q>>1).
+        const vy_u8* arow = a + (m0 + (lane & 15u)) * (uint)K + 16u * (lane >> 4);
+        const vy_u8* brow = b + (n0 + 8u * (lane >> 4) + (lane & 7u)) * (uint)K + 16u * ((lane >> 3) & 1u);
         for (uint k0 = 0u; k0 < (uint)K; k0 += 32u) {
             uint af[TM][4], bf[TN][2];
-            #pragma unroll
-            for (int i = 0; i < TM; i++)
+            if constexpr (LDSM) {
                 #pragma unroll
-                for (int r = 0; r < 4; r++)
-                    af[i][r] = vy_frag8<M, K, CM, CK>(a, m0 + 16u * i + g + 8u * (r & 1), k0 + 4u * t + 16u * (r >> 1));
-            #pragma unroll
-            for (int j = 0; j < TN; j++)
+                for (int i = 0; i < TM; i++)
+                    vy_ldsm4(af[i], arow + 16u * (uint)i * (uint)K + k0);
                 #pragma unroll
-                for (int r = 0; r < 2; r++)
-                    bf[j][r] = vy_frag8<N, K, CN, CK>(b, n0 + 8u * j + g, k0 + 4u * t + 16u * r);
+                for (int j = 0; j < TN; j += 2) {
+                    uint q[4];
+                    vy_ldsm4(q, brow + 8u * (uint)j * (uint)K + k0);
+                    bf[j][0] = q[0]; bf[j][1] = q[1]; bf[j + 1][0] = q[2]; bf[j + 1][1] = q[3];
+                }
+            } else {
+                #pragma unroll
+                for (int i = 0; i < TM; i++)
+                    #pragma unroll
+                    for (int r = 0; r < 4; r++)
+                        af[i][r] = vy_frag8<M, K, CM, CK>(a, m0 + 16u * i + g + 8u * (r & 1), k0 + 4u * t + 16u * (r >> 1));
+                #pragma unroll
+                for (int j = 0; j < TN; j++)
+                    #pragma unroll
+                    for (int r = 0; r < 2; r++)
+                        bf[j][r] = vy_frag8<N, K, CN, CK>(b, n0 + 8u * j + g, k0 + 4u * t + 16u * r);
+            }
             #pragma unroll
             for (int i = 0; i < TM; i++)
                 #pragma unroll
