@@ -137,8 +137,12 @@ CASES = [
     (64, 64, 160, 128, "i8", "u8"), (64, 64, 32, 128, "u32", "u32"), (31, 9, 33, 32, "u8", "i8"),
     # whole tiles: fragments by ldmatrix (one warp, warp tiles over two warps, idle warps)
     (32, 16, 64, 32, "i8", "i8"), (96, 64, 256, 64, "u8", "u8"), (32, 32, 32, 256, "i8", "u8"),
-    (64, 64, 256, 128, "u8", "i8"),
+    (64, 64, 256, 128, "u8", "i8"), (128, 64, 64, 256, "i8", "u8"),
 ]
+# whole tiles with ldmatrix off (imma.FRAGMENTS_BY_LDMATRIX = False): the 4-byte loads
+SCALAR_FRAGMENTS = [(64, 64, 160, 128, "i8", "u8"), (32, 16, 64, 32, "u8", "u8")]
+LD = [True] * len(CASES) + [False] * len(SCALAR_FRAGMENTS)
+CASES = CASES + SCALAR_FRAGMENTS
 NP = {"i8": np.int8, "u8": np.uint8, "i32": np.int32, "u32": np.uint32}
 
 
@@ -146,7 +150,8 @@ def _harness() -> str:
     lines = [HARNESS_HEAD, imma.BLOCK, HARNESS_RUN, "int main(int argc, char** argv) {", "    const char* dir = argv[1];"]
     for i, (m, n, k, t, ta, tb) in enumerate(CASES):
         if ta in ("i8", "u8"):
-            fn = f"vy_imma8<{m}, {n}, {k}, {t}, {str(ta == 'i8').lower()}, {str(tb == 'i8').lower()}>"
+            flags = ", ".join(str(v).lower() for v in (ta == "i8", tb == "i8", LD[i]))
+            fn = f"vy_imma8<{m}, {n}, {k}, {t}, {flags}>"
             lines.append(f"    run<vy_u8>(dir, {i}, {m}, {n}, {k}, {t}, [](uint* d, vy_u8* a, vy_u8* b, uint lin) "
                          f"{{ {fn}(d, a, b, lin); }});")
         else:
@@ -207,4 +212,4 @@ def _whole_tiles(m: int, n: int, k: int, ta: str) -> bool:
 @pytest.mark.parametrize("case", range(len(CASES)), ids=[f"{m}x{n}x{k}-t{t}-{a}x{b}" for m, n, k, t, a, b in CASES])
 def test_whole_byte_tiles_read_their_fragments_with_ldmatrix(results, case: int) -> None:
     m, n, k, _, ta, _ = CASES[case]
-    assert (results[case][2] > 0) == _whole_tiles(m, n, k, ta)
+    assert (results[case][2] > 0) == (LD[case] and _whole_tiles(m, n, k, ta))

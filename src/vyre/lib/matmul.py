@@ -6,9 +6,14 @@ of k it copies the A tile and the transposed B tile into workgroup arrays (eleme
 matrix edges as zeros, so every shape is exact) and runs `Node.matmul_acc` on them, which
 accumulates into the workgroup's i32/u32 output tile; the tile is written out at the end.
 8-bit matrices whose k and n are multiples of 4 are read as 32-bit words (four elements a
-load). The tile sizes are CUDA's (64 x 64 x 160 for bytes: the A fragment loads then hit two
-banks at most; 64 x 64 x 32 for words) or, elsewhere, small (32 x 32 x 32) so the workgroup
-arrays fit every device. Neither changes a bit of the result.
+load). The tile sizes are CUDA's (`CUDA_BYTES`, `CUDA_WORDS`) or, elsewhere, small (32 x 32 x
+32) so the workgroup arrays fit every device. Neither changes a bit of the result.
+
+On CUDA the copies into workgroup memory cost more than the tensor cores: 8-bit workgroup
+arrays are written a byte a store, and B is transposed on the way. So the byte tile is tall
+(128 x 64 x 64, 8 warps, 44 KiB of workgroup memory): each B byte copied serves 128 rows,
+twice the 64 of the earlier 64 x 64 x 160 tile (`CUDA_BYTES_64`), and each warp runs a 32 x 32
+block of mma tiles. benchmarks/cuda_imma.py times these tiles side by side.
 """
 
 from __future__ import annotations
@@ -47,10 +52,17 @@ class Tiles:
     threads: int
 
 
+CUDA_BYTES = Tiles(128, 64, 64, 256)
+CUDA_BYTES_64 = Tiles(64, 64, 160, 128)   # the byte tile before CUDA_BYTES
+CUDA_WORDS = Tiles(64, 64, 32, 128)
+# the largest tile any backend uses (the u32 index limit of `matmul` allows for it)
+LARGEST = Tiles(128, 64, 160, 256)
+
+
 def tiles(backend_id: str, words: bool) -> Tiles:
     """The tiles `matmul` uses on a backend, for 32-bit (``words``) or 8-bit matrices."""
     if backend_id == "cuda":
-        return Tiles(64, 64, 32, 128) if words else Tiles(64, 64, 160, 128)
+        return CUDA_WORDS if words else CUDA_BYTES
     return Tiles(32, 32, 32, 64)
 
 
@@ -258,9 +270,9 @@ def matmul(a: Any, b: Any, *, backend: Any = None, tensor_cores: bool | None = N
         raise LibError("L001", f"vyre.lib.matmul of {x.dtype.value} and {y.dtype.value}.",
                        "pass two 8-bit matrices (int8/uint8, any mix) or two matrices of one "
                        "32-bit type (cast one: the bits mod 2**32 are the same).")
-    # element indices are u32, also those of the tiles hanging past the edges (tiles are at
-    # most 64 x 64 x 160)
-    if max((m + 64) * k, (k + 160) * (n + 64), m * n) >= 2**32:
+    # element indices are u32, also those of the tiles hanging past the edges (`LARGEST`)
+    big = LARGEST
+    if max((m + big.bm) * k, (k + big.bk) * (n + big.bn), m * n) >= 2**32:
         raise LibError("L004", f"vyre.lib.matmul of {m}x{k} by {k}x{n}: a matrix has 2**32 elements "
                        "or nearly.", "split the product into blocks of fewer than 2**31 elements each.")
     r = Runner(backend, None)
@@ -300,4 +312,4 @@ def _shaped(v: Any, shape: tuple[int, int]) -> Any:
     return v.reshape(shape)
 
 
-__all__ = ["Tiles", "matmul", "program", "tiles"]
+__all__ = ["CUDA_BYTES", "CUDA_BYTES_64", "CUDA_WORDS", "Tiles", "matmul", "program", "tiles"]

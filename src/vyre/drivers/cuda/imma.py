@@ -121,13 +121,14 @@ static __device__ __forceinline__ void vy_frag32(const uint* p, uint row, uint c
 }
 
 // d (M x N words) += a (M x K bytes) * b (N x K bytes)^T, by the T threads of the block
-// (T a multiple of 32; lin the thread's linear index); AS/BS: a/b are signed bytes
-template <int M, int N, int K, int T, bool AS, bool BS>
+// (T a multiple of 32; lin the thread's linear index); AS/BS: a/b are signed bytes; LD: whole
+// tiles may read their fragments with ldmatrix
+template <int M, int N, int K, int T, bool AS, bool BS, bool LD>
 static __device__ __forceinline__ void vy_imma8(uint* d, const vy_u8* a, const vy_u8* b, uint lin) {
     constexpr int TM = M >= 32 ? 2 : 1, TN = N >= 32 ? 4 : (N >= 16 ? 2 : 1);
     constexpr int WM = 16 * TM, WN = 8 * TN, GM = (M + WM - 1) / WM, GN = (N + WN - 1) / WN;
     constexpr bool CM = M % WM != 0, CN = N % WN != 0, CK = K % 32 != 0;
-    constexpr bool LDSM = !CM && !CN && !CK && TN % 2 == 0;
+    constexpr bool LDSM = LD && !CM && !CN && !CK && TN % 2 == 0;
     const uint lane = lin & 31u, g = lane >> 2, t = lane & 3u;
     for (uint w = lin >> 5; w < (uint)(GM * GN); w += (uint)(T / 32)) {
         const uint m0 = (w / (uint)GN) * (uint)WM, n0 = (w % (uint)GN) * (uint)WN;
@@ -257,6 +258,12 @@ static __device__ __forceinline__ void vy_imma32(uint* d, const uint* a, const u
 PRELUDE = MMA + BLOCK
 
 
+# whole byte tiles read their fragments with ldmatrix; False: with 4-byte shared loads, the
+# form before ldmatrix (benchmarks/cuda_imma.py --fragments lds sets it in its own process,
+# with its own kernel cache, to time the two forms side by side)
+FRAGMENTS_BY_LDMATRIX = True
+
+
 def threads(program: Program) -> int:
     wx, wy, wz = program.workgroup_size
     return wx * wy * wz
@@ -276,7 +283,8 @@ def call(p: Printer, n: N.MatMulAcc) -> list[str]:
     shape = f"{n.m}, {n.n}, {n.k}, {threads(prog)}"
     if a.dtype in _PTX:
         signed = ", ".join("true" if t.dtype is DataType.I8 else "false" for t in (a, b))
-        fn = f"vy_imma8<{shape}, {signed}>"
+        ld = "true" if FRAGMENTS_BY_LDMATRIX else "false"
+        fn = f"vy_imma8<{shape}, {signed}, {ld}>"
     else:
         fn = f"vy_imma32<{shape}>"
     return ["__syncthreads();", f"{fn}({p.ptr(n.d)}, {p.ptr(n.a)}, {p.ptr(n.b)}, {p.lin()});",
