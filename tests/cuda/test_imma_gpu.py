@@ -75,7 +75,10 @@ def test_the_compiled_module_uses_imma(cuda, tmp_path):
             (D.I8, D.U8, True, "mma.sync.aligned.m16n8k32.row.col.s32.s8.u8.s32", "IMMA.16832.S8.U8"),
             (D.U32, D.U32, False, "mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32", "IMMA.16832.U8.U8")]:
         kernel, _, cubin = cuda.device.compile(MM.program(ta, tb, packed, MM.tiles("cuda", ta is D.U32)))
-        assert ptx_op in compiler.compile_ptx(kernel.source, cuda.rt.facts.arch)
+        ptx = compiler.compile_ptx(kernel.source, cuda.rt.facts.arch)
+        assert ptx_op in ptx
+        # vyre.lib.matmul's byte tiles are whole warp tiles: fragments by ldmatrix
+        assert ("ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx) == (ta is not D.U32)
         if shutil.which("cuobjdump"):
             path = tmp_path / "k.cubin"
             path.write_bytes(cubin)
