@@ -9,13 +9,14 @@
   product reduced mod 2^32 and byte-identical to the reference interpreter.
 
 Side by side in the same run: every tile of `I8_TILES` and `U32_TILES` (the first is what
-vyre.lib.matmul uses, `i8_tiles` / `u32_tiles` in the results), each checked against
+vyre.lib.matmul uses, the second the one before it, `i8_tiles` / `u32_tiles` in the results), each checked against
 torch._int_mm (i8) or the SIMT bytes (u32), and against 256 entries computed in int64 by
-numpy; and, in a second process with its own kernel cache, the i8 GEMM with
-imma.FRAGMENTS_BY_LDMATRIX off (the 4-byte shared loads: `i8_lds`).
+numpy; and, in a second process with its own kernel cache, the first two tiles of each with
+imma.WIDE_SHARED_ACCESS off (4-byte shared accesses, no ldmatrix: `i8_narrow`, `u32_narrow`;
+the second tile in that form is the code before this change).
 
 Device time from CUDA events on resident buffers (dispatch_resident_timed), median of REPS.
-Usage: python benchmarks/cuda_imma.py [--quick] [--json out.json] [--fragments lds] [--no-ab]
+Usage: python benchmarks/cuda_imma.py [--quick] [--json out.json] [--form narrow] [--no-ab]
 (about 60 s on an H100)
 """
 
@@ -45,8 +46,8 @@ from _common import emit
 MM = importlib.import_module("vyre.lib.matmul")
 REPS = 7
 T = MM.Tiles
-I8_TILES = [MM.CUDA_BYTES, MM.CUDA_BYTES_64, T(64, 64, 256, 128), T(64, 128, 64, 256)]
-U32_TILES = [MM.CUDA_WORDS, T(64, 64, 64, 128), T(64, 64, 64, 256)]
+I8_TILES = [MM.CUDA_BYTES, MM.CUDA_BYTES_160, T(64, 64, 96, 128), T(128, 64, 64, 256), T(64, 128, 64, 256)]
+U32_TILES = [MM.CUDA_WORDS, MM.CUDA_WORDS_32, T(64, 64, 64, 256)]
 
 
 def label(t) -> str:
@@ -148,9 +149,10 @@ def arguments() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--json", type=Path, default=None, help="write results here")
     ap.add_argument("--quick", action="store_true", help="smaller matrices")
-    ap.add_argument("--fragments", choices=("ldmatrix", "lds"), default="ldmatrix",
-                    help="lds: whole byte tiles read fragments with 4-byte loads (only the i8 GEMM)")
-    ap.add_argument("--no-ab", action="store_true", help="skip the second process (--fragments lds)")
+    ap.add_argument("--form", choices=("wide", "narrow"), default="wide",
+                    help="narrow: imma.WIDE_SHARED_ACCESS off (4-byte shared accesses, the earlier "
+                         "form); times the first two tiles of each kind only, results as i8_narrow/u32_narrow")
+    ap.add_argument("--no-ab", action="store_true", help="skip the second process (--form narrow)")
     return ap.parse_args()
 
 
@@ -185,33 +187,76 @@ def i8_gemm(b, rng, n: int, tiles: list, res: dict, prefix: str = "i8") -> None:
         assert ref is None or row["equal_to_torch"], f"i8 GEMM {label(t)}: vyre differs from torch._int_mm"
 
 
-def lds_in_another_process(quick: bool) -> dict:
-    """This benchmark's i8 GEMM with --fragments lds, in a child process with its own kernel
-    cache (the disk cache keys kernels by program, not by the fragment flag)."""
+def u32_gemm(b, rng, n: int, tiles: list, res: dict, prefix: str = "u32", simt: bool = True) -> None:
+    """The u32 wrapping GEMM n^3 with each of ``tiles`` (byte planes on IMMA), and with
+    ``simt`` vyre's SIMT form beside them (VYRE_CUDA_TENSOR_CORES=0: matmul_acc as scalar
+    loops), whose bytes each must equal; the first tile's figures also as ``<prefix>_imma_*``."""
+    A, B = full(rng, np.uint32, (n, n)), full(rng, np.uint32, (n, n))
+    ops = 2 * n ** 3
+    simt_ms = simt_out = None
+    if simt:
+        from vyre.drivers.cuda.backend import CudaBackend
+
+        os.environ["VYRE_CUDA_TENSOR_CORES"] = "0"
+        try:
+            scalar = CudaBackend(0)
+        finally:
+            del os.environ["VYRE_CUDA_TENSOR_CORES"]
+        assert not scalar.supports_tensor_cores()
+        simt_ms, simt_out = lib_run(scalar, DataType.U32, DataType.U32, A, B, True, reps=3)
+        scalar.shutdown()
+        simt_out = simt_out[:4 * n * n]
+        res.update({f"{prefix}_simt_ms": simt_ms, f"{prefix}_simt_tops": ops / simt_ms / 1e9,
+                    f"{prefix}_simt_sampled_exact": sampled_exact(
+                        A, B, np.frombuffer(simt_out, np.uint32).reshape(n, n), rng)})
+    table = res.setdefault(f"{prefix}_tiles", {})
+    for i, t in enumerate(tiles):
+        ms, out = lib_run(b, DataType.U32, DataType.U32, A, B, True, t=t)
+        out = out[:4 * n * n]
+        row = {"ms": ms, "tops": ops / ms / 1e9,
+               "sampled_exact": sampled_exact(A, B, np.frombuffer(out, np.uint32).reshape(n, n), rng)}
+        if simt_out is not None:
+            row.update(equal_to_simt=out == simt_out, ratio_vs_simt=simt_ms / ms)
+        table[label(t)] = row
+        if i == 0:
+            res.update({f"{prefix}_n": n, f"{prefix}_tile": label(t), f"{prefix}_imma_ms": ms,
+                        f"{prefix}_imma_tops": row["tops"]})
+            if simt_out is not None:
+                res.update({f"{prefix}_equal_to_simt": row["equal_to_simt"],
+                            f"ratio_{prefix}_imma_vs_simt": row["ratio_vs_simt"]})
+        assert row["sampled_exact"], f"u32 GEMM {label(t)}: differs from numpy's int64 entries"
+        assert simt_out is None or row["equal_to_simt"], f"u32 GEMM {label(t)}: the IMMA byte planes differ from the SIMT loops"
+
+
+def narrow_in_another_process(quick: bool) -> dict:
+    """This benchmark with --form narrow, in a child process with its own kernel cache (the
+    disk cache keys kernels by program, not by imma.WIDE_SHARED_ACCESS)."""
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "lds.json"
-        cmd = [sys.executable, __file__, "--fragments", "lds", "--json", str(out), *(["--quick"] if quick else [])]
+        out = Path(tmp) / "narrow.json"
+        cmd = [sys.executable, __file__, "--form", "narrow", "--json", str(out), *(["--quick"] if quick else [])]
         env = dict(os.environ, VYRE_CACHE_DIR=str(Path(tmp) / "cache"))
         run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
-        if not out.exists():
-            return {"i8_lds": f"failed: {(run.stdout + run.stderr)[-400:]}"}
-        got = json.loads(out.read_text())
-        got = got.get("results", got)
-        return {k: v for k, v in got.items() if k.startswith("i8_lds")}
+        got = json.loads(out.read_text()).get("results", {}) if out.exists() else {}
+        got = {k: v for k, v in got.items() if "narrow" in k}
+        if run.returncode:
+            got["narrow_failed"] = run.stderr[-600:]
+        return got
 
 
 def main() -> None:
     a = arguments()
     res: dict = {}
     t0 = time.perf_counter()
+    i8_n, u32_n = (4096, 2048) if a.quick else (8192, 4096)
     try:   # whatever was measured is written, also when a check fails
-        if a.fragments == "lds":
+        if a.form == "narrow":
             from vyre.drivers.cuda import imma
 
-            imma.FRAGMENTS_BY_LDMATRIX = False
+            imma.WIDE_SHARED_ACCESS = False
             b = d.acquire("cuda")
             rng = np.random.default_rng(26)
-            i8_gemm(b, rng, 4096 if a.quick else 8192, I8_TILES[:2], res, prefix="i8_lds")
+            i8_gemm(b, rng, i8_n, I8_TILES[:2], res, prefix="i8_narrow")
+            u32_gemm(b, rng, u32_n, U32_TILES[:2], res, prefix="u32_narrow", simt=False)
             return
         b = d.acquire("cuda")
         res["device"] = b.device_profile().device_name
@@ -219,42 +264,12 @@ def main() -> None:
         assert res["tensor_cores"], "this device does not run matmul_acc on IMMA (sm_80+ needed)"
         rng = np.random.default_rng(26)
         res.update(check_small(b, rng))
-
-        # ---- i8 GEMM vs torch._int_mm (cuBLASLt), each tile; then the 4-byte fragment loads ----
-        i8_gemm(b, rng, 4096 if a.quick else 8192, I8_TILES, res)
-        if not a.no_ab:
-            res.update(lds_in_another_process(a.quick))
-
-        # ---- u32 wrapping GEMM: byte planes on IMMA vs vyre's SIMT (scalar matmul_acc) ----
-        n = 2048 if a.quick else 4096
-        A, B = full(rng, np.uint32, (n, n)), full(rng, np.uint32, (n, n))
-        ops = 2 * n ** 3
-        from vyre.drivers.cuda.backend import CudaBackend
-
-        os.environ["VYRE_CUDA_TENSOR_CORES"] = "0"
-        try:
-            simt = CudaBackend(0)
-        finally:
-            del os.environ["VYRE_CUDA_TENSOR_CORES"]
-        assert not simt.supports_tensor_cores()
-        simt_ms, simt_out = lib_run(simt, DataType.U32, DataType.U32, A, B, True, reps=3)
-        simt.shutdown()
-        simt_out = simt_out[:4 * n * n]
-        res.update(u32_n=n, u32_simt_ms=simt_ms, u32_simt_tops=ops / simt_ms / 1e9,
-                   u32_simt_sampled_exact=sampled_exact(A, B, np.frombuffer(simt_out, np.uint32).reshape(n, n), rng))
-        table = res.setdefault("u32_tiles", {})
-        for i, t in enumerate(U32_TILES):
-            ms, out = lib_run(b, DataType.U32, DataType.U32, A, B, True, t=t)
-            out = out[:4 * n * n]
-            row = {"ms": ms, "tops": ops / ms / 1e9, "equal_to_simt": out == simt_out,
-                   "sampled_exact": sampled_exact(A, B, np.frombuffer(out, np.uint32).reshape(n, n), rng),
-                   "ratio_vs_simt": simt_ms / ms}
-            table[label(t)] = row
-            if i == 0:
-                res.update(u32_tile=label(t), u32_imma_ms=ms, u32_imma_tops=row["tops"],
-                           u32_equal_to_simt=row["equal_to_simt"], ratio_u32_imma_vs_simt=row["ratio_vs_simt"])
-            assert row["sampled_exact"], f"u32 GEMM {label(t)}: differs from numpy's int64 entries"
-            assert row["equal_to_simt"], f"u32 GEMM {label(t)}: the IMMA byte planes differ from the SIMT loops"
+        # i8 GEMM vs torch._int_mm (cuBLASLt), each tile
+        i8_gemm(b, rng, i8_n, I8_TILES, res)
+        # u32 wrapping GEMM: byte planes on IMMA vs vyre's SIMT (scalar matmul_acc)
+        u32_gemm(b, rng, u32_n, U32_TILES, res)
+        if not a.no_ab:   # the earlier form (4-byte shared accesses), same tiles, same checks
+            res.update(narrow_in_another_process(a.quick))
     finally:
         res["wall_s"] = time.perf_counter() - t0
         emit("cuda_imma", res, a.json)

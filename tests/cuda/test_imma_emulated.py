@@ -34,6 +34,7 @@ HARNESS_HEAD = r"""
 #include <vector>
 typedef unsigned int uint;
 typedef unsigned char vy_u8;
+struct uint2 { uint x, y; };
 struct uint4 { uint x, y, z, w; };
 #define __device__
 #define __forceinline__ inline
@@ -139,10 +140,11 @@ CASES = [
     (32, 16, 64, 32, "i8", "i8"), (96, 64, 256, 64, "u8", "u8"), (32, 32, 32, 256, "i8", "u8"),
     (64, 64, 256, 128, "u8", "i8"), (128, 64, 64, 256, "i8", "u8"),
 ]
-# whole tiles with ldmatrix off (imma.FRAGMENTS_BY_LDMATRIX = False): the 4-byte loads
-SCALAR_FRAGMENTS = [(64, 64, 160, 128, "i8", "u8"), (32, 16, 64, 32, "u8", "u8")]
-LD = [True] * len(CASES) + [False] * len(SCALAR_FRAGMENTS)
-CASES = CASES + SCALAR_FRAGMENTS
+# imma.WIDE_SHARED_ACCESS = False: 4-byte shared accesses (no ldmatrix, no 8-byte pairs)
+NARROW = [(64, 64, 160, 128, "i8", "u8"), (32, 16, 64, 32, "u8", "u8"), (33, 17, 70, 96, "u8", "i8"),
+          (64, 64, 32, 128, "u32", "u32"), (5, 7, 37, 64, "i32", "u32")]
+WIDE = [True] * len(CASES) + [False] * len(NARROW)
+CASES = CASES + NARROW
 NP = {"i8": np.int8, "u8": np.uint8, "i32": np.int32, "u32": np.uint32}
 
 
@@ -150,12 +152,12 @@ def _harness() -> str:
     lines = [HARNESS_HEAD, imma.BLOCK, HARNESS_RUN, "int main(int argc, char** argv) {", "    const char* dir = argv[1];"]
     for i, (m, n, k, t, ta, tb) in enumerate(CASES):
         if ta in ("i8", "u8"):
-            flags = ", ".join(str(v).lower() for v in (ta == "i8", tb == "i8", LD[i]))
+            flags = ", ".join(str(v).lower() for v in (ta == "i8", tb == "i8", WIDE[i]))
             fn = f"vy_imma8<{m}, {n}, {k}, {t}, {flags}>"
             lines.append(f"    run<vy_u8>(dir, {i}, {m}, {n}, {k}, {t}, [](uint* d, vy_u8* a, vy_u8* b, uint lin) "
                          f"{{ {fn}(d, a, b, lin); }});")
         else:
-            fn = f"vy_imma32<{m}, {n}, {k}, {t}>"
+            fn = f"vy_imma32<{m}, {n}, {k}, {t}, {str(WIDE[i]).lower()}>"
             lines.append(f"    run<uint>(dir, {i}, {m}, {n}, {k}, {t}, [](uint* d, uint* a, uint* b, uint lin) "
                          f"{{ {fn}(d, a, b, lin); }});")
     lines += ["    return 0;", "}"]
@@ -212,4 +214,4 @@ def _whole_tiles(m: int, n: int, k: int, ta: str) -> bool:
 @pytest.mark.parametrize("case", range(len(CASES)), ids=[f"{m}x{n}x{k}-t{t}-{a}x{b}" for m, n, k, t, a, b in CASES])
 def test_whole_byte_tiles_read_their_fragments_with_ldmatrix(results, case: int) -> None:
     m, n, k, _, ta, _ = CASES[case]
-    assert (results[case][2] > 0) == (LD[case] and _whole_tiles(m, n, k, ta))
+    assert (results[case][2] > 0) == (WIDE[case] and _whole_tiles(m, n, k, ta))

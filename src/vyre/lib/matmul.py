@@ -9,11 +9,16 @@ accumulates into the workgroup's i32/u32 output tile; the tile is written out at
 load). The tile sizes are CUDA's (`CUDA_BYTES`, `CUDA_WORDS`) or, elsewhere, small (32 x 32 x
 32) so the workgroup arrays fit every device. Neither changes a bit of the result.
 
-On CUDA the copies into workgroup memory cost more than the tensor cores: 8-bit workgroup
-arrays are written a byte a store, and B is transposed on the way. So the byte tile is tall
-(128 x 64 x 64, 8 warps, 44 KiB of workgroup memory): each B byte copied serves 128 rows,
-twice the 64 of the earlier 64 x 64 x 160 tile (`CUDA_BYTES_64`), and each warp runs a 32 x 32
-block of mma tiles. benchmarks/cuda_imma.py times these tiles side by side.
+On CUDA the tile is bound by workgroup-memory traffic, which the tile sizes decide: per k
+slice the copies write A and B a byte a store (8-bit workgroup arrays), the fragments are read
+with ldmatrix, and every warp reads and writes its accumulators in ``wd`` once per
+matmul_acc, in accesses whose rows share banks (``wd``'s rows are 64 words apart). So the
+byte tile is 64 x 64 with the longest k slice that fits 48 KiB, 224 (45 KiB): the
+accumulator traffic is spread over 7 mma k steps, where 160 gave 5; and k is an odd multiple
+of 32 bytes, so the 8 rows of an ldmatrix hit 2 banks each, not 8 (a multiple of 64 bytes
+would put them all on the same 4 banks). Words: 64 x 64 x 64 (48 KiB), two k steps per
+matmul_acc where 32 gave one. The earlier tiles stay named (`CUDA_BYTES_160`,
+`CUDA_WORDS_32`); benchmarks/cuda_imma.py times them side by side.
 """
 
 from __future__ import annotations
@@ -52,11 +57,12 @@ class Tiles:
     threads: int
 
 
-CUDA_BYTES = Tiles(128, 64, 64, 256)
-CUDA_BYTES_64 = Tiles(64, 64, 160, 128)   # the byte tile before CUDA_BYTES
-CUDA_WORDS = Tiles(64, 64, 32, 128)
-# the largest tile any backend uses (the u32 index limit of `matmul` allows for it)
-LARGEST = Tiles(128, 64, 160, 256)
+CUDA_BYTES = Tiles(64, 64, 224, 128)
+CUDA_WORDS = Tiles(64, 64, 64, 128)
+CUDA_BYTES_160 = Tiles(64, 64, 160, 128)   # the tiles before CUDA_BYTES and CUDA_WORDS
+CUDA_WORDS_32 = Tiles(64, 64, 32, 128)
+# no tile is larger than this in any dimension (the u32 index limit of `matmul` allows for it)
+LARGEST = Tiles(128, 128, 224, 256)
 
 
 def tiles(backend_id: str, words: bool) -> Tiles:
@@ -312,4 +318,4 @@ def _shaped(v: Any, shape: tuple[int, int]) -> Any:
     return v.reshape(shape)
 
 
-__all__ = ["CUDA_BYTES", "CUDA_BYTES_64", "CUDA_WORDS", "Tiles", "matmul", "program", "tiles"]
+__all__ = ["CUDA_BYTES", "CUDA_BYTES_160", "CUDA_WORDS", "CUDA_WORDS_32", "Tiles", "matmul", "program", "tiles"]

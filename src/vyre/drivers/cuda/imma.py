@@ -74,7 +74,7 @@ static __device__ __forceinline__ void vy_ldsm4(uint* r, const vy_u8* row) {
 """.replace("%SS%", _mma_case("s8", "s8")).replace("%SU%", _mma_case("s8", "u8")) \
    .replace("%US%", _mma_case("u8", "s8")).replace("%UU%", _mma_case("u8", "u8"))
 
-# the block-level routines (target-neutral C++ apart from vy_mma, __byte_perm, uint4)
+# the block-level routines (target-neutral C++ apart from vy_mma, vy_ldsm4, __byte_perm, uint2/uint4)
 BLOCK = r"""
 // 4 consecutive bytes (columns col..col+3, col a multiple of 4) of row `row` of an R x K byte
 // array, lowest column in the lowest byte; zero outside the array
@@ -120,15 +120,46 @@ static __device__ __forceinline__ void vy_frag32(const uint* p, uint row, uint c
     planes[3] = __byte_perm(t1, t3, 0x7632u);
 }
 
+// the accumulator pair (row, col), (row, col + 1) of the M x N word array d (col even) that
+// an mma C/D fragment holds: with W, one 8-byte access where N is even (the pair is then
+// aligned, and inside d or outside it together), else two; zero / not written outside d. An 8-byte access
+// costs half the shared-memory wavefronts of two 4-byte ones (the rows of d are a multiple
+// of 32 words apart, so the 8 rows g of a warp's access share banks).
+template <int M, int N, bool CM, bool CN, bool W>
+static __device__ __forceinline__ void vy_get2(const uint* d, uint row, uint col, uint& x, uint& y) {
+    const bool in = !CM || row < (uint)M;
+    if constexpr (W && N % 2 == 0) {
+        x = y = 0u;
+        if (in && (!CN || col < (uint)N)) {
+            const uint2 v = *(const uint2*)(d + row * (uint)N + col);
+            x = v.x; y = v.y;
+        }
+    } else {
+        x = (in && col < (uint)N) ? d[row * (uint)N + col] : 0u;
+        y = (in && col + 1u < (uint)N) ? d[row * (uint)N + col + 1u] : 0u;
+    }
+}
+
+template <int M, int N, bool CM, bool CN, bool W>
+static __device__ __forceinline__ void vy_put2(uint* d, uint row, uint col, uint x, uint y) {
+    if (CM && row >= (uint)M) return;
+    if constexpr (W && N % 2 == 0) {
+        if (!CN || col < (uint)N) *(uint2*)(d + row * (uint)N + col) = uint2{x, y};
+    } else {
+        if (col < (uint)N) d[row * (uint)N + col] = x;
+        if (col + 1u < (uint)N) d[row * (uint)N + col + 1u] = y;
+    }
+}
+
 // d (M x N words) += a (M x K bytes) * b (N x K bytes)^T, by the T threads of the block
-// (T a multiple of 32; lin the thread's linear index); AS/BS: a/b are signed bytes; LD: whole
-// tiles may read their fragments with ldmatrix
-template <int M, int N, int K, int T, bool AS, bool BS, bool LD>
+// (T a multiple of 32; lin the thread's linear index); AS/BS: a/b are signed bytes; W: whole
+// tiles read their fragments with ldmatrix, accumulator pairs are 8-byte accesses
+template <int M, int N, int K, int T, bool AS, bool BS, bool W>
 static __device__ __forceinline__ void vy_imma8(uint* d, const vy_u8* a, const vy_u8* b, uint lin) {
     constexpr int TM = M >= 32 ? 2 : 1, TN = N >= 32 ? 4 : (N >= 16 ? 2 : 1);
     constexpr int WM = 16 * TM, WN = 8 * TN, GM = (M + WM - 1) / WM, GN = (N + WN - 1) / WN;
     constexpr bool CM = M % WM != 0, CN = N % WN != 0, CK = K % 32 != 0;
-    constexpr bool LDSM = LD && !CM && !CN && !CK && TN % 2 == 0;
+    constexpr bool LDSM = W && !CM && !CN && !CK && TN % 2 == 0;
     const uint lane = lin & 31u, g = lane >> 2, t = lane & 3u;
     for (uint w = lin >> 5; w < (uint)(GM * GN); w += (uint)(T / 32)) {
         const uint m0 = (w / (uint)GN) * (uint)WM, n0 = (w % (uint)GN) * (uint)WN;
@@ -138,10 +169,9 @@ static __device__ __forceinline__ void vy_imma8(uint* d, const vy_u8* a, const v
             #pragma unroll
             for (int j = 0; j < TN; j++)
                 #pragma unroll
-                for (int r = 0; r < 4; r++) {
-                    const uint row = m0 + 16u * i + g + 8u * (r >> 1), col = n0 + 8u * j + 2u * t + (r & 1);
-                    acc[i][j][r] = ((!CM || row < (uint)M) && (!CN || col < (uint)N)) ? d[row * (uint)N + col] : 0u;
-                }
+                for (int h = 0; h < 2; h++)
+                    vy_get2<M, N, CM, CN, W>(d, m0 + 16u * i + g + 8u * h, n0 + 8u * j + 2u * t,
+                                          acc[i][j][2 * h], acc[i][j][2 * h + 1]);
         // whole tiles (no edge checks, rows 16-byte aligned): fragments by ldmatrix, one
         // instruction for the 4 registers of an A tile or the 2 + 2 of two B tiles. Lane l
         // addresses A row l&15, bytes 16(l>>4) on (matrix q = register q of the A layout:
@@ -184,16 +214,16 @@ static __device__ __forceinline__ void vy_imma8(uint* d, const vy_u8* a, const v
             #pragma unroll
             for (int j = 0; j < TN; j++)
                 #pragma unroll
-                for (int r = 0; r < 4; r++) {
-                    const uint row = m0 + 16u * i + g + 8u * (r >> 1), col = n0 + 8u * j + 2u * t + (r & 1);
-                    if ((!CM || row < (uint)M) && (!CN || col < (uint)N)) d[row * (uint)N + col] = acc[i][j][r];
-                }
+                for (int h = 0; h < 2; h++)
+                    vy_put2<M, N, CM, CN, W>(d, m0 + 16u * i + g + 8u * h, n0 + 8u * j + 2u * t,
+                                          acc[i][j][2 * h], acc[i][j][2 * h + 1]);
     }
 }
 
 // d (M x N words) += a (M x K words) * b (N x K words)^T mod 2^32 through byte planes: the ten
-// u8 x u8 products of planes i, j with i + j <= 3, accumulated per shift s = i + j
-template <int M, int N, int K, int T>
+// u8 x u8 products of planes i, j with i + j <= 3, accumulated per shift s = i + j; W:
+// accumulator pairs are 8-byte accesses
+template <int M, int N, int K, int T, bool W>
 static __device__ __forceinline__ void vy_imma32(uint* d, const uint* a, const uint* b, uint lin) {
     constexpr int TM = M >= 32 ? 2 : 1, TN = N >= 16 ? 2 : 1;
     constexpr int WM = 16 * TM, WN = 8 * TN, GM = (M + WM - 1) / WM, GN = (N + WN - 1) / WN;
@@ -205,13 +235,15 @@ static __device__ __forceinline__ void vy_imma32(uint* d, const uint* a, const u
         #pragma unroll
         for (int i = 0; i < TM; i++)
             #pragma unroll
-            for (int j = 0; j < TN; j++)
+            for (int j = 0; j < TN; j++) {
                 #pragma unroll
-                for (int r = 0; r < 4; r++) {
-                    const uint row = m0 + 16u * i + g + 8u * (r >> 1), col = n0 + 8u * j + 2u * t + (r & 1);
-                    acc[0][i][j][r] = ((!CM || row < (uint)M) && (!CN || col < (uint)N)) ? d[row * (uint)N + col] : 0u;
+                for (int h = 0; h < 2; h++)
+                    vy_get2<M, N, CM, CN, W>(d, m0 + 16u * i + g + 8u * h, n0 + 8u * j + 2u * t,
+                                          acc[0][i][j][2 * h], acc[0][i][j][2 * h + 1]);
+                #pragma unroll
+                for (int r = 0; r < 4; r++)
                     acc[1][i][j][r] = acc[2][i][j][r] = acc[3][i][j][r] = 0u;
-                }
+            }
         for (uint k0 = 0u; k0 < (uint)K; k0 += 32u) {
             uint af[TM][4][4], bf[TN][4][2], planes[4];
             #pragma unroll
@@ -243,14 +275,15 @@ static __device__ __forceinline__ void vy_imma32(uint* d, const uint* a, const u
         #pragma unroll
         for (int i = 0; i < TM; i++)
             #pragma unroll
-            for (int j = 0; j < TN; j++)
+            for (int j = 0; j < TN; j++) {
+                uint v[4];
                 #pragma unroll
-                for (int r = 0; r < 4; r++) {
-                    const uint row = m0 + 16u * i + g + 8u * (r >> 1), col = n0 + 8u * j + 2u * t + (r & 1);
-                    if ((!CM || row < (uint)M) && (!CN || col < (uint)N))
-                        d[row * (uint)N + col] = acc[0][i][j][r] + (acc[1][i][j][r] << 8) +
-                                                 (acc[2][i][j][r] << 16) + (acc[3][i][j][r] << 24);
-                }
+                for (int r = 0; r < 4; r++)
+                    v[r] = acc[0][i][j][r] + (acc[1][i][j][r] << 8) + (acc[2][i][j][r] << 16) + (acc[3][i][j][r] << 24);
+                #pragma unroll
+                for (int h = 0; h < 2; h++)
+                    vy_put2<M, N, CM, CN, W>(d, m0 + 16u * i + g + 8u * h, n0 + 8u * j + 2u * t, v[2 * h], v[2 * h + 1]);
+            }
     }
 }
 """
@@ -258,10 +291,10 @@ static __device__ __forceinline__ void vy_imma32(uint* d, const uint* a, const u
 PRELUDE = MMA + BLOCK
 
 
-# whole byte tiles read their fragments with ldmatrix; False: with 4-byte shared loads, the
-# form before ldmatrix (benchmarks/cuda_imma.py --fragments lds sets it in its own process,
-# with its own kernel cache, to time the two forms side by side)
-FRAGMENTS_BY_LDMATRIX = True
+# whole byte tiles read their fragments with ldmatrix and the accumulators move in 8-byte
+# pairs; False: 4-byte shared accesses throughout, the earlier form (benchmarks/cuda_imma.py
+# --form narrow sets it in its own process, with its own kernel cache, to time both forms)
+WIDE_SHARED_ACCESS = True
 
 
 def threads(program: Program) -> int:
@@ -281,11 +314,11 @@ def call(p: Printer, n: N.MatMulAcc) -> list[str]:
     prog = p.program
     a, b = prog.buffer(n.a), prog.buffer(n.b)
     shape = f"{n.m}, {n.n}, {n.k}, {threads(prog)}"
+    wide = "true" if WIDE_SHARED_ACCESS else "false"
     if a.dtype in _PTX:
         signed = ", ".join("true" if t.dtype is DataType.I8 else "false" for t in (a, b))
-        ld = "true" if FRAGMENTS_BY_LDMATRIX else "false"
-        fn = f"vy_imma8<{shape}, {signed}, {ld}>"
+        fn = f"vy_imma8<{shape}, {signed}, {wide}>"
     else:
-        fn = f"vy_imma32<{shape}>"
+        fn = f"vy_imma32<{shape}, {wide}>"
     return ["__syncthreads();", f"{fn}({p.ptr(n.d)}, {p.ptr(n.a)}, {p.ptr(n.b)}, {p.lin()});",
             "__syncthreads();"]
