@@ -46,7 +46,7 @@ from _common import emit
 MM = importlib.import_module("vyre.lib.matmul")
 REPS = 7
 T = MM.Tiles
-I8_TILES = [MM.CUDA_BYTES, MM.CUDA_BYTES_160, T(64, 64, 96, 128), T(128, 64, 64, 256), T(64, 128, 64, 256)]
+I8_TILES = [MM.CUDA_BYTES, MM.CUDA_BYTES_160, T(64, 64, 224, 128), T(64, 64, 176, 128), T(128, 64, 64, 256)]
 U32_TILES = [MM.CUDA_WORDS, MM.CUDA_WORDS_32, T(64, 64, 64, 256)]
 
 

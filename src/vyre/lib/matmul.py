@@ -13,11 +13,11 @@ On CUDA the tile is bound by workgroup-memory traffic, which the tile sizes deci
 slice the copies write A and B a byte a store (8-bit workgroup arrays), the fragments are read
 with ldmatrix, and every warp reads and writes its accumulators in ``wd`` once per
 matmul_acc, in accesses whose rows share banks (``wd``'s rows are 64 words apart). So the
-byte tile is 64 x 64 with the longest k slice that fits 48 KiB, 224 (45 KiB): the
-accumulator traffic is spread over 7 mma k steps, where 160 gave 5; and k is an odd multiple
-of 32 bytes, so the 8 rows of an ldmatrix hit 2 banks each, not 8 (a multiple of 64 bytes
-would put them all on the same 4 banks). Words: 64 x 64 x 64 (48 KiB), two k steps per
-matmul_acc where 32 gave one. The earlier tiles stay named (`CUDA_BYTES_160`,
+byte tile is 64 x 64 with a long k slice, 240 (46 KiB): the accumulator traffic is spread
+over 7.5 mma k steps, where 160 gave 5; and k is an odd multiple of 16 bytes, so the 8 rows
+of an ldmatrix fall on 8 different runs of 4 banks (160, an odd multiple of 32, put them on
+4 runs; a multiple of 64 on one). Words: 64 x 64 x 64 (48 KiB), two k steps per matmul_acc
+where 32 gave one. The earlier tiles stay named (`CUDA_BYTES_160`,
 `CUDA_WORDS_32`); benchmarks/cuda_imma.py times them side by side.
 """
 
@@ -57,12 +57,12 @@ class Tiles:
     threads: int
 
 
-CUDA_BYTES = Tiles(64, 64, 224, 128)
+CUDA_BYTES = Tiles(64, 64, 240, 128)
 CUDA_WORDS = Tiles(64, 64, 64, 128)
 CUDA_BYTES_160 = Tiles(64, 64, 160, 128)   # the tiles before CUDA_BYTES and CUDA_WORDS
 CUDA_WORDS_32 = Tiles(64, 64, 32, 128)
 # no tile is larger than this in any dimension (the u32 index limit of `matmul` allows for it)
-LARGEST = Tiles(128, 128, 224, 256)
+LARGEST = Tiles(128, 128, 240, 256)
 
 
 def tiles(backend_id: str, words: bool) -> Tiles:

@@ -71,10 +71,17 @@ static __device__ __forceinline__ void vy_ldsm4(uint* r, const vy_u8* row) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
 }
+
+// ldmatrix .x2: matrices 0 and 1 (lanes 0-15 give the row addresses), as vy_ldsm4
+static __device__ __forceinline__ void vy_ldsm2(uint* r, const vy_u8* row) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+                 : "=r"(r[0]), "=r"(r[1]) : "r"(s));
+}
 """.replace("%SS%", _mma_case("s8", "s8")).replace("%SU%", _mma_case("s8", "u8")) \
    .replace("%US%", _mma_case("u8", "s8")).replace("%UU%", _mma_case("u8", "u8"))
 
-# the block-level routines (target-neutral C++ apart from vy_mma, vy_ldsm4, __byte_perm, uint2/uint4)
+# the block-level routines (target-neutral C++ apart from vy_mma, vy_ldsm4/2, __byte_perm, uint2/uint4)
 BLOCK = r"""
 // 4 consecutive bytes (columns col..col+3, col a multiple of 4) of row `row` of an R x K byte
 // array, lowest column in the lowest byte; zero outside the array
@@ -151,6 +158,62 @@ static __device__ __forceinline__ void vy_put2(uint* d, uint row, uint col, uint
     }
 }
 
+// the accumulator pairs (row, n0 + 8j + 2t), (row, n0 + 8j + 2t + 1) of the TN mma tiles j
+// of a warp row into x[j], y[j] (g, t: the lane's group and thread in group). Where d's rows
+// are a multiple of 32 words apart (W), lane g reads tile (s + g) mod TN at step s, so the 4
+// rows of a half-warp's 8-byte access fall on 4 different 8-bank runs instead of one
+template <int M, int N, int TN, bool CM, bool CN, bool W>
+static __device__ __forceinline__ void vy_get_pairs(const uint* d, uint row, uint n0, uint g, uint t, uint* x, uint* y) {
+    if constexpr (W && N % 32 == 0 && (TN == 2 || TN == 4)) {
+        uint vx[TN], vy[TN];
+        #pragma unroll
+        for (int s = 0; s < TN; s++)
+            vy_get2<M, N, CM, CN, W>(d, row, n0 + 8u * (((uint)s + g) & (uint)(TN - 1)) + 2u * t, vx[s], vy[s]);
+        #pragma unroll
+        for (int j = 0; j < TN; j++) {
+            const uint s = ((uint)j - g) & (uint)(TN - 1);
+            x[j] = vx[0]; y[j] = vy[0];
+            #pragma unroll
+            for (int q = 1; q < TN; q++)
+                if (s == (uint)q) { x[j] = vx[q]; y[j] = vy[q]; }
+        }
+    } else {
+        #pragma unroll
+        for (int j = 0; j < TN; j++)
+            vy_get2<M, N, CM, CN, W>(d, row, n0 + 8u * j + 2u * t, x[j], y[j]);
+    }
+}
+
+// vy_get_pairs's inverse: writes x[j], y[j] to the pairs of tile j (in the same order)
+template <int M, int N, int TN, bool CM, bool CN, bool W>
+static __device__ __forceinline__ void vy_put_pairs(uint* d, uint row, uint n0, uint g, uint t, const uint* x, const uint* y) {
+    if constexpr (W && N % 32 == 0 && (TN == 2 || TN == 4)) {
+        #pragma unroll
+        for (int s = 0; s < TN; s++) {
+            const uint j = ((uint)s + g) & (uint)(TN - 1);
+            uint vx = x[0], vy = y[0];
+            #pragma unroll
+            for (int q = 1; q < TN; q++)
+                if (j == (uint)q) { vx = x[q]; vy = y[q]; }
+            vy_put2<M, N, CM, CN, W>(d, row, n0 + 8u * j + 2u * t, vx, vy);
+        }
+    } else {
+        #pragma unroll
+        for (int j = 0; j < TN; j++)
+            vy_put2<M, N, CM, CN, W>(d, row, n0 + 8u * j + 2u * t, x[j], y[j]);
+    }
+}
+
+// acc[i][j] += af[i] * bf[j] for the TM x TN mma tiles of a warp
+template <int TM, int TN, bool AS, bool BS>
+static __device__ __forceinline__ void vy_mma_tiles(uint (&acc)[TM][TN][4], const uint (&af)[TM][4], const uint (&bf)[TN][2]) {
+    #pragma unroll
+    for (int i = 0; i < TM; i++)
+        #pragma unroll
+        for (int j = 0; j < TN; j++)
+            vy_mma<AS, BS>(acc[i][j], af[i], bf[j]);
+}
+
 // d (M x N words) += a (M x K bytes) * b (N x K bytes)^T, by the T threads of the block
 // (T a multiple of 32; lin the thread's linear index); AS/BS: a/b are signed bytes; W: whole
 // tiles read their fragments with ldmatrix, accumulator pairs are 8-byte accesses
@@ -159,7 +222,7 @@ static __device__ __forceinline__ void vy_imma8(uint* d, const vy_u8* a, const v
     constexpr int TM = M >= 32 ? 2 : 1, TN = N >= 32 ? 4 : (N >= 16 ? 2 : 1);
     constexpr int WM = 16 * TM, WN = 8 * TN, GM = (M + WM - 1) / WM, GN = (N + WN - 1) / WN;
     constexpr bool CM = M % WM != 0, CN = N % WN != 0, CK = K % 32 != 0;
-    constexpr bool LDSM = W && !CM && !CN && !CK && TN % 2 == 0;
+    constexpr bool LDSM = W && !CM && !CN && K % 16 == 0 && TN % 2 == 0;
     const uint lane = lin & 31u, g = lane >> 2, t = lane & 3u;
     for (uint w = lin >> 5; w < (uint)(GM * GN); w += (uint)(T / 32)) {
         const uint m0 = (w / (uint)GN) * (uint)WM, n0 = (w % (uint)GN) * (uint)WN;
@@ -167,21 +230,22 @@ static __device__ __forceinline__ void vy_imma8(uint* d, const vy_u8* a, const v
         #pragma unroll
         for (int i = 0; i < TM; i++)
             #pragma unroll
-            for (int j = 0; j < TN; j++)
+            for (int h = 0; h < 2; h++) {
+                uint x[TN], y[TN];
+                vy_get_pairs<M, N, TN, CM, CN, W>(d, m0 + 16u * i + g + 8u * h, n0, g, t, x, y);
                 #pragma unroll
-                for (int h = 0; h < 2; h++)
-                    vy_get2<M, N, CM, CN, W>(d, m0 + 16u * i + g + 8u * h, n0 + 8u * j + 2u * t,
-                                          acc[i][j][2 * h], acc[i][j][2 * h + 1]);
-        // whole tiles (no edge checks, rows 16-byte aligned): fragments by ldmatrix, one
-        // instruction for the 4 registers of an A tile or the 2 + 2 of two B tiles. Lane l
-        // addresses A row l&15, bytes 16(l>>4) on (matrix q = register q of the A layout:
-        // rows 8(q&1) on, k 16(q>>1) on), and B row (n) 8(l>>4) + (l&7), bytes 16((l>>3)&1)
-        // on (matrix q = register q&1 of B tile q>>1).
-        const vy_u8* arow = a + (m0 + (lane & 15u)) * (uint)K + 16u * (lane >> 4);
-        const vy_u8* brow = b + (n0 + 8u * (lane >> 4) + (lane & 7u)) * (uint)K + 16u * ((lane >> 3) & 1u);
-        for (uint k0 = 0u; k0 < (uint)K; k0 += 32u) {
-            uint af[TM][4], bf[TN][2];
-            if constexpr (LDSM) {
+                for (int j = 0; j < TN; j++) { acc[i][j][2 * h] = x[j]; acc[i][j][2 * h + 1] = y[j]; }
+            }
+        if constexpr (LDSM) {
+            // whole tiles (no edge checks, rows 16-byte aligned): fragments by ldmatrix, one
+            // instruction for the 4 registers of an A tile or the 2 + 2 of two B tiles. Lane l
+            // addresses A row l&15, bytes 16(l>>4) on (matrix q = register q of the A layout:
+            // rows 8(q&1) on, k 16(q>>1) on), and B row (n) 8(l>>4) + (l&7), bytes
+            // 16((l>>3)&1) on (matrix q = register q&1 of B tile q>>1).
+            const vy_u8* arow = a + (m0 + (lane & 15u)) * (uint)K + 16u * (lane >> 4);
+            const vy_u8* brow = b + (n0 + 8u * (lane >> 4) + (lane & 7u)) * (uint)K + 16u * ((lane >> 3) & 1u);
+            for (uint k0 = 0u; k0 + 32u <= (uint)K; k0 += 32u) {
+                uint af[TM][4], bf[TN][2];
                 #pragma unroll
                 for (int i = 0; i < TM; i++)
                     vy_ldsm4(af[i], arow + 16u * (uint)i * (uint)K + k0);
@@ -191,7 +255,31 @@ static __device__ __forceinline__ void vy_imma8(uint* d, const vy_u8* a, const v
                     vy_ldsm4(q, brow + 8u * (uint)j * (uint)K + k0);
                     bf[j][0] = q[0]; bf[j][1] = q[1]; bf[j + 1][0] = q[2]; bf[j + 1][1] = q[3];
                 }
-            } else {
+                vy_mma_tiles<TM, TN, AS, BS>(acc, af, bf);
+            }
+            if constexpr (K % 32 == 16) {
+                // the last 16 k (K an odd multiple of 16 bytes, so that the 8 rows of an
+                // ldmatrix fall on different banks): the k 16..31 halves of the fragments are
+                // zero; ldmatrix .x2 (lanes 0-15 give the addresses) loads the A registers 0, 1
+                // (rows l&15) and register 0 of two B tiles (rows (n) l&15)
+                const uint k0 = (uint)K - 16u;
+                uint af[TM][4], bf[TN][2];
+                #pragma unroll
+                for (int i = 0; i < TM; i++) {
+                    vy_ldsm2(af[i], a + (m0 + 16u * (uint)i + (lane & 15u)) * (uint)K + k0);
+                    af[i][2] = af[i][3] = 0u;
+                }
+                #pragma unroll
+                for (int j = 0; j < TN; j += 2) {
+                    uint q[2];
+                    vy_ldsm2(q, b + (n0 + 8u * (uint)j + (lane & 15u)) * (uint)K + k0);
+                    bf[j][0] = q[0]; bf[j + 1][0] = q[1]; bf[j][1] = bf[j + 1][1] = 0u;
+                }
+                vy_mma_tiles<TM, TN, AS, BS>(acc, af, bf);
+            }
+        } else {
+            for (uint k0 = 0u; k0 < (uint)K; k0 += 32u) {
+                uint af[TM][4], bf[TN][2];
                 #pragma unroll
                 for (int i = 0; i < TM; i++)
                     #pragma unroll
@@ -202,21 +290,18 @@ static __device__ __forceinline__ void vy_imma8(uint* d, const vy_u8* a, const v
                     #pragma unroll
                     for (int r = 0; r < 2; r++)
                         bf[j][r] = vy_frag8<N, K, CN, CK>(b, n0 + 8u * j + g, k0 + 4u * t + 16u * r);
+                vy_mma_tiles<TM, TN, AS, BS>(acc, af, bf);
             }
-            #pragma unroll
-            for (int i = 0; i < TM; i++)
-                #pragma unroll
-                for (int j = 0; j < TN; j++)
-                    vy_mma<AS, BS>(acc[i][j], af[i], bf[j]);
         }
         #pragma unroll
         for (int i = 0; i < TM; i++)
             #pragma unroll
-            for (int j = 0; j < TN; j++)
+            for (int h = 0; h < 2; h++) {
+                uint x[TN], y[TN];
                 #pragma unroll
-                for (int h = 0; h < 2; h++)
-                    vy_put2<M, N, CM, CN, W>(d, m0 + 16u * i + g + 8u * h, n0 + 8u * j + 2u * t,
-                                          acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+                for (int j = 0; j < TN; j++) { x[j] = acc[i][j][2 * h]; y[j] = acc[i][j][2 * h + 1]; }
+                vy_put_pairs<M, N, TN, CM, CN, W>(d, m0 + 16u * i + g + 8u * h, n0, g, t, x, y);
+            }
     }
 }
 
@@ -235,14 +320,15 @@ static __device__ __forceinline__ void vy_imma32(uint* d, const uint* a, const u
         #pragma unroll
         for (int i = 0; i < TM; i++)
             #pragma unroll
-            for (int j = 0; j < TN; j++) {
+            for (int h = 0; h < 2; h++) {
+                uint x[TN], y[TN];
+                vy_get_pairs<M, N, TN, CM, CN, W>(d, m0 + 16u * i + g + 8u * h, n0, g, t, x, y);
                 #pragma unroll
-                for (int h = 0; h < 2; h++)
-                    vy_get2<M, N, CM, CN, W>(d, m0 + 16u * i + g + 8u * h, n0 + 8u * j + 2u * t,
-                                          acc[0][i][j][2 * h], acc[0][i][j][2 * h + 1]);
-                #pragma unroll
-                for (int r = 0; r < 4; r++)
-                    acc[1][i][j][r] = acc[2][i][j][r] = acc[3][i][j][r] = 0u;
+                for (int j = 0; j < TN; j++) {
+                    acc[0][i][j][2 * h] = x[j]; acc[0][i][j][2 * h + 1] = y[j];
+                    acc[1][i][j][2 * h] = acc[2][i][j][2 * h] = acc[3][i][j][2 * h] = 0u;
+                    acc[1][i][j][2 * h + 1] = acc[2][i][j][2 * h + 1] = acc[3][i][j][2 * h + 1] = 0u;
+                }
             }
         for (uint k0 = 0u; k0 < (uint)K; k0 += 32u) {
             uint af[TM][4][4], bf[TN][4][2], planes[4];
@@ -275,14 +361,19 @@ static __device__ __forceinline__ void vy_imma32(uint* d, const uint* a, const u
         #pragma unroll
         for (int i = 0; i < TM; i++)
             #pragma unroll
-            for (int j = 0; j < TN; j++) {
-                uint v[4];
+            for (int h = 0; h < 2; h++) {
+                uint x[TN], y[TN];
                 #pragma unroll
-                for (int r = 0; r < 4; r++)
-                    v[r] = acc[0][i][j][r] + (acc[1][i][j][r] << 8) + (acc[2][i][j][r] << 16) + (acc[3][i][j][r] << 24);
-                #pragma unroll
-                for (int h = 0; h < 2; h++)
-                    vy_put2<M, N, CM, CN, W>(d, m0 + 16u * i + g + 8u * h, n0 + 8u * j + 2u * t, v[2 * h], v[2 * h + 1]);
+                for (int j = 0; j < TN; j++) {
+                    uint v[2];
+                    #pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        const int r = 2 * h + e;
+                        v[e] = acc[0][i][j][r] + (acc[1][i][j][r] << 8) + (acc[2][i][j][r] << 16) + (acc[3][i][j][r] << 24);
+                    }
+                    x[j] = v[0]; y[j] = v[1];
+                }
+                vy_put_pairs<M, N, TN, CM, CN, W>(d, m0 + 16u * i + g + 8u * h, n0, g, t, x, y);
             }
     }
 }
