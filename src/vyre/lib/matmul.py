@@ -149,8 +149,10 @@ def program(ta: DataType, tb: DataType, packed: bool, t: Tiles) -> Program:
             return [Node.store("wb", nn * bk + kk, Expr.select(ok, v, Expr.lit(tb.value_type, 0)))]
         # packed: a 4 x 4 block of bytes (k rows 4kq.., n columns 4nq..) per slot: four word
         # reads (a warp reads 8 consecutive words of 4 rows), transposed in registers, written
-        # as four runs of 4 bytes; the run written at step j is row (j + nq) & 3 of the block,
-        # so a warp's writes spread over 16 banks
+        # as four runs of 4 bytes; the run written at step j is row (j + nq / 2) & 3 of the
+        # block. A warp's 8 nq then write 8 different (nq & 1, row) pairs: with bk = 240 (60
+        # words) these are 8 disjoint runs of 4 banks (16 (nq & 1) + 28 row), each taking the
+        # warp's 4 kq: no bank is hit twice (with row (j + nq) & 3, nq and nq + 4 collided)
         nk = bk // 4
         nq = (e % 8) + (e / 8 / nk) * 8
         kq = (e / 8) % nk
@@ -167,7 +169,7 @@ def program(ta: DataType, tb: DataType, packed: bool, t: Tiles) -> Program:
                 col = col | (byte << (8 * i)) if i else byte
             out.append(Node.let_bind(f"bt{j}", col))
         for step in range(4):
-            jj = (nq + step) & 3
+            jj = ((nq >> 1) + step) & 3
             run = Expr.select(jj.eq(0), Expr.var("bt0"), Expr.select(jj.eq(1), Expr.var("bt1"),
                               Expr.select(jj.eq(2), Expr.var("bt2"), Expr.var("bt3"))))
             out.append(Node.let_bind(f"br{step}", run))
