@@ -148,33 +148,32 @@ def program(ta: DataType, tb: DataType, packed: bool, t: Tiles) -> Program:
             v = Expr.load("b", (k0 + kk) * N_ + col0 + nn)
             return [Node.store("wb", nn * bk + kk, Expr.select(ok, v, Expr.lit(tb.value_type, 0)))]
         # packed: a 4 x 4 block of bytes (k rows 4kq.., n columns 4nq..) per slot: four word
-        # reads (a warp reads 8 consecutive words of 4 rows), transposed in registers, written
-        # as four runs of 4 bytes; the run written at step j is row (j + nq / 2) & 3 of the
-        # block. A warp's 8 nq then write 8 different (nq & 1, row) pairs: with bk = 240 (60
-        # words) these are 8 disjoint runs of 4 banks (16 (nq & 1) + 28 row), each taking the
-        # warp's 4 kq: no bank is hit twice (with row (j + nq) & 3, nq and nq + 4 collided)
+        # reads (a warp reads 8 consecutive words of 4 rows), written as four runs of 4 bytes,
+        # one per column j of the block (byte j of each row word, row i at k offset i). Step
+        # s writes column j = (s + nq / 2) & 3, a shift by 8j of the row words: a warp's 8 nq
+        # then write 8 different (nq & 1, j) pairs, and with bk = 240 (60 words) these are 8
+        # disjoint runs of 4 banks (16 (nq & 1) + 28 j), each taking the warp's 4 kq: no bank
+        # is hit twice
+        # (the `% (bn // 32)` changes nothing below per_b, and bounds nq where the printer
+        # can see it: the stores need no range check, and the compiler joins each run of 4
+        # byte stores into one 4-byte store)
         nk = bk // 4
-        nq = (e % 8) + (e / 8 / nk) * 8
+        nq = (e % 8) + ((e / 8 / nk) % (bn // 32)) * 8
         kq = (e / 8) % nk
-        out: list[Node] = [Node.let_bind("bkq", kq * 4), Node.let_bind("bnq", nq * 4)]
+        out: list[Node] = [Node.let_bind("bkq", kq * 4), Node.let_bind("bnq", nq * 4),
+                           Node.let_bind("bnh", nq >> 1)]
         k4, n4 = Expr.var("bkq"), Expr.var("bnq")
         ok_n = (col0 + n4).lt(N_)
         for i in range(4):   # k rows past K are past the end of `b`: they read 0 (S6)
             word = Expr.bitcast(U, Expr.load("b", ((k0 + k4 + i) * N_ + col0 + n4) >> 2))
             out.append(Node.let_bind(f"bw{i}", Expr.select(ok_n, word, Expr.u32(0))))
-        for j in range(4):   # column j of the block: byte j of each row word, row i in byte i
-            col = Expr.u32(0)
-            for i in range(4):
-                byte = (Expr.var(f"bw{i}") >> (8 * j)) & 0xFF if j else Expr.var(f"bw{i}") & 0xFF
-                col = col | (byte << (8 * i)) if i else byte
-            out.append(Node.let_bind(f"bt{j}", col))
         for step in range(4):
-            jj = ((nq >> 1) + step) & 3
-            run = Expr.select(jj.eq(0), Expr.var("bt0"), Expr.select(jj.eq(1), Expr.var("bt1"),
-                              Expr.select(jj.eq(2), Expr.var("bt2"), Expr.var("bt3"))))
-            out.append(Node.let_bind(f"br{step}", run))
-            base = (n4 + jj) * bk + k4
-            out += [Node.store("wb", base + i, _byte(Expr.var(f"br{step}"), i, tb)) for i in range(4)]
+            out.append(Node.let_bind(f"bj{step}", (Expr.var("bnh") + step) & 3))
+            jj = Expr.var(f"bj{step}")
+            out.append(Node.let_bind(f"bb{step}", (n4 + jj) * bk + k4))
+            for i in range(4):
+                v = Expr.var(f"bw{i}") >> (jj * 8)
+                out.append(Node.store("wb", Expr.var(f"bb{step}") + i, Expr.bitcast(I, v) if tb is DataType.I8 else v))
         return out
 
     def store_out(e: Expr) -> list[Node]:
