@@ -158,6 +158,21 @@ static __device__ __forceinline__ void vy_put2(uint* d, uint row, uint col, uint
     }
 }
 
+// v[j] = v[(j + DIR * r) mod TN] for the TN values of v (TN a power of two), r = 0 .. TN-1
+// known only at run time: one select per value and bit of r, no register indexed at run time
+template <int TN, int DIR>
+static __device__ __forceinline__ void vy_rotate(uint* v, uint r) {
+    #pragma unroll
+    for (int b = 1; b < TN; b *= 2) {
+        uint w[TN];
+        #pragma unroll
+        for (int j = 0; j < TN; j++) w[j] = v[(j + DIR * b + TN) % TN];
+        const bool on = (r & (uint)b) != 0u;
+        #pragma unroll
+        for (int j = 0; j < TN; j++) v[j] = on ? w[j] : v[j];
+    }
+}
+
 // the accumulator pairs (row, n0 + 8j + 2t), (row, n0 + 8j + 2t + 1) of the TN mma tiles j
 // of a warp row into x[j], y[j] (g, t: the lane's group and thread in group). Where d's rows
 // are a multiple of 32 words apart (W), lane g reads tile (s + g) mod TN at step s, so the 4
@@ -165,18 +180,12 @@ static __device__ __forceinline__ void vy_put2(uint* d, uint row, uint col, uint
 template <int M, int N, int TN, bool CM, bool CN, bool W>
 static __device__ __forceinline__ void vy_get_pairs(const uint* d, uint row, uint n0, uint g, uint t, uint* x, uint* y) {
     if constexpr (W && N % 32 == 0 && (TN == 2 || TN == 4)) {
-        uint vx[TN], vy[TN];
+        const uint r = g & (uint)(TN - 1);
         #pragma unroll
         for (int s = 0; s < TN; s++)
-            vy_get2<M, N, CM, CN, W>(d, row, n0 + 8u * (((uint)s + g) & (uint)(TN - 1)) + 2u * t, vx[s], vy[s]);
-        #pragma unroll
-        for (int j = 0; j < TN; j++) {
-            const uint s = ((uint)j - g) & (uint)(TN - 1);
-            x[j] = vx[0]; y[j] = vy[0];
-            #pragma unroll
-            for (int q = 1; q < TN; q++)
-                if (s == (uint)q) { x[j] = vx[q]; y[j] = vy[q]; }
-        }
+            vy_get2<M, N, CM, CN, W>(d, row, n0 + 8u * (((uint)s + r) & (uint)(TN - 1)) + 2u * t, x[s], y[s]);
+        vy_rotate<TN, -1>(x, r);   // x[j] = (read at step (j - g) mod TN)
+        vy_rotate<TN, -1>(y, r);
     } else {
         #pragma unroll
         for (int j = 0; j < TN; j++)
@@ -188,15 +197,15 @@ static __device__ __forceinline__ void vy_get_pairs(const uint* d, uint row, uin
 template <int M, int N, int TN, bool CM, bool CN, bool W>
 static __device__ __forceinline__ void vy_put_pairs(uint* d, uint row, uint n0, uint g, uint t, const uint* x, const uint* y) {
     if constexpr (W && N % 32 == 0 && (TN == 2 || TN == 4)) {
+        const uint r = g & (uint)(TN - 1);
+        uint vx[TN], vy[TN];
         #pragma unroll
-        for (int s = 0; s < TN; s++) {
-            const uint j = ((uint)s + g) & (uint)(TN - 1);
-            uint vx = x[0], vy = y[0];
-            #pragma unroll
-            for (int q = 1; q < TN; q++)
-                if (j == (uint)q) { vx = x[q]; vy = y[q]; }
-            vy_put2<M, N, CM, CN, W>(d, row, n0 + 8u * j + 2u * t, vx, vy);
-        }
+        for (int j = 0; j < TN; j++) { vx[j] = x[j]; vy[j] = y[j]; }
+        vy_rotate<TN, 1>(vx, r);   // vx[s] = x[(s + g) mod TN]
+        vy_rotate<TN, 1>(vy, r);
+        #pragma unroll
+        for (int s = 0; s < TN; s++)
+            vy_put2<M, N, CM, CN, W>(d, row, n0 + 8u * (((uint)s + r) & (uint)(TN - 1)) + 2u * t, vx[s], vy[s]);
     } else {
         #pragma unroll
         for (int j = 0; j < TN; j++)
