@@ -46,12 +46,13 @@ from _common import emit
 MM = importlib.import_module("vyre.lib.matmul")
 REPS = 7
 T = MM.Tiles
-I8_TILES = [MM.CUDA_BYTES, MM.CUDA_BYTES_160, T(64, 64, 224, 128), T(64, 64, 176, 128), T(128, 64, 64, 256)]
+I8_TILES = [MM.CUDA_BYTES, MM.CUDA_BYTES_160, T(64, 64, 240, 128, unrolled=False), T(64, 64, 160, 128),
+            T(64, 64, 224, 128), T(64, 64, 176, 128), T(128, 64, 64, 256)]
 U32_TILES = [MM.CUDA_WORDS, MM.CUDA_WORDS_32, T(64, 64, 64, 256)]
 
 
 def label(t) -> str:
-    return f"{t.bm}x{t.bn}x{t.bk}/{t.threads}"
+    return f"{t.bm}x{t.bn}x{t.bk}/{t.threads}" + ("" if t.unrolled else " loops")
 
 
 def sampled_exact(a: np.ndarray, b: np.ndarray, out: np.ndarray, rng, count: int = 256) -> bool:

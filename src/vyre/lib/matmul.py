@@ -17,7 +17,10 @@ byte tile is 64 x 64 with a long k slice, 240 (46 KiB): the accumulator traffic 
 over 7.5 mma k steps, where 160 gave 5; and k is an odd multiple of 16 bytes, so the 8 rows
 of an ldmatrix fall on 8 different runs of 4 banks (160, an odd multiple of 32, put them on
 4 runs; a multiple of 64 on one). Words: 64 x 64 x 64 (48 KiB), two k steps per matmul_acc
-where 32 gave one. The earlier tiles stay named (`CUDA_BYTES_160`,
+where 32 gave one. The byte copies are unrolled: a thread's 62 word loads of a slice are
+in flight together (a loop of slots waited for each slot's loads in turn; the price is
+registers, 163 for the byte kernel, 3 blocks of 128 threads per multiprocessor). The earlier
+tiles stay named (`CUDA_BYTES_160`,
 `CUDA_WORDS_32`); benchmarks/cuda_imma.py times them side by side.
 """
 
@@ -49,17 +52,21 @@ M_, N_, K_, TILES_N = (Expr.var(v) for v in ("pm", "pn", "pk", "ptn"))
 
 @dataclass(frozen=True)
 class Tiles:
-    """One workgroup's output tile (bm x bn), the k slice (bk) and the workgroup size."""
+    """One workgroup's output tile (bm x bn), the k slice (bk) and the workgroup size.
+    ``unrolled``: the copies of packed 8-bit tiles are unrolled, every global load of a thread
+    before its first workgroup-memory store (all in flight together; more registers), else
+    loops of one slot (a row block of A, a 4 x 4 block of B) at a time."""
 
     bm: int
     bn: int
     bk: int
     threads: int
+    unrolled: bool = True
 
 
 CUDA_BYTES = Tiles(64, 64, 240, 128)
 CUDA_WORDS = Tiles(64, 64, 64, 128)
-CUDA_BYTES_160 = Tiles(64, 64, 160, 128)   # the tiles before CUDA_BYTES and CUDA_WORDS
+CUDA_BYTES_160 = Tiles(64, 64, 160, 128, unrolled=False)   # the tiles before CUDA_BYTES and CUDA_WORDS
 CUDA_WORDS_32 = Tiles(64, 64, 32, 128)
 # no tile is larger than this in any dimension (the u32 index limit of `matmul` allows for it)
 LARGEST = Tiles(128, 128, 240, 256)
@@ -126,55 +133,82 @@ def program(ta: DataType, tb: DataType, packed: bool, t: Tiles) -> Program:
                     Node.let_bind(f"ac4{j}", (e % nk) * 4)]
         return out
 
-    def copy_a_hoisted() -> Node:
-        q = Expr.var("aq")
-        body: list[Node] = [Node.let_bind("aqo", q * (rows * (K_ >> 2)) + (k0 >> 2)),
-                            Node.let_bind("aqs", q * (rows * bk))]
+    def a_block(q: Expr | int, sfx: str) -> tuple[list[Node], list[Node]]:
+        """(loads, stores) of the packed A words of row block ``q`` (rows q*rows ..)."""
+        first = isinstance(q, int) and q == 0
+        src = (k0 >> 2) if first else (k0 >> 2) + (K_ >> 2) * (q * rows)
+        loads: list[Node] = [Node.let_bind(f"ao{sfx}", src)]
+        stores: list[Node] = []
         for j in range(period):
             ok = (k0 + Expr.var(f"ac4{j}")).lt(K_)   # rows past M read 0 (S6)
-            word = Expr.bitcast(U, Expr.load("a", Expr.var(f"aoff{j}") + Expr.var("aqo")))
-            body.append(Node.let_bind(f"aw{j}", Expr.select(ok, word, Expr.u32(0))))
-            at = Expr.var(f"asm{j}") + Expr.var("aqs")
-            body += [Node.store("wa", at + i, _byte(Expr.var(f"aw{j}"), i, ta)) for i in range(4)]
-        return Node.loop("aq", Expr.u32(0), Expr.u32(bm // rows), body)
+            word = Expr.bitcast(U, Expr.load("a", Expr.var(f"aoff{j}") + Expr.var(f"ao{sfx}")))
+            loads.append(Node.let_bind(f"aw{sfx}_{j}", Expr.select(ok, word, Expr.u32(0))))
+            to = Expr.var(f"asm{j}") if first else Expr.var(f"asm{j}") + q * (rows * bk)
+            stores += [Node.store("wa", to + i, _byte(Expr.var(f"aw{sfx}_{j}"), i, ta)) for i in range(4)]
+        return loads, stores
+
+    def copy_a_hoisted() -> tuple[list[Node], list[Node]]:
+        """The packed A copy: unrolled (every word load of the thread, then their stores) or a
+        loop over the row blocks."""
+        if not t.unrolled:
+            got, put = a_block(Expr.var("aq"), "")
+            return [], [Node.loop("aq", Expr.u32(0), Expr.u32(bm // rows), got + put)]
+        blocks = [a_block(q, str(q)) for q in range(bm // rows)]
+        return [n for got, _ in blocks for n in got], [n for _, put in blocks for n in put]
 
     def load_b(e: Expr) -> list[Node]:
-        # B is K x N and wb its transpose (N x K). Element by element, consecutive slots walk
-        # k: the workgroup-memory writes of a warp hit distinct banks (walking n, each of them
-        # would hit one bank), and the tile's rows stay in L1 for the reads.
-        if not packed:
-            kk, nn = e % bk, e / bk
-            ok = (k0 + kk).lt(K_).and_((col0 + nn).lt(N_))
-            v = Expr.load("b", (k0 + kk) * N_ + col0 + nn)
-            return [Node.store("wb", nn * bk + kk, Expr.select(ok, v, Expr.lit(tb.value_type, 0)))]
+        # B is K x N and wb its transpose (N x K). Unpacked, element by element, consecutive
+        # slots walk k: the workgroup-memory writes of a warp hit distinct banks (walking n,
+        # each of them would hit one bank), and the tile's rows stay in L1 for the reads.
+        kk, nn = e % bk, e / bk
+        ok = (k0 + kk).lt(K_).and_((col0 + nn).lt(N_))
+        v = Expr.load("b", (k0 + kk) * N_ + col0 + nn)
+        return [Node.store("wb", nn * bk + kk, Expr.select(ok, v, Expr.lit(tb.value_type, 0)))]
+
+    def copy_b_slot(e: Expr, sfx: str) -> tuple[list[Node], list[Node]]:
         # packed: a 4 x 4 block of bytes (k rows 4kq.., n columns 4nq..) per slot: four word
         # reads (a warp reads 8 consecutive words of 4 rows), written as four runs of 4 bytes,
         # one per column j of the block (byte j of each row word, row i at k offset i). Step
         # s writes column j = (s + nq / 2) & 3, a shift by 8j of the row words: a warp's 8 nq
         # then write 8 different (nq & 1, j) pairs, and with bk = 240 (60 words) these are 8
         # disjoint runs of 4 banks (16 (nq & 1) + 28 j), each taking the warp's 4 kq: no bank
-        # is hit twice
-        # (the `% (bn // 32)` changes nothing below per_b, and bounds nq where the printer
-        # can see it: the stores need no range check, and the compiler joins each run of 4
-        # byte stores into one 4-byte store)
+        # is hit twice. (The `% (bn // 32)` changes nothing below per_b, and bounds nq where
+        # the printer can see it: the stores need no range check, and the compiler joins each
+        # run of 4 byte stores into one 4-byte store.) Returns (the loads, the stores).
         nk = bk // 4
-        nq = (e % 8) + ((e / 8 / nk) % (bn // 32)) * 8
+        nq = (e % 8) + ((e / 8 / nk) % max(bn // 32, 1)) * 8
         kq = (e / 8) % nk
-        out: list[Node] = [Node.let_bind("bkq", kq * 4), Node.let_bind("bnq", nq * 4),
-                           Node.let_bind("bnh", nq >> 1)]
-        k4, n4 = Expr.var("bkq"), Expr.var("bnq")
+        loads: list[Node] = [Node.let_bind(f"bkq{sfx}", kq * 4), Node.let_bind(f"bnq{sfx}", nq * 4),
+                             Node.let_bind(f"bnh{sfx}", nq >> 1)]
+        k4, n4 = Expr.var(f"bkq{sfx}"), Expr.var(f"bnq{sfx}")
         ok_n = (col0 + n4).lt(N_)
         for i in range(4):   # k rows past K are past the end of `b`: they read 0 (S6)
             word = Expr.bitcast(U, Expr.load("b", ((k0 + k4 + i) * N_ + col0 + n4) >> 2))
-            out.append(Node.let_bind(f"bw{i}", Expr.select(ok_n, word, Expr.u32(0))))
+            loads.append(Node.let_bind(f"bw{sfx}_{i}", Expr.select(ok_n, word, Expr.u32(0))))
+        stores: list[Node] = []
         for step in range(4):
-            out.append(Node.let_bind(f"bj{step}", (Expr.var("bnh") + step) & 3))
-            jj = Expr.var(f"bj{step}")
-            out.append(Node.let_bind(f"bb{step}", (n4 + jj) * bk + k4))
+            stores.append(Node.let_bind(f"bj{sfx}_{step}", (Expr.var(f"bnh{sfx}") + step) & 3))
+            jj = Expr.var(f"bj{sfx}_{step}")
+            stores.append(Node.let_bind(f"bb{sfx}_{step}", (n4 + jj) * bk + k4))
             for i in range(4):
-                v = Expr.var(f"bw{i}") >> (jj * 8)
-                out.append(Node.store("wb", Expr.var(f"bb{step}") + i, Expr.bitcast(I, v) if tb is DataType.I8 else v))
-        return out
+                v = Expr.var(f"bw{sfx}_{i}") >> (jj * 8)
+                stores.append(Node.store("wb", Expr.var(f"bb{sfx}_{step}") + i,
+                                         Expr.bitcast(I, v) if tb is DataType.I8 else v))
+        return loads, stores
+
+    def copy_b_packed() -> tuple[list[Node], list[Node]]:
+        """The packed B copy: unrolled (every slot's word loads, then their stores; the slots
+        past per_b load what they load and store nothing) or a loop over the slots."""
+        if not t.unrolled:
+            return [], [_copy(per_b, T, "b", lambda e: [n for part in copy_b_slot(e, "") for n in part])]
+        loads: list[Node] = []
+        stores: list[Node] = []
+        for q in range(-(-per_b // T)):
+            e = LID + q * T if q else LID
+            got, put = copy_b_slot(e, str(q))
+            loads += got
+            stores += put if (q + 1) * T <= per_b else [Node.if_(e.lt(Expr.u32(per_b)), put)]
+        return loads, stores
 
     def store_out(e: Expr) -> list[Node]:
         r, c = e / bn, e % bn
@@ -183,6 +217,10 @@ def program(ta: DataType, tb: DataType, packed: bool, t: Tiles) -> Program:
 
     per_a = bm * bk // 4 if packed else bm * bk
     per_b = bk * bn // 16 if packed else bk * bn
+    # the copies of a k slice: packed, every global load of the thread comes before the first
+    # workgroup-memory store (they are all in flight together, not one slot at a time)
+    a_loads, a_stores = copy_a_hoisted() if hoist_a else ([], [_copy(per_a, T, "a", load_a)])
+    b_loads, b_stores = copy_b_packed() if packed else ([], [_copy(per_b, T, "b", load_b)])
     body = [
         *(Node.let_bind(v, Expr.load("prm", Expr.u32(i))) for i, v in enumerate(("pm", "pn", "pk", "ptn"))),
         Node.let_bind("row0", (WGID / TILES_N) * bm),
@@ -190,8 +228,7 @@ def program(ta: DataType, tb: DataType, packed: bool, t: Tiles) -> Program:
         *(a_bases() if hoist_a else []),
         Node.loop("kt", Expr.u32(0), (K_ + (bk - 1)) / bk, [
             Node.let_bind("k0", Expr.var("kt") * bk),
-            copy_a_hoisted() if hoist_a else _copy(per_a, T, "a", load_a),
-            _copy(per_b, T, "b", load_b),
+            *a_loads, *b_loads, *a_stores, *b_stores,
             Node.matmul_acc("wd", "wa", "wb", bm, bn, bk),
         ]),
         _copy(bm * bn, T, "o", store_out),
