@@ -48,7 +48,7 @@ REPS = 7
 T = MM.Tiles
 I8_TILES = [MM.CUDA_BYTES, MM.CUDA_BYTES_160, T(64, 64, 240, 128, unrolled=False), T(64, 64, 160, 128),
             T(64, 64, 224, 128), T(64, 64, 176, 128), T(128, 64, 64, 256)]
-U32_TILES = [MM.CUDA_WORDS, MM.CUDA_WORDS_32, T(64, 64, 64, 256)]
+U32_TILES = [MM.CUDA_WORDS, MM.CUDA_WORDS_32, T(64, 64, 64, 128, unrolled=False), T(64, 64, 32, 128)]
 
 
 def label(t) -> str:

@@ -19,7 +19,8 @@ of an ldmatrix fall on 8 different runs of 4 banks (160, an odd multiple of 32, 
 4 runs; a multiple of 64 on one). Words: 64 x 64 x 64 (48 KiB), two k steps per matmul_acc
 where 32 gave one. The byte copies are unrolled: a thread's 62 word loads of a slice are
 in flight together (a loop of slots waited for each slot's loads in turn; the price is
-registers, 163 for the byte kernel, 3 blocks of 128 threads per multiprocessor). The earlier
+registers, about 165 for the byte kernel: 3 blocks of 128 threads per multiprocessor), and
+so are the 32 + 32 of the word tile. The earlier
 tiles stay named (`CUDA_BYTES_160`,
 `CUDA_WORDS_32`); benchmarks/cuda_imma.py times them side by side.
 """
@@ -53,9 +54,11 @@ M_, N_, K_, TILES_N = (Expr.var(v) for v in ("pm", "pn", "pk", "ptn"))
 @dataclass(frozen=True)
 class Tiles:
     """One workgroup's output tile (bm x bn), the k slice (bk) and the workgroup size.
-    ``unrolled``: the copies of packed 8-bit tiles are unrolled, every global load of a thread
-    before its first workgroup-memory store (all in flight together; more registers), else
-    loops of one slot (a row block of A, a 4 x 4 block of B) at a time."""
+    ``unrolled``: the copies into workgroup memory are unrolled, every global load of a
+    thread before its first workgroup-memory store (all in flight together; more registers):
+    always for packed 8-bit tiles, and for the others where a thread copies at most
+    `BATCH_MAX` elements of each tile. Else loops of one slot (an element; a row block of A, a
+    4 x 4 block of B when packed) at a time."""
 
     bm: int
     bn: int
@@ -67,7 +70,7 @@ class Tiles:
 CUDA_BYTES = Tiles(64, 64, 240, 128)
 CUDA_WORDS = Tiles(64, 64, 64, 128)
 CUDA_BYTES_160 = Tiles(64, 64, 160, 128, unrolled=False)   # the tiles before CUDA_BYTES and CUDA_WORDS
-CUDA_WORDS_32 = Tiles(64, 64, 32, 128)
+CUDA_WORDS_32 = Tiles(64, 64, 32, 128, unrolled=False)
 # no tile is larger than this in any dimension (the u32 index limit of `matmul` allows for it)
 LARGEST = Tiles(128, 128, 240, 256)
 
@@ -76,7 +79,7 @@ def tiles(backend_id: str, words: bool) -> Tiles:
     """The tiles `matmul` uses on a backend, for 32-bit (``words``) or 8-bit matrices."""
     if backend_id == "cuda":
         return CUDA_WORDS if words else CUDA_BYTES
-    return Tiles(32, 32, 32, 64)
+    return Tiles(32, 32, 32, 64, unrolled=False)   # (scalar matmul_acc: the copies are not what bounds it)
 
 
 def _copy(count: int, threads: int, tag: str, body) -> Node:
@@ -85,6 +88,24 @@ def _copy(count: int, threads: int, tag: str, body) -> Node:
     return Node.loop(f"{tag}q", Expr.u32(0), Expr.u32(-(-count // threads)), [
         Node.let_bind(f"{tag}e", Expr.var(f"{tag}q") * threads + LID),
         Node.if_(e.lt(Expr.u32(count)), body(e))])
+
+
+# at most this many elements of an unpacked tile per thread are copied unrolled (`_copy_batch`)
+BATCH_MAX = 32
+
+
+def _copy_batch(count: int, threads: int, tag: str, value, put) -> tuple[list[Node], list[Node]]:
+    """`_copy` unrolled: (``let <tag>v<q> = value(e)`` for this invocation's every slot
+    ``e = lid + q * threads``, then ``put(e, <tag>v<q>)`` where ``e < count``), so that all the
+    loads are in flight before the first store."""
+    loads: list[Node] = []
+    stores: list[Node] = []
+    for q in range(-(-count // threads)):
+        e = LID + q * threads if q else LID
+        loads.append(Node.let_bind(f"{tag}v{q}", value(e)))
+        put_q = put(e, Expr.var(f"{tag}v{q}"))
+        stores.append(put_q if (q + 1) * threads <= count else Node.if_(e.lt(Expr.u32(count)), [put_q]))
+    return loads, stores
 
 
 def _byte(word: Expr, j: int, t: DataType) -> Expr:
@@ -104,12 +125,15 @@ def program(ta: DataType, tb: DataType, packed: bool, t: Tiles) -> Program:
     src_a = I if packed else ta
     src_b = I if packed else tb
 
+    def value_a(e: Expr) -> Expr:
+        """Unpacked: element e of the A tile (row e / bk, column e % bk), 0 past the edges."""
+        r, c = e / bk, e % bk
+        ok = (row0 + r).lt(M_).and_((k0 + c).lt(K_))
+        return Expr.select(ok, Expr.load("a", (row0 + r) * K_ + k0 + c), Expr.lit(ta.value_type, 0))
+
     def load_a(e: Expr) -> list[Node]:
         if not packed:
-            r, c = e / bk, e % bk
-            ok = (row0 + r).lt(M_).and_((k0 + c).lt(K_))
-            v = Expr.load("a", (row0 + r) * K_ + k0 + c)
-            return [Node.store("wa", e, Expr.select(ok, v, Expr.lit(ta.value_type, 0)))]
+            return [Node.store("wa", e, value_a(e))]
         per = bk // 4
         r, c = e / per, (e % per) * 4
         ok = (k0 + c).lt(K_)      # rows past M are past the end of `a`: they read 0 (S6)
@@ -156,14 +180,17 @@ def program(ta: DataType, tb: DataType, packed: bool, t: Tiles) -> Program:
         blocks = [a_block(q, str(q)) for q in range(bm // rows)]
         return [n for got, _ in blocks for n in got], [n for _, put in blocks for n in put]
 
-    def load_b(e: Expr) -> list[Node]:
+    def value_b(e: Expr) -> Expr:
         # B is K x N and wb its transpose (N x K). Unpacked, element by element, consecutive
         # slots walk k: the workgroup-memory writes of a warp hit distinct banks (walking n,
         # each of them would hit one bank), and the tile's rows stay in L1 for the reads.
+        # Slot e is wb[e]: column (n) e / bk, row (k) e % bk of the B tile.
         kk, nn = e % bk, e / bk
         ok = (k0 + kk).lt(K_).and_((col0 + nn).lt(N_))
-        v = Expr.load("b", (k0 + kk) * N_ + col0 + nn)
-        return [Node.store("wb", nn * bk + kk, Expr.select(ok, v, Expr.lit(tb.value_type, 0)))]
+        return Expr.select(ok, Expr.load("b", (k0 + kk) * N_ + col0 + nn), Expr.lit(tb.value_type, 0))
+
+    def load_b(e: Expr) -> list[Node]:
+        return [Node.store("wb", e, value_b(e))]
 
     def copy_b_slot(e: Expr, sfx: str) -> tuple[list[Node], list[Node]]:
         # packed: a 4 x 4 block of bytes (k rows 4kq.., n columns 4nq..) per slot: four word
@@ -219,8 +246,19 @@ def program(ta: DataType, tb: DataType, packed: bool, t: Tiles) -> Program:
     per_b = bk * bn // 16 if packed else bk * bn
     # the copies of a k slice: packed, every global load of the thread comes before the first
     # workgroup-memory store (they are all in flight together, not one slot at a time)
-    a_loads, a_stores = copy_a_hoisted() if hoist_a else ([], [_copy(per_a, T, "a", load_a)])
-    b_loads, b_stores = copy_b_packed() if packed else ([], [_copy(per_b, T, "b", load_b)])
+    batch = t.unrolled and -(-max(per_a, per_b) // T) <= BATCH_MAX
+    if hoist_a:
+        a_loads, a_stores = copy_a_hoisted()
+    elif not packed and batch:
+        a_loads, a_stores = _copy_batch(per_a, T, "a", value_a, lambda e, v: Node.store("wa", e, v))
+    else:
+        a_loads, a_stores = [], [_copy(per_a, T, "a", load_a)]
+    if packed:
+        b_loads, b_stores = copy_b_packed()
+    elif batch:
+        b_loads, b_stores = _copy_batch(per_b, T, "b", value_b, lambda e, v: Node.store("wb", e, v))
+    else:
+        b_loads, b_stores = [], [_copy(per_b, T, "b", load_b)]
     body = [
         *(Node.let_bind(v, Expr.load("prm", Expr.u32(i))) for i, v in enumerate(("pm", "pn", "pk", "ptn"))),
         Node.let_bind("row0", (WGID / TILES_N) * bm),
