@@ -205,6 +205,11 @@ def u32_gemm(b, rng, n: int, tiles: list, res: dict, prefix: str = "u32", simt: 
             del os.environ["VYRE_CUDA_TENSOR_CORES"]
         assert not scalar.supports_tensor_cores()
         simt_ms, simt_out = lib_run(scalar, DataType.U32, DataType.U32, A, B, True, reps=3)
+        # the SIMT form of the earlier tile too: the Program is the same on both paths, so
+        # the tiles move the SIMT baseline as well
+        earlier_ms, earlier_out = lib_run(scalar, DataType.U32, DataType.U32, A, B, True, reps=3, t=tiles[1])
+        res[f"{prefix}_simt_tiles"] = {label(tiles[0]): simt_ms, label(tiles[1]): earlier_ms,
+                                       "equal": earlier_out[:4 * n * n] == simt_out[:4 * n * n]}
         scalar.shutdown()
         simt_out = simt_out[:4 * n * n]
         res.update({f"{prefix}_simt_ms": simt_ms, f"{prefix}_simt_tops": ops / simt_ms / 1e9,
