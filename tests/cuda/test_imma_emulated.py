@@ -161,6 +161,8 @@ CASES = [
     # k an odd multiple of 16: the last 16 by ldmatrix .x2 (vyre.lib.matmul's CUDA byte tile)
     (64, 64, 240, 128, "i8", "u8"), (32, 16, 48, 32, "i8", "i8"), (32, 32, 16, 64, "u8", "u8"),
     (64, 64, 176, 128, "u8", "i8"), (96, 32, 80, 64, "i8", "i8"),
+    # the GPU tests' whole tiles (tests/cuda/test_imma_gpu.py WHOLE), words too
+    (64, 64, 48, 128, "i8", "u8"), (64, 64, 48, 128, "i32", "u32"), (32, 32, 80, 64, "u32", "u32"),
 ]
 # imma.WIDE_SHARED_ACCESS = False: 4-byte shared accesses (no ldmatrix, no 8-byte pairs)
 NARROW = [(64, 64, 160, 128, "i8", "u8"), (32, 16, 64, 32, "u8", "u8"), (33, 17, 70, 96, "u8", "i8"),
