@@ -15,15 +15,28 @@ The block's warps share the m x n output in warp tiles of TM x TN mma tiles (16 
 each warp loads its accumulators from ``d``, runs k in steps of 32 with fragments read from
 the workgroup arrays, and writes ``d`` back. Rows, columns and k past the shape (a shape
 that is not a multiple of the tile) read as zero and are not written: the template's
-``CHECK_*`` flags, known when the kernel is compiled, leave the checks out where the shape
-is a multiple of the tile. The fragment layout (lane ``4g + t``), as probed on the H100:
+``C*`` flags, known when the kernel is compiled, leave the checks out where the shape is a
+multiple of the tile. The fragment layout (lane ``4g + t``), as probed on the H100:
 
 * A register r: row ``g + 8(r&1)``, columns ``4t .. 4t+3`` (+16 for r >= 2), byte j = column 4t+j;
 * B register r: k = ``4t .. 4t+3`` (+16 for r = 1) of column (n index) ``g``;
 * C/D element r: row ``g + 8(r>>1)``, column ``2t + (r&1)``.
 
-tests/cuda/test_imma_emulated.py runs `BLOCK` on the host against an emulated mma with this
-layout; the GPU tests run it on the device.
+What bounds this loop is shared-memory traffic (wavefronts), not the tensor cores, so the
+wide form (`WIDE_SHARED_ACCESS`) moves it in wide accesses:
+
+* whole byte tiles (no edge checks, k a multiple of 16) read fragments with ``ldmatrix``: row
+  r of an 8 x 8 matrix of 16-bit elements is 16 bytes, and lane ``4g + t`` receives bytes
+  ``4t .. 4t+3`` of row g, exactly the A/B register layout above (A: four matrices = rows
+  0-7 / 8-15 x k 0-15 / 16-31; B: k 0-15 / 16-31 of two n8 tiles). Where k is an odd multiple
+  of 16 (so that the 8 rows of a matrix fall on different banks) the last 16 k go through
+  ``ldmatrix .x2`` with the k 16-31 halves of the fragments zero;
+* the accumulators move as 8-byte pairs (C/D elements 2h, 2h+1 are adjacent), and where d's
+  rows are a multiple of 32 words apart lane g takes the n8 tiles in an order rotated by
+  ``g mod TN``, so a half-warp's 4 rows land on 4 different runs of 8 banks.
+
+tests/cuda/test_imma_emulated.py runs `BLOCK` on the host against an emulated mma and an
+emulated ldmatrix with these layouts, both forms; the GPU tests run it on the device.
 """
 
 from __future__ import annotations
