@@ -47,12 +47,13 @@ MM = importlib.import_module("vyre.lib.matmul")
 REPS = 7
 T = MM.Tiles
 I8_TILES = [MM.CUDA_BYTES, MM.CUDA_BYTES_160, T(64, 64, 240, 128, unrolled=False), T(64, 64, 160, 128),
-            T(64, 64, 176, 128)]
-U32_TILES = [MM.CUDA_WORDS, MM.CUDA_WORDS_32, T(64, 64, 64, 128, unrolled=False), T(64, 64, 32, 128)]
+            T(64, 64, 176, 128), T(64, 64, 160, 128, prefetch=True)]
+U32_TILES = [MM.CUDA_WORDS, MM.CUDA_WORDS_32, T(64, 64, 64, 128, unrolled=False), T(64, 64, 32, 128),
+             T(64, 64, 64, 128, prefetch=True)]
 
 
 def label(t) -> str:
-    return f"{t.bm}x{t.bn}x{t.bk}/{t.threads}" + ("" if t.unrolled else " loops")
+    return f"{t.bm}x{t.bn}x{t.bk}/{t.threads}" + ("" if t.unrolled else " loops") + (" prefetch" if t.prefetch else "")
 
 
 def sampled_exact(a: np.ndarray, b: np.ndarray, out: np.ndarray, rng, count: int = 256) -> bool:

@@ -58,13 +58,16 @@ class Tiles:
     thread before its first workgroup-memory store (all in flight together; more registers):
     always for packed 8-bit tiles, and for the others where a thread copies at most
     `BATCH_MAX` elements of each tile. Else loops of one slot (an element; a row block of A, a
-    4 x 4 block of B when packed) at a time."""
+    4 x 4 block of B when packed) at a time. ``prefetch`` (unrolled copies only): the loads of
+    slice k+1 are issued right after the stores of slice k, before its matmul_acc, into
+    locals that live across it (in flight while the tensor cores run; more registers)."""
 
     bm: int
     bn: int
     bk: int
     threads: int
     unrolled: bool = True
+    prefetch: bool = False
 
 
 CUDA_BYTES = Tiles(64, 64, 240, 128)
@@ -205,8 +208,9 @@ def program(ta: DataType, tb: DataType, packed: bool, t: Tiles) -> Program:
         nk = bk // 4
         nq = (e % 8) + ((e / 8 / nk) % max(bn // 32, 1)) * 8
         kq = (e / 8) % nk
-        loads: list[Node] = [Node.let_bind(f"bkq{sfx}", kq * 4), Node.let_bind(f"bnq{sfx}", nq * 4),
+        index: list[Node] = [Node.let_bind(f"bkq{sfx}", kq * 4), Node.let_bind(f"bnq{sfx}", nq * 4),
                              Node.let_bind(f"bnh{sfx}", nq >> 1)]
+        loads: list[Node] = []
         k4, n4 = Expr.var(f"bkq{sfx}"), Expr.var(f"bnq{sfx}")
         ok_n = (col0 + n4).lt(N_)
         for i in range(4):   # k rows past K are past the end of `b`: they read 0 (S6)
@@ -221,21 +225,24 @@ def program(ta: DataType, tb: DataType, packed: bool, t: Tiles) -> Program:
                 v = Expr.var(f"bw{sfx}_{i}") >> (jj * 8)
                 stores.append(Node.store("wb", Expr.var(f"bb{sfx}_{step}") + i,
                                          Expr.bitcast(I, v) if tb is DataType.I8 else v))
-        return loads, stores
+        return index, loads, stores
 
-    def copy_b_packed() -> tuple[list[Node], list[Node]]:
-        """The packed B copy: unrolled (every slot's word loads, then their stores; the slots
-        past per_b load what they load and store nothing) or a loop over the slots."""
+    def copy_b_packed() -> tuple[list[Node], list[Node], list[Node]]:
+        """The packed B copy: unrolled (the slots' indices, which k does not change; every
+        slot's word loads; then their stores: the slots past per_b load what they load and
+        store nothing) or a loop over the slots."""
         if not t.unrolled:
-            return [], [_copy(per_b, T, "b", lambda e: [n for part in copy_b_slot(e, "") for n in part])]
+            return [], [], [_copy(per_b, T, "b", lambda e: [n for part in copy_b_slot(e, "") for n in part])]
+        index: list[Node] = []
         loads: list[Node] = []
         stores: list[Node] = []
         for q in range(-(-per_b // T)):
             e = LID + q * T if q else LID
-            got, put = copy_b_slot(e, str(q))
+            at, got, put = copy_b_slot(e, str(q))
+            index += at
             loads += got
             stores += put if (q + 1) * T <= per_b else [Node.if_(e.lt(Expr.u32(per_b)), put)]
-        return loads, stores
+        return index, loads, stores
 
     def store_out(e: Expr) -> list[Node]:
         r, c = e / bn, e % bn
@@ -253,22 +260,33 @@ def program(ta: DataType, tb: DataType, packed: bool, t: Tiles) -> Program:
         a_loads, a_stores = _copy_batch(per_a, T, "a", value_a, lambda e, v: Node.store("wa", e, v))
     else:
         a_loads, a_stores = [], [_copy(per_a, T, "a", load_a)]
+    b_index: list[Node] = []
     if packed:
-        b_loads, b_stores = copy_b_packed()
+        b_index, b_loads, b_stores = copy_b_packed()
     elif batch:
         b_loads, b_stores = _copy_batch(per_b, T, "b", value_b, lambda e, v: Node.store("wb", e, v))
     else:
         b_loads, b_stores = [], [_copy(per_b, T, "b", load_b)]
+    slices = (K_ + (bk - 1)) / bk
+    mma = Node.matmul_acc("wd", "wa", "wb", bm, bn, bk)
+    if t.prefetch and t.unrolled and a_loads and b_loads:
+        # the loads (lets) of slice 0 before the loop; in the loop, the stores of slice kt,
+        # then the loads of slice kt + 1 as assignments, in flight during matmul_acc (the
+        # last iteration's loads are past K: they read 0, S6, and are never stored)
+        loads = a_loads + b_loads
+        k_loop = [Node.let_bind("k0", Expr.u32(0)), *b_index, *loads,
+                  Node.loop("kt", Expr.u32(0), slices, [
+                      *a_stores, *b_stores, Node.assign("k0", k0 + bk),
+                      *(Node.assign(n.name, n.value) for n in loads), mma])]
+    else:
+        k_loop = [*b_index, Node.loop("kt", Expr.u32(0), slices, [
+            Node.let_bind("k0", Expr.var("kt") * bk), *a_loads, *b_loads, *a_stores, *b_stores, mma])]
     body = [
         *(Node.let_bind(v, Expr.load("prm", Expr.u32(i))) for i, v in enumerate(("pm", "pn", "pk", "ptn"))),
         Node.let_bind("row0", (WGID / TILES_N) * bm),
         Node.let_bind("col0", (WGID % TILES_N) * bn),
         *(a_bases() if hoist_a else []),
-        Node.loop("kt", Expr.u32(0), (K_ + (bk - 1)) / bk, [
-            Node.let_bind("k0", Expr.var("kt") * bk),
-            *a_loads, *b_loads, *a_stores, *b_stores,
-            Node.matmul_acc("wd", "wa", "wb", bm, bn, bk),
-        ]),
+        *k_loop,
         _copy(bm * bn, T, "o", store_out),
     ]
     bufs = [BufferDecl.read("a", 0, src_a), BufferDecl.read("b", 1, src_b),
@@ -353,8 +371,8 @@ def matmul(a: Any, b: Any, *, backend: Any = None, tensor_cores: bool | None = N
                        "pass two 8-bit matrices (int8/uint8, any mix) or two matrices of one "
                        "32-bit type (cast one: the bits mod 2**32 are the same).")
     # element indices are u32, also those of the tiles hanging past the edges (`LARGEST`)
-    big = LARGEST
-    if max((m + big.bm) * k, (k + big.bk) * (n + big.bn), m * n) >= 2**32:
+    big = LARGEST   # (a prefetching tile reads up to 2 bk past k)
+    if max((m + big.bm + 1) * (k + 2 * big.bk), (k + 2 * big.bk) * (n + big.bn), m * n) >= 2**32:
         raise LibError("L004", f"vyre.lib.matmul of {m}x{k} by {k}x{n}: a matrix has 2**32 elements "
                        "or nearly.", "split the product into blocks of fewer than 2**31 elements each.")
     r = Runner(backend, None)
