@@ -8,15 +8,29 @@
 * first, on smaller shapes that are not multiples of the tiles: CUDA equal to numpy's int64
   product reduced mod 2^32 and byte-identical to the reference interpreter.
 
+Side by side in the same run: every tile of `I8_TILES` and `U32_TILES` (the first is what
+vyre.lib.matmul uses, the second the one before it, `i8_tiles` / `u32_tiles` in the results), each checked against
+torch._int_mm (i8) or the SIMT bytes (u32), and against 256 entries computed in int64 by
+numpy; and, in a second process with its own kernel cache, the first two tiles of each with
+imma.WIDE_SHARED_ACCESS off (4-byte shared accesses, no ldmatrix: `i8_narrow`, `u32_narrow`;
+the second tile in that form is the code before this change).
+
 Device time from CUDA events on resident buffers (dispatch_resident_timed), median of REPS.
-Usage: python benchmarks/cuda_imma.py [--quick] [--json out.json]   (about 30 s on an H100)
+Usage: python benchmarks/cuda_imma.py [--quick] [--json out.json] [--form narrow] [--no-ab]
+(about 2 minutes on an H100, most of it NVRTC compiling the ~20 kernels)
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib
+import json
 import os
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -27,10 +41,26 @@ from vyre.ir import DataType
 from vyre.ir.launch import resolve
 from vyre.lib.runner import params
 
-from _common import args, emit
+from _common import emit
 
 MM = importlib.import_module("vyre.lib.matmul")
 REPS = 7
+T = MM.Tiles
+I8_TILES = [MM.CUDA_BYTES, MM.CUDA_BYTES_160, T(64, 64, 240, 128, unrolled=False), T(64, 64, 160, 128),
+            T(64, 64, 176, 128), T(64, 64, 160, 128, prefetch=True)]
+U32_TILES = [MM.CUDA_WORDS, MM.CUDA_WORDS_32, T(64, 64, 64, 128, unrolled=False), T(64, 64, 32, 128),
+             T(64, 64, 64, 128, prefetch=True)]
+
+
+def label(t) -> str:
+    return f"{t.bm}x{t.bn}x{t.bk}/{t.threads}" + ("" if t.unrolled else " loops") + (" prefetch" if t.prefetch else "")
+
+
+def sampled_exact(a: np.ndarray, b: np.ndarray, out: np.ndarray, rng, count: int = 256) -> bool:
+    """``count`` random entries of ``out`` (u32 bits) equal numpy's int64 dot products mod 2^32."""
+    rows, cols = rng.integers(0, a.shape[0], count), rng.integers(0, b.shape[1], count)
+    exact = np.einsum("ij,ji->i", a[rows].astype(np.int64), b[:, cols].astype(np.int64)) & 0xFFFFFFFF
+    return bool(np.array_equal(out[rows, cols].astype(np.uint32), exact.astype(np.uint32)))
 
 
 def full(rng: np.random.Generator, dt, shape) -> np.ndarray:
@@ -83,11 +113,12 @@ def timed(b, program, inputs: list[np.ndarray], cfg: DispatchConfig, reps: int =
 
 
 def lib_run(b, ta: DataType, tb: DataType, a: np.ndarray, bm: np.ndarray, words: bool,
-            reps: int = REPS) -> tuple[float, bytes]:
-    """vyre.lib.matmul's own Program and launch (as `matmul` builds them) on resident buffers."""
+            reps: int = REPS, t=None) -> tuple[float, bytes]:
+    """vyre.lib.matmul's own Program and launch (as `matmul` builds them) on resident buffers,
+    with its tiles or ``t``."""
     m, k = a.shape
     n = bm.shape[1]
-    t = MM.tiles("cuda", words)
+    t = t or MM.tiles("cuda", words)
     packed = not words and k % 4 == 0 and n % 4 == 0
     prog = MM.program(ta, tb, packed, t)
     tiles_n = -(-n // t.bn)
@@ -116,55 +147,136 @@ def torch_int_mm(A: np.ndarray, B: np.ndarray) -> tuple[float, np.ndarray]:
     return float(np.median(samples)), ref.cpu().numpy()
 
 
+def arguments() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--json", type=Path, default=None, help="write results here")
+    ap.add_argument("--quick", action="store_true", help="smaller matrices")
+    ap.add_argument("--form", choices=("wide", "narrow"), default="wide",
+                    help="narrow: imma.WIDE_SHARED_ACCESS off (4-byte shared accesses, the earlier "
+                         "form); times the first two tiles of each kind only, results as i8_narrow/u32_narrow")
+    ap.add_argument("--no-ab", action="store_true", help="skip the second process (--form narrow)")
+    return ap.parse_args()
+
+
+def i8_gemm(b, rng, n: int, tiles: list, res: dict, prefix: str = "i8") -> None:
+    """The i8 GEMM n^3 with each of ``tiles`` beside torch._int_mm; the first tile's figures
+    also as ``<prefix>_vyre_*``."""
+    A, B = full(rng, np.int8, (n, n)), full(rng, np.int8, (n, n))
+    ops = 2 * n ** 3
+    try:
+        torch_ms, ref = torch_int_mm(A, B)
+    except Exception as exc:   # an older torch without _int_mm: vyre's figures still stand
+        res[f"{prefix}_torch_int_mm"] = f"unavailable: {exc}"[:200]
+        ref = None
+    else:
+        res.update({f"{prefix}_torch_int_mm_ms": torch_ms, f"{prefix}_torch_int_mm_tops": ops / torch_ms / 1e9})
+    table = res.setdefault(f"{prefix}_tiles", {})
+    for i, t in enumerate(tiles):
+        ms, out = lib_run(b, DataType.I8, DataType.I8, A, B, False, t=t)
+        got = np.frombuffer(out, np.int32)[:n * n].reshape(n, n)
+        row = {"ms": ms, "tops": ops / ms / 1e9, "sampled_exact": sampled_exact(A, B, got, rng)}
+        if ref is not None:
+            row["equal_to_torch"] = got.tobytes() == ref.tobytes()
+            row["ratio_vs_torch"] = torch_ms / ms
+        table[label(t)] = row
+        if i == 0:
+            res.update({f"{prefix}_n": n, f"{prefix}_vyre_ms": ms, f"{prefix}_vyre_tops": row["tops"],
+                        f"{prefix}_tile": label(t)})
+            if ref is not None:
+                res.update({f"{prefix}_equal_to_torch": row["equal_to_torch"],
+                            f"ratio_{prefix}_vyre_vs_torch": row["ratio_vs_torch"]})
+        assert row["sampled_exact"], f"i8 GEMM {label(t)}: vyre differs from numpy's int64 entries"
+        assert ref is None or row["equal_to_torch"], f"i8 GEMM {label(t)}: vyre differs from torch._int_mm"
+
+
+def u32_gemm(b, rng, n: int, tiles: list, res: dict, prefix: str = "u32", simt: bool = True) -> None:
+    """The u32 wrapping GEMM n^3 with each of ``tiles`` (byte planes on IMMA), and with
+    ``simt`` vyre's SIMT form beside them (VYRE_CUDA_TENSOR_CORES=0: matmul_acc as scalar
+    loops), whose bytes each must equal; the first tile's figures also as ``<prefix>_imma_*``."""
+    A, B = full(rng, np.uint32, (n, n)), full(rng, np.uint32, (n, n))
+    ops = 2 * n ** 3
+    simt_ms = simt_out = None
+    if simt:
+        from vyre.drivers.cuda.backend import CudaBackend
+
+        os.environ["VYRE_CUDA_TENSOR_CORES"] = "0"
+        try:
+            scalar = CudaBackend(0)
+        finally:
+            del os.environ["VYRE_CUDA_TENSOR_CORES"]
+        assert not scalar.supports_tensor_cores()
+        simt_ms, simt_out = lib_run(scalar, DataType.U32, DataType.U32, A, B, True, reps=3)
+        # the SIMT form of the earlier tile too: the Program is the same on both paths, so
+        # the tiles move the SIMT baseline as well
+        earlier_ms, earlier_out = lib_run(scalar, DataType.U32, DataType.U32, A, B, True, reps=3, t=tiles[1])
+        res[f"{prefix}_simt_tiles"] = {label(tiles[0]): simt_ms, label(tiles[1]): earlier_ms,
+                                       "equal": earlier_out[:4 * n * n] == simt_out[:4 * n * n]}
+        scalar.shutdown()
+        simt_out = simt_out[:4 * n * n]
+        res.update({f"{prefix}_simt_ms": simt_ms, f"{prefix}_simt_tops": ops / simt_ms / 1e9,
+                    f"{prefix}_simt_sampled_exact": sampled_exact(
+                        A, B, np.frombuffer(simt_out, np.uint32).reshape(n, n), rng)})
+    table = res.setdefault(f"{prefix}_tiles", {})
+    for i, t in enumerate(tiles):
+        ms, out = lib_run(b, DataType.U32, DataType.U32, A, B, True, t=t)
+        out = out[:4 * n * n]
+        row = {"ms": ms, "tops": ops / ms / 1e9,
+               "sampled_exact": sampled_exact(A, B, np.frombuffer(out, np.uint32).reshape(n, n), rng)}
+        if simt_out is not None:
+            row.update(equal_to_simt=out == simt_out, ratio_vs_simt=simt_ms / ms)
+        table[label(t)] = row
+        if i == 0:
+            res.update({f"{prefix}_n": n, f"{prefix}_tile": label(t), f"{prefix}_imma_ms": ms,
+                        f"{prefix}_imma_tops": row["tops"]})
+            if simt_out is not None:
+                res.update({f"{prefix}_equal_to_simt": row["equal_to_simt"],
+                            f"ratio_{prefix}_imma_vs_simt": row["ratio_vs_simt"]})
+        assert row["sampled_exact"], f"u32 GEMM {label(t)}: differs from numpy's int64 entries"
+        assert simt_out is None or row["equal_to_simt"], f"u32 GEMM {label(t)}: the IMMA byte planes differ from the SIMT loops"
+
+
+def narrow_in_another_process(quick: bool) -> dict:
+    """This benchmark with --form narrow, in a child process with its own kernel cache (the
+    disk cache keys kernels by program, not by imma.WIDE_SHARED_ACCESS)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "narrow.json"
+        cmd = [sys.executable, __file__, "--form", "narrow", "--json", str(out), *(["--quick"] if quick else [])]
+        env = dict(os.environ, VYRE_CACHE_DIR=str(Path(tmp) / "cache"))
+        run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+        got = json.loads(out.read_text()).get("results", {}) if out.exists() else {}
+        got = {k: v for k, v in got.items() if "narrow" in k}
+        if run.returncode:
+            got["narrow_failed"] = run.stderr[-600:]
+        return got
+
+
 def main() -> None:
-    a = args(__doc__)
+    a = arguments()
     res: dict = {}
     t0 = time.perf_counter()
+    i8_n, u32_n = (4096, 2048) if a.quick else (8192, 4096)
     try:   # whatever was measured is written, also when a check fails
+        if a.form == "narrow":
+            from vyre.drivers.cuda import imma
+
+            imma.WIDE_SHARED_ACCESS = False
+            b = d.acquire("cuda")
+            rng = np.random.default_rng(26)
+            i8_gemm(b, rng, i8_n, I8_TILES[:2], res, prefix="i8_narrow")
+            u32_gemm(b, rng, u32_n, U32_TILES[:2], res, prefix="u32_narrow", simt=False)
+            return
         b = d.acquire("cuda")
         res["device"] = b.device_profile().device_name
         res["tensor_cores"] = b.supports_tensor_cores()
         assert res["tensor_cores"], "this device does not run matmul_acc on IMMA (sm_80+ needed)"
         rng = np.random.default_rng(26)
         res.update(check_small(b, rng))
-
-        # ---- i8 GEMM vs torch._int_mm (cuBLASLt) ----
-        n = 4096 if a.quick else 8192
-        A, B = full(rng, np.int8, (n, n)), full(rng, np.int8, (n, n))
-        ms, out = lib_run(b, DataType.I8, DataType.I8, A, B, False)
-        ops = 2 * n ** 3
-        res.update(i8_n=n, i8_vyre_ms=ms, i8_vyre_tops=ops / ms / 1e9)
-        try:
-            torch_ms, ref = torch_int_mm(A, B)
-        except Exception as exc:   # an older torch without _int_mm: vyre's figure still stands
-            res["i8_torch_int_mm"] = f"unavailable: {exc}"[:200]
-        else:
-            same = np.frombuffer(out, np.int32)[:n * n].tobytes() == ref.tobytes()
-            res.update(i8_torch_int_mm_ms=torch_ms, i8_torch_int_mm_tops=ops / torch_ms / 1e9,
-                       i8_equal_to_torch=same, ratio_i8_vyre_vs_torch=torch_ms / ms)
-            assert same, "i8 GEMM: vyre differs from torch._int_mm"
-        del A, B, out
-
-        # ---- u32 wrapping GEMM: byte planes on IMMA vs vyre's SIMT (scalar matmul_acc) ----
-        n = 2048 if a.quick else 4096
-        A, B = full(rng, np.uint32, (n, n)), full(rng, np.uint32, (n, n))
-        ms, out = lib_run(b, DataType.U32, DataType.U32, A, B, True)
-        ops = 2 * n ** 3
-        res.update(u32_n=n, u32_imma_ms=ms, u32_imma_tops=ops / ms / 1e9)
-        from vyre.drivers.cuda.backend import CudaBackend
-
-        os.environ["VYRE_CUDA_TENSOR_CORES"] = "0"
-        try:
-            simt = CudaBackend(0)
-        finally:
-            del os.environ["VYRE_CUDA_TENSOR_CORES"]
-        assert not simt.supports_tensor_cores()
-        simt_ms, simt_out = lib_run(simt, DataType.U32, DataType.U32, A, B, True, reps=3)
-        simt.shutdown()
-        same = out[:4 * n * n] == simt_out[:4 * n * n]
-        res.update(u32_simt_ms=simt_ms, u32_simt_tops=ops / simt_ms / 1e9, u32_equal_to_simt=same,
-                   ratio_u32_imma_vs_simt=simt_ms / ms)
-        assert same, "u32 GEMM: the IMMA byte planes differ from the SIMT loops"
+        # i8 GEMM vs torch._int_mm (cuBLASLt), each tile
+        i8_gemm(b, rng, i8_n, I8_TILES, res)
+        # u32 wrapping GEMM: byte planes on IMMA vs vyre's SIMT (scalar matmul_acc)
+        u32_gemm(b, rng, u32_n, U32_TILES, res)
+        if not a.no_ab:   # the earlier form (4-byte shared accesses), same tiles, same checks
+            res.update(narrow_in_another_process(a.quick))
     finally:
         res["wall_s"] = time.perf_counter() - t0
         emit("cuda_imma", res, a.json)

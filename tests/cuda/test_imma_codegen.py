@@ -58,14 +58,6 @@ def test_the_tensor_core_path_emits_mma_sync_with_the_operand_types(name, progra
     assert "mma" not in compiler.compile_ptx(generate(program, tensor_cores=False)[1], "sm_90")
 
 
-def test_ampere_compiles_the_tensor_core_path() -> None:
-    compiler = _compiler()
-    from vyre.drivers.cuda.codegen import generate
-
-    program = MM.program(D.I8, D.U8, True, MM.tiles("cuda", False))
-    assert compiler.compile_cubin(generate(program)[1], "sm_80")[:4] == b"\x7fELF"
-
-
 def test_a_block_that_is_not_whole_warps_gets_scalar_loops() -> None:
     compiler = _compiler()
     from vyre.drivers.cuda.codegen import generate
@@ -88,3 +80,34 @@ def test_sass_holds_imma_where_cuobjdump_is_installed(tmp_path) -> None:
                                                  "sm_90"))
         sass = subprocess.run(["cuobjdump", "-sass", str(cubin)], capture_output=True, text=True, timeout=120).stdout
         assert op in sass
+
+
+def test_whole_byte_tiles_read_fragments_with_ldmatrix_on_sm80_and_sm90() -> None:
+    """A matmul_acc of whole warp tiles (vyre.lib.matmul's CUDA byte tile shape, k = 240 an
+    odd multiple of 16) reads its fragments with ldmatrix .x4 and its last 16 k with .x2; a
+    shape with edges keeps the scalar fragment loads."""
+    compiler = _compiler()
+    from vyre.drivers.cuda.codegen import generate
+
+    t = MM.tiles("cuda", False)
+    source = generate(matmul_acc_program(D.I8, D.U8, D.I32, t.bm, t.bn, t.bk, t.threads))[1]
+    for arch in ("sm_80", "sm_90"):
+        ptx = compiler.compile_ptx(source, arch)
+        assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx, arch
+        assert ("ldmatrix.sync.aligned.m8n8.x2.shared.b16" in ptx) == (t.bk % 32 == 16), arch
+    edges = matmul_acc_program(D.I8, D.I8, D.I32, 33, 17, 70, 96)
+    assert "ldmatrix" not in compiler.compile_ptx(generate(edges)[1], "sm_90")
+
+
+@pytest.mark.parametrize("tile", ["CUDA_BYTES", "CUDA_WORDS"])
+def test_the_cuda_tiles_build_for_sm80_and_sm90(tile: str) -> None:
+    """vyre.lib.matmul's CUDA tiles fit the 48 KiB of static workgroup memory and assemble
+    (ptxas runs in NVRTC for a cubin)."""
+    compiler = _compiler()
+    from vyre.drivers.cuda.codegen import generate
+
+    t = getattr(MM, tile)
+    ta, tb, packed = (D.U32, D.U32, False) if tile == "CUDA_WORDS" else (D.I8, D.U8, True)
+    source = generate(MM.program(ta, tb, packed, t))[1]
+    for arch in ("sm_80", "sm_90"):
+        assert compiler.compile_cubin(source, arch)[:4] == b"\x7fELF", (tile, arch)

@@ -1,7 +1,8 @@
 """matmul_acc and vyre.lib.matmul on the GPU (`gpu`): the tensor-core path is what runs (the
 compiled module's PTX holds mma.sync, its SASS IMMA where cuobjdump is installed) and it is
-exact: 4,096 random full-range 16x8x32 tiles of each operand type and shapes that are not
-multiples of any tile give numpy's int64 products reduced mod 2**32 (S37), as does
+exact: 4,096 random full-range 16x8x32 tiles of each operand type, shapes that are not
+multiples of any tile, and whole warp tiles (ldmatrix fragments, k an odd multiple of 16,
+rotated accumulator pairs) give numpy's int64 products reduced mod 2**32 (S37), as does
 vyre.lib.matmul on numpy, CuPy and torch inputs. `supports_tensor_cores()` is True exactly
 where this path is used (sm_80+, VYRE_CUDA_TENSOR_CORES unset); with the variable at 0 the
 scalar loops give the same bytes and the capability is False."""
@@ -28,6 +29,8 @@ COMBOS = [(D.I8, D.I8, D.I32), (D.I8, D.U8, D.I32), (D.U8, D.I8, D.U32), (D.U8, 
           (D.U32, D.U32, D.U32), (D.I32, D.U32, D.I32)]
 TILE = (16, 8, 32, 32)       # one m16n8k32 tile per workgroup, 4,096 workgroups
 EDGES = [(33, 17, 70, 96), (80, 24, 64, 64), (5, 7, 37, 64)]
+# whole warp tiles: ldmatrix fragments (k = 48 and 80: the .x2 tail), rotated accumulator pairs
+WHOLE = [(64, 64, 48, 128), (32, 32, 80, 64), (64, 64, 64, 128)]
 LIB_SHAPES = [(1, 1, 1), (64, 160, 64), (300, 517, 130), (256, 1024, 256), (129, 33, 200)]
 LIB_PAIRS = [(np.int8, np.int8), (np.uint8, np.int8), (np.int8, np.uint8), (np.uint32, np.uint32),
              (np.int32, np.int32)]
@@ -52,7 +55,7 @@ def compiled(cuda):
     if id(cuda) in _PRECOMPILED:
         return True
     _PRECOMPILED.add(id(cuda))
-    programs = [(matmul_acc_program(ta, tb, td, *s), None) for ta, tb, td in COMBOS for s in [TILE, *EDGES]]
+    programs = [(matmul_acc_program(ta, tb, td, *s), None) for ta, tb, td in COMBOS for s in [TILE, *EDGES, *WHOLE]]
     for ta, tb in LIB_PAIRS:
         dta, dtb = MM._NP[np.dtype(ta)], MM._NP[np.dtype(tb)]
         words = dta in MM.WORDS
@@ -75,7 +78,10 @@ def test_the_compiled_module_uses_imma(cuda, tmp_path):
             (D.I8, D.U8, True, "mma.sync.aligned.m16n8k32.row.col.s32.s8.u8.s32", "IMMA.16832.S8.U8"),
             (D.U32, D.U32, False, "mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32", "IMMA.16832.U8.U8")]:
         kernel, _, cubin = cuda.device.compile(MM.program(ta, tb, packed, MM.tiles("cuda", ta is D.U32)))
-        assert ptx_op in compiler.compile_ptx(kernel.source, cuda.device.rt.facts.arch)
+        ptx = compiler.compile_ptx(kernel.source, cuda.device.rt.facts.arch)
+        assert ptx_op in ptx
+        # vyre.lib.matmul's byte tiles are whole warp tiles: fragments by ldmatrix
+        assert ("ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx) == (ta is not D.U32)
         if shutil.which("cuobjdump"):
             path = tmp_path / "k.cubin"
             path.write_bytes(cubin)
@@ -88,7 +94,7 @@ def test_the_compiled_module_uses_imma(cuda, tmp_path):
 def test_random_full_range_tiles_and_edge_shapes_are_exact(cuda, compiled, ta, tb, td):
     _imma(cuda)
     rng = np.random.default_rng(2600 + COMBOS.index((ta, tb, td)))
-    for (m, n, k, wg), groups in [(TILE, 4096), *((s, 64) for s in EDGES)]:
+    for (m, n, k, wg), groups in [(TILE, 4096), *((s, 64) for s in [*EDGES, *WHOLE])]:
         p = matmul_acc_program(ta, tb, td, m, n, k, wg)
         a, b, d = (_full(rng, ta.host, groups * m * k), _full(rng, tb.host, groups * n * k),
                    _full(rng, td.host, groups * m * n))

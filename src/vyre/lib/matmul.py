@@ -6,9 +6,23 @@ of k it copies the A tile and the transposed B tile into workgroup arrays (eleme
 matrix edges as zeros, so every shape is exact) and runs `Node.matmul_acc` on them, which
 accumulates into the workgroup's i32/u32 output tile; the tile is written out at the end.
 8-bit matrices whose k and n are multiples of 4 are read as 32-bit words (four elements a
-load). The tile sizes are CUDA's (64 x 64 x 160 for bytes: the A fragment loads then hit two
-banks at most; 64 x 64 x 32 for words) or, elsewhere, small (32 x 32 x 32) so the workgroup
-arrays fit every device. Neither changes a bit of the result.
+load). The tile sizes are CUDA's (`CUDA_BYTES`, `CUDA_WORDS`) or, elsewhere, small (32 x 32 x
+32) so the workgroup arrays fit every device. Neither changes a bit of the result.
+
+On CUDA the tile is bound by workgroup-memory traffic, which the tile sizes decide: per k
+slice the copies write A and B a byte a store (8-bit workgroup arrays), the fragments are read
+with ldmatrix, and every warp reads and writes its accumulators in ``wd`` once per
+matmul_acc, in accesses whose rows share banks (``wd``'s rows are 64 words apart). So the
+byte tile is 64 x 64 with a long k slice, 240 (46 KiB): the accumulator traffic is spread
+over 7.5 mma k steps, where 160 gave 5; and k is an odd multiple of 16 bytes, so the 8 rows
+of an ldmatrix fall on 8 different runs of 4 banks (160, an odd multiple of 32, put them on
+4 runs; a multiple of 64 on one). Words: 64 x 64 x 64 (48 KiB), two k steps per matmul_acc
+where 32 gave one. The byte copies are unrolled: a thread's 62 word loads of a slice are
+in flight together (a loop of slots waited for each slot's loads in turn; the price is
+registers, about 165 for the byte kernel: 3 blocks of 128 threads per multiprocessor), and
+so are the 32 + 32 of the word tile. The earlier
+tiles stay named (`CUDA_BYTES_160`,
+`CUDA_WORDS_32`); benchmarks/cuda_imma.py times them side by side.
 """
 
 from __future__ import annotations
@@ -39,19 +53,36 @@ M_, N_, K_, TILES_N = (Expr.var(v) for v in ("pm", "pn", "pk", "ptn"))
 
 @dataclass(frozen=True)
 class Tiles:
-    """One workgroup's output tile (bm x bn), the k slice (bk) and the workgroup size."""
+    """One workgroup's output tile (bm x bn), the k slice (bk) and the workgroup size.
+    ``unrolled``: the copies into workgroup memory are unrolled, every global load of a
+    thread before its first workgroup-memory store (all in flight together; more registers):
+    always for packed 8-bit tiles, and for the others where a thread copies at most
+    `BATCH_MAX` elements of each tile. Else loops of one slot (an element; a row block of A, a
+    4 x 4 block of B when packed) at a time. ``prefetch`` (unrolled copies only): the loads of
+    slice k+1 are issued right after the stores of slice k, before its matmul_acc, into
+    locals that live across it (in flight while the tensor cores run; more registers)."""
 
     bm: int
     bn: int
     bk: int
     threads: int
+    unrolled: bool = True
+    prefetch: bool = False
+
+
+CUDA_BYTES = Tiles(64, 64, 240, 128)
+CUDA_WORDS = Tiles(64, 64, 64, 128)
+CUDA_BYTES_160 = Tiles(64, 64, 160, 128, unrolled=False)   # the tiles before CUDA_BYTES and CUDA_WORDS
+CUDA_WORDS_32 = Tiles(64, 64, 32, 128, unrolled=False)
+# no tile is larger than this in any dimension (the u32 index limit of `matmul` allows for it)
+LARGEST = Tiles(128, 128, 240, 256)
 
 
 def tiles(backend_id: str, words: bool) -> Tiles:
     """The tiles `matmul` uses on a backend, for 32-bit (``words``) or 8-bit matrices."""
     if backend_id == "cuda":
-        return Tiles(64, 64, 32, 128) if words else Tiles(64, 64, 160, 128)
-    return Tiles(32, 32, 32, 64)
+        return CUDA_WORDS if words else CUDA_BYTES
+    return Tiles(32, 32, 32, 64, unrolled=False)   # (scalar matmul_acc: the copies are not what bounds it)
 
 
 def _copy(count: int, threads: int, tag: str, body) -> Node:
@@ -60,6 +91,24 @@ def _copy(count: int, threads: int, tag: str, body) -> Node:
     return Node.loop(f"{tag}q", Expr.u32(0), Expr.u32(-(-count // threads)), [
         Node.let_bind(f"{tag}e", Expr.var(f"{tag}q") * threads + LID),
         Node.if_(e.lt(Expr.u32(count)), body(e))])
+
+
+# at most this many elements of an unpacked tile per thread are copied unrolled (`_copy_batch`)
+BATCH_MAX = 32
+
+
+def _copy_batch(count: int, threads: int, tag: str, value, put) -> tuple[list[Node], list[Node]]:
+    """`_copy` unrolled: (``let <tag>v<q> = value(e)`` for this invocation's every slot
+    ``e = lid + q * threads``, then ``put(e, <tag>v<q>)`` where ``e < count``), so that all the
+    loads are in flight before the first store."""
+    loads: list[Node] = []
+    stores: list[Node] = []
+    for q in range(-(-count // threads)):
+        e = LID + q * threads if q else LID
+        loads.append(Node.let_bind(f"{tag}v{q}", value(e)))
+        put_q = put(e, Expr.var(f"{tag}v{q}"))
+        stores.append(put_q if (q + 1) * threads <= count else Node.if_(e.lt(Expr.u32(count)), [put_q]))
+    return loads, stores
 
 
 def _byte(word: Expr, j: int, t: DataType) -> Expr:
@@ -79,12 +128,15 @@ def program(ta: DataType, tb: DataType, packed: bool, t: Tiles) -> Program:
     src_a = I if packed else ta
     src_b = I if packed else tb
 
+    def value_a(e: Expr) -> Expr:
+        """Unpacked: element e of the A tile (row e / bk, column e % bk), 0 past the edges."""
+        r, c = e / bk, e % bk
+        ok = (row0 + r).lt(M_).and_((k0 + c).lt(K_))
+        return Expr.select(ok, Expr.load("a", (row0 + r) * K_ + k0 + c), Expr.lit(ta.value_type, 0))
+
     def load_a(e: Expr) -> list[Node]:
         if not packed:
-            r, c = e / bk, e % bk
-            ok = (row0 + r).lt(M_).and_((k0 + c).lt(K_))
-            v = Expr.load("a", (row0 + r) * K_ + k0 + c)
-            return [Node.store("wa", e, Expr.select(ok, v, Expr.lit(ta.value_type, 0)))]
+            return [Node.store("wa", e, value_a(e))]
         per = bk // 4
         r, c = e / per, (e % per) * 4
         ok = (k0 + c).lt(K_)      # rows past M are past the end of `a`: they read 0 (S6)
@@ -108,54 +160,89 @@ def program(ta: DataType, tb: DataType, packed: bool, t: Tiles) -> Program:
                     Node.let_bind(f"ac4{j}", (e % nk) * 4)]
         return out
 
-    def copy_a_hoisted() -> Node:
-        q = Expr.var("aq")
-        body: list[Node] = [Node.let_bind("aqo", q * (rows * (K_ >> 2)) + (k0 >> 2)),
-                            Node.let_bind("aqs", q * (rows * bk))]
+    def a_block(q: Expr | int, sfx: str) -> tuple[list[Node], list[Node]]:
+        """(loads, stores) of the packed A words of row block ``q`` (rows q*rows ..)."""
+        first = isinstance(q, int) and q == 0
+        src = (k0 >> 2) if first else (k0 >> 2) + (K_ >> 2) * (q * rows)
+        loads: list[Node] = [Node.let_bind(f"ao{sfx}", src)]
+        stores: list[Node] = []
         for j in range(period):
             ok = (k0 + Expr.var(f"ac4{j}")).lt(K_)   # rows past M read 0 (S6)
-            word = Expr.bitcast(U, Expr.load("a", Expr.var(f"aoff{j}") + Expr.var("aqo")))
-            body.append(Node.let_bind(f"aw{j}", Expr.select(ok, word, Expr.u32(0))))
-            at = Expr.var(f"asm{j}") + Expr.var("aqs")
-            body += [Node.store("wa", at + i, _byte(Expr.var(f"aw{j}"), i, ta)) for i in range(4)]
-        return Node.loop("aq", Expr.u32(0), Expr.u32(bm // rows), body)
+            word = Expr.bitcast(U, Expr.load("a", Expr.var(f"aoff{j}") + Expr.var(f"ao{sfx}")))
+            loads.append(Node.let_bind(f"aw{sfx}_{j}", Expr.select(ok, word, Expr.u32(0))))
+            to = Expr.var(f"asm{j}") if first else Expr.var(f"asm{j}") + q * (rows * bk)
+            stores += [Node.store("wa", to + i, _byte(Expr.var(f"aw{sfx}_{j}"), i, ta)) for i in range(4)]
+        return loads, stores
+
+    def copy_a_hoisted() -> tuple[list[Node], list[Node]]:
+        """The packed A copy: unrolled (every word load of the thread, then their stores) or a
+        loop over the row blocks."""
+        if not t.unrolled:
+            got, put = a_block(Expr.var("aq"), "")
+            return [], [Node.loop("aq", Expr.u32(0), Expr.u32(bm // rows), got + put)]
+        blocks = [a_block(q, str(q)) for q in range(bm // rows)]
+        return [n for got, _ in blocks for n in got], [n for _, put in blocks for n in put]
+
+    def value_b(e: Expr) -> Expr:
+        # B is K x N and wb its transpose (N x K). Unpacked, element by element, consecutive
+        # slots walk k: the workgroup-memory writes of a warp hit distinct banks (walking n,
+        # each of them would hit one bank), and the tile's rows stay in L1 for the reads.
+        # Slot e is wb[e]: column (n) e / bk, row (k) e % bk of the B tile.
+        kk, nn = e % bk, e / bk
+        ok = (k0 + kk).lt(K_).and_((col0 + nn).lt(N_))
+        return Expr.select(ok, Expr.load("b", (k0 + kk) * N_ + col0 + nn), Expr.lit(tb.value_type, 0))
 
     def load_b(e: Expr) -> list[Node]:
-        # B is K x N and wb its transpose (N x K). Element by element, consecutive slots walk
-        # k: the workgroup-memory writes of a warp hit distinct banks (walking n, each of them
-        # would hit one bank), and the tile's rows stay in L1 for the reads.
-        if not packed:
-            kk, nn = e % bk, e / bk
-            ok = (k0 + kk).lt(K_).and_((col0 + nn).lt(N_))
-            v = Expr.load("b", (k0 + kk) * N_ + col0 + nn)
-            return [Node.store("wb", nn * bk + kk, Expr.select(ok, v, Expr.lit(tb.value_type, 0)))]
+        return [Node.store("wb", e, value_b(e))]
+
+    def copy_b_slot(e: Expr, sfx: str) -> tuple[list[Node], list[Node]]:
         # packed: a 4 x 4 block of bytes (k rows 4kq.., n columns 4nq..) per slot: four word
-        # reads (a warp reads 8 consecutive words of 4 rows), transposed in registers, written
-        # as four runs of 4 bytes; the run written at step j is row (j + nq) & 3 of the block,
-        # so a warp's writes spread over 16 banks
+        # reads (a warp reads 8 consecutive words of 4 rows), written as four runs of 4 bytes,
+        # one per column j of the block (byte j of each row word, row i at k offset i). Step
+        # s writes column j = (s + nq / 2) & 3, a shift by 8j of the row words: a warp's 8 nq
+        # then write 8 different (nq & 1, j) pairs, and with bk = 240 (60 words) these are 8
+        # disjoint runs of 4 banks (16 (nq & 1) + 28 j), each taking the warp's 4 kq: no bank
+        # is hit twice. (The `% (bn // 32)` changes nothing below per_b, and bounds nq where
+        # the printer can see it: the stores need no range check, and the compiler joins each
+        # run of 4 byte stores into one 4-byte store.) Returns (the loads, the stores).
         nk = bk // 4
-        nq = (e % 8) + (e / 8 / nk) * 8
+        nq = (e % 8) + ((e / 8 / nk) % max(bn // 32, 1)) * 8
         kq = (e / 8) % nk
-        out: list[Node] = [Node.let_bind("bkq", kq * 4), Node.let_bind("bnq", nq * 4)]
-        k4, n4 = Expr.var("bkq"), Expr.var("bnq")
+        index: list[Node] = [Node.let_bind(f"bkq{sfx}", kq * 4), Node.let_bind(f"bnq{sfx}", nq * 4),
+                             Node.let_bind(f"bnh{sfx}", nq >> 1)]
+        loads: list[Node] = []
+        k4, n4 = Expr.var(f"bkq{sfx}"), Expr.var(f"bnq{sfx}")
         ok_n = (col0 + n4).lt(N_)
         for i in range(4):   # k rows past K are past the end of `b`: they read 0 (S6)
             word = Expr.bitcast(U, Expr.load("b", ((k0 + k4 + i) * N_ + col0 + n4) >> 2))
-            out.append(Node.let_bind(f"bw{i}", Expr.select(ok_n, word, Expr.u32(0))))
-        for j in range(4):   # column j of the block: byte j of each row word, row i in byte i
-            col = Expr.u32(0)
-            for i in range(4):
-                byte = (Expr.var(f"bw{i}") >> (8 * j)) & 0xFF if j else Expr.var(f"bw{i}") & 0xFF
-                col = col | (byte << (8 * i)) if i else byte
-            out.append(Node.let_bind(f"bt{j}", col))
+            loads.append(Node.let_bind(f"bw{sfx}_{i}", Expr.select(ok_n, word, Expr.u32(0))))
+        stores: list[Node] = []
         for step in range(4):
-            jj = (nq + step) & 3
-            run = Expr.select(jj.eq(0), Expr.var("bt0"), Expr.select(jj.eq(1), Expr.var("bt1"),
-                              Expr.select(jj.eq(2), Expr.var("bt2"), Expr.var("bt3"))))
-            out.append(Node.let_bind(f"br{step}", run))
-            base = (n4 + jj) * bk + k4
-            out += [Node.store("wb", base + i, _byte(Expr.var(f"br{step}"), i, tb)) for i in range(4)]
-        return out
+            stores.append(Node.let_bind(f"bj{sfx}_{step}", (Expr.var(f"bnh{sfx}") + step) & 3))
+            jj = Expr.var(f"bj{sfx}_{step}")
+            stores.append(Node.let_bind(f"bb{sfx}_{step}", (n4 + jj) * bk + k4))
+            for i in range(4):
+                v = Expr.var(f"bw{sfx}_{i}") >> (jj * 8)
+                stores.append(Node.store("wb", Expr.var(f"bb{sfx}_{step}") + i,
+                                         Expr.bitcast(I, v) if tb is DataType.I8 else v))
+        return index, loads, stores
+
+    def copy_b_packed() -> tuple[list[Node], list[Node], list[Node]]:
+        """The packed B copy: unrolled (the slots' indices, which k does not change; every
+        slot's word loads; then their stores: the slots past per_b load what they load and
+        store nothing) or a loop over the slots."""
+        if not t.unrolled:
+            return [], [], [_copy(per_b, T, "b", lambda e: [n for part in copy_b_slot(e, "") for n in part])]
+        index: list[Node] = []
+        loads: list[Node] = []
+        stores: list[Node] = []
+        for q in range(-(-per_b // T)):
+            e = LID + q * T if q else LID
+            at, got, put = copy_b_slot(e, str(q))
+            index += at
+            loads += got
+            stores += put if (q + 1) * T <= per_b else [Node.if_(e.lt(Expr.u32(per_b)), put)]
+        return index, loads, stores
 
     def store_out(e: Expr) -> list[Node]:
         r, c = e / bn, e % bn
@@ -164,17 +251,42 @@ def program(ta: DataType, tb: DataType, packed: bool, t: Tiles) -> Program:
 
     per_a = bm * bk // 4 if packed else bm * bk
     per_b = bk * bn // 16 if packed else bk * bn
+    # the copies of a k slice: packed, every global load of the thread comes before the first
+    # workgroup-memory store (they are all in flight together, not one slot at a time)
+    batch = t.unrolled and -(-max(per_a, per_b) // T) <= BATCH_MAX
+    if hoist_a:
+        a_loads, a_stores = copy_a_hoisted()
+    elif not packed and batch:
+        a_loads, a_stores = _copy_batch(per_a, T, "a", value_a, lambda e, v: Node.store("wa", e, v))
+    else:
+        a_loads, a_stores = [], [_copy(per_a, T, "a", load_a)]
+    b_index: list[Node] = []
+    if packed:
+        b_index, b_loads, b_stores = copy_b_packed()
+    elif batch:
+        b_loads, b_stores = _copy_batch(per_b, T, "b", value_b, lambda e, v: Node.store("wb", e, v))
+    else:
+        b_loads, b_stores = [], [_copy(per_b, T, "b", load_b)]
+    slices = (K_ + (bk - 1)) / bk
+    mma = Node.matmul_acc("wd", "wa", "wb", bm, bn, bk)
+    if t.prefetch and t.unrolled and a_loads and b_loads:
+        # the loads (lets) of slice 0 before the loop; in the loop, the stores of slice kt,
+        # then the loads of slice kt + 1 as assignments, in flight during matmul_acc (the
+        # last iteration's loads are past K: they read 0, S6, and are never stored)
+        loads = a_loads + b_loads
+        k_loop = [Node.let_bind("k0", Expr.u32(0)), *b_index, *loads,
+                  Node.loop("kt", Expr.u32(0), slices, [
+                      *a_stores, *b_stores, Node.assign("k0", k0 + bk),
+                      *(Node.assign(n.name, n.value) for n in loads), mma])]
+    else:
+        k_loop = [*b_index, Node.loop("kt", Expr.u32(0), slices, [
+            Node.let_bind("k0", Expr.var("kt") * bk), *a_loads, *b_loads, *a_stores, *b_stores, mma])]
     body = [
         *(Node.let_bind(v, Expr.load("prm", Expr.u32(i))) for i, v in enumerate(("pm", "pn", "pk", "ptn"))),
         Node.let_bind("row0", (WGID / TILES_N) * bm),
         Node.let_bind("col0", (WGID % TILES_N) * bn),
         *(a_bases() if hoist_a else []),
-        Node.loop("kt", Expr.u32(0), (K_ + (bk - 1)) / bk, [
-            Node.let_bind("k0", Expr.var("kt") * bk),
-            copy_a_hoisted() if hoist_a else _copy(per_a, T, "a", load_a),
-            _copy(per_b, T, "b", load_b),
-            Node.matmul_acc("wd", "wa", "wb", bm, bn, bk),
-        ]),
+        *k_loop,
         _copy(bm * bn, T, "o", store_out),
     ]
     bufs = [BufferDecl.read("a", 0, src_a), BufferDecl.read("b", 1, src_b),
@@ -258,9 +370,9 @@ def matmul(a: Any, b: Any, *, backend: Any = None, tensor_cores: bool | None = N
         raise LibError("L001", f"vyre.lib.matmul of {x.dtype.value} and {y.dtype.value}.",
                        "pass two 8-bit matrices (int8/uint8, any mix) or two matrices of one "
                        "32-bit type (cast one: the bits mod 2**32 are the same).")
-    # element indices are u32, also those of the tiles hanging past the edges (tiles are at
-    # most 64 x 64 x 160)
-    if max((m + 64) * k, (k + 160) * (n + 64), m * n) >= 2**32:
+    # element indices are u32, also those of the tiles hanging past the edges (`LARGEST`)
+    big = LARGEST   # (a prefetching tile reads up to 2 bk past k)
+    if max((m + big.bm + 1) * (k + 2 * big.bk), (k + 2 * big.bk) * (n + big.bn), m * n) >= 2**32:
         raise LibError("L004", f"vyre.lib.matmul of {m}x{k} by {k}x{n}: a matrix has 2**32 elements "
                        "or nearly.", "split the product into blocks of fewer than 2**31 elements each.")
     r = Runner(backend, None)
@@ -300,4 +412,4 @@ def _shaped(v: Any, shape: tuple[int, int]) -> Any:
     return v.reshape(shape)
 
 
-__all__ = ["Tiles", "matmul", "program", "tiles"]
+__all__ = ["CUDA_BYTES", "CUDA_BYTES_160", "CUDA_WORDS", "CUDA_WORDS_32", "Tiles", "matmul", "program", "tiles"]

@@ -15,15 +15,28 @@ The block's warps share the m x n output in warp tiles of TM x TN mma tiles (16 
 each warp loads its accumulators from ``d``, runs k in steps of 32 with fragments read from
 the workgroup arrays, and writes ``d`` back. Rows, columns and k past the shape (a shape
 that is not a multiple of the tile) read as zero and are not written: the template's
-``CHECK_*`` flags, known when the kernel is compiled, leave the checks out where the shape
-is a multiple of the tile. The fragment layout (lane ``4g + t``), as probed on the H100:
+``C*`` flags, known when the kernel is compiled, leave the checks out where the shape is a
+multiple of the tile. The fragment layout (lane ``4g + t``), as probed on the H100:
 
 * A register r: row ``g + 8(r&1)``, columns ``4t .. 4t+3`` (+16 for r >= 2), byte j = column 4t+j;
 * B register r: k = ``4t .. 4t+3`` (+16 for r = 1) of column (n index) ``g``;
 * C/D element r: row ``g + 8(r>>1)``, column ``2t + (r&1)``.
 
-tests/cuda/test_imma_emulated.py runs `BLOCK` on the host against an emulated mma with this
-layout; the GPU tests run it on the device.
+What bounds this loop is shared-memory traffic (wavefronts), not the tensor cores, so the
+wide form (`WIDE_SHARED_ACCESS`) moves it in wide accesses:
+
+* whole byte tiles (no edge checks, k a multiple of 16) read fragments with ``ldmatrix``: row
+  r of an 8 x 8 matrix of 16-bit elements is 16 bytes, and lane ``4g + t`` receives bytes
+  ``4t .. 4t+3`` of row g, exactly the A/B register layout above (A: four matrices = rows
+  0-7 / 8-15 x k 0-15 / 16-31; B: k 0-15 / 16-31 of two n8 tiles). Where k is an odd multiple
+  of 16 (so that the 8 rows of a matrix fall on different banks) the last 16 k go through
+  ``ldmatrix .x2`` with the k 16-31 halves of the fragments zero;
+* the accumulators move as 8-byte pairs (C/D elements 2h, 2h+1 are adjacent), and where d's
+  rows are a multiple of 32 words apart lane g takes the n8 tiles in an order rotated by
+  ``g mod TN``, so a half-warp's 4 rows land on 4 different runs of 8 banks.
+
+tests/cuda/test_imma_emulated.py runs `BLOCK` on the host against an emulated mma and an
+emulated ldmatrix with these layouts, both forms; the GPU tests run it on the device.
 """
 
 from __future__ import annotations
@@ -62,10 +75,26 @@ static __device__ __forceinline__ void vy_mma(uint* c, const uint* a, const uint
         %UU%
     }
 }
+
+// ldmatrix .x4: four 8x8 matrices of 16-bit elements, that is 8 rows of 16 bytes each. Lane l
+// gives the (16-byte aligned) address of row l&7 of matrix l>>3; register q of lane l receives
+// bytes 4(l&3) .. 4(l&3)+3 of row l>>2 of matrix q, the lowest byte in the lowest bits.
+static __device__ __forceinline__ void vy_ldsm4(uint* r, const vy_u8* row) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
+}
+
+// ldmatrix .x2: matrices 0 and 1 (lanes 0-15 give the row addresses), as vy_ldsm4
+static __device__ __forceinline__ void vy_ldsm2(uint* r, const vy_u8* row) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+                 : "=r"(r[0]), "=r"(r[1]) : "r"(s));
+}
 """.replace("%SS%", _mma_case("s8", "s8")).replace("%SU%", _mma_case("s8", "u8")) \
    .replace("%US%", _mma_case("u8", "s8")).replace("%UU%", _mma_case("u8", "u8"))
 
-# the block-level routines (target-neutral C++ apart from vy_mma, __byte_perm, uint4)
+# the block-level routines (target-neutral C++ apart from vy_mma, vy_ldsm4/2, __byte_perm, uint2/uint4)
 BLOCK = r"""
 // 4 consecutive bytes (columns col..col+3, col a multiple of 4) of row `row` of an R x K byte
 // array, lowest column in the lowest byte; zero outside the array
@@ -111,13 +140,111 @@ static __device__ __forceinline__ void vy_frag32(const uint* p, uint row, uint c
     planes[3] = __byte_perm(t1, t3, 0x7632u);
 }
 
+// the accumulator pair (row, col), (row, col + 1) of the M x N word array d (col even) that
+// an mma C/D fragment holds: with W, one 8-byte access where N is even (the pair is then
+// aligned, and inside d or outside it together), else two; zero / not written outside d. An 8-byte access
+// costs half the shared-memory wavefronts of two 4-byte ones (the rows of d are a multiple
+// of 32 words apart, so the 8 rows g of a warp's access share banks).
+template <int M, int N, bool CM, bool CN, bool W>
+static __device__ __forceinline__ void vy_get2(const uint* d, uint row, uint col, uint& x, uint& y) {
+    const bool in = !CM || row < (uint)M;
+    if constexpr (W && N % 2 == 0) {
+        x = y = 0u;
+        if (in && (!CN || col < (uint)N)) {
+            const uint2 v = *(const uint2*)(d + row * (uint)N + col);
+            x = v.x; y = v.y;
+        }
+    } else {
+        x = (in && col < (uint)N) ? d[row * (uint)N + col] : 0u;
+        y = (in && col + 1u < (uint)N) ? d[row * (uint)N + col + 1u] : 0u;
+    }
+}
+
+template <int M, int N, bool CM, bool CN, bool W>
+static __device__ __forceinline__ void vy_put2(uint* d, uint row, uint col, uint x, uint y) {
+    if (CM && row >= (uint)M) return;
+    if constexpr (W && N % 2 == 0) {
+        if (!CN || col < (uint)N) *(uint2*)(d + row * (uint)N + col) = uint2{x, y};
+    } else {
+        if (col < (uint)N) d[row * (uint)N + col] = x;
+        if (col + 1u < (uint)N) d[row * (uint)N + col + 1u] = y;
+    }
+}
+
+// v[j] = v[(j + DIR * r) mod TN] for the TN values of v (TN a power of two), r = 0 .. TN-1
+// known only at run time: one select per value and bit of r, no register indexed at run time
+template <int TN, int DIR>
+static __device__ __forceinline__ void vy_rotate(uint* v, uint r) {
+    #pragma unroll
+    for (int b = 1; b < TN; b *= 2) {
+        uint w[TN];
+        #pragma unroll
+        for (int j = 0; j < TN; j++) w[j] = v[(j + DIR * b + TN) % TN];
+        const bool on = (r & (uint)b) != 0u;
+        #pragma unroll
+        for (int j = 0; j < TN; j++) v[j] = on ? w[j] : v[j];
+    }
+}
+
+// the accumulator pairs (row, n0 + 8j + 2t), (row, n0 + 8j + 2t + 1) of the TN mma tiles j
+// of a warp row into x[j], y[j] (g, t: the lane's group and thread in group). Where d's rows
+// are a multiple of 32 words apart (W), lane g reads tile (s + g) mod TN at step s, so the 4
+// rows of a half-warp's 8-byte access fall on 4 different 8-bank runs instead of one
+template <int M, int N, int TN, bool CM, bool CN, bool W>
+static __device__ __forceinline__ void vy_get_pairs(const uint* d, uint row, uint n0, uint g, uint t, uint* x, uint* y) {
+    if constexpr (W && N % 32 == 0 && (TN == 2 || TN == 4)) {
+        const uint r = g & (uint)(TN - 1);
+        #pragma unroll
+        for (int s = 0; s < TN; s++)
+            vy_get2<M, N, CM, CN, W>(d, row, n0 + 8u * (((uint)s + r) & (uint)(TN - 1)) + 2u * t, x[s], y[s]);
+        vy_rotate<TN, -1>(x, r);   // x[j] = (read at step (j - g) mod TN)
+        vy_rotate<TN, -1>(y, r);
+    } else {
+        #pragma unroll
+        for (int j = 0; j < TN; j++)
+            vy_get2<M, N, CM, CN, W>(d, row, n0 + 8u * j + 2u * t, x[j], y[j]);
+    }
+}
+
+// vy_get_pairs's inverse: writes x[j], y[j] to the pairs of tile j (in the same order)
+template <int M, int N, int TN, bool CM, bool CN, bool W>
+static __device__ __forceinline__ void vy_put_pairs(uint* d, uint row, uint n0, uint g, uint t, const uint* x, const uint* y) {
+    if constexpr (W && N % 32 == 0 && (TN == 2 || TN == 4)) {
+        const uint r = g & (uint)(TN - 1);
+        uint vx[TN], vy[TN];
+        #pragma unroll
+        for (int j = 0; j < TN; j++) { vx[j] = x[j]; vy[j] = y[j]; }
+        vy_rotate<TN, 1>(vx, r);   // vx[s] = x[(s + g) mod TN]
+        vy_rotate<TN, 1>(vy, r);
+        #pragma unroll
+        for (int s = 0; s < TN; s++)
+            vy_put2<M, N, CM, CN, W>(d, row, n0 + 8u * (((uint)s + r) & (uint)(TN - 1)) + 2u * t, vx[s], vy[s]);
+    } else {
+        #pragma unroll
+        for (int j = 0; j < TN; j++)
+            vy_put2<M, N, CM, CN, W>(d, row, n0 + 8u * j + 2u * t, x[j], y[j]);
+    }
+}
+
+// acc[i][j] += af[i] * bf[j] for the TM x TN mma tiles of a warp
+template <int TM, int TN, bool AS, bool BS>
+static __device__ __forceinline__ void vy_mma_tiles(uint (&acc)[TM][TN][4], const uint (&af)[TM][4], const uint (&bf)[TN][2]) {
+    #pragma unroll
+    for (int i = 0; i < TM; i++)
+        #pragma unroll
+        for (int j = 0; j < TN; j++)
+            vy_mma<AS, BS>(acc[i][j], af[i], bf[j]);
+}
+
 // d (M x N words) += a (M x K bytes) * b (N x K bytes)^T, by the T threads of the block
-// (T a multiple of 32; lin the thread's linear index); AS/BS: a/b are signed bytes
-template <int M, int N, int K, int T, bool AS, bool BS>
+// (T a multiple of 32; lin the thread's linear index); AS/BS: a/b are signed bytes; W: whole
+// tiles read their fragments with ldmatrix, accumulator pairs are 8-byte accesses
+template <int M, int N, int K, int T, bool AS, bool BS, bool W>
 static __device__ __forceinline__ void vy_imma8(uint* d, const vy_u8* a, const vy_u8* b, uint lin) {
     constexpr int TM = M >= 32 ? 2 : 1, TN = N >= 32 ? 4 : (N >= 16 ? 2 : 1);
     constexpr int WM = 16 * TM, WN = 8 * TN, GM = (M + WM - 1) / WM, GN = (N + WN - 1) / WN;
     constexpr bool CM = M % WM != 0, CN = N % WN != 0, CK = K % 32 != 0;
+    constexpr bool LDSM = W && !CM && !CN && K % 16 == 0 && TN % 2 == 0;
     const uint lane = lin & 31u, g = lane >> 2, t = lane & 3u;
     for (uint w = lin >> 5; w < (uint)(GM * GN); w += (uint)(T / 32)) {
         const uint m0 = (w / (uint)GN) * (uint)WM, n0 = (w % (uint)GN) * (uint)WN;
@@ -125,45 +252,85 @@ static __device__ __forceinline__ void vy_imma8(uint* d, const vy_u8* a, const v
         #pragma unroll
         for (int i = 0; i < TM; i++)
             #pragma unroll
-            for (int j = 0; j < TN; j++)
+            for (int h = 0; h < 2; h++) {
+                uint x[TN], y[TN];
+                vy_get_pairs<M, N, TN, CM, CN, W>(d, m0 + 16u * i + g + 8u * h, n0, g, t, x, y);
                 #pragma unroll
-                for (int r = 0; r < 4; r++) {
-                    const uint row = m0 + 16u * i + g + 8u * (r >> 1), col = n0 + 8u * j + 2u * t + (r & 1);
-                    acc[i][j][r] = ((!CM || row < (uint)M) && (!CN || col < (uint)N)) ? d[row * (uint)N + col] : 0u;
+                for (int j = 0; j < TN; j++) { acc[i][j][2 * h] = x[j]; acc[i][j][2 * h + 1] = y[j]; }
+            }
+        if constexpr (LDSM) {
+            // whole tiles (no edge checks, rows 16-byte aligned): fragments by ldmatrix, one
+            // instruction for the 4 registers of an A tile or the 2 + 2 of two B tiles. Lane l
+            // addresses A row l&15, bytes 16(l>>4) on (matrix q = register q of the A layout:
+            // rows 8(q&1) on, k 16(q>>1) on), and B row (n) 8(l>>4) + (l&7), bytes
+            // 16((l>>3)&1) on (matrix q = register q&1 of B tile q>>1).
+            const vy_u8* arow = a + (m0 + (lane & 15u)) * (uint)K + 16u * (lane >> 4);
+            const vy_u8* brow = b + (n0 + 8u * (lane >> 4) + (lane & 7u)) * (uint)K + 16u * ((lane >> 3) & 1u);
+            for (uint k0 = 0u; k0 + 32u <= (uint)K; k0 += 32u) {
+                uint af[TM][4], bf[TN][2];
+                #pragma unroll
+                for (int i = 0; i < TM; i++)
+                    vy_ldsm4(af[i], arow + 16u * (uint)i * (uint)K + k0);
+                #pragma unroll
+                for (int j = 0; j < TN; j += 2) {
+                    uint q[4];
+                    vy_ldsm4(q, brow + 8u * (uint)j * (uint)K + k0);
+                    bf[j][0] = q[0]; bf[j][1] = q[1]; bf[j + 1][0] = q[2]; bf[j + 1][1] = q[3];
                 }
-        for (uint k0 = 0u; k0 < (uint)K; k0 += 32u) {
-            uint af[TM][4], bf[TN][2];
-            #pragma unroll
-            for (int i = 0; i < TM; i++)
+                vy_mma_tiles<TM, TN, AS, BS>(acc, af, bf);
+            }
+            if constexpr (K % 32 == 16) {
+                // the last 16 k (K an odd multiple of 16 bytes, so that the 8 rows of an
+                // ldmatrix fall on different banks): the k 16..31 halves of the fragments are
+                // zero; ldmatrix .x2 (lanes 0-15 give the addresses) loads the A registers 0, 1
+                // (rows l&15) and register 0 of two B tiles (rows (n) l&15)
+                const uint k0 = (uint)K - 16u;
+                uint af[TM][4], bf[TN][2];
                 #pragma unroll
-                for (int r = 0; r < 4; r++)
-                    af[i][r] = vy_frag8<M, K, CM, CK>(a, m0 + 16u * i + g + 8u * (r & 1), k0 + 4u * t + 16u * (r >> 1));
-            #pragma unroll
-            for (int j = 0; j < TN; j++)
+                for (int i = 0; i < TM; i++) {
+                    vy_ldsm2(af[i], a + (m0 + 16u * (uint)i + (lane & 15u)) * (uint)K + k0);
+                    af[i][2] = af[i][3] = 0u;
+                }
                 #pragma unroll
-                for (int r = 0; r < 2; r++)
-                    bf[j][r] = vy_frag8<N, K, CN, CK>(b, n0 + 8u * j + g, k0 + 4u * t + 16u * r);
-            #pragma unroll
-            for (int i = 0; i < TM; i++)
+                for (int j = 0; j < TN; j += 2) {
+                    uint q[2];
+                    vy_ldsm2(q, b + (n0 + 8u * (uint)j + (lane & 15u)) * (uint)K + k0);
+                    bf[j][0] = q[0]; bf[j + 1][0] = q[1]; bf[j][1] = bf[j + 1][1] = 0u;
+                }
+                vy_mma_tiles<TM, TN, AS, BS>(acc, af, bf);
+            }
+        } else {
+            for (uint k0 = 0u; k0 < (uint)K; k0 += 32u) {
+                uint af[TM][4], bf[TN][2];
+                #pragma unroll
+                for (int i = 0; i < TM; i++)
+                    #pragma unroll
+                    for (int r = 0; r < 4; r++)
+                        af[i][r] = vy_frag8<M, K, CM, CK>(a, m0 + 16u * i + g + 8u * (r & 1), k0 + 4u * t + 16u * (r >> 1));
                 #pragma unroll
                 for (int j = 0; j < TN; j++)
-                    vy_mma<AS, BS>(acc[i][j], af[i], bf[j]);
+                    #pragma unroll
+                    for (int r = 0; r < 2; r++)
+                        bf[j][r] = vy_frag8<N, K, CN, CK>(b, n0 + 8u * j + g, k0 + 4u * t + 16u * r);
+                vy_mma_tiles<TM, TN, AS, BS>(acc, af, bf);
+            }
         }
         #pragma unroll
         for (int i = 0; i < TM; i++)
             #pragma unroll
-            for (int j = 0; j < TN; j++)
+            for (int h = 0; h < 2; h++) {
+                uint x[TN], y[TN];
                 #pragma unroll
-                for (int r = 0; r < 4; r++) {
-                    const uint row = m0 + 16u * i + g + 8u * (r >> 1), col = n0 + 8u * j + 2u * t + (r & 1);
-                    if ((!CM || row < (uint)M) && (!CN || col < (uint)N)) d[row * (uint)N + col] = acc[i][j][r];
-                }
+                for (int j = 0; j < TN; j++) { x[j] = acc[i][j][2 * h]; y[j] = acc[i][j][2 * h + 1]; }
+                vy_put_pairs<M, N, TN, CM, CN, W>(d, m0 + 16u * i + g + 8u * h, n0, g, t, x, y);
+            }
     }
 }
 
 // d (M x N words) += a (M x K words) * b (N x K words)^T mod 2^32 through byte planes: the ten
-// u8 x u8 products of planes i, j with i + j <= 3, accumulated per shift s = i + j
-template <int M, int N, int K, int T>
+// u8 x u8 products of planes i, j with i + j <= 3, accumulated per shift s = i + j; W:
+// accumulator pairs are 8-byte accesses
+template <int M, int N, int K, int T, bool W>
 static __device__ __forceinline__ void vy_imma32(uint* d, const uint* a, const uint* b, uint lin) {
     constexpr int TM = M >= 32 ? 2 : 1, TN = N >= 16 ? 2 : 1;
     constexpr int WM = 16 * TM, WN = 8 * TN, GM = (M + WM - 1) / WM, GN = (N + WN - 1) / WN;
@@ -175,13 +342,16 @@ static __device__ __forceinline__ void vy_imma32(uint* d, const uint* a, const u
         #pragma unroll
         for (int i = 0; i < TM; i++)
             #pragma unroll
-            for (int j = 0; j < TN; j++)
+            for (int h = 0; h < 2; h++) {
+                uint x[TN], y[TN];
+                vy_get_pairs<M, N, TN, CM, CN, W>(d, m0 + 16u * i + g + 8u * h, n0, g, t, x, y);
                 #pragma unroll
-                for (int r = 0; r < 4; r++) {
-                    const uint row = m0 + 16u * i + g + 8u * (r >> 1), col = n0 + 8u * j + 2u * t + (r & 1);
-                    acc[0][i][j][r] = ((!CM || row < (uint)M) && (!CN || col < (uint)N)) ? d[row * (uint)N + col] : 0u;
-                    acc[1][i][j][r] = acc[2][i][j][r] = acc[3][i][j][r] = 0u;
+                for (int j = 0; j < TN; j++) {
+                    acc[0][i][j][2 * h] = x[j]; acc[0][i][j][2 * h + 1] = y[j];
+                    acc[1][i][j][2 * h] = acc[2][i][j][2 * h] = acc[3][i][j][2 * h] = 0u;
+                    acc[1][i][j][2 * h + 1] = acc[2][i][j][2 * h + 1] = acc[3][i][j][2 * h + 1] = 0u;
                 }
+            }
         for (uint k0 = 0u; k0 < (uint)K; k0 += 32u) {
             uint af[TM][4][4], bf[TN][4][2], planes[4];
             #pragma unroll
@@ -213,19 +383,31 @@ static __device__ __forceinline__ void vy_imma32(uint* d, const uint* a, const u
         #pragma unroll
         for (int i = 0; i < TM; i++)
             #pragma unroll
-            for (int j = 0; j < TN; j++)
+            for (int h = 0; h < 2; h++) {
+                uint x[TN], y[TN];
                 #pragma unroll
-                for (int r = 0; r < 4; r++) {
-                    const uint row = m0 + 16u * i + g + 8u * (r >> 1), col = n0 + 8u * j + 2u * t + (r & 1);
-                    if ((!CM || row < (uint)M) && (!CN || col < (uint)N))
-                        d[row * (uint)N + col] = acc[0][i][j][r] + (acc[1][i][j][r] << 8) +
-                                                 (acc[2][i][j][r] << 16) + (acc[3][i][j][r] << 24);
+                for (int j = 0; j < TN; j++) {
+                    uint v[2];
+                    #pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        const int r = 2 * h + e;
+                        v[e] = acc[0][i][j][r] + (acc[1][i][j][r] << 8) + (acc[2][i][j][r] << 16) + (acc[3][i][j][r] << 24);
+                    }
+                    x[j] = v[0]; y[j] = v[1];
                 }
+                vy_put_pairs<M, N, TN, CM, CN, W>(d, m0 + 16u * i + g + 8u * h, n0, g, t, x, y);
+            }
     }
 }
 """
 
 PRELUDE = MMA + BLOCK
+
+
+# whole byte tiles read their fragments with ldmatrix and the accumulators move in 8-byte
+# pairs; False: 4-byte shared accesses throughout, the earlier form (benchmarks/cuda_imma.py
+# --form narrow sets it in its own process, with its own kernel cache, to time both forms)
+WIDE_SHARED_ACCESS = True
 
 
 def threads(program: Program) -> int:
@@ -245,10 +427,11 @@ def call(p: Printer, n: N.MatMulAcc) -> list[str]:
     prog = p.program
     a, b = prog.buffer(n.a), prog.buffer(n.b)
     shape = f"{n.m}, {n.n}, {n.k}, {threads(prog)}"
+    wide = "true" if WIDE_SHARED_ACCESS else "false"
     if a.dtype in _PTX:
         signed = ", ".join("true" if t.dtype is DataType.I8 else "false" for t in (a, b))
-        fn = f"vy_imma8<{shape}, {signed}>"
+        fn = f"vy_imma8<{shape}, {signed}, {wide}>"
     else:
-        fn = f"vy_imma32<{shape}>"
+        fn = f"vy_imma32<{shape}, {wide}>"
     return ["__syncthreads();", f"{fn}({p.ptr(n.d)}, {p.ptr(n.a)}, {p.ptr(n.b)}, {p.lin()});",
             "__syncthreads();"]
