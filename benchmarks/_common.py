@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import subprocess
@@ -52,8 +53,12 @@ def per_call_ns(fn: Callable[[], object], calls: int, sync: Callable[[], object]
 
 
 def git_commit() -> str:
-    """``git rev-parse --short HEAD`` of the checkout these benchmarks live in, or "unknown"
-    outside a checkout (or without git)."""
+    """``VYRE_COMMIT`` where set (scripts/gpu-check sets it from the commit the carried wheel
+    was built from: the device's copy of the tree may carry other git metadata), else ``git
+    rev-parse --short HEAD`` of the checkout these benchmarks live in, or "unknown" outside a
+    checkout (or without git)."""
+    if os.environ.get("VYRE_COMMIT"):
+        return os.environ["VYRE_COMMIT"]
     try:
         out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).resolve().parent,
                              capture_output=True, text=True, timeout=10)
