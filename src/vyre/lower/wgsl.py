@@ -580,8 +580,13 @@ class WgslSyntax(Syntax):
                      "if (vy_fold != 0u) {",
                      "    let vy_l: u32 = vy_wgp.x + vy_nwg.x * (vy_wgp.y + vy_nwg.y * vy_wgp.z);",
                      f"    let vy_gy: u32 = vy_n[{nb + 2}];",
-                     "    vy_wgid = vec3<u32>(vy_l % vy_fold, (vy_l / vy_fold) % vy_gy, vy_l / (vy_fold * vy_gy));",
-                     f"    if (vy_wgid.z >= vy_n[{nb + 3}]) {{ return; }}",
+                     f"    if ((vy_gy | vy_n[{nb + 3}]) == 1u) {{",   # a 1-D logical grid: no division
+                     "        if (vy_l >= vy_fold) { return; }",
+                     "        vy_wgid = vec3<u32>(vy_l, 0u, 0u);",
+                     "    } else {",
+                     "        vy_wgid = vec3<u32>(vy_l % vy_fold, (vy_l / vy_fold) % vy_gy, vy_l / (vy_fold * vy_gy));",
+                     f"        if (vy_wgid.z >= vy_n[{nb + 3}]) {{ return; }}",
+                     "    }",
                      "}",
                      f"let vy_gid: vec3<u32> = vy_wgid * vec3<u32>({wx}u, {wy}u, {wz}u) + vy_lid;"):
             p.out(line)
