@@ -7,6 +7,14 @@ element ``i`` with a flag goes to ``pos[i]``; ``partition`` sends the others aft
 (``i == 0`` or ``x[i] != x[i-1]``, comparing bits) give ``unique`` (of the sorted input) and
 ``run_length_encode``; ``top_k`` is a descending stable radix sort (`vyre.lib.radix`), so ties
 go to the lowest index.
+
+Float ``unique`` (f32, f16, bf16) follows numpy's ``np.unique`` (``equal_nan=True``): one pass
+(`unique_key_program`) gives every element a u32 key whose order is the numeric order, with
+-0 and +0 one key and every NaN one key after +inf, and its bits with a NaN made the
+canonical NaN; a stable key-value sort, run starts of the keys and a compaction of the bits
+follow. So the zeros give the first zero of the input (as numpy's hash-based unique), every
+NaN gives one canonical NaN at the end, and no float arithmetic runs: subnormals are kept, bit
+for bit, as distinct values (S9 flushes only what arithmetic touches).
 """
 
 from __future__ import annotations
@@ -18,9 +26,9 @@ import numpy as np
 
 from vyre.ir import BufferDecl, DataType, Expr, Node, Program
 
-from .arrays import Arr, as_arr, require, result
+from .arrays import Arr, as_arr, host_dtype, require, result
 from .errors import LibError
-from .kernels import GID, N, prm
+from .kernels import GID, N, element, prm, storage
 from .radix import KEY_TYPES, _sort
 from .runner import Runner, params
 from .scan import _int_scan
@@ -28,6 +36,14 @@ from .scatter import gather_program
 
 U = DataType.U32
 ELEMENT_TYPES = (DataType.U32, DataType.I32, DataType.U64, DataType.I64, DataType.F32)
+INT_UNIQUE = (DataType.U32, DataType.I32, DataType.U64, DataType.I64)
+# float unique: (sign bit, bits of +inf, canonical NaN: S9 for f32, S27 for f16 and bf16);
+# the table the key pass reads, complete over `FLOAT_UNIQUE`
+_FLOAT_BITS = {DataType.F32: (0x80000000, 0x7F800000, 0x7FC00000),
+               DataType.F16: (0x8000, 0x7C00, 0x7E00),
+               DataType.BF16: (0x8000, 0x7F80, 0x7FC0)}
+FLOAT_UNIQUE = tuple(_FLOAT_BITS)
+NAN_KEY = 0xFFFFFFFF    # every NaN's key: after +inf's (the largest key of a number)
 
 
 @functools.cache
@@ -66,6 +82,28 @@ def lengths_program(wg: int) -> Program:
     end = Expr.select((j + 1).lt(N), Expr.load("starts", j + 1), Expr.load("prm", 1))
     return Program.wrapped([BufferDecl.read("starts", 0, U), prm(1), BufferDecl.output("lengths", 2, U)], wg,
                            [Node.if_(j.lt(N), [Node.store("lengths", j, end - Expr.load("starts", j))])])
+
+
+@functools.cache
+def unique_key_program(dtype: DataType, wg: int) -> Program:
+    """``keys[i]``: the u32 whose order is the numeric order of float ``x[i]`` (negative: its
+    bits inverted; positive: the sign bit set; both zeros +0's key; every NaN `NAN_KEY`);
+    ``bits[i]``: its bits (the canonical NaN for a NaN; 16-bit floats one per u32 word)."""
+    sign, inf, nan = _FLOAT_BITS[dtype]
+    i = GID
+    b = Expr.var("b")
+    mag = b & (sign - 1)
+    key = Expr.select(mag.gt(inf), Expr.u32(NAN_KEY),
+                      Expr.select(mag.eq(Expr.u32(0)), Expr.u32(sign),
+                                  Expr.select((b & sign).ne(Expr.u32(0)), ~b & (2 * sign - 1), b | sign)))
+    bits = Expr.select(mag.gt(inf), Expr.u32(nan), b)
+    read = Expr.bitcast(U, Expr.load("x", i)) if dtype is DataType.F32 else element("x", dtype, i)
+    out_t = DataType.F32 if dtype is DataType.F32 else U
+    store_bits = Expr.bitcast(DataType.F32, bits) if dtype is DataType.F32 else bits
+    return Program.wrapped([BufferDecl.read("x", 0, storage(dtype)), prm(1), BufferDecl.output("keys", 2, U),
+                            BufferDecl.output("bits", 3, out_t)], wg,
+                           [Node.if_(i.lt(N), [Node.let_bind("b", read), Node.store("keys", i, key),
+                                               Node.store("bits", i, store_bits)])])
 
 
 def _flags_of(mask: Any, n: int) -> Arr:
@@ -120,15 +158,29 @@ def _runs(r: Runner, x: Any, dtype: DataType, n: int) -> tuple[Any, int]:
 
 
 def unique(x: Any, *, backend: Any = None, workgroup_size: int | None = None) -> Any:
-    """The distinct elements in ascending order (integers; sorted with `vyre.lib.sort`)."""
+    """The distinct elements in ascending order (sorted with `vyre.lib.sort`). Floats as
+    ``np.unique``: -0 and +0 are one value (the first zero of the input), every NaN is one
+    canonical NaN at the end, subnormals are kept."""
     a = as_arr(x, "x")
-    require(a, (DataType.U32, DataType.I32, DataType.U64, DataType.I64), "vyre.lib.unique")
+    require(a, INT_UNIQUE + FLOAT_UNIQUE, "vyre.lib.unique")
     if a.n == 0:
-        return result(np.zeros(0, a.dtype.host), a, a.dtype, 0)
+        return result(np.zeros(0, host_dtype(a.dtype)), a, a.dtype, 0)
     r = Runner(backend, workgroup_size)
+    if a.dtype in FLOAT_UNIQUE:
+        return _float_unique(r, a)
     keys, _ = _sort(r, a.data, None, a.n, a.dtype, None, True)
     flags = r.run(run_starts_program(a.dtype, r.wg), [keys, params(a.n)], -(-a.n // r.wg), a.n)[0]
     out, count = _compact(r, keys, a.dtype, flags, a.n, False, a.on_device)
+    return result(out, a, a.dtype, count)
+
+
+def _float_unique(r: Runner, a: Arr) -> Any:
+    n = a.n
+    bits_t = DataType.F32 if a.dtype is DataType.F32 else U
+    keys, bits = r.run(unique_key_program(a.dtype, r.wg), [a.source(), params(n)], -(-n // r.wg), n)
+    keys, bits = _sort(r, keys, bits, n, U, bits_t, True)
+    flags = r.run(run_starts_program(U, r.wg), [keys, params(n)], -(-n // r.wg), n)[0]
+    out, count = _compact(r, bits, bits_t, flags, n, False, a.on_device)
     return result(out, a, a.dtype, count)
 
 
@@ -162,5 +214,5 @@ def top_k(x: Any, k: int, *, backend: Any = None, workgroup_size: int | None = N
     return result(keys, a, a.dtype, k), result(idx, a, U, k)
 
 
-__all__ = ["compact_program", "lengths_program", "partition", "run_length_encode", "run_starts_program", "select",
-           "top_k", "unique"]
+__all__ = ["FLOAT_UNIQUE", "compact_program", "lengths_program", "partition", "run_length_encode", "run_starts_program", "select",
+           "top_k", "unique", "unique_key_program"]
