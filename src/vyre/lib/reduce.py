@@ -42,6 +42,7 @@ from .kernels import (
     WGID,
     balanced,
     binop,
+    clipped_run,
     element,
     grid_stride,
     pairwise,
@@ -106,7 +107,8 @@ def tree_program(dtype: DataType, op: BinOp, wg: int, first: bool, final: bool, 
     floats are mapped to keys); ``final``: write the result (16-bit floats: their bits) to
     ``out[0]``; ``merge`` (32-bit integer sums): every workgroup adds its total to ``out[0]``
     with an atomic (wrapping, so the order cannot matter): one pass. ``serial``: each
-    invocation reads its own run (`share_rounds`)."""
+    invocation reads its own run (`share_rounds`; the caller's non-16-bit data as one
+    `clipped_run` loop)."""
     half = dtype.is_half
     acc_t = U if half else dtype.value_type
     src_t = storage(dtype) if first else acc_t
@@ -127,7 +129,12 @@ def tree_program(dtype: DataType, op: BinOp, wg: int, first: bool, final: bool, 
     # sums: x holds exactly N items (the caller's array, or exactly the partials), and a load
     # past the end gives 0, the identity; min and max fill with theirs
     fill = None if op is BinOp.ADD else ident
-    body = [Node.let_bind("acc", ident), *share_rounds(serial, unroll, value, fill, fold),
+    if serial and first and not half:
+        # the caller's array holds exactly N items: one unchecked load a trip (vectorised)
+        share = clipped_run("x", unroll, lambda i: [Node.assign("acc", combine(Expr.var("acc"), value(i)))])
+    else:
+        share = share_rounds(serial, unroll, value, fill, fold)
+    body = [Node.let_bind("acc", ident), *share,
             Node.store("s", LID, Expr.var("acc")), *tree("s", wg, combine),
             Node.if_(LID.eq(Expr.u32(0)), [Node.expr(Expr.atomic(AtomicOp.ADD, "out", Expr.u32(0), result))
                                            if merge else Node.store("out", WGID, result)])]
