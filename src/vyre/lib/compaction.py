@@ -28,8 +28,9 @@ from vyre.ir import BufferDecl, DataType, Expr, Node, Program
 
 from .arrays import Arr, as_arr, host_dtype, require, result
 from .errors import LibError
+from .halfkeys import HALF_KEYS
 from .kernels import GID, N, element, prm, storage
-from .radix import KEY_TYPES, _sort
+from .radix import KEY_TYPES, _sort, key_result, sort_keys
 from .runner import Runner, params
 from .scan import _int_scan
 from .scatter import gather_program
@@ -203,15 +204,17 @@ def top_k(x: Any, k: int, *, backend: Any = None, workgroup_size: int | None = N
     """``(values, indices)`` of the ``k`` largest elements, largest first; equal elements in
     index order (the lowest index first); f32 in IEEE totalOrder. Indices are u32."""
     a = as_arr(x, "x")
-    require(a, KEY_TYPES, "vyre.lib.top_k")
+    require(a, KEY_TYPES + HALF_KEYS, "vyre.lib.top_k")
     if isinstance(k, bool) or not isinstance(k, int | np.integer) or not 0 <= int(k) <= a.n:
         raise LibError("L005", f"vyre.lib.top_k: k={k!r} is not in 0..{a.n}.", "pass 0 <= k <= len(x).")
     k = int(k)
     if k == 0:
-        return result(np.zeros(0, a.dtype.host), a, a.dtype, 0), result(np.zeros(0, np.uint32), a, U, 0)
+        return result(np.zeros(0, host_dtype(a.dtype)), a, a.dtype, 0), result(np.zeros(0, np.uint32), a, U, 0)
     r = Runner(backend, workgroup_size)
-    keys, idx = _sort(r, a.data, np.arange(a.n, dtype=np.uint32), a.n, a.dtype, U, a.on_device, descending=True)
-    return result(keys, a, a.dtype, k), result(idx, a, U, k)
+    data, key_t = sort_keys(r, a)
+    keys, idx = _sort(r, data, np.arange(a.n, dtype=np.uint32), a.n, key_t, U, a.on_device or key_t is not a.dtype,
+                      descending=True)
+    return key_result(r, keys, a, k), result(idx, a, U, k)
 
 
 __all__ = ["FLOAT_UNIQUE", "compact_program", "lengths_program", "partition", "run_length_encode", "run_starts_program", "select",
