@@ -112,6 +112,28 @@ def test_unique_refuses_narrow_integers_with_a_fix(reference_backend):
     assert err.value.code == "L001" and "Fix:" in str(err.value)
 
 
+@pytest.mark.parametrize("fmt", ["f16", "bf16"])
+def test_select_partition_and_runs_of_16_bit_floats(backend, fmt, request):
+    """f16/bf16 elements (any bits, runs of equal bits) move as their bits: select and
+    partition are numpy's boolean indexing, the runs numpy's comparison of the bits."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    cast = np.float16 if fmt == "f16" else ml_dtypes.bfloat16
+    rng = rng_for(request.node.name)
+    wg = workgroup_size(rng)
+    for n in sizes(rng, 2100):
+        h = rng.integers(0, 2**16, n, dtype=np.uint32).astype(np.uint16)
+        h[rng.random(n) < 0.5] = h[0] if n else 0                   # runs of equal bits
+        x, mask = h.view(cast), rng.random(n) < rng.random()
+        got = L.select(x, mask, backend=backend, workgroup_size=wg)
+        parted, count = L.partition(x, mask, backend=backend, workgroup_size=wg)
+        assert got.dtype == x.dtype and got.view(np.uint16).tobytes() == h[mask].tobytes(), tag(n=n, wg=wg)
+        assert count == mask.sum() and parted.view(np.uint16).tobytes() == np.concatenate([h[mask], h[~mask]]).tobytes()
+        values, lengths = L.run_length_encode(x, backend=backend, workgroup_size=wg)
+        starts = np.flatnonzero(np.r_[True, h[1:] != h[:-1]]) if n else np.zeros(0, np.int64)
+        assert values.dtype == x.dtype and values.view(np.uint16).tobytes() == h[starts].tobytes(), tag(n=n, wg=wg)
+        assert lengths.tolist() == np.diff(np.r_[starts, n]).tolist(), tag(n=n, wg=wg)
+
+
 def test_run_length_encode(backend, request):
     rng = rng_for(request.node.name)
     wg = workgroup_size(rng)

@@ -37,6 +37,9 @@ from .scatter import gather_program
 
 U = DataType.U32
 ELEMENT_TYPES = (DataType.U32, DataType.I32, DataType.U64, DataType.I64, DataType.F32)
+# what select, partition and run_length_encode move (16-bit floats as their bits: packed words
+# in, one u32 word each out)
+MOVE_TYPES = ELEMENT_TYPES + (DataType.F16, DataType.BF16)
 INT_UNIQUE = (DataType.U32, DataType.I32, DataType.U64, DataType.I64)
 # float unique: (sign bit, bits of +inf, canonical NaN: S9 for f32, S27 for f16 and bf16);
 # the table the key pass reads, complete over `FLOAT_UNIQUE`
@@ -52,15 +55,15 @@ def compact_program(dtype: DataType | None, wg: int, partition: bool) -> Program
     """``out[pos[i]] = x[i]`` where ``flags[i]`` (``dtype`` None: the index ``i`` itself);
     ``partition``: the others to ``count + i - pos[i]`` (count = prm[1])."""
     i = GID
-    value = Expr.load("x", i) if dtype is not None else i
+    value = element("x", dtype, i) if dtype is not None else i
     dst = Expr.select(Expr.load("flags", i).ne(Expr.u32(0)), Expr.load("pos", i),
                       Expr.load("prm", 1) + i - Expr.load("pos", i))
     store = Node.store("out", dst, value) if partition else \
         Node.if_(Expr.load("flags", i).ne(Expr.u32(0)), [Node.store("out", Expr.load("pos", i), value)])
-    bufs = [BufferDecl.read("x", 0, dtype)] if dtype is not None else []
+    bufs = [BufferDecl.read("x", 0, storage(dtype))] if dtype is not None else []
     nb = len(bufs)
     bufs += [BufferDecl.read("flags", nb, U), BufferDecl.read("pos", nb + 1, U), prm(nb + 2),
-             BufferDecl.output("out", nb + 3, dtype or U)]
+             BufferDecl.output("out", nb + 3, storage(dtype) if dtype is not None else U)]
     return Program.wrapped(bufs, wg, [Node.if_(i.lt(N), [store])])
 
 
@@ -68,11 +71,11 @@ def compact_program(dtype: DataType | None, wg: int, partition: bool) -> Program
 def run_starts_program(dtype: DataType, wg: int) -> Program:
     """``flags[i] = 1`` where a run of equal elements (equal bits) starts."""
     i = GID
-    cur, prev = Expr.load("x", i), Expr.load("x", i - 1)
+    cur, prev = element("x", dtype, i), element("x", dtype, i - 1)
     if dtype is DataType.F32:
         cur, prev = Expr.bitcast(U, cur), Expr.bitcast(U, prev)
     start = i.eq(Expr.u32(0)).or_(cur.ne(prev))
-    return Program.wrapped([BufferDecl.read("x", 0, dtype), prm(1), BufferDecl.output("flags", 2, U)], wg,
+    return Program.wrapped([BufferDecl.read("x", 0, storage(dtype)), prm(1), BufferDecl.output("flags", 2, U)], wg,
                            [Node.if_(i.lt(N), [Node.store("flags", i, Expr.select(start, Expr.u32(1), Expr.u32(0)))])])
 
 
@@ -131,24 +134,24 @@ def _compact(r: Runner, x: Any, dtype: DataType | None, flags: Any, n: int, part
 def select(x: Any, mask: Any, *, backend: Any = None, workgroup_size: int | None = None) -> Any:
     """``x[mask]``: the elements whose flag is set, in order (stable compaction)."""
     a = as_arr(x, "x")
-    require(a, ELEMENT_TYPES, "vyre.lib.select")
+    require(a, MOVE_TYPES, "vyre.lib.select")
     f = _flags_of(mask, a.n)
     if a.n == 0:
-        return result(np.zeros(0, a.dtype.host), a, a.dtype, 0)
+        return result(np.zeros(0, host_dtype(a.dtype)), a, a.dtype, 0)
     r = Runner(backend, workgroup_size)
-    out, count = _compact(r, a.data, a.dtype, f.data, a.n, False, a.on_device)
+    out, count = _compact(r, a.source(), a.dtype, f.data, a.n, False, a.on_device)
     return result(out, a, a.dtype, count)
 
 
 def partition(x: Any, mask: Any, *, backend: Any = None, workgroup_size: int | None = None) -> tuple[Any, int]:
     """``(concatenate([x[mask], x[~mask]]), count)``: both parts in their input order."""
     a = as_arr(x, "x")
-    require(a, ELEMENT_TYPES, "vyre.lib.partition")
+    require(a, MOVE_TYPES, "vyre.lib.partition")
     f = _flags_of(mask, a.n)
     if a.n == 0:
-        return result(np.zeros(0, a.dtype.host), a, a.dtype, 0), 0
+        return result(np.zeros(0, host_dtype(a.dtype)), a, a.dtype, 0), 0
     r = Runner(backend, workgroup_size)
-    out, count = _compact(r, a.data, a.dtype, f.data, a.n, True, a.on_device)
+    out, count = _compact(r, a.source(), a.dtype, f.data, a.n, True, a.on_device)
     return result(out, a, a.dtype, a.n), count
 
 
@@ -188,13 +191,13 @@ def _float_unique(r: Runner, a: Arr) -> Any:
 def run_length_encode(x: Any, *, backend: Any = None, workgroup_size: int | None = None) -> tuple[Any, Any]:
     """``(values, lengths)`` of the runs of equal consecutive elements (lengths u32)."""
     a = as_arr(x, "x")
-    require(a, ELEMENT_TYPES, "vyre.lib.run_length_encode")
+    require(a, MOVE_TYPES, "vyre.lib.run_length_encode")
     if a.n == 0:
-        return result(np.zeros(0, a.dtype.host), a, a.dtype, 0), result(np.zeros(0, np.uint32), a, U, 0)
+        return result(np.zeros(0, host_dtype(a.dtype)), a, a.dtype, 0), result(np.zeros(0, np.uint32), a, U, 0)
     r = Runner(backend, workgroup_size)
-    starts, count = _runs(r, a.data, a.dtype, a.n)
+    starts, count = _runs(r, a.source(), a.dtype, a.n)
     g = -(-count // r.wg)
-    values = r.run(gather_program(a.dtype, U, r.wg), [a.data, starts, params(count, 0, 0, a.n)], g, count,
+    values = r.run(gather_program(a.dtype, U, r.wg), [a.source(), starts, params(count, 0, 0, a.n)], g, count,
                    keep=a.on_device)[0]
     lengths = r.run(lengths_program(r.wg), [starts, params(count, a.n)], g, count, keep=a.on_device)[0]
     return result(values, a, a.dtype, count), result(lengths, a, U, count)
@@ -217,5 +220,5 @@ def top_k(x: Any, k: int, *, backend: Any = None, workgroup_size: int | None = N
     return key_result(r, keys, a, k), result(idx, a, U, k)
 
 
-__all__ = ["FLOAT_UNIQUE", "compact_program", "lengths_program", "partition", "run_length_encode", "run_starts_program", "select",
+__all__ = ["FLOAT_UNIQUE", "MOVE_TYPES", "compact_program", "lengths_program", "partition", "run_length_encode", "run_starts_program", "select",
            "top_k", "unique", "unique_key_program"]
