@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import gc
 import math
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -293,7 +294,10 @@ def main() -> None:
     n = 1 << a.size
     side: Any = Gpu() if a.backend == "cuda" else Host()
     rng = np.random.default_rng(0)
-    results: dict[str, Any] = {"backend": a.backend, "device": repr(backend), "elements": n, "cases": {}}
+    results: dict[str, Any] = {"backend": a.backend, "device": repr(backend), "elements": n, "cases": {},
+                               # the host's 1-minute load when the run starts (other work on a
+                               # shared machine slows a CPU device's worker threads most)
+                               "load_average_1min": os.getloadavg()[0]}
     for case in a.only.split(","):
         side.release()      # nothing of the previous case stays alive or cached
         host = data(case, n, rng)
