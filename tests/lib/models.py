@@ -126,3 +126,24 @@ def order_key(k: np.ndarray) -> np.ndarray:
     if k.dtype.kind == "i":
         return (k.view(np.dtype(f"u{k.itemsize}")) ^ (1 << (8 * k.itemsize - 1))).astype(f"u{k.itemsize}")
     return k
+
+
+_CANONICAL_NAN = {"f32": 0x7FC00000, "f16": 0x7E00, "bf16": 0x7FC0}
+
+
+def float_unique_model(bits: np.ndarray, fmt: str) -> np.ndarray:
+    """numpy's unique of float bits (f32 bits, or 16-bit floats' widened exactly to f32 bits)
+    by a stable sort: the distinct values ascending, -0 and +0 one value (the first zero of
+    the input), one canonical NaN at the end."""
+    x = bits.view(np.float32)
+    s = np.sort(x, kind="stable")                     # NaNs last; -0 == +0 keep input order
+    keep = np.ones(s.size, bool)
+    keep[1:] = s[1:] != s[:-1]
+    nan = np.isnan(s)
+    out = s[keep & ~nan].view(np.uint32)
+    if fmt != "f32":
+        out = (out >> 16).astype(np.uint16) if fmt == "bf16" else \
+            out.view(np.float32).astype(np.float16).view(np.uint16)
+    if nan.any():
+        out = np.append(out, out.dtype.type(_CANONICAL_NAN[fmt]))
+    return out

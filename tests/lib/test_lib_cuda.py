@@ -13,7 +13,17 @@ import pytest
 import vyre.lib as L
 from vyre.driver.errors import BackendUnavailable
 from vyre.ir import BinOp, DataType, superacc
-from vyre.lib import columns, compaction, histograms, radix, reduce, scan, scatter, segmented
+from vyre.lib import (
+    columns,
+    compaction,
+    halfkeys,
+    histograms,
+    radix,
+    reduce,
+    scan,
+    scatter,
+    segmented,
+)
 
 D = DataType
 
@@ -39,6 +49,9 @@ def _programs():
     yield "sort scatter i64 keys u64 values", radix.scatter_program(D.I64, D.U64, 128, 16)
     yield "compact partition", compaction.compact_program(D.F32, wg, True)
     yield "segment exact f32", segmented.segment_program(D.F32, BinOp.ADD, wg)
+    yield "unique keys bf16", compaction.unique_key_program(D.BF16, wg)
+    yield "half sort keys f16", halfkeys.order_program(D.F16, wg)
+    yield "half sort bits", halfkeys.bits_program(wg)
 
 
 def test_every_kind_of_library_program_compiles_with_nvrtc():

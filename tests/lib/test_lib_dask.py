@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 import pytest
-from models import adversarial_f32, exact_sum_bits
+from models import adversarial_f32, exact_sum_bits, float_unique_model
 from props import rng_for, sizes, tag
 
 import vyre.lib as L
@@ -58,6 +58,7 @@ def test_primitives_on_dask_for_random_sizes(dask_backend, request):
         assert L.sort(keys, backend=dask_backend).tobytes() == keys[order].tobytes(), tag(n=n)
         ints = rng.integers(-50, 50, n).astype(np.int32)
         assert L.unique(ints, backend=dask_backend).tobytes() == np.unique(ints).tobytes(), tag(n=n)
+        assert L.unique(keys, backend=dask_backend).tobytes() == float_unique_model(bits, "f32").tobytes(), tag(n=n)
         mask = rng.random(n) < 0.5
         assert L.select(keys, mask, backend=dask_backend).tobytes() == keys[mask].tobytes(), tag(n=n)
         if n:

@@ -212,3 +212,25 @@ def test_reductions_over_runs_and_strided(backend, monkeypatch, serial):
         assert int(L.sum(f, backend=backend, workgroup_size=wg).view(np.uint32)) == exact_sum_bits(bits, "f32")
     assert int(L.dot(f[:1000], g, backend=backend).view(np.uint32)) == \
         exact_dot_bits(bits[:1000], g.view(np.uint32).tolist())
+
+
+@pytest.mark.parametrize("wg", [None, 3])
+def test_exact_sum_bins_far_past_a_mantissa(backend, monkeypatch, wg):
+    """On serial backends an invocation adds each f32's signed mantissa to an i64 bin of its
+    exponent and adds the bins to its digits at the end: bins of thousands of maximal
+    mantissas of one exponent (either sign, the two cancelling nearly), beside tiny values,
+    still give the exact sum rounded once."""
+    from vyre.lib import runner
+
+    monkeypatch.setattr(runner, "serial", lambda _backend: True)
+    rng = np.random.default_rng(35)
+    n = 3001
+    x = np.full(n, np.float32(1.9999999), np.float32)
+    x[1::2] = np.float32(-1.9999998)
+    x[::97] = (rng.standard_normal(x[::97].size) * 1e-30).astype(np.float32)
+    x[5] = np.float32(3e38)
+    bits = x.view(np.uint32).tolist()
+    got = L.sum(x, backend=backend, workgroup_size=wg)
+    assert int(np.float32(got).view(np.uint32)) == exact_sum_bits(bits, "f32")
+    assert int(np.float32(L.sum(-x, backend=backend, workgroup_size=wg)).view(np.uint32)) == \
+        exact_sum_bits((-x).view(np.uint32).tolist(), "f32")

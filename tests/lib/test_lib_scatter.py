@@ -160,23 +160,29 @@ def test_a_million_contributions_into_a_thousand_slots_give_identical_bytes():
         assert first.tobytes() == _fsum_slots(target, index, values).tobytes(), name
 
 
+@pytest.mark.parametrize("serial", [False, True])
 @pytest.mark.parametrize("fmt", ["f32", "f16", "bf16"])
-def test_64bit_atomic_path_gives_the_u32_paths_bytes(backend, monkeypatch, fmt):
+def test_64bit_atomic_path_gives_the_u32_paths_bytes(backend, monkeypatch, fmt, serial):
     """Where 64-bit atomics run, a float contribution is one 64-bit atomic (signed words, no
     carries: vyre.lib.scatter.WIDE_MAX); the bytes are those of the u32 chunk path, which
-    backends without 64-bit atomics take (and calls with more than WIDE_MAX values)."""
-    from vyre.lib import scatter
+    backends without 64-bit atomics take (and calls with more than WIDE_MAX values). On
+    serial backends (``serial``: forced here on every backend) the 64-bit words take plain
+    adds from the invocation that owns the slot's range (fewer slots than ranges too)."""
+    from vyre.lib import runner, scatter
 
+    monkeypatch.setattr(runner, "serial", lambda _backend: serial)
     rng = np.random.default_rng(77)
-    n, slots = 3001, 37
-    bits = adversarial_f32(rng, n, specials=True)
-    tbits = adversarial_f32(rng, slots, specials=True)
-    values, target = bits.view(np.float32), tbits.view(np.float32)
-    if fmt != "f32":
-        cast = np.float16 if fmt == "f16" else pytest.importorskip("ml_dtypes").bfloat16
-        with np.errstate(over="ignore", invalid="ignore"):
-            values, target = values.astype(cast), target.astype(cast)
-    index = rng.integers(0, slots, n).astype(np.uint32)
-    first = L.index_add(target, index, values, backend=backend)
-    monkeypatch.setattr(scatter, "WIDE_MAX", 0)
-    assert L.index_add(target, index, values, backend=backend).tobytes() == first.tobytes()
+    n = 3001
+    for slots in (37, 3):
+        bits = adversarial_f32(rng, n, specials=True)
+        tbits = adversarial_f32(rng, slots, specials=True)
+        values, target = bits.view(np.float32), tbits.view(np.float32)
+        if fmt != "f32":
+            cast = np.float16 if fmt == "f16" else pytest.importorskip("ml_dtypes").bfloat16
+            with np.errstate(over="ignore", invalid="ignore"):
+                values, target = values.astype(cast), target.astype(cast)
+        index = rng.integers(0, slots, n).astype(np.uint32)
+        monkeypatch.setattr(scatter, "WIDE_MAX", 1 << 24)
+        first = L.index_add(target, index, values, backend=backend)
+        monkeypatch.setattr(scatter, "WIDE_MAX", 0)
+        assert L.index_add(target, index, values, backend=backend).tobytes() == first.tobytes(), slots

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from models import adversarial_f32, exact_sum_bits, order_key
+from models import adversarial_f32, exact_sum_bits, float_unique_model, order_key
 from props import rng_for, sizes, tag, workgroup_size
 
 import vyre.lib as L
@@ -63,10 +63,75 @@ def test_unique_matches_numpy(backend, dtype, request):
         assert got.dtype == x.dtype and got.tobytes() == np.unique(x).tobytes(), tag(n=n, wg=wg)
 
 
-def test_unique_refuses_floats_with_a_fix(reference_backend):
+def _float_bits(rng: np.random.Generator, fmt: str, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(array, f32 bits of its values)``: adversarial bits (NaN payloads of both signs, ±0,
+    subnormals, ±inf), with repeats."""
+    import ml_dtypes
+
+    if fmt == "f32":
+        b = adversarial_f32(rng, n)
+        if n:                                           # repeats: a third from the first eighth
+            b = np.where(rng.random(n) < 0.3, rng.choice(b[: max(1, n // 8)], n), b).astype(np.uint32)
+        return b.view(np.float32), b
+    h = rng.integers(0, 2**16, n, dtype=np.uint32).astype(np.uint16)
+    h = np.where(rng.random(n) < 0.5, h, rng.choice(np.uint16([0, 0x8000, 0x7C00, 0xFC00, 0x7E00, 0xFE01, 0x7C01,
+                                                               0x7F80, 0xFF80, 0x7FC1, 1, 0x8001, 0x3C00]), n))
+    if fmt == "bf16":
+        return h.view(ml_dtypes.bfloat16), h.astype(np.uint32) << 16
+    return h.view(np.float16), h.view(np.float16).astype(np.float32).view(np.uint32)
+
+
+@pytest.mark.parametrize("fmt", ["f32", "f16", "bf16"])
+def test_float_unique_matches_numpy(backend, fmt, request):
+    pytest.importorskip("ml_dtypes")
+    rng = rng_for(request.node.name)
+    wg = workgroup_size(rng)
+    for n in sizes(rng, 2100):
+        x, wide = _float_bits(rng, fmt, n)
+        got = L.unique(x, backend=backend, workgroup_size=wg)
+        want = float_unique_model(wide, fmt)
+        assert got.dtype == x.dtype and got.tobytes() == want.tobytes(), tag(n=n, wg=wg)
+        ref = np.unique(x.astype(np.float32))                      # numpy's own, values only
+        np.testing.assert_array_equal(got.astype(np.float32), ref, err_msg=tag(n=n, wg=wg))
+
+
+def test_float_unique_edges(backend):
+    nan_bits = np.uint32([0xFFC00001, 0x7F800001, 0x7FC00000, 0xFFFFFFFF])
+    cases = [([0.0, -0.0], 0x00000000), ([-0.0, 0.0, -0.0], 0x80000000)]
+    for values, zero in cases:
+        got = L.unique(np.float32(values), backend=backend)
+        assert got.view(np.uint32).tolist() == [zero]
+    x = np.concatenate([nan_bits, np.float32([np.inf, -np.inf, 1e-45, -1e-45, 1.0]).view(np.uint32)]).view(np.float32)
+    got = L.unique(x, backend=backend).view(np.uint32)
+    assert got.tolist() == [0xFF800000, 0x80000001, 0x00000001, 0x3F800000, 0x7F800000, 0x7FC00000]
+
+
+def test_unique_refuses_narrow_integers_with_a_fix(reference_backend):
     with pytest.raises(LibError) as err:
-        L.unique(np.zeros(3, np.float32), backend=reference_backend)
+        L.unique(np.zeros(3, np.int8), backend=reference_backend)
     assert err.value.code == "L001" and "Fix:" in str(err.value)
+
+
+@pytest.mark.parametrize("fmt", ["f16", "bf16"])
+def test_select_partition_and_runs_of_16_bit_floats(backend, fmt, request):
+    """f16/bf16 elements (any bits, runs of equal bits) move as their bits: select and
+    partition are numpy's boolean indexing, the runs numpy's comparison of the bits."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    cast = np.float16 if fmt == "f16" else ml_dtypes.bfloat16
+    rng = rng_for(request.node.name)
+    wg = workgroup_size(rng)
+    for n in sizes(rng, 2100):
+        h = rng.integers(0, 2**16, n, dtype=np.uint32).astype(np.uint16)
+        h[rng.random(n) < 0.5] = h[0] if n else 0                   # runs of equal bits
+        x, mask = h.view(cast), rng.random(n) < rng.random()
+        got = L.select(x, mask, backend=backend, workgroup_size=wg)
+        parted, count = L.partition(x, mask, backend=backend, workgroup_size=wg)
+        assert got.dtype == x.dtype and got.view(np.uint16).tobytes() == h[mask].tobytes(), tag(n=n, wg=wg)
+        assert count == mask.sum() and parted.view(np.uint16).tobytes() == np.concatenate([h[mask], h[~mask]]).tobytes()
+        values, lengths = L.run_length_encode(x, backend=backend, workgroup_size=wg)
+        starts = np.flatnonzero(np.r_[True, h[1:] != h[:-1]]) if n else np.zeros(0, np.int64)
+        assert values.dtype == x.dtype and values.view(np.uint16).tobytes() == h[starts].tobytes(), tag(n=n, wg=wg)
+        assert lengths.tolist() == np.diff(np.r_[starts, n]).tolist(), tag(n=n, wg=wg)
 
 
 def test_run_length_encode(backend, request):

@@ -18,6 +18,11 @@ invocation may add `superacc.LOCAL_HEADROOM` values before `settle` carries its 
 
 f32 and bf16 specials cost two integer maxima per value instead of a flags word (`Specials`):
 their bits are added like any others (the flags decide the result whatever the digits hold).
+
+On serial backends (a CPU device, `vyre.lib.runner.serial`) an invocation first adds each f32
+to one private i64 bin per biased exponent (`bin_f32_bits`: one add of the signed mantissa,
+where the column takes three), and adds the bins to its column once at the end
+(`flush_bins`): an exact regrouping of the same terms.
 """
 
 from __future__ import annotations
@@ -94,6 +99,43 @@ def add_f32_bits(col: str, wg: int, bits: Expr, p: str) -> list[Node]:
             *Specials.see(b)]
 
 
+BINS = 256          # one i64 bin per biased f32 exponent
+BIN_VALUES = 1 << 23  # values an invocation may add to its bins (|bin| < 2**47: `flush_bins`)
+
+
+def bins_decl(name: str) -> BufferDecl:
+    """The private bins of `bin_f32_bits`."""
+    return BufferDecl.local(name, BINS, DataType.I64)
+
+
+def bins_init(name: str) -> list[Node]:
+    return [Node.loop(f"{name}_k", Expr.u32(0), Expr.u32(BINS), [Node.store(name, Expr.var(f"{name}_k"), Expr.i64(0))])]
+
+
+def bin_f32_bits(bins: str, bits: Expr, p: str) -> list[Node]:
+    """Add the f32 whose bits are the u32 ``bits`` to bin ``e`` (its biased exponent) as its
+    signed mantissa ``±m`` (the term is ``±m * 2**(e - 150)``; a subnormal counts as zero, S9;
+    a special is seen by `Specials`, which the caller has set up)."""
+    b, e = Expr.var(f"{p}_b"), Expr.var(f"{p}_e")
+    m = Expr.select(e.eq(Expr.u32(0)), Expr.u32(0), (b & 0x7FFFFF) | 0x800000)
+    sm = Expr.cast(DataType.I64, sa.as_i32(Expr.select(sa.as_i32(b).lt(Expr.i32(0)), -m, m)))
+    return [Node.let_bind(f"{p}_b", bits), Node.let_bind(f"{p}_e", (b >> 23) & 0xFF),
+            Node.store(bins, e, Expr.load(bins, e) + sm), *Specials.see(b)]
+
+
+def flush_bins(bins: str, col: str, wg: int) -> list[Node]:
+    """Add the finite bins (exponents 1..254) to this invocation's column: bin ``e`` (at most
+    `BIN_VALUES` mantissas, so ``|bin| < 2**47``) as its low 24 bits at ``e`` and the signed
+    rest at ``e + 24`` (two `add_signed` terms each: at most 508 in all, within the column's
+    `superacc.LOCAL_HEADROOM`). Bin 255 holds the specials, which `Specials` decides."""
+    e, v = Expr.var("bin_e"), Expr.var("bin_v")
+    low = Expr.cast(I, v & Expr.i64(0xFFFFFF))
+    high = Expr.cast(I, v >> Expr.i64(24))
+    return [Node.loop("bin_e", Expr.u32(1), Expr.u32(BINS - 1), [
+        Node.let_bind("bin_v", Expr.load(bins, e)),
+        Node.if_(v.ne(Expr.i64(0)), [*add_signed(col, wg, low, e, "bl"), *add_signed(col, wg, high, e + 24, "bh")])])]
+
+
 def add_f16_bits(col: str, wg: int, bits: Expr, p: str) -> list[Node]:
     """Add the f16 whose bits are the low half of the u32 ``bits``; its flags are ORed into
     the u32 variable ``fl``."""
@@ -134,5 +176,5 @@ def load_total(col: str, wg: int, local: str) -> list[Node]:
             *sa.normalise(local, K, f"{col}_t")]
 
 
-__all__ = ["BYTES", "LAYOUT", "Specials", "add_f16_bits", "add_f32_bits", "add_signed", "decl", "load_total",
-           "settle"]
+__all__ = ["BINS", "BIN_VALUES", "BYTES", "LAYOUT", "Specials", "add_f16_bits", "add_f32_bits", "add_signed",
+           "bin_f32_bits", "bins_decl", "bins_init", "decl", "flush_bins", "load_total", "settle"]

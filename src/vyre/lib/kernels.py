@@ -91,6 +91,17 @@ def run_rounds(unroll: int, value: Callable[[Expr], Expr], fill: Expr | None,
     return rounds(GID * (PER * unroll), 1, PER, unroll, value, fill, body, p)
 
 
+def clipped_run(buf: str, unroll: int, body: Callable[[Expr], list[Node]], idx: str = "idx") -> list[Node]:
+    """`run_rounds`' share (``PER * unroll`` consecutive items from ``gid * PER * unroll``) as
+    one plain loop to ``min(end, buf_len(buf))``: the bound proves every ``buf[idx]`` in
+    bounds, so the load has no check (`vyre.lower.ranges`) and a CPU compiler vectorises the
+    loop (PoCL: 4x-16x wider loads than one checked load a trip). Only for a pass whose
+    ``buf`` holds exactly its N items; the same `rounds_fit` bound."""
+    r0 = Expr.var(f"{idx}_0")
+    return [Node.let_bind(f"{idx}_0", GID * (PER * unroll)),
+            Node.loop(idx, r0, Expr.min(r0 + PER * unroll, Expr.buf_len(buf)), body(Expr.var(idx)))]
+
+
 def share_rounds(serial: bool, unroll: int, value: Callable[[Expr], Expr], fill: Expr | None,
                  body: Callable[[list[Expr]], list[Node]], p: str = "item") -> list[Node]:
     """This invocation's share of a grid pass: `run_rounds` where ``serial`` (a serial
@@ -195,5 +206,5 @@ def binop(op: BinOp) -> Callable[[Expr, Expr], Expr]:
     return lambda a, b: Expr.bin(op, a, b)
 
 
-__all__ = ["EXTRA", "GID", "LID", "N", "PER", "T", "WGID", "balanced", "binop", "element", "f16_to_f32_bits", "grid_stride",
+__all__ = ["EXTRA", "GID", "LID", "N", "PER", "T", "WGID", "balanced", "binop", "clipped_run", "element", "f16_to_f32_bits", "grid_stride",
            "lane_words", "own", "pad32", "padded", "pairwise", "ping_pong_scan", "prm", "rounds", "rounds_fit", "run_rounds", "runs", "share_rounds", "storage", "strided_rounds", "tree"]

@@ -1,8 +1,8 @@
 """Stable LSD radix sort: ``sort(keys, values=None)`` and ``argsort(keys)``.
 
-Keys: u32, i32, u64, i64 and f32 (IEEE totalOrder of the bits: -NaN < -inf < ... < -0 < +0
-< ... < +inf < +NaN; sorting moves bits and does no arithmetic, so subnormals keep their
-place and their bits). Each pass sorts by 8 bits of the order key (signed keys with the sign
+Keys: u32, i32, u64, i64, f32, f16 and bf16 (IEEE totalOrder of the bits: -NaN < -inf < ... <
+-0 < +0 < ... < +inf < +NaN; sorting moves bits and does no arithmetic, so subnormals keep
+their place and their bits; 16-bit floats are sorted as u32 order keys, `vyre.lib.halfkeys`). Each pass sorts by 8 bits of the order key (signed keys with the sign
 bit flipped; negative floats with every bit flipped): 4 passes for 32-bit keys, 8 for 64-bit.
 A pass is three steps, none waiting on another workgroup:
 
@@ -35,8 +35,9 @@ import numpy as np
 
 from vyre.ir import AtomicOp, BufferDecl, DataType, Expr, Node, Program
 
-from .arrays import Arr, as_arr, require, result, to_kind
+from .arrays import Arr, as_arr, host_dtype, require, result, to_kind
 from .errors import LibError
+from .halfkeys import HALF_KEYS, bits_program, order_program
 from .kernels import GID, LID, WGID, N, lane_words, pad32, ping_pong_scan, rounds
 from .runner import Runner, params
 from .scan import _int_scan
@@ -374,11 +375,26 @@ def _data(a: Arr) -> Any:
     return a.data
 
 
+def sort_keys(r: Runner, k: Arr) -> tuple[Any, DataType]:
+    """What the passes sort, and its type: the caller's keys, or for 16-bit floats their u32
+    totalOrder keys (`vyre.lib.halfkeys`)."""
+    if k.dtype in HALF_KEYS:
+        return r.run(order_program(k.dtype, r.wg), [k.source(), params(k.n)], -(-k.n // r.wg), k.n)[0], U
+    return k.data, k.dtype
+
+
+def key_result(r: Runner, ks: Any, k: Arr, count: int) -> Any:
+    """The first ``count`` sorted keys as the caller's kind and type (`sort_keys` undone)."""
+    if k.dtype in HALF_KEYS:
+        ks = r.run(bits_program(r.wg), [ks, params(count)], -(-count // r.wg), count, keep=k.on_device)[0]
+    return result(ks, k, k.dtype, count)
+
+
 def sort(keys: Any, values: Any = None, *, backend: Any = None, workgroup_size: int | None = None) -> Any:
     """The keys in ascending order (stable; f32 keys in IEEE totalOrder); with ``values``,
     ``(sorted_keys, values_in_that_order)``."""
     k = as_arr(keys, "keys")
-    require(k, KEY_TYPES, "vyre.lib.sort")
+    require(k, KEY_TYPES + HALF_KEYS, "vyre.lib.sort")
     v = None
     if values is not None:
         v = as_arr(values, "values")
@@ -386,19 +402,20 @@ def sort(keys: Any, values: Any = None, *, backend: Any = None, workgroup_size: 
         if v.n != k.n:
             raise LibError("L002", f"vyre.lib.sort: {k.n} keys but {v.n} values.", "pass one value per key.")
     if k.n == 0:
-        empty = to_kind(np.zeros(0, k.dtype.host), k, k.dtype)
+        empty = to_kind(np.zeros(0, host_dtype(k.dtype)), k, k.dtype)
         return empty if v is None else (empty, to_kind(np.zeros(0, v.dtype.host), v, v.dtype))
     r = Runner(backend, workgroup_size)
-    ks, vs = _sort(r, _data(k), _data(v) if v is not None else None, k.n, k.dtype,
-                   v.dtype if v is not None else None, k.on_device)
-    sk = result(ks, k, k.dtype, k.n)
+    data, key_t = sort_keys(r, k)
+    ks, vs = _sort(r, data, _data(v) if v is not None else None, k.n, key_t,
+                   v.dtype if v is not None else None, k.on_device or key_t is not k.dtype)
+    sk = key_result(r, ks, k, k.n)
     return sk if v is None else (sk, result(vs, v, v.dtype, k.n))
 
 
 def argsort(keys: Any, *, backend: Any = None, workgroup_size: int | None = None) -> Any:
     """The u32 indices that sort ``keys`` stably (f32 in IEEE totalOrder)."""
     k = as_arr(keys, "keys")
-    require(k, KEY_TYPES, "vyre.lib.argsort")
+    require(k, KEY_TYPES + HALF_KEYS, "vyre.lib.argsort")
     if k.n >= 2**32:
         raise LibError("L002", "vyre.lib.argsort: more than 2**32-1 keys.", "sort fewer keys per call.")
     if k.n == 0:
@@ -409,8 +426,9 @@ def argsort(keys: Any, *, backend: Any = None, workgroup_size: int | None = None
 
         idx = cupy.arange(k.n, dtype=cupy.uint32)
     r = Runner(backend, workgroup_size)
-    _, vs = _sort(r, _data(k), idx, k.n, k.dtype, U, k.on_device)
+    data, key_t = sort_keys(r, k)
+    _, vs = _sort(r, data, idx, k.n, key_t, U, k.on_device)
     return result(vs, k, U, k.n)
 
 
-__all__ = ["argsort", "count_program", "scatter_program", "serial_count_program", "serial_scatter_program", "sort"]
+__all__ = ["argsort", "count_program", "key_result", "scatter_program", "serial_count_program", "serial_scatter_program", "sort", "sort_keys"]

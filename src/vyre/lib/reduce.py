@@ -42,6 +42,7 @@ from .kernels import (
     WGID,
     balanced,
     binop,
+    clipped_run,
     element,
     grid_stride,
     pairwise,
@@ -106,7 +107,8 @@ def tree_program(dtype: DataType, op: BinOp, wg: int, first: bool, final: bool, 
     floats are mapped to keys); ``final``: write the result (16-bit floats: their bits) to
     ``out[0]``; ``merge`` (32-bit integer sums): every workgroup adds its total to ``out[0]``
     with an atomic (wrapping, so the order cannot matter): one pass. ``serial``: each
-    invocation reads its own run (`share_rounds`)."""
+    invocation reads its own run (`share_rounds`; the caller's non-16-bit data as one
+    `clipped_run` loop)."""
     half = dtype.is_half
     acc_t = U if half else dtype.value_type
     src_t = storage(dtype) if first else acc_t
@@ -127,7 +129,12 @@ def tree_program(dtype: DataType, op: BinOp, wg: int, first: bool, final: bool, 
     # sums: x holds exactly N items (the caller's array, or exactly the partials), and a load
     # past the end gives 0, the identity; min and max fill with theirs
     fill = None if op is BinOp.ADD else ident
-    body = [Node.let_bind("acc", ident), *share_rounds(serial, unroll, value, fill, fold),
+    if serial and first and not half:
+        # the caller's array holds exactly N items: one unchecked load a trip (vectorised)
+        share = clipped_run("x", unroll, lambda i: [Node.assign("acc", combine(Expr.var("acc"), value(i)))])
+    else:
+        share = share_rounds(serial, unroll, value, fill, fold)
+    body = [Node.let_bind("acc", ident), *share,
             Node.store("s", LID, Expr.var("acc")), *tree("s", wg, combine),
             Node.if_(LID.eq(Expr.u32(0)), [Node.expr(Expr.atomic(AtomicOp.ADD, "out", Expr.u32(0), result))
                                            if merge else Node.store("out", WGID, result)])]
@@ -180,6 +187,13 @@ def wide_sum_program(dtype: DataType, wg: int, first: bool, unroll: int = UNROLL
                                         Node.store("out", WGID * 2 + 1, Expr.load("t", zero))]))
     return Program.wrapped([BufferDecl.read("x", 0, src_t), prm(1), BufferDecl.output("out", 2, U),
                             BufferDecl.workgroup("s", wg, U), BufferDecl.workgroup("t", wg, U)], wg, body)
+
+
+def binned(source: DataType | str, serial: bool) -> bool:
+    """Whether `exact_program`'s first pass adds f32/bf16 values to exponent bins first
+    (`columns.bin_f32_bits`): on serial backends, where one private add a value beats the
+    column's three."""
+    return serial and source in (DataType.F32, DataType.BF16)
 
 
 @functools.cache
@@ -239,7 +253,18 @@ def exact_program(source: DataType | str, layout: sa.Layout, fmt: sa.Format, wg:
         # each invocation's sum in its column of `col`, then the columns added pairwise
         # the caller's array holds exactly N values (16-bit ones: a zero pads the last word);
         # past the end a load gives 0, the bits of +0, which adds nothing
-        body += [*columns.Specials.init(), *share_rounds(serial, unroll, bits, None, add_values),
+        if binned(source, serial):
+            # one i64 bin per exponent while streaming the run (one add a value), then the
+            # bins into the column; the caller's array holds exactly N values
+            if source is DataType.F32:
+                stream = clipped_run("x", unroll, lambda i: columns.bin_f32_bits("bins", bits(i), "a"))
+            else:   # bf16, two a word: the rounds (a load past the end gives +0)
+                stream = share_rounds(serial, unroll, bits, None, lambda items: [
+                    n for u, b in enumerate(items) for n in columns.bin_f32_bits("bins", b << 16, f"a{u}")])
+            share = [*columns.bins_init("bins"), *stream, *columns.flush_bins("bins", "col", wg)]
+        else:
+            share = share_rounds(serial, unroll, bits, None, add_values)
+        body += [*columns.Specials.init(), *share,
                  Node.assign("fl", fl | columns.Specials.flags()), flags, *columns.settle("col", wg, "acc")]
     else:
         body += [*grid_stride(take), *sa.normalise("acc", K)]
@@ -255,6 +280,8 @@ def exact_program(source: DataType | str, layout: sa.Layout, fmt: sa.Format, wg:
     nb = len(bufs)
     bufs += [prm(nb), BufferDecl.output("out", nb + 1, U), *sa.local_decls("acc", layout)]
     bufs += [columns.decl("col", wg)] if values else [BufferDecl.workgroup("wacc", K, I)]
+    if values and binned(source, serial):
+        bufs.append(columns.bins_decl("bins"))
     bufs.append(BufferDecl.workgroup("wfl", 1, U))
     return Program.wrapped(bufs, wg, body)
 
@@ -364,9 +391,11 @@ def _reduce(x: Any, op: BinOp, name: str, backend: Any, workgroup_size: int | No
                                  unroll if first else 1, r.serial and first)
 
         # each invocation adds at most LOCAL_HEADROOM values to its column before it settles
+        # (binned: at most BIN_VALUES to its bins, which add 508 terms to the column)
+        per_max = columns.BIN_VALUES - EXACT_UNROLL if binned(a.dtype, r.serial) else sa.LOCAL_HEADROOM - EXACT_UNROLL
         return _two_pass(r, make_sum, [_source(a)], a.n, a, a.dtype, columns.LAYOUT.digits + 1,
                          wg=r.fit(columns.BYTES, r.serial_wg if r.serial else None), unroll=EXACT_UNROLL,
-                         per_max=sa.LOCAL_HEADROOM - EXACT_UNROLL)
+                         per_max=per_max)
 
     if op is BinOp.ADD and a.dtype.storage_only:
         return _narrow_sum(r, a)

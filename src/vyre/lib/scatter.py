@@ -6,7 +6,9 @@ bf16) get, per slot, the exact sum of its initial value and every contribution, 
 (S34): each contribution goes into the slot's global superaccumulator with integer atomics
 (one 64-bit atomic per value where the backend has them and there are at most `WIDE_MAX`
 values; else `vyre.ir.superacc.atomic_add_value`'s u32 chunks) and a second pass rounds
-every slot. The order of
+every slot (on serial backends, a CPU device, the 64-bit path takes no atomics: each of a
+few invocations owns a range of slots and adds its contributions with plain adds,
+`serial_wide_scatter_program`). The order of
 ``index`` and the workgroup size change nothing. An index outside ``[0, len(target))`` is an
 `LibError` L004 (the pass flags it; nothing is written). ``gather(x, index)`` is
 ``x[index]`` with the same index rule.
@@ -26,7 +28,7 @@ from vyre.ir import superacc as sa
 from . import columns
 from .arrays import NUMERIC, Arr, as_arr, require, result, to_kind
 from .errors import LibError
-from .kernels import EXTRA, GID, element, grid_stride, prm, storage
+from .kernels import EXTRA, GID, PER, element, grid_stride, prm, storage
 from .runner import Runner, params
 
 U, I = DataType.U32, DataType.I32
@@ -104,6 +106,35 @@ WIDE_WORDS = 16          # digit words per slot (e >> 4 < 16)
 WIDE_MAX = 1 << 24       # contributions a call may make through the 64-bit path
 
 
+def _wide_value(dtype: DataType, i: Expr) -> list[Node]:
+    """``pos`` (the biased exponent: the bit position of the mantissa, bit 0 at 2**-150),
+    ``mag`` (the mantissa; 0 for a zero, a subnormal (S9) or a special), ``neg`` and
+    ``flags`` of ``values[i]``, and ``v``: the signed u64 ``±mag << (pos & 15)`` that goes
+    into slot word ``pos >> 4``."""
+    if dtype is DataType.F16:
+        bits = element("values", dtype, i)
+        value = [*sa.decode_f16(bits, "a"),
+                 Node.let_bind("pos", Expr.var("a_s") + 1),        # bit 0 at 2**-150
+                 Node.let_bind("mag", Expr.var("a_m")), Node.let_bind("neg", Expr.var("a_neg")),
+                 Node.let_bind("flags", Expr.var("a_flags"))]
+    else:
+        bits = Expr.bitcast(U, Expr.load("values", i)) if dtype is DataType.F32 \
+            else element("values", dtype, i) << 16
+        b, e = Expr.var("b"), Expr.var("pos")
+        frac = b & 0x7FFFFF
+        value = [Node.let_bind("b", bits), Node.let_bind("pos", (b >> 23) & 0xFF),
+                 # a zero or a subnormal adds nothing (S9); a special only sets its flag
+                 Node.let_bind("mag", Expr.select(e.eq(Expr.u32(0)).or_(e.eq(Expr.u32(255))), Expr.u32(0),
+                                                  frac | 0x800000)),
+                 Node.let_bind("neg", b >> 31),
+                 Node.let_bind("flags", Expr.select(e.eq(Expr.u32(255)), Expr.select(
+                     frac.eq(Expr.u32(0)), Expr.select(Expr.var("neg").eq(Expr.u32(1)), Expr.u32(sa.FLAG_NINF),
+                                                       Expr.u32(sa.FLAG_PINF)), Expr.u32(sa.FLAG_NAN)), Expr.u32(0)))]
+    pos = Expr.var("pos")
+    v = Expr.cast(DataType.U64, Expr.var("mag")) << (pos & 15)
+    return [*value, Node.let_bind("v", Expr.select(Expr.var("neg").eq(Expr.u32(1)), Expr.u64(0) - v, v))]
+
+
 @functools.cache
 def wide_scatter_program(dtype: DataType, index_t: DataType, wg: int) -> Program:
     """Pass 1 through 64-bit atomics: every contribution into its slot's `WIDE_WORDS` words
@@ -113,29 +144,8 @@ def wide_scatter_program(dtype: DataType, index_t: DataType, wg: int) -> Program
 
     def take(i: Expr) -> list[Node]:
         slot = Expr.var("slot")
-        if dtype is DataType.F16:
-            bits = element("values", dtype, i)
-            value = [*sa.decode_f16(bits, "a"),
-                     Node.let_bind("pos", Expr.var("a_s") + 1),        # bit 0 at 2**-150
-                     Node.let_bind("mag", Expr.var("a_m")), Node.let_bind("neg", Expr.var("a_neg")),
-                     Node.let_bind("flags", Expr.var("a_flags"))]
-        else:
-            bits = Expr.bitcast(U, Expr.load("values", i)) if dtype is DataType.F32 \
-                else element("values", dtype, i) << 16
-            b, e = Expr.var("b"), Expr.var("pos")
-            frac = b & 0x7FFFFF
-            value = [Node.let_bind("b", bits), Node.let_bind("pos", (b >> 23) & 0xFF),
-                     # a zero or a subnormal adds nothing (S9); a special only sets its flag
-                     Node.let_bind("mag", Expr.select(e.eq(Expr.u32(0)).or_(e.eq(Expr.u32(255))), Expr.u32(0),
-                                                      frac | 0x800000)),
-                     Node.let_bind("neg", b >> 31),
-                     Node.let_bind("flags", Expr.select(e.eq(Expr.u32(255)), Expr.select(
-                         frac.eq(Expr.u32(0)), Expr.select(Expr.var("neg").eq(Expr.u32(1)), Expr.u32(sa.FLAG_NINF),
-                                                           Expr.u32(sa.FLAG_PINF)), Expr.u32(sa.FLAG_NAN)), Expr.u32(0)))]
         pos = Expr.var("pos")
-        v = Expr.cast(U64, Expr.var("mag")) << (pos & 15)
-        add = [*value,
-               Node.let_bind("v", Expr.select(Expr.var("neg").eq(Expr.u32(1)), Expr.u64(0) - v, v)),
+        add = [*_wide_value(dtype, i),
                Node.if_(Expr.var("mag").ne(Expr.u32(0)), [
                    Node.expr(Expr.atomic(AtomicOp.ADD, "acc", slot * W + (pos >> 4), Expr.var("v")))]),
                Node.if_(Expr.var("flags").ne(Expr.u32(0)), [
@@ -146,6 +156,37 @@ def wide_scatter_program(dtype: DataType, index_t: DataType, wg: int) -> Program
     return Program.wrapped([BufferDecl.read("values", 0, storage(dtype)), BufferDecl.read("index", 1, index_t),
                             prm(2), BufferDecl.output("acc", 3, U64), BufferDecl.output("fl", 4, U),
                             BufferDecl.output("err", 5, U, 1)], wg, grid_stride(take))
+
+
+@functools.cache
+def serial_wide_scatter_program(dtype: DataType, index_t: DataType) -> Program:
+    """`wide_scatter_program` for serial backends (`vyre.lib.runner.serial`: a CPU device),
+    with no atomics: invocation ``gid`` owns the slots ``[gid * PER, (gid + 1) * PER)`` and
+    reads every contribution, adding those of its slots with plain loads and stores (no two
+    invocations touch one word; a bad index still sets ``err``). One invocation a
+    workgroup, `SERIAL_RANGES` of them: each reads the whole index."""
+    W = WIDE_WORDS
+    i, slot, pos = Expr.var("i"), Expr.var("slot"), Expr.var("pos")
+    word = Expr.var("word")
+    mine = slot.ge(Expr.var("lo")).and_(slot.lt(Expr.var("hi")))
+    add = [*_wide_value(dtype, i),
+           Node.if_(Expr.var("mag").ne(Expr.u32(0)), [
+               Node.let_bind("word", slot * W + (pos >> 4)),
+               Node.store("acc", word, Expr.load("acc", word) + Expr.var("v"))]),
+           Node.if_(Expr.var("flags").ne(Expr.u32(0)), [
+               Node.store("fl", slot, Expr.load("fl", slot) | Expr.var("flags"))])]
+    body = [Node.let_bind("lo", GID * PER), Node.let_bind("hi", Expr.var("lo") + PER),
+            Node.loop("i", Expr.u32(0), Expr.buf_len("index"), [
+                *_slot(index_t, i),
+                Node.if_(Expr.var("ok"), [Node.if_(mine, add)],
+                         [Node.expr(Expr.atomic(AtomicOp.OR, "err", Expr.u32(0), Expr.u32(1)))])])]
+    return Program.wrapped([BufferDecl.read("values", 0, storage(dtype)), BufferDecl.read("index", 1, index_t),
+                            prm(2), BufferDecl.output("acc", 3, DataType.U64), BufferDecl.output("fl", 4, U),
+                            BufferDecl.output("err", 5, U, 1)], 1, body)
+
+
+SERIAL_RANGES = 2   # slot ranges of `serial_wide_scatter_program` (each reads the whole index; more
+# ranges only read it more often: the pass waits on cache misses into the 128-byte slots)
 
 
 @functools.cache
@@ -271,8 +312,14 @@ def index_add(target: Any, index: Any, values: Any, *, backend: Any = None,
             raise _bad_index("vyre.lib.index_add", t.n)
         return result(outs[0], t, t.dtype, t.n)
     if _wide(r, t.dtype, i.dtype, i.n, t.n):
-        slots, fl, err = r.run(wide_scatter_program(t.dtype, i.dtype, r.wg),
-                               [_data(v), _data(i), params(i.n, T, -(-i.n // T), t.n)], g, t.n * WIDE_WORDS)
+        if r.serial:
+            ranges = min(SERIAL_RANGES, t.n)
+            slots, fl, err = r.run(serial_wide_scatter_program(t.dtype, i.dtype),
+                                   [_data(v), _data(i), params(i.n, ranges, -(-t.n // ranges), t.n)], ranges,
+                                   t.n * WIDE_WORDS)
+        else:
+            slots, fl, err = r.run(wide_scatter_program(t.dtype, i.dtype, r.wg),
+                                   [_data(v), _data(i), params(i.n, T, -(-i.n // T), t.n)], g, t.n * WIDE_WORDS)
         out = r.run(wide_finish_program(t.dtype, r.wg), [_data(t), slots, fl, params(t.n, 0, 0, t.n)],
                     -(-t.n // r.wg), t.n, keep=t.on_device)[0]
         if r.read_u32(err, 0):
@@ -318,4 +365,5 @@ def gather(x: Any, index: Any, *, backend: Any = None, workgroup_size: int | Non
     return result(out, a, a.dtype, i.n)
 
 
-__all__ = ["finish_program", "gather", "gather_program", "index_add", "scatter_program"]
+__all__ = ["SERIAL_RANGES", "finish_program", "gather", "gather_program", "index_add", "scatter_program",
+           "serial_wide_scatter_program"]

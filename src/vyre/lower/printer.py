@@ -481,7 +481,7 @@ class Printer:
         saved = dict(self.ranges.env)
         if t is U32:
             self.ranges.bind(n.var, self.ranges.loop(n.var, n.from_, n.to))
-        self.ranges.below[n.var] = n.to.buffer if isinstance(n.to, E.BufLen) else None
+        self.ranges.below[n.var] = self.ranges.bounding_buffer(n.to)
         self.loop_body(n, guarded)
         self.ranges.env = saved
 

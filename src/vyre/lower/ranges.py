@@ -8,7 +8,8 @@ buffers declared with a static count (an input must then be passed with exactly 
 
 `Ranges` computes a conservative interval ``[lo, hi]`` for u32 expressions from literals,
 local ids (below the workgroup size), loop variables (inside ``[from, to)``, and below a
-buffer's count, whatever it is, when ``to`` is that buffer's length), locals bound once,
+buffer's count, whatever it is, when ``to`` is that buffer's length or the minimum of it and
+anything: `bounding_buffer`), locals bound once,
 and arithmetic that cannot wrap (add, mul, shifts, masks, or/xor, modulo and division by
 literals, min/max, select). Anything it cannot bound is ``[0, 2**32 - 1]``: the check stays.
 """
@@ -116,6 +117,19 @@ class Ranges:
         if op is BinOp.MAX:
             return (max(a[0], b[0]), max(a[1], b[1]))
         return FULL
+
+    @staticmethod
+    def bounding_buffer(to: E.Expr) -> str | None:
+        """The buffer whose element count a loop's variable stays below when the loop ends at
+        ``to``: ``buf_len(b)``, or ``min(x, buf_len(b))`` either way round (a loop over a run
+        clipped to a buffer's end); else None."""
+        if isinstance(to, E.BufLen):
+            return to.buffer
+        if isinstance(to, E.Bin) and to.op is BinOp.MIN:
+            for side in (to.left, to.right):
+                if isinstance(side, E.BufLen):
+                    return side.buffer
+        return None
 
     def in_bounds(self, buffer: str, index: E.Expr) -> bool:
         """True when ``index`` is provably below ``buffer``'s element count."""
