@@ -90,6 +90,29 @@ def test_device_arrays_in_give_device_arrays_out(cuda):
 
 
 @pytest.mark.gpu
+def test_each_argument_comes_back_as_its_own_kind(cuda):
+    """Device keys with host values, and host 16-bit float keys (sorted through device
+    passes): each result is the kind of the argument it stands for (values as numpy here,
+    which once came back as a bare device buffer)."""
+    cupy = pytest.importorskip("cupy")
+    rng = np.random.default_rng(52)
+    u = rng.integers(0, 2**32, 5000, dtype=np.uint64).astype(np.uint32)
+    vals = rng.integers(0, 2**31, 5000).astype(np.int32)
+    order = np.argsort(u, kind="stable")
+    keys, got = L.sort(cupy.asarray(u), vals, backend=cuda)
+    assert isinstance(keys, cupy.ndarray) and keys.get().tobytes() == u[order].tobytes()
+    assert isinstance(got, np.ndarray) and got.tobytes() == vals[order].tobytes()
+    h = rng.integers(0, 2**16, 5000, dtype=np.uint32).astype(np.uint16)
+    okey = np.where(h >> 15 == 1, ~h & 0xFFFF, h | 0x8000).astype(np.uint32)
+    order = np.argsort(okey, kind="stable")
+    hk, hv = L.sort(h.view(np.float16), vals, backend=cuda)
+    assert isinstance(hv, np.ndarray) and hk.tobytes() == h[order].tobytes() and hv.tobytes() == vals[order].tobytes()
+    tv, ti = L.top_k(h.view(np.float16), 5, backend=cuda)
+    top = np.argsort(~okey, kind="stable")[:5]
+    assert isinstance(ti, np.ndarray) and tv.tobytes() == h[top].tobytes() and ti.tolist() == top.tolist()
+
+
+@pytest.mark.gpu
 def test_torch_tensors_in_give_torch_tensors_out(cuda):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(51)

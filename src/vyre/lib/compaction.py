@@ -217,7 +217,9 @@ def top_k(x: Any, k: int, *, backend: Any = None, workgroup_size: int | None = N
     data, key_t = sort_keys(r, a)
     keys, idx = _sort(r, data, np.arange(a.n, dtype=np.uint32), a.n, key_t, U, a.on_device or key_t is not a.dtype,
                       descending=True)
-    return key_result(r, keys, a, k), result(idx, a, U, k)
+    # the indices come back to the host with host keys (the pass kept them on the device for
+    # 16-bit float keys' sake, `radix.sort`)
+    return key_result(r, keys, a, k), result(idx if a.on_device else r.to_host(idx, U), a, U, k)
 
 
 __all__ = ["FLOAT_UNIQUE", "MOVE_TYPES", "compact_program", "lengths_program", "partition", "run_length_encode", "run_starts_program", "select",

@@ -409,7 +409,11 @@ def sort(keys: Any, values: Any = None, *, backend: Any = None, workgroup_size: 
     ks, vs = _sort(r, data, _data(v) if v is not None else None, k.n, key_t,
                    v.dtype if v is not None else None, k.on_device or key_t is not k.dtype)
     sk = key_result(r, ks, k, k.n)
-    return sk if v is None else (sk, result(vs, v, v.dtype, k.n))
+    if v is None:
+        return sk
+    # the last pass kept its outputs on the device for the keys' sake (device keys, or 16-bit
+    # float keys mapped back by one more pass): host values come back to the host
+    return sk, result(vs if v.on_device else r.to_host(vs, v.dtype), v, v.dtype, k.n)
 
 
 def argsort(keys: Any, *, backend: Any = None, workgroup_size: int | None = None) -> Any:

@@ -119,6 +119,15 @@ class Runner:
         return [o if o.dtype == _np(d.dtype) else o.view(_np(d.dtype)) for o, d in zip(outs, program.outputs)]
 
 
+    def to_host(self, x: Any, dtype: DataType) -> np.ndarray:
+        """A pass's output as a host array of ``dtype``: as it is when it is one already, else
+        (a device buffer kept by an earlier pass) read back through a copy pass."""
+        if isinstance(x, np.ndarray):
+            return x
+        words = int(x.nbytes) // 4
+        out = self.run(_copy_words(), [x, params(words)], -(-words // 256), words, keep=False)[0]
+        return out.view(_np(dtype))
+
     def read_u32(self, x: Any, index: int) -> int:
         """One u32 word of a pass's output (a host array, or a device buffer read back through
         a one-invocation copy)."""
@@ -135,6 +144,16 @@ def _copy_word() -> Program:
     return Program.wrapped([BufferDecl.read("x", 0, DataType.U32), BufferDecl.read("prm", 1, DataType.U32, 4),
                             BufferDecl.output("out", 2, DataType.U32, 1)], 1,
                            [Node.store("out", Expr.u32(0), Expr.load("x", Expr.load("prm", 0)))])
+
+
+@functools.cache
+def _copy_words() -> Program:
+    from vyre.ir import BufferDecl, Expr, Node
+
+    i = Expr.gid_x()
+    return Program.wrapped([BufferDecl.read("x", 0, DataType.U32), BufferDecl.read("prm", 1, DataType.U32, 4),
+                            BufferDecl.output("out", 2, DataType.U32)], 256,
+                           [Node.if_(i.lt(Expr.load("prm", 0)), [Node.store("out", i, Expr.load("x", i))])])
 
 
 def _np(dt: DataType) -> np.dtype:
