@@ -15,8 +15,16 @@ rounding test over every f32 input): an input found there gets the table's resul
 other input's exact value is farther than 2^-47 = 2 DEVICE_EPS from every boundary (the
 reference flags at 2^-46 with float64 values within 2^-50), so its double rounds correctly.
 hypot needs no table: near a boundary it compares x^2 + y^2 with the boundary's square
-exactly. Range reduction of sin/cos/tan is exact for every f32 (Payne-Hanek on 192 bits of
-2/pi, 64-bit integer products).
+exactly. Range reduction of sin/cos/tan: Cody-Waite in float64 below 2^20 (within 2^-51 of
+the reduced argument, which is above 2^-28 for every f32 there), Payne-Hanek on 192 bits of
+2/pi with 64-bit integer products above.
+
+Speed (the C family; WGSL runs the same operations in software): float64 operations are the
+cost on a GPU, so each algorithm keeps them few (no FMA: the printers forbid contraction, and
+WGSL would need a software fused multiply-add), and branches that lanes of a warp take
+differently are avoided on the common path (sin/cos evaluate one polynomial with selected
+coefficients). scripts/crmath_ptx.py counts the PTX,
+scripts/crmath_equal_c.py proves a changed algorithm against the last proven one.
 
 The entry points (`ENTRY`) take and return f32; ``vym_<f>_y`` (or the core named in
 `DOUBLE`) is the double each one rounds. This text was C until the language existed; the
@@ -34,6 +42,7 @@ import struct
 import mpmath
 
 from .dsl import (
+    BOOL,
     F32,
     F64,
     I32,
@@ -290,8 +299,9 @@ def vym_log2_d(b: Block, x: Val) -> None:
 
 
 # ---- sin, cos, tan ---------------------------------------------------------------------------
-# r = x - q pi/2 exactly reduced (|x| < pi/4: r = x; else Payne-Hanek on 192 bits of 2/pi),
-# Taylor polynomials on |r| <= pi/4 (truncation < 2^-54).
+# r = x - q pi/2, q the integer nearest x 2/pi: Cody-Waite below 2^20 (pi/2 in three pieces,
+# q c1 and q c2 exact), Payne-Hanek on 192 bits of 2/pi above; Taylor polynomials on
+# |r| <= pi/4 (+ a rounding; truncation < 2^-53).
 @functools.cache
 def _two_over_pi() -> list[int]:
     with mpmath.workprec(600):
@@ -308,9 +318,14 @@ def _two_over_pi() -> list[int]:
 TWO_OPI = table("vym_2opi", U32, _two_over_pi)
 with mpmath.workprec(600):
     _PIO2 = float(mpmath.pi / 2)
-    _SIN_C = [float(mpmath.mpf((-1) ** k) / mpmath.factorial(2 * k + 1)) for k in range(1, 8)]
+    _SIN_C = [float(mpmath.mpf((-1) ** k) / mpmath.factorial(2 * k + 1)) for k in range(1, 9)]
     _COS_C = [float(mpmath.mpf((-1) ** k) / mpmath.factorial(2 * k)) for k in range(1, 9)]
-_QUARTER_PI_F32 = _f32(0.785398)
+    _INV_PIO2 = float(2 / mpmath.pi)
+    # pi/2 = C1 + C2 + C3 + (under 2^-118): C1, C2 of 33 bits (q C1, q C2 exact for q < 2^20)
+    _C1 = float(mpmath.nint(mpmath.pi / 2 * 2 ** 32) / 2 ** 32)
+    _C2 = _split(mpmath.pi / 2 - mpmath.mpf(_C1), 33)[0]
+    _C3 = float(mpmath.pi / 2 - mpmath.mpf(_C1) - mpmath.mpf(_C2))
+_CW_LIMIT = 2.0 ** 20          # Cody-Waite below, Payne-Hanek from here
 
 
 @function(U64, g=I32)
@@ -327,9 +342,15 @@ def vym_2opi_w(b: Block, g: Val) -> None:
 
 @function((F64, I32), ax=F32)
 def vym_reduce(b: Block, ax: Val) -> None:
-    """|x| = q pi/2 + r, |r| <= pi/4 (+ a rounding), for a finite |x|: (r, q)"""
-    with b.if_(ax.lt(_QUARTER_PI_F32)):
-        b.ret(ax.to(F64), i32(0))
+    """|x| = q pi/2 + r, |r| <= pi/4 (+ a rounding), for a finite |x|: (r, q mod 4)"""
+    with b.if_(ax.lt(_CW_LIMIT)):
+        # Cody-Waite: q < 2^20, so q C1 and q C2 are exact; |x| - q C1 is exact (a multiple of
+        # 2^-32 below 1); then two roundings of at most 2^-53 |r| each and under 2^-97 from
+        # q C3 and the rest of pi/2: within 2^-51 |r| for every f32 below 2^20 (|r| > 2^-28)
+        d = b.let(ax.to(F64), "d")
+        sq = b.let(d * _INV_PIO2 + MAGIC, "sq")                   # q in the low bits (|x| < pi/4: 0, r = |x|)
+        q = b.let(sq - MAGIC, "q")
+        b.ret(((d - q * _C1) - q * _C2) - q * _C3, sq.lo().to(I32) & 3)
     bx = b.let(ax.bits(), "b")
     e = b.let((bx >> 23).to(I32) - 150, "e")                     # ax = m 2^e, m a 24-bit integer
     m = b.let(((bx & 0x007FFFFF) | 0x00800000).to(U64), "m")
@@ -366,6 +387,21 @@ def vym_reduce(b: Block, ax: Val) -> None:
     b.ret(sgn * (fh.to(F64) * vym_pow2i(-64 - n - s)) * _PIO2, quad & 3)
 
 
+def _sincos(b: Block, r: Val, odd: Val) -> None:
+    """cos r where ``odd`` holds, else sin r: a + (c z) P(z), z = r^2, with (a, c, P) = (1, 1,
+    the cosine's series) or (r, r, the sine's), both of eight terms: one polynomial whose
+    coefficients are selected, so a warp whose lanes need both evaluates it once"""
+    z = b.let(r * r, "z")
+    a = b.let(select(odd, f64(1.0), r), "a")
+    coeffs = [select(odd, f64(c), f64(s)) for c, s in zip(_COS_C, _SIN_C, strict=True)]
+    b.ret(a + a * z * horner(z, coeffs))
+
+
+@function(F64, r=F64, odd=BOOL)
+def vym_sincos_p(b: Block, r: Val, odd: Val) -> None:
+    _sincos(b, r, odd)
+
+
 @function(F64, r=F64)
 def vym_sin_p(b: Block, r: Val) -> None:
     z = b.let(r * r, "z")
@@ -381,17 +417,15 @@ def vym_cos_p(b: Block, r: Val) -> None:
 @function(F64, x=F32)
 def vym_sin_y(b: Block, x: Val) -> None:
     r, q = b.let(vym_reduce(fabs(x)), "rq")
-    y = b.choose((q & 1).ne(0), lambda: vym_cos_p(r), lambda: vym_sin_p(r), "y")
-    with b.if_((q & 2).ne(0)):
-        b.set(y, -y)
-    b.ret(select(negative(x), -y, y))
+    y = b.let(vym_sincos_p(r, (q & 1).ne(0)), "y")
+    b.ret(select((x.bits() >> 31).ne(((q >> 1) & 1).to(U32)), -y, y))   # x < 0 xor q = 2, 3: -y
 
 
 @function(F64, x=F32)
 def vym_cos_y(b: Block, x: Val) -> None:
     r, q0 = b.let(vym_reduce(fabs(x)), "rq")
     q = b.let((q0 + 1) & 3, "q")
-    y = b.choose((q & 1).ne(0), lambda: vym_cos_p(r), lambda: vym_sin_p(r), "y")
+    y = b.let(vym_sincos_p(r, (q & 1).ne(0)), "y")
     b.ret(select((q & 2).ne(0), -y, y))
 
 
