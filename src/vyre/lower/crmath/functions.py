@@ -23,7 +23,7 @@ Speed (the C family; WGSL runs the same operations in software): float64 operati
 cost on a GPU, so each algorithm keeps them few (no FMA: the printers forbid contraction, and
 WGSL would need a software fused multiply-add), and branches that lanes of a warp take
 differently are avoided on the common path (sin/cos evaluate one polynomial with selected
-coefficients). scripts/crmath_ptx.py counts the PTX,
+coefficients; e^y - 1 has no small-argument branch). scripts/crmath_ptx.py counts the PTX,
 scripts/crmath_equal_c.py proves a changed algorithm against the last proven one.
 
 The entry points (`ENTRY`) take and return f32; ``vym_<f>_y`` (or the core named in
@@ -182,33 +182,50 @@ def finisher(name: str) -> Function:
 
 
 # ---- e^x, 2^x, e^x - 1 -------------------------------------------------------------------------
-# x = (k/64) ln 2 + r, |r| <= ln2/128, 2^(j/64) from a table, degree-6 Taylor polynomial
-# (truncation < 2^-60); about 2^-51 relative error.
+# x = (k/64) ln 2 + r, |r| <= ln2/128 (+ a rounding), 2^(j/64) from a table. exp: x 64/ln2 =
+# t + x c_lo with t = x c_hi exact (x has 24 bits, c_hi 29), k the integer nearest t,
+# u = (t - k) + x c_lo and 2^(u/64) by its degree-5 Taylor polynomial (truncation < 2^-54.5);
+# exp2: u = 64 x - k exactly; about 2^-51 relative.
 with mpmath.workprec(200):
     _LN2 = mpmath.log(2)
-    _LN2_64_HI, _LN2_64_LO = _split(_LN2 / 64, 38)   # k * hi exact for |k| < 2^15
-    _EXP_C = [float(1 / mpmath.factorial(i)) for i in range(7)]
+    _C64_HI, _C64_LO = _split(64 / _LN2, 29)            # x c_hi exact for an f32 x
+    _EXPU_C = [float((_LN2 / 64) ** i / mpmath.factorial(i)) for i in range(6)]
+    _EM1U_C = [float((_LN2 / 64) ** i / mpmath.factorial(i)) for i in range(1, 7)]
     _EXP2_C = [float(_LN2 ** i / mpmath.factorial(i)) for i in range(7)]
-    _EM1_C = [float(1 / mpmath.factorial(i)) for i in range(1, 17)]
-    _INV_LN2_64 = float(64 / _LN2)
 
 EXP_T = table("vym_exp_t", F64, lambda: [float(mpmath.power(2, mpmath.mpf(j) / 64)) for j in range(64)])
+# 2^(j/64) - 1 for j = i - 32, -32 <= j < 32 (e^y - 1's part that must not cancel)
+@functools.cache
+def _expm1_table() -> list[float]:
+    with mpmath.workprec(200):
+        return [float(mpmath.power(2, mpmath.mpf(i - 32) / 64) - 1) for i in range(64)]
+
+
+EXPM1_T = table("vym_expm1_t", F64, _expm1_table)
 
 
 @function(F64, ki=I32, p=F64)
 def vym_scale(b: Block, ki: Val, p: Val) -> None:
-    """2^(k/64) * p for an integer |k| < 2^15"""
+    """2^(k/64) * p for an integer |k| < 2^15 and a normal result: the table's 2^(j/64), j = k
+    mod 64, with (k - j)/64 added to its exponent (exact), times p (one rounding)"""
     j = b.let(ki & 63, "j")
-    b.ret(vym_pow2i((ki - j) / 64) * (EXP_T[j] * p))
+    t = b.let(EXP_T[j], "t")
+    b.ret(pair(F64, t.hi() + (((ki - j) / 64).to(U32) << 20), t.lo()) * p)
+
+
+@function((I32, F64), x=F64)
+def vym_exp_reduce(b: Block, x: Val) -> None:
+    """x 64/ln2 = k + u for an f32 x, |x| < 2^8: (k, u), |u| <= 1/2 + 2^-15, u within 2^-53"""
+    t = b.let(x * _C64_HI, "t")
+    s = b.let(t + MAGIC, "s")                    # k = nearest integer (even on ties), in s's low bits
+    b.ret(s.lo().to(I32), (t - (s - MAGIC)) + x * _C64_LO)
 
 
 @function(F64, x=F64)
 def vym_exp_d(b: Block, x: Val) -> None:
-    """e^x for -160 < x < 100"""
-    s = b.let(x * _INV_LN2_64 + MAGIC, "s")   # k = nearest integer (even on ties), in s's low bits
-    k = b.let(s - MAGIC, "k")
-    r = b.let((x - k * _LN2_64_HI) - k * _LN2_64_LO, "r")
-    b.ret(vym_scale(s.lo().to(I32), horner(r, _EXP_C)))
+    """e^x for an f32 x, -160 < x < 100"""
+    k, u = b.let(vym_exp_reduce(x), "ku")
+    b.ret(vym_scale(k, horner(u, _EXPU_C)))
 
 
 @function(F64, x=F64)
@@ -222,10 +239,16 @@ def vym_exp2_d(b: Block, x: Val) -> None:
 
 @function(F64, y=F64)
 def vym_expm1_d(b: Block, y: Val) -> None:
-    """e^y - 1 for -160 < y < 100 (Taylor on |y| < 1/2, where exp would cancel)"""
-    with b.if_(y.gt(-0.5) & y.lt(0.5)):
-        b.ret(y * horner(y, _EM1_C))
-    b.ret(vym_exp_d(y) - 1.0)
+    """e^y - 1 for y an f32 or twice one, -160 < y < 100, without a branch: with k, u as in exp
+    and m, j the integers nearest k/64 and k - 64 m (|j| <= 32), e^y - 1 = A + 2^(k/64) P where
+    A = 2^(k/64) - 1 = 2^m (2^(j/64) - 1) + (2^m - 1) (the table's 2^(j/64) - 1: no cancellation,
+    |A + B| > |A|/2) and P = 2^(u/64) - 1 by its degree-6 polynomial (relative truncation
+    < 2^-57: k = 0 rounds P itself)"""
+    k, u = b.let(vym_exp_reduce(y), "ku")
+    i = b.let((k + 32) & 63, "i")
+    m2 = b.let(vym_pow2i((k + 32 - i) / 64), "m2")
+    a = b.let(m2 * EXPM1_T[i] + (m2 - 1.0), "a")
+    b.ret(a + vym_scale(k, u * horner(u, _EM1U_C)))
 
 
 # ---- ln, log2, ln(1 + x) ---------------------------------------------------------------------
