@@ -253,8 +253,8 @@ def vym_expm1_d(b: Block, y: Val) -> None:
 
 # ---- ln, log2, ln(1 + x) ---------------------------------------------------------------------
 # ln x = e ln2 - ln c_i + ln(1 + z), z = m c_i - 1 exact (c_i an f32 near 1/m on the mantissa's
-# top 7 bits), |z| < 2^-7, degree-8 series; c_0 = 1 and c_127 = 1/2 make x next to 1
-# exact-relative. About 2^-51 relative.
+# top 7 bits), |z| < 2^-7, degree-7 series (relative truncation z^7/8 < 2^-52); c_0 = 1 and
+# c_127 = 1/2 make x next to 1 exact-relative. About 2^-51 relative.
 @functools.cache
 def _log_tables() -> tuple[list[float], list[float], list[float]]:
     c, lc_hi, lc_lo = [], [], []
@@ -274,7 +274,7 @@ LOG_H = table("vym_log_h", F64, lambda: _log_tables()[1])
 LOG_L = table("vym_log_l", F64, lambda: _log_tables()[2])
 with mpmath.workprec(200):
     _L2HI, _L2LO = _split(_LN2, 44)
-    _LOG_SERIES = [float(mpmath.mpf((-1) ** (i + 1)) / i) for i in range(2, 9)]
+    _LOG_SERIES = [float(mpmath.mpf((-1) ** (i + 1)) / i) for i in range(2, 8)]
     _INV_LN2 = float(1 / _LN2)
 
 
