@@ -323,8 +323,8 @@ def vym_log2_d(b: Block, x: Val) -> None:
 
 # ---- sin, cos, tan ---------------------------------------------------------------------------
 # r = x - q pi/2, q the integer nearest x 2/pi: Cody-Waite below 2^20 (pi/2 in three pieces,
-# q c1 and q c2 exact), Payne-Hanek on 192 bits of 2/pi above; Taylor polynomials on
-# |r| <= pi/4 (+ a rounding; truncation < 2^-53).
+# q c1 and q c2 exact), Payne-Hanek on 192 bits of 2/pi above; polynomials of degree 13 (sin)
+# and 12 (cos) on |r| <= pi/4 (+ a rounding).
 @functools.cache
 def _two_over_pi() -> list[int]:
     with mpmath.workprec(600):
@@ -341,8 +341,30 @@ def _two_over_pi() -> list[int]:
 TWO_OPI = table("vym_2opi", U32, _two_over_pi)
 with mpmath.workprec(600):
     _PIO2 = float(mpmath.pi / 2)
-    _SIN_C = [float(mpmath.mpf((-1) ** k) / mpmath.factorial(2 * k + 1)) for k in range(1, 9)]
-    _COS_C = [float(mpmath.mpf((-1) ** k) / mpmath.factorial(2 * k)) for k in range(1, 9)]
+# sin r = r + r z S(z), cos r = 1 + z C(z), z = r^2 <= h = (pi/4 (1 + 2^-30))^2: S and C of degree 5,
+# mpmath.chebyfit of (sin(sqrt z)/sqrt z - 1)/z and (cos(sqrt z) - 1)/z on [0, h] at 120 bits
+# (`sincos_fit` recomputes them; tests compare): approximation within 2^-55.4 |sin r| and 2^-51.6
+# |cos r| (Taylor needed eight terms for cos)
+_SIN_C = [float.fromhex(v) for v in (
+    "-0x1.5555555555555p-3", "0x1.1111111110bb2p-7", "-0x1.a01a019e83aaep-13", "0x1.71de37968a0fcp-19",
+    "-0x1.ae600b02b5e1ap-26", "0x1.5e0b19f89895dp-33")]
+_COS_C = [float.fromhex(v) for v in (
+    "-0x1.ffffffffffffap-2", "0x1.5555555554137p-5", "-0x1.6c16c1691d8abp-10", "0x1.a019fc7b4b9efp-16",
+    "-0x1.27e0f5789d748p-22", "0x1.1c06480192f8fp-29")]
+
+
+def sincos_fit() -> tuple[list[float], list[float], float, float]:
+    """(S, C, error of S, error of C): the fit `_SIN_C` and `_COS_C` were made by (slow: tests)."""
+    with mpmath.workprec(120):
+        h = (mpmath.pi / 4 * (1 + mpmath.mpf(2) ** -30)) ** 2
+        gs = lambda z: (mpmath.sin(mpmath.sqrt(z)) / mpmath.sqrt(z) - 1) / z if z > 0 else -mpmath.mpf(1) / 6  # noqa: E731
+        gc = lambda z: (mpmath.cos(mpmath.sqrt(z)) - 1) / z if z > 0 else -mpmath.mpf(1) / 2  # noqa: E731
+        sc, es = mpmath.chebyfit(gs, [0, h], 6, error=True, asc=True)
+        cc, ec = mpmath.chebyfit(gc, [0, h], 6, error=True, asc=True)
+        return [float(v) for v in sc], [float(v) for v in cc], float(es), float(ec)
+
+
+with mpmath.workprec(600):
     _INV_PIO2 = float(2 / mpmath.pi)
     # pi/2 = C1 + C2 + C3 + (under 2^-118): C1, C2 of 33 bits (q C1, q C2 exact for q < 2^20)
     _C1 = float(mpmath.nint(mpmath.pi / 2 * 2 ** 32) / 2 ** 32)
@@ -412,7 +434,7 @@ def vym_reduce(b: Block, ax: Val) -> None:
 
 def _sincos(b: Block, r: Val, odd: Val) -> None:
     """cos r where ``odd`` holds, else sin r: a + (c z) P(z), z = r^2, with (a, c, P) = (1, 1,
-    the cosine's series) or (r, r, the sine's), both of eight terms: one polynomial whose
+    the cosine's C) or (r, r, the sine's S), both of six terms: one polynomial whose
     coefficients are selected, so a warp whose lanes need both evaluates it once"""
     z = b.let(r * r, "z")
     a = b.let(select(odd, f64(1.0), r), "a")
