@@ -263,6 +263,27 @@ def test_half_forms_round_the_f32_result_once(backend_id, t):
         assert np.array_equal(w[ok], exp16[ok])
 
 
+def test_sin_cos_polynomials_are_the_fit_they_claim():
+    """The sine's and cosine's coefficients are the Chebyshev fit `sincos_fit` recomputes, and
+    the polynomials with those doubles lie within 2^-55 |sin r| and 2^-51.5 |cos r| of mpmath's
+    sin and cos on |r| <= pi/4 (1 + 2^-30) (the reduced argument's range)."""
+    from vyre.lower.crmath import functions as fn
+
+    s, c, _, _ = fn.sincos_fit()
+    assert (s, c) == (fn._SIN_C, fn._COS_C)
+    with mpmath.workprec(200):
+        top = mpmath.pi / 4 * (1 + mpmath.mpf(2) ** -30)
+        worst_s = worst_c = mpmath.mpf(0)
+        for k in range(1, 1201):
+            r = top * k / 1200
+            z = r * r
+            ps = sum(mpmath.mpf(v) * z ** i for i, v in enumerate(fn._SIN_C))
+            pc = sum(mpmath.mpf(v) * z ** i for i, v in enumerate(fn._COS_C))
+            worst_s = max(worst_s, abs((r + r * z * ps) / mpmath.sin(r) - 1))
+            worst_c = max(worst_c, abs((1 + z * pc) / mpmath.cos(r) - 1))
+    assert worst_s < mpmath.mpf(2) ** -55 and worst_c < mpmath.mpf(2) ** -51.5, (float(worst_s), float(worst_c))
+
+
 @pytest.mark.parametrize("op", OPS, ids=lambda o: o.value)
 def test_device_double_is_within_its_error_bound(opencl, op):
     """The hard-case tables are complete only if every helper's double lies within

@@ -15,8 +15,16 @@ rounding test over every f32 input): an input found there gets the table's resul
 other input's exact value is farther than 2^-47 = 2 DEVICE_EPS from every boundary (the
 reference flags at 2^-46 with float64 values within 2^-50), so its double rounds correctly.
 hypot needs no table: near a boundary it compares x^2 + y^2 with the boundary's square
-exactly. Range reduction of sin/cos/tan is exact for every f32 (Payne-Hanek on 192 bits of
-2/pi, 64-bit integer products).
+exactly. Range reduction of sin/cos/tan: Cody-Waite in float64 below 2^20 (within 2^-51 of
+the reduced argument, which is above 2^-28 for every f32 there), Payne-Hanek on 192 bits of
+2/pi with 64-bit integer products above.
+
+Speed (the C family; WGSL runs the same operations in software): float64 operations are the
+cost on a GPU, so each algorithm keeps them few (no FMA: the printers forbid contraction, and
+WGSL would need a software fused multiply-add), and branches that lanes of a warp take
+differently are avoided on the common path (sin/cos evaluate one polynomial with selected
+coefficients; e^y - 1 has no small-argument branch). scripts/crmath_ptx.py counts the PTX,
+scripts/crmath_equal_c.py proves a changed algorithm against the last proven one.
 
 The entry points (`ENTRY`) take and return f32; ``vym_<f>_y`` (or the core named in
 `DOUBLE`) is the double each one rounds. This text was C until the language existed; the
@@ -34,6 +42,7 @@ import struct
 import mpmath
 
 from .dsl import (
+    BOOL,
     F32,
     F64,
     I32,
@@ -173,33 +182,50 @@ def finisher(name: str) -> Function:
 
 
 # ---- e^x, 2^x, e^x - 1 -------------------------------------------------------------------------
-# x = (k/64) ln 2 + r, |r| <= ln2/128, 2^(j/64) from a table, degree-6 Taylor polynomial
-# (truncation < 2^-60); about 2^-51 relative error.
+# x = (k/64) ln 2 + r, |r| <= ln2/128 (+ a rounding), 2^(j/64) from a table. exp: x 64/ln2 =
+# t + x c_lo with t = x c_hi exact (x has 24 bits, c_hi 29), k the integer nearest t,
+# u = (t - k) + x c_lo and 2^(u/64) by its degree-5 Taylor polynomial (truncation < 2^-54.5);
+# exp2: u = 64 x - k exactly; about 2^-51 relative.
 with mpmath.workprec(200):
     _LN2 = mpmath.log(2)
-    _LN2_64_HI, _LN2_64_LO = _split(_LN2 / 64, 38)   # k * hi exact for |k| < 2^15
-    _EXP_C = [float(1 / mpmath.factorial(i)) for i in range(7)]
+    _C64_HI, _C64_LO = _split(64 / _LN2, 29)            # x c_hi exact for an f32 x
+    _EXPU_C = [float((_LN2 / 64) ** i / mpmath.factorial(i)) for i in range(6)]
+    _EM1U_C = [float((_LN2 / 64) ** i / mpmath.factorial(i)) for i in range(1, 7)]
     _EXP2_C = [float(_LN2 ** i / mpmath.factorial(i)) for i in range(7)]
-    _EM1_C = [float(1 / mpmath.factorial(i)) for i in range(1, 17)]
-    _INV_LN2_64 = float(64 / _LN2)
 
 EXP_T = table("vym_exp_t", F64, lambda: [float(mpmath.power(2, mpmath.mpf(j) / 64)) for j in range(64)])
+# 2^(j/64) - 1 for j = i - 32, -32 <= j < 32 (e^y - 1's part that must not cancel)
+@functools.cache
+def _expm1_table() -> list[float]:
+    with mpmath.workprec(200):
+        return [float(mpmath.power(2, mpmath.mpf(i - 32) / 64) - 1) for i in range(64)]
+
+
+EXPM1_T = table("vym_expm1_t", F64, _expm1_table)
 
 
 @function(F64, ki=I32, p=F64)
 def vym_scale(b: Block, ki: Val, p: Val) -> None:
-    """2^(k/64) * p for an integer |k| < 2^15"""
+    """2^(k/64) * p for an integer |k| < 2^15 and a normal result: the table's 2^(j/64), j = k
+    mod 64, with (k - j)/64 added to its exponent (exact), times p (one rounding)"""
     j = b.let(ki & 63, "j")
-    b.ret(vym_pow2i((ki - j) / 64) * (EXP_T[j] * p))
+    t = b.let(EXP_T[j], "t")
+    b.ret(pair(F64, t.hi() + (((ki - j) / 64).to(U32) << 20), t.lo()) * p)
+
+
+@function((I32, F64), x=F64)
+def vym_exp_reduce(b: Block, x: Val) -> None:
+    """x 64/ln2 = k + u for an f32 x, |x| < 2^8: (k, u), |u| <= 1/2 + 2^-15, u within 2^-53"""
+    t = b.let(x * _C64_HI, "t")
+    s = b.let(t + MAGIC, "s")                    # k = nearest integer (even on ties), in s's low bits
+    b.ret(s.lo().to(I32), (t - (s - MAGIC)) + x * _C64_LO)
 
 
 @function(F64, x=F64)
 def vym_exp_d(b: Block, x: Val) -> None:
-    """e^x for -160 < x < 100"""
-    s = b.let(x * _INV_LN2_64 + MAGIC, "s")   # k = nearest integer (even on ties), in s's low bits
-    k = b.let(s - MAGIC, "k")
-    r = b.let((x - k * _LN2_64_HI) - k * _LN2_64_LO, "r")
-    b.ret(vym_scale(s.lo().to(I32), horner(r, _EXP_C)))
+    """e^x for an f32 x, -160 < x < 100"""
+    k, u = b.let(vym_exp_reduce(x), "ku")
+    b.ret(vym_scale(k, horner(u, _EXPU_C)))
 
 
 @function(F64, x=F64)
@@ -213,16 +239,22 @@ def vym_exp2_d(b: Block, x: Val) -> None:
 
 @function(F64, y=F64)
 def vym_expm1_d(b: Block, y: Val) -> None:
-    """e^y - 1 for -160 < y < 100 (Taylor on |y| < 1/2, where exp would cancel)"""
-    with b.if_(y.gt(-0.5) & y.lt(0.5)):
-        b.ret(y * horner(y, _EM1_C))
-    b.ret(vym_exp_d(y) - 1.0)
+    """e^y - 1 for y an f32 or twice one, -160 < y < 100, without a branch: with k, u as in exp
+    and m, j the integers nearest k/64 and k - 64 m (|j| <= 32), e^y - 1 = A + 2^(k/64) P where
+    A = 2^(k/64) - 1 = 2^m (2^(j/64) - 1) + (2^m - 1) (the table's 2^(j/64) - 1: no cancellation,
+    |A + B| > |A|/2) and P = 2^(u/64) - 1 by its degree-6 polynomial (relative truncation
+    < 2^-57: k = 0 rounds P itself)"""
+    k, u = b.let(vym_exp_reduce(y), "ku")
+    i = b.let((k + 32) & 63, "i")
+    m2 = b.let(vym_pow2i((k + 32 - i) / 64), "m2")
+    a = b.let(m2 * EXPM1_T[i] + (m2 - 1.0), "a")
+    b.ret(a + vym_scale(k, u * horner(u, _EM1U_C)))
 
 
 # ---- ln, log2, ln(1 + x) ---------------------------------------------------------------------
 # ln x = e ln2 - ln c_i + ln(1 + z), z = m c_i - 1 exact (c_i an f32 near 1/m on the mantissa's
-# top 7 bits), |z| < 2^-7, degree-8 series; c_0 = 1 and c_127 = 1/2 make x next to 1
-# exact-relative. About 2^-51 relative.
+# top 7 bits), |z| < 2^-7, degree-7 series (relative truncation z^7/8 < 2^-52); c_0 = 1 and
+# c_127 = 1/2 make x next to 1 exact-relative. About 2^-51 relative.
 @functools.cache
 def _log_tables() -> tuple[list[float], list[float], list[float]]:
     c, lc_hi, lc_lo = [], [], []
@@ -242,7 +274,7 @@ LOG_H = table("vym_log_h", F64, lambda: _log_tables()[1])
 LOG_L = table("vym_log_l", F64, lambda: _log_tables()[2])
 with mpmath.workprec(200):
     _L2HI, _L2LO = _split(_LN2, 44)
-    _LOG_SERIES = [float(mpmath.mpf((-1) ** (i + 1)) / i) for i in range(2, 9)]
+    _LOG_SERIES = [float(mpmath.mpf((-1) ** (i + 1)) / i) for i in range(2, 8)]
     _INV_LN2 = float(1 / _LN2)
 
 
@@ -290,8 +322,9 @@ def vym_log2_d(b: Block, x: Val) -> None:
 
 
 # ---- sin, cos, tan ---------------------------------------------------------------------------
-# r = x - q pi/2 exactly reduced (|x| < pi/4: r = x; else Payne-Hanek on 192 bits of 2/pi),
-# Taylor polynomials on |r| <= pi/4 (truncation < 2^-54).
+# r = x - q pi/2, q the integer nearest x 2/pi: Cody-Waite below 2^20 (pi/2 in three pieces,
+# q c1 and q c2 exact), Payne-Hanek on 192 bits of 2/pi above; polynomials of degree 13 (sin)
+# and 12 (cos) on |r| <= pi/4 (+ a rounding).
 @functools.cache
 def _two_over_pi() -> list[int]:
     with mpmath.workprec(600):
@@ -308,9 +341,36 @@ def _two_over_pi() -> list[int]:
 TWO_OPI = table("vym_2opi", U32, _two_over_pi)
 with mpmath.workprec(600):
     _PIO2 = float(mpmath.pi / 2)
-    _SIN_C = [float(mpmath.mpf((-1) ** k) / mpmath.factorial(2 * k + 1)) for k in range(1, 8)]
-    _COS_C = [float(mpmath.mpf((-1) ** k) / mpmath.factorial(2 * k)) for k in range(1, 9)]
-_QUARTER_PI_F32 = _f32(0.785398)
+# sin r = r + r z S(z), cos r = 1 + z C(z), z = r^2 <= h = (pi/4 (1 + 2^-30))^2: S and C of degree 5,
+# mpmath.chebyfit of (sin(sqrt z)/sqrt z - 1)/z and (cos(sqrt z) - 1)/z on [0, h] at 120 bits
+# (`sincos_fit` recomputes them; tests compare): approximation within 2^-55.4 |sin r| and 2^-51.6
+# |cos r| (Taylor needed eight terms for cos)
+_SIN_C = [float.fromhex(v) for v in (
+    "-0x1.5555555555555p-3", "0x1.1111111110bb2p-7", "-0x1.a01a019e83aaep-13", "0x1.71de37968a0fcp-19",
+    "-0x1.ae600b02b5e1ap-26", "0x1.5e0b19f89895dp-33")]
+_COS_C = [float.fromhex(v) for v in (
+    "-0x1.ffffffffffffap-2", "0x1.5555555554137p-5", "-0x1.6c16c1691d8abp-10", "0x1.a019fc7b4b9efp-16",
+    "-0x1.27e0f5789d748p-22", "0x1.1c06480192f8fp-29")]
+
+
+def sincos_fit() -> tuple[list[float], list[float], float, float]:
+    """(S, C, error of S, error of C): the fit `_SIN_C` and `_COS_C` were made by (slow: tests)."""
+    with mpmath.workprec(120):
+        h = (mpmath.pi / 4 * (1 + mpmath.mpf(2) ** -30)) ** 2
+        gs = lambda z: (mpmath.sin(mpmath.sqrt(z)) / mpmath.sqrt(z) - 1) / z if z > 0 else -mpmath.mpf(1) / 6  # noqa: E731
+        gc = lambda z: (mpmath.cos(mpmath.sqrt(z)) - 1) / z if z > 0 else -mpmath.mpf(1) / 2  # noqa: E731
+        sc, es = mpmath.chebyfit(gs, [0, h], 6, error=True, asc=True)
+        cc, ec = mpmath.chebyfit(gc, [0, h], 6, error=True, asc=True)
+        return [float(v) for v in sc], [float(v) for v in cc], float(es), float(ec)
+
+
+with mpmath.workprec(600):
+    _INV_PIO2 = float(2 / mpmath.pi)
+    # pi/2 = C1 + C2 + C3 + (under 2^-118): C1, C2 of 33 bits (q C1, q C2 exact for q < 2^20)
+    _C1 = float(mpmath.nint(mpmath.pi / 2 * 2 ** 32) / 2 ** 32)
+    _C2 = _split(mpmath.pi / 2 - mpmath.mpf(_C1), 33)[0]
+    _C3 = float(mpmath.pi / 2 - mpmath.mpf(_C1) - mpmath.mpf(_C2))
+_CW_LIMIT = 2.0 ** 20          # Cody-Waite below, Payne-Hanek from here
 
 
 @function(U64, g=I32)
@@ -327,9 +387,15 @@ def vym_2opi_w(b: Block, g: Val) -> None:
 
 @function((F64, I32), ax=F32)
 def vym_reduce(b: Block, ax: Val) -> None:
-    """|x| = q pi/2 + r, |r| <= pi/4 (+ a rounding), for a finite |x|: (r, q)"""
-    with b.if_(ax.lt(_QUARTER_PI_F32)):
-        b.ret(ax.to(F64), i32(0))
+    """|x| = q pi/2 + r, |r| <= pi/4 (+ a rounding), for a finite |x|: (r, q mod 4)"""
+    with b.if_(ax.lt(_CW_LIMIT)):
+        # Cody-Waite: q < 2^20, so q C1 and q C2 are exact; |x| - q C1 is exact (a multiple of
+        # 2^-32 below 1); then two roundings of at most 2^-53 |r| each and under 2^-97 from
+        # q C3 and the rest of pi/2: within 2^-51 |r| for every f32 below 2^20 (|r| > 2^-28)
+        d = b.let(ax.to(F64), "d")
+        sq = b.let(d * _INV_PIO2 + MAGIC, "sq")                   # q in the low bits (|x| < pi/4: 0, r = |x|)
+        q = b.let(sq - MAGIC, "q")
+        b.ret(((d - q * _C1) - q * _C2) - q * _C3, sq.lo().to(I32) & 3)
     bx = b.let(ax.bits(), "b")
     e = b.let((bx >> 23).to(I32) - 150, "e")                     # ax = m 2^e, m a 24-bit integer
     m = b.let(((bx & 0x007FFFFF) | 0x00800000).to(U64), "m")
@@ -366,6 +432,21 @@ def vym_reduce(b: Block, ax: Val) -> None:
     b.ret(sgn * (fh.to(F64) * vym_pow2i(-64 - n - s)) * _PIO2, quad & 3)
 
 
+def _sincos(b: Block, r: Val, odd: Val) -> None:
+    """cos r where ``odd`` holds, else sin r: a + (c z) P(z), z = r^2, with (a, c, P) = (1, 1,
+    the cosine's C) or (r, r, the sine's S), both of six terms: one polynomial whose
+    coefficients are selected, so a warp whose lanes need both evaluates it once"""
+    z = b.let(r * r, "z")
+    a = b.let(select(odd, f64(1.0), r), "a")
+    coeffs = [select(odd, f64(c), f64(s)) for c, s in zip(_COS_C, _SIN_C, strict=True)]
+    b.ret(a + a * z * horner(z, coeffs))
+
+
+@function(F64, r=F64, odd=BOOL)
+def vym_sincos_p(b: Block, r: Val, odd: Val) -> None:
+    _sincos(b, r, odd)
+
+
 @function(F64, r=F64)
 def vym_sin_p(b: Block, r: Val) -> None:
     z = b.let(r * r, "z")
@@ -381,17 +462,15 @@ def vym_cos_p(b: Block, r: Val) -> None:
 @function(F64, x=F32)
 def vym_sin_y(b: Block, x: Val) -> None:
     r, q = b.let(vym_reduce(fabs(x)), "rq")
-    y = b.choose((q & 1).ne(0), lambda: vym_cos_p(r), lambda: vym_sin_p(r), "y")
-    with b.if_((q & 2).ne(0)):
-        b.set(y, -y)
-    b.ret(select(negative(x), -y, y))
+    y = b.let(vym_sincos_p(r, (q & 1).ne(0)), "y")
+    b.ret(select((x.bits() >> 31).ne(((q >> 1) & 1).to(U32)), -y, y))   # x < 0 xor q = 2, 3: -y
 
 
 @function(F64, x=F32)
 def vym_cos_y(b: Block, x: Val) -> None:
     r, q0 = b.let(vym_reduce(fabs(x)), "rq")
     q = b.let((q0 + 1) & 3, "q")
-    y = b.choose((q & 1).ne(0), lambda: vym_cos_p(r), lambda: vym_sin_p(r), "y")
+    y = b.let(vym_sincos_p(r, (q & 1).ne(0)), "y")
     b.ret(select((q & 2).ne(0), -y, y))
 
 
