@@ -121,12 +121,12 @@ class Runner:
 
     def to_host(self, x: Any, dtype: DataType) -> np.ndarray:
         """A pass's output as a host array of ``dtype``: as it is when it is one already, else
-        (a device buffer kept by an earlier pass) read back through a copy pass."""
+        (a device buffer kept by an earlier pass, of element type ``dtype``) read back through
+        a copy pass (bits moved, nothing computed)."""
         if isinstance(x, np.ndarray):
             return x
-        words = int(x.nbytes) // 4
-        out = self.run(_copy_words(), [x, params(words)], -(-words // 256), words, keep=False)[0]
-        return out.view(_np(dtype))
+        n = int(x.nbytes) // dtype.size
+        return self.run(_copy(dtype), [x, params(n)], -(-n // 256), n, keep=False)[0]
 
     def read_u32(self, x: Any, index: int) -> int:
         """One u32 word of a pass's output (a host array, or a device buffer read back through
@@ -147,12 +147,12 @@ def _copy_word() -> Program:
 
 
 @functools.cache
-def _copy_words() -> Program:
+def _copy(dtype: DataType) -> Program:
     from vyre.ir import BufferDecl, Expr, Node
 
     i = Expr.gid_x()
-    return Program.wrapped([BufferDecl.read("x", 0, DataType.U32), BufferDecl.read("prm", 1, DataType.U32, 4),
-                            BufferDecl.output("out", 2, DataType.U32)], 256,
+    return Program.wrapped([BufferDecl.read("x", 0, dtype), BufferDecl.read("prm", 1, DataType.U32, 4),
+                            BufferDecl.output("out", 2, dtype)], 256,
                            [Node.if_(i.lt(Expr.load("prm", 0)), [Node.store("out", i, Expr.load("x", i))])])
 
 
