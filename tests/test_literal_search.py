@@ -121,10 +121,17 @@ def test_capacity_is_checked():
             L.LiteralSearch([b"abcd"], capacity=bad)
 
 
-def test_auto_falls_back_on_a_low_commit_rate_and_stays_on_a_high_one(reference_backend):
-    """2048-byte haystacks: one workgroup. On a device whose record keeps the seed's threshold."""
-    opencl = reference_backend
-    assert threshold_pct(opencl) == DEFAULT_THRESHOLD_PCT
+@pytest.mark.parametrize("backend_id", ["reference", "opencl"])
+def test_auto_falls_back_on_a_low_commit_rate_and_stays_on_a_high_one(backend_id):
+    """2048-byte haystacks: one workgroup. Each device's own threshold: the seed's 15 on the
+    reference, 80 on an OpenCL CPU device (PoCL, where the fused path pays only at high rates)."""
+    import pyopencl as cl
+
+    from vyre.drivers.opencl.backend import CPU_SPECULATION_PCT
+
+    opencl = get_backend(backend_id)
+    cpu = backend_id == "opencl" and bool(opencl.device.rt.device.type & cl.device_type.CPU)
+    assert threshold_pct(opencl) == (CPU_SPECULATION_PCT if cpu else DEFAULT_THRESHOLD_PCT)
     rng = np.random.default_rng(5)
     low_hay = bytes(rng.integers(0, 256, 2048, dtype=np.uint8))
     low = L.LiteralSearch([b"\x00\x01\x02\x03zzzz"])       # one prefix: ~0.2 % of tiles pass
@@ -140,22 +147,26 @@ def test_auto_falls_back_on_a_low_commit_rate_and_stays_on_a_high_one(reference_
 
 
 def test_auto_keeps_to_the_two_stage_pair_where_speculation_never_pays(opencl):
-    """PoCL (a CPU device) says the fused path never pays (`speculation_threshold_pct` None):
-    AUTO takes the two-stage pair from the first dispatch even at a high commit rate, and
-    FORCE still runs the fused program; both give bytes.find's matches."""
-    import pyopencl as cl
+    """A device whose record says the fused path never pays (`speculation_threshold_pct`
+    None): AUTO takes the two-stage pair from the first dispatch even at a high commit rate,
+    and FORCE still runs the fused program; both give bytes.find's matches."""
+    from dataclasses import replace
 
-    cpu = bool(opencl.device.rt.device.type & cl.device_type.CPU)
-    assert (threshold_pct(opencl) is None) == cpu
-    if not cpu:
-        pytest.skip("an OpenCL GPU keeps the seed's threshold")
+    class Never:   # the OpenCL backend, its record saying "never"
+        caps = replace(opencl.caps, speculation_threshold_pct=None)
+
+        def __getattr__(self, name):
+            return getattr(opencl, name)
+
+    never = Never()
+    assert threshold_pct(never) is None
     rng = np.random.default_rng(5)
     dna = bytes(rng.choice(np.frombuffer(b"ACGT", np.uint8), 2048))
     search = L.LiteralSearch([dna[i:i + 12] for i in range(0, 640, 10)])
     want = L.expected_matches(dna, search.patterns.patterns).tobytes()
-    auto = [search.search(opencl, dna) for _ in range(3)]
+    auto = [search.search(never, dna) for _ in range(3)]
     assert not any(r.used_speculative_path for r in auto) and search.speculator.samples == 0
-    forced = search.search(opencl, dna, DispatchConfig(speculation=SpeculationMode.FORCE))
+    forced = search.search(never, dna, DispatchConfig(speculation=SpeculationMode.FORCE))
     assert forced.used_speculative_path and forced.report.commit_rate_pct > 90
     assert auto[-1].matches.tobytes() == want and forced.matches.tobytes() == want
 

@@ -114,11 +114,10 @@ class Capabilities:
     #: a workgroup's invocations run one after another on one CPU core (an OpenCL CPU device
     #: such as PoCL): vyre.lib gives each invocation its own run of elements there
     serial_workgroups: bool = False
-    #: the commit rate (whole percent) from which a fused speculative program pays on this
-    #: device (`vyre.driver.speculate`; the seed's 15 for a GPU); None: it never pays here, so
-    #: AUTO always takes the two-stage pair (FORCE still runs the fused program). An OpenCL CPU
-    #: device (PoCL) says None: the two-stage pair was faster at 1 %, 15 % and 90 % commit
-    #: rates there (benchmarks/results/speculation_pocl.json), its round trip costs almost nothing
+    #: the commit rate (whole percent) for this device's `AdaptiveSpeculator` (`vyre.driver.
+    #: speculate.threshold_pct`): the seed's 15 for a GPU; an OpenCL CPU device (PoCL) sets
+    #: its own (the fused path pays there only at high commit rates). None: the fused path
+    #: never pays here, so AUTO always takes the two-stage pair (FORCE still runs it)
     speculation_threshold_pct: int | None = DEFAULT_THRESHOLD_PCT
 
     @functools.cached_property

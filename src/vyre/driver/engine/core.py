@@ -792,13 +792,8 @@ class EngineBackend(VyreBackend):
                     dev.ctl_fetch(sset.ctl)
                 if fence:
                     flight.fence = dev.fence()
-            except Cancelled:
-                prep.give(sset)
-                raise timed_out(config.timeout, self.id()) from None
             except BaseException as exc:
-                if dev.synchronous:
-                    prep.give(sset)
-                raise self.failure(exc) from None
+                raise self._aborted(prep, sset, exc, config) from None
         finally:
             lock.release()
         return flight
@@ -1040,17 +1035,33 @@ class EngineBackend(VyreBackend):
                         dev.download(host, bufs[pos], nbytes)
                 if uses_ctl:
                     dev.ctl_fetch(sset.ctl)
-            except Cancelled:
-                prep.give(sset)
-                raise timed_out(config.timeout, self.id()) from None
             except BaseException as exc:
-                if dev.synchronous:
-                    prep.give(sset)
-                raise self.failure(exc) from None
+                raise self._aborted(prep, sset, exc, config) from None
         finally:
             lock.release()
-        try:   # `_complete` of a dispatch without a fence: the device's finish
-            dev.finish()
+        self._finish_straight(prep, sset, uses_ctl)
+        outs = [v.view(dt).copy() for v, dt in zip(sset.views, pipe.out_dtypes)] if arrays else \
+            [v.tobytes() for v in sset.views]
+        prep.give(sset)
+        return outs
+
+    def _aborted(self, prep: Prepared, sset: StageSet, exc: BaseException, config: DispatchConfig) -> BaseException:
+        """What to raise when enqueueing a dispatch failed: a cancelled one (its deadline passed
+        while it was enqueued) as the timeout, anything else as the device's error; the stage
+        set goes back where nothing can still be using it."""
+        if isinstance(exc, Cancelled):
+            prep.give(sset)
+            return timed_out(config.timeout, self.id())
+        if self.device.synchronous:
+            prep.give(sset)
+        return self.failure(exc)
+
+    def _finish_straight(self, prep: Prepared, sset: StageSet, uses_ctl: bool) -> None:
+        """`_complete` of a straight-through dispatch (no fence): the device's finish, then the
+        control block's error word; the stage set goes back on an error (on success the
+        caller gives it back after reading its outputs)."""
+        try:
+            self.device.finish()
         except DispatchFailed:
             prep.give(sset)
             raise
@@ -1060,10 +1071,6 @@ class EngineBackend(VyreBackend):
             word = int(sset.ctl.words[0])
             prep.give(sset)
             raise ctl_failure(word, self.id())
-        outs = [v.view(dt).copy() for v, dt in zip(sset.views, pipe.out_dtypes)] if arrays else \
-            [v.tobytes() for v in sset.views]
-        prep.give(sset)
-        return outs
 
     def _fixpoint_rest(self, pipe: EnginePipeline, ins: list[Input], outs: list[bytes],
                        config: DispatchConfig, deadline: float | None) -> list[bytes]:
@@ -1286,26 +1293,11 @@ class EngineBackend(VyreBackend):
                 prep.launch(dev, packed, views, False)
                 if uses_ctl:
                     dev.ctl_fetch(sset.ctl)
-            except Cancelled:
-                prep.give(sset)
-                raise timed_out(config.timeout, self.id()) from None
             except BaseException as exc:
-                if dev.synchronous:
-                    prep.give(sset)
-                raise self.failure(exc) from None
+                raise self._aborted(prep, sset, exc, config) from None
         finally:
             lock.release()
-        try:   # `_complete` of a dispatch without a fence: the device's finish
-            dev.finish()
-        except DispatchFailed:
-            prep.give(sset)
-            raise
-        except BaseException as exc:
-            raise self.failure(exc) from None
-        if uses_ctl and sset.ctl.words[0]:
-            word = int(sset.ctl.words[0])
-            prep.give(sset)
-            raise ctl_failure(word, self.id())
+        self._finish_straight(prep, sset, uses_ctl)
         prep.give(sset)
         if given is not None:
             return [o.value for o in given]

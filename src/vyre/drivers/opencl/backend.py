@@ -90,6 +90,13 @@ def _needs_correct_division(program: Program) -> bool:
     return not _CORRECT_DIVISION_OPS.isdisjoint(program.facts.op_set)
 
 
+#: the AdaptiveSpeculator threshold on a CPU device: on PoCL (2-core VM, zero-copy buffers;
+#: benchmarks/speculation.py) the fused literal search lost to the two-stage pair at 1 % and
+#: 15 % commit rates and won at 86 % (1.21x and 1.68x in two runs), the crossover at 60-72 %;
+#: 80 turns speculation off below 60 % (0.75x), as the seed's hysteresis does for 15 on a GPU
+CPU_SPECULATION_PCT = 80
+
+
 class OpenCLDevice(Device):
     direct_host_copies = True
 
@@ -115,12 +122,12 @@ class OpenCLDevice(Device):
         # fused prefilter/confirm programs run as written (tests/test_literal_search.py);
         # invocations: the global size of each axis is a size_t, but vyre's ids are u32 (a
         # launch past 2**32 invocations would wrap them, and crashes PoCL outright); on a CPU
-        # device the fused speculative path never pays (`Capabilities.speculation_threshold_pct`)
+        # device the fused speculative path pays only at high commit rates (`CPU_SPECULATION_PCT`)
         return Capabilities(ID, vyre.__version__, profile, unsupported_ops=SUBGROUP_OPS,
                             async_compute=True, speculation=True, max_workgroups_per_dimension=2**31 - 1,
                             max_invocations_per_dispatch=2**32 - 1, fingerprint=self.rt.fingerprint,
                             serial_workgroups=info.cpu,
-                            speculation_threshold_pct=None if info.cpu else DEFAULT_THRESHOLD_PCT)
+                            speculation_threshold_pct=CPU_SPECULATION_PCT if info.cpu else DEFAULT_THRESHOLD_PCT)
 
     def refuse(self, program: Program) -> None:
         # correctly rounded transcendentals are computed in double (vyre.lower.crmath)
