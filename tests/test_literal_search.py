@@ -121,17 +121,16 @@ def test_capacity_is_checked():
             L.LiteralSearch([b"abcd"], capacity=bad)
 
 
-@pytest.mark.parametrize("backend_id", ["reference", "opencl"])
-def test_auto_falls_back_on_a_low_commit_rate_and_stays_on_a_high_one(backend_id):
-    """2048-byte haystacks: one workgroup. Each device's own threshold: the seed's 15 on the
-    reference, 80 on an OpenCL CPU device (PoCL, where the fused path pays only at high rates)."""
+def test_auto_falls_back_on_a_low_commit_rate_and_stays_on_a_high_one(opencl, reference_backend):
+    """2048-byte haystacks: one workgroup. The device's own threshold: 80 on an OpenCL CPU
+    device (PoCL, where the fused path pays only at high rates), the seed's 15 elsewhere."""
     import pyopencl as cl
 
     from vyre.drivers.opencl.backend import CPU_SPECULATION_PCT
 
-    opencl = get_backend(backend_id)
-    cpu = backend_id == "opencl" and bool(opencl.device.rt.device.type & cl.device_type.CPU)
+    cpu = bool(opencl.device.rt.device.type & cl.device_type.CPU)
     assert threshold_pct(opencl) == (CPU_SPECULATION_PCT if cpu else DEFAULT_THRESHOLD_PCT)
+    assert threshold_pct(reference_backend) == DEFAULT_THRESHOLD_PCT
     rng = np.random.default_rng(5)
     low_hay = bytes(rng.integers(0, 256, 2048, dtype=np.uint8))
     low = L.LiteralSearch([b"\x00\x01\x02\x03zzzz"])       # one prefix: ~0.2 % of tiles pass

@@ -7,8 +7,9 @@ time (and its compiled programs come from the caches); ``VYRE_LIB_SEED=random`` 
 seed to explore.
 
 Each draw is small on purpose: on OpenCL and wgpu every new workgroup size (or program shape)
-is a compile, so a test draws one workgroup size and a handful of sizes that always include
-the adversarial ones (0, 1, a prime, 2**k - 1 and 2**k + 1).
+is a compile, so a test draws one workgroup size from a fixed set (`WORKGROUP_SIZES`) and a
+handful of sizes that always include the adversarial ones (0, 1, a prime, 2**k - 1 and
+2**k + 1).
 """
 
 from __future__ import annotations
@@ -36,9 +37,16 @@ def sizes(rng: np.random.Generator, cap: int = 5000) -> list[int]:
     return sorted({0, 1, prime, 2**k - 1, min(cap, 2**k + 1)})
 
 
+#: the workgroup sizes a test draws from: one invocation, a prime, a size that is not a power
+#: of two, two common ones and WebGPU's guaranteed 256. A fixed set, so that the passes one
+#: primitive shares with another (a scan inside a sort, a sort inside unique) are compiled
+#: once per size for the whole suite, not once per test (each compile costs ~0.5-1 s on PoCL)
+WORKGROUP_SIZES = (1, 7, 32, 64, 100, 256)
+
+
 def workgroup_size(rng: np.random.Generator, most: int = 256) -> int:
-    """One workgroup size in 1..``most`` (WebGPU guarantees 256 invocations)."""
-    return int(rng.integers(1, most + 1))
+    """One workgroup size of `WORKGROUP_SIZES` up to ``most`` (WebGPU guarantees 256)."""
+    return int(rng.choice([w for w in WORKGROUP_SIZES if w <= most]))
 
 
 def tag(**what: object) -> str:
@@ -46,4 +54,4 @@ def tag(**what: object) -> str:
     return ", ".join(f"{k}={v}" for k, v in what.items()) + f", seed={SEED}"
 
 
-__all__ = ["SEED", "rng_for", "sizes", "tag", "workgroup_size"]
+__all__ = ["SEED", "WORKGROUP_SIZES", "rng_for", "sizes", "tag", "workgroup_size"]
