@@ -722,15 +722,7 @@ class EngineBackend(VyreBackend):
         lock = self.lock
         lock.acquire()
         try:
-            if self.closed or self.runaway or self._draining:
-                self.usable()
-            if pipe.generation != self.generation:
-                pipe.check_live()
-            try:
-                sset = prep.take(dev, self.ctl_take)
-            except DeviceOutOfMemory:   # cached shapes hold device buffers: drop them, retry once
-                self._shed_cached_buffers(prep)
-                sset = prep.take(dev, self.ctl_take)
+            sset = self._take(pipe, prep)
             flight = Flight(pipe, prep, sset, deadline)
             try:
                 bufs = prep.buffers(dev)
@@ -1006,15 +998,7 @@ class EngineBackend(VyreBackend):
         lock = self.lock
         lock.acquire()
         try:
-            if self.closed or self.runaway or self._draining:
-                self.usable()
-            if pipe.generation != self.generation:
-                pipe.check_live()
-            try:
-                sset = prep.take(dev, self.ctl_take)
-            except DeviceOutOfMemory:   # cached shapes hold device buffers: drop them, retry once
-                self._shed_cached_buffers(prep)
-                sset = prep.take(dev, self.ctl_take)
+            sset = self._take(pipe, prep)
             try:
                 bufs = prep.buffers(dev)
                 staging = sset.ins
@@ -1044,6 +1028,20 @@ class EngineBackend(VyreBackend):
             [v.tobytes() for v in sset.views]
         prep.give(sset)
         return outs
+
+    def _take(self, pipe: EnginePipeline, prep: Prepared) -> StageSet:
+        """With the engine lock held: check the backend and the pipeline are still usable, then
+        take a stage set of ``prep`` (on running out of device memory, cached shapes give
+        theirs back and it is taken once more)."""
+        if self.closed or self.runaway or self._draining:
+            self.usable()
+        if pipe.generation != self.generation:
+            pipe.check_live()
+        try:
+            return prep.take(self.device, self.ctl_take)
+        except DeviceOutOfMemory:   # cached shapes hold device buffers: drop them, retry once
+            self._shed_cached_buffers(prep)
+            return prep.take(self.device, self.ctl_take)
 
     def _aborted(self, prep: Prepared, sset: StageSet, exc: BaseException, config: DispatchConfig) -> BaseException:
         """What to raise when enqueueing a dispatch failed: a cancelled one (its deadline passed
@@ -1244,15 +1242,7 @@ class EngineBackend(VyreBackend):
         lock = self.lock
         lock.acquire()
         try:
-            if self.closed or self.runaway or self._draining:
-                self.usable()
-            if pipe.generation != self.generation:
-                pipe.check_live()
-            try:
-                sset = prep.take(dev, self.ctl_take)
-            except DeviceOutOfMemory:   # cached shapes hold device buffers: drop them, retry once
-                self._shed_cached_buffers(prep)
-                sset = prep.take(dev, self.ctl_take)
+            sset = self._take(pipe, prep)
             try:
                 views = list(prep.buffers(dev))
                 waited: list[Any] = []
