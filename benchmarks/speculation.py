@@ -34,7 +34,7 @@ import numpy as np
 
 import vyre.driver as d
 from vyre.driver import AdaptiveSpeculator, DispatchConfig, SpeculationMode
-from vyre.driver.speculate import DEFAULT_THRESHOLD_PCT, threshold_pct
+from vyre.driver.speculate import threshold_pct
 from vyre.examples import literal_search as L
 from vyre.ir import BufferDecl, DataType, Expr, Node, Program
 
@@ -207,7 +207,7 @@ def main() -> None:
         row["fused_speedup_over_two_stage"] = row["two_stage_ms"] / row["fused_ms"]
         row["faster_path"] = "fused" if row["fused_ms"] < row["two_stage_ms"] else "two_stage"
         row.update(run_auto(backend, source, nbytes, patterns, want, a.dispatches,
-                               AdaptiveSpeculator(threshold_pct(backend) or DEFAULT_THRESHOLD_PCT), "auto"))
+                               AdaptiveSpeculator.for_backend(backend), "auto"))
         row["auto_ends_on_faster_path"] = row["auto_final_path"] == row["faster_path"]
         res["rates"].append(row)
         runs_by_rate.append((row, patterns, want, source))

@@ -139,6 +139,13 @@ class AdaptiveSpeculator:
         self._samples = 0
         self._lock = threading.Lock()
 
+    @classmethod
+    def for_backend(cls, backend: Any) -> AdaptiveSpeculator:
+        """A speculator with ``backend``'s threshold (`threshold_pct`; the seed's default where
+        the device says the fused path never pays, since AUTO does not consult it there)."""
+        pct = threshold_pct(backend)
+        return cls(DEFAULT_THRESHOLD_PCT if pct is None else pct)
+
     @property
     def threshold_ppm(self) -> int:
         """The threshold in ppm."""

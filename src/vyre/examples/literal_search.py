@@ -51,7 +51,6 @@ from vyre.driver import (
     SpeculativeDispatchPlan,
     dispatch_prefilter_confirm,
 )
-from vyre.driver.speculate import DEFAULT_THRESHOLD_PCT, threshold_pct
 from vyre.ir import AtomicOp, BufferDecl, DataType, Expr, Function, Node, Program
 
 U = DataType.U32
@@ -475,7 +474,7 @@ class LiteralSearch:
             raise InvalidInput("input_size", f"capacity={capacity!r} record slots per workgroup.",
                                f"pass capacity as an int in 1..{1 << 16} (default {DEFAULT_CAPACITY}).")
         self.patterns = Patterns.of(patterns)
-        # None: made at the first search, with that backend's threshold (`threshold_pct`)
+        # None: made at the first search, with that backend's threshold (`for_backend`)
         self.speculator = speculator
         self.capacity = capacity
 
@@ -488,8 +487,7 @@ class LiteralSearch:
         """All matches in ``haystack``: bytes, a u8 array, or packed little-endian u32 words
         (host, or a device array on backends that read them) holding ``nbytes`` bytes."""
         if self.speculator is None:
-            pct = threshold_pct(backend)
-            self.speculator = AdaptiveSpeculator(DEFAULT_THRESHOLD_PCT if pct is None else pct)
+            self.speculator = AdaptiveSpeculator.for_backend(backend)
         hay, nbytes = _haystack(haystack, nbytes)
         if nbytes < MIN_PATTERN_LEN:
             return SearchResult(np.zeros((0, 2), np.uint32), None, False, 0)

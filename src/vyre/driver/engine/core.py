@@ -770,10 +770,7 @@ class EngineBackend(VyreBackend):
                     if pos not in flight.zeroed:
                         dev.zero(bufs[pos], nbytes)
                 uses_ctl = prep.kernel.uses_ctl
-                if uses_ctl:
-                    sset.ctl.deadline = deadline
-                    dev.ctl_reset(sset.ctl)
-                flight.token = prep.launch(dev, packed, views if views is not None else bufs, timed)
+                flight.token = self._launch(prep, sset, packed, views if views is not None else bufs, deadline, timed)
                 for view, buf, exact in tails:
                     dev.copy(view, buf, exact)
                 if not device_outputs:
@@ -1010,10 +1007,7 @@ class EngineBackend(VyreBackend):
                 for pos, nbytes in prep.zero:
                     dev.zero(bufs[pos], nbytes)
                 uses_ctl = prep.kernel.uses_ctl
-                if uses_ctl:
-                    sset.ctl.deadline = None
-                    dev.ctl_reset(sset.ctl)
-                prep.launch(dev, sset.packed, bufs, False)
+                self._launch(prep, sset, sset.packed, bufs, None, False)
                 for (pos, nbytes, _), host in zip(prep.outs, sset.outs):
                     if nbytes:
                         dev.download(host, bufs[pos], nbytes)
@@ -1042,6 +1036,21 @@ class EngineBackend(VyreBackend):
         except DeviceOutOfMemory:   # cached shapes hold device buffers: drop them, retry once
             self._shed_cached_buffers(prep)
             return prep.take(self.device, self.ctl_take)
+
+    def _launch(self, prep: Prepared, sset: StageSet, packed: Any, bufs: Sequence[Any], deadline: float | None,
+                timed: bool) -> Any:
+        """The kernels' launch (with the engine lock held), the control block reset first where
+        the kernel reads it; the device's timing token."""
+        if prep.kernel.uses_ctl:
+            sset.ctl.deadline = deadline
+            self.device.ctl_reset(sset.ctl)
+        return prep.launch(self.device, packed, bufs, timed)
+
+    def _owned(self, pipe: EnginePipeline, prep: Prepared, bufs: Sequence[Any]) -> list[DeviceOutput]:
+        """Fresh device buffers of ``dispatch_device`` as the `DeviceOutput`s the caller owns."""
+        dev, backend = self.device, self.name
+        return [DeviceOutput(buf, dev.device_pointer(buf), exact, d.dtype, backend)
+                for buf, (_, _, exact), d in zip(bufs, prep.outs, pipe.outputs)]
 
     def _aborted(self, prep: Prepared, sset: StageSet, exc: BaseException, config: DispatchConfig) -> BaseException:
         """What to raise when enqueueing a dispatch failed: a cancelled one (its deadline passed
@@ -1176,8 +1185,7 @@ class EngineBackend(VyreBackend):
                 self._plan_device(pipe, prep, ins, given, key)
             if given is not None:
                 return [o.value for o in given]
-            return [DeviceOutput(buf, dev.device_pointer(buf), exact, d.dtype, self.id())
-                    for buf, (_, _, exact), d in zip(outs, prep.outs, pipe.outputs)]
+            return self._owned(pipe, prep, outs)
         finally:
             observability.record_dispatch(self.name, time.perf_counter_ns() - started, ok, config.label)
 
@@ -1218,17 +1226,12 @@ class EngineBackend(VyreBackend):
         if alloc is not None:
             given = []
             for (_, _, exact), d, where, want in zip(prep.outs, pipe.outputs, pipe.alloc_where, plan.out_keys):
-                try:
-                    arr = alloc(exact, d.dtype)
-                except VyreError:
-                    raise
-                except Exception as exc:   # the allocator's own error (out of device memory)
-                    raise dev.error(exc) from None
+                arr = self._alloc_output(alloc, exact, d)
                 cai = getattr(arr, "__cuda_array_interface__", None)
                 o = None
                 if want is not None and type(cai) is dict:
                     try:
-                        if (cai["typestr"], cai["shape"], cai.get("strides")) == want:   # `cai_key`
+                        if cai_key(cai) == want:
                             stream = cai.get("stream")
                             o = DeviceInput(arr, int(cai["data"][0]), exact,
                                             None if stream in (None, 0) else stream)
@@ -1277,10 +1280,7 @@ class EngineBackend(VyreBackend):
                 for pos, nbytes in prep.zero:
                     dev.zero(views[pos], nbytes)
                 uses_ctl = prep.kernel.uses_ctl
-                if uses_ctl:
-                    sset.ctl.deadline = None
-                    dev.ctl_reset(sset.ctl)
-                prep.launch(dev, packed, views, False)
+                self._launch(prep, sset, packed, views, None, False)
                 if uses_ctl:
                     dev.ctl_fetch(sset.ctl)
             except BaseException as exc:
@@ -1291,9 +1291,7 @@ class EngineBackend(VyreBackend):
         prep.give(sset)
         if given is not None:
             return [o.value for o in given]
-        backend = self.name
-        return [DeviceOutput(buf, dev.device_pointer(buf), exact, d.dtype, backend)
-                for buf, (_, _, exact), d in zip(keep, prep.outs, pipe.outputs)]
+        return self._owned(pipe, prep, keep)
 
     def _alloc_output(self, alloc: Any, exact: int, d: Any) -> Any:
         """``alloc(exact, d.dtype)``; the allocator's own error (out of device memory) as the
