@@ -385,6 +385,26 @@ _ATOMIC = {AtomicOp.ADD: "atomicAdd", AtomicOp.OR: "atomicOr", AtomicOp.AND: "at
 _ZERO = {U32: "0u", I32: "0i"}
 
 
+# The count words (one per bound buffer), the opaque zero and the folded grid (3 words): a
+# uniform binding, so every invocation reads them from the constant path, not as loads
+PARAM_EXTRA_WORDS = 4
+# the pipeline-overridable constant that turns on the folded-grid prologue: false in the
+# pipelines a driver makes first, so the compiler drops the prologue where no grid is folded
+FOLDED = "vy_folded"
+
+
+def param_vectors(n_bound: int) -> int:
+    """How many vec4<u32> the ``vy_n`` uniform binding of a kernel with ``n_bound`` buffers holds."""
+    return -(-(n_bound + PARAM_EXTRA_WORDS) // 4)
+
+
+def vy_n(i: int) -> str:
+    """The WGSL expression of count word ``i``."""
+    return f"vy_n[{i // 4}].{'xyzw'[i % 4]}"
+
+
+
+
 class WgslSyntax(Syntax):
     """WGSL (32-bit types only; see `refusals`). Bound buffers are ``array<u32>`` (or
     ``atomic<...>`` where the program uses atomics on them), element counts are read from
@@ -434,7 +454,7 @@ class WgslSyntax(Syntax):
         return {Builtin.GID: "vy_gid", Builtin.LID: "vy_lid", Builtin.WGID: "vy_wgid"}[kind] + "." + "xyz"[axis]
 
     def count(self, p: Printer, buffer: str) -> str:
-        return f"vy_n[{p.plan.param_index(buffer)}]"
+        return vy_n(p.plan.param_index(buffer))
 
     def word(self, p: Printer, buffer: str, i: str) -> str:
         ptr = p.ptr(buffer)
@@ -571,21 +591,22 @@ class WgslSyntax(Syntax):
         # been seen to come out differently)
         nb = len(p.plan.bound)
         wx, wy, wz = p.program.workgroup_size
-        p.out(f"let vy_z: u32 = vy_n[{nb}];")
+        p.out(f"let vy_z: u32 = {vy_n(nb)};")
         # a grid over the adapter's per-axis limit is launched folded (the driver writes the
-        # logical grid to vy_n[nb + 1..3], 0 when unfolded): the workgroup's linear index over
-        # the launched grid gives its logical id, and gid stays the flat id
+        # logical grid to vy_n[nb + 1..3] and launches the pipelines made with the FOLDED
+        # override true): the workgroup's linear index over the launched grid gives its
+        # logical id, and gid stays the flat id. Elsewhere the compiler drops this block.
         for line in ("var vy_wgid: vec3<u32> = vy_wgp;",
-                     f"let vy_fold: u32 = vy_n[{nb + 1}];",
-                     "if (vy_fold != 0u) {",
+                     f"if ({FOLDED}) {{",
+                     f"    let vy_fold: u32 = {vy_n(nb + 1)};",
                      "    let vy_l: u32 = vy_wgp.x + vy_nwg.x * (vy_wgp.y + vy_nwg.y * vy_wgp.z);",
-                     f"    let vy_gy: u32 = vy_n[{nb + 2}];",
-                     f"    if ((vy_gy | vy_n[{nb + 3}]) == 1u) {{",   # a 1-D logical grid: no division
+                     f"    let vy_gy: u32 = {vy_n(nb + 2)};",
+                     f"    if ((vy_gy | {vy_n(nb + 3)}) == 1u) {{",   # a 1-D logical grid: no division
                      "        if (vy_l >= vy_fold) { return; }",
                      "        vy_wgid = vec3<u32>(vy_l, 0u, 0u);",
                      "    } else {",
                      "        vy_wgid = vec3<u32>(vy_l % vy_fold, (vy_l / vy_fold) % vy_gy, vy_l / (vy_fold * vy_gy));",
-                     f"        if (vy_wgid.z >= vy_n[{nb + 3}]) {{ return; }}",
+                     f"        if (vy_wgid.z >= {vy_n(nb + 3)}) {{ return; }}",
                      "    }",
                      "}",
                      f"let vy_gid: vec3<u32> = vy_wgid * vec3<u32>({wx}u, {wy}u, {wz}u) + vy_lid;"):
@@ -613,8 +634,9 @@ class WgslSyntax(Syntax):
             access = "read" if not b.writable else "read_write"
             decls.append(f"@group(0) @binding({k}) var<storage, {access}> b_{b.name}: array<{self.element(p, b)}>;")
         n = len(p.plan.bound)
-        decls.append(f"@group(0) @binding({n}) var<storage, read> vy_n: array<u32>;")
+        decls.append(f"@group(0) @binding({n}) var<uniform> vy_n: array<vec4<u32>, {param_vectors(n)}>;")
         decls.append(f"@group(0) @binding({n + 1}) var<storage, read_write> vy_ctl: array<atomic<u32>, 2>;")
+        decls.append(f"override {FOLDED}: bool = false;")
         for w in p.plan.workgroup:
             decls.append(f"var<workgroup> w_{w.name}: array<{self.element(p, w)}, {w.count}>;")
         math = ""

@@ -39,7 +39,7 @@ from vyre.driver.install import install_hint
 from vyre.ir.ops import all_op_ids
 from vyre.ir.program import Program
 from vyre.lower.legalize.int64 import word_scale
-from vyre.lower.wgsl import WgslRefusal, generate, refusals
+from vyre.lower.wgsl import FOLDED, WgslRefusal, generate, param_vectors, refusals
 
 ID = "wgpu"
 # op ids WGSL cannot run with the reference's bytes (see vyre.lower.wgsl)
@@ -154,6 +154,24 @@ def _shutdown_all() -> None:
         dev.close(max(0.0, limit - time.monotonic()))
 
 
+class _Pipelines:
+    """A kernel's compute pipelines, one per phase: ``plain`` as compiled (the module's
+    ``vy_folded`` override false, so the compiler drops the folded-grid prologue), and the
+    folded ones (override true), made on the first launch of a grid over the adapter's
+    per-axis limit."""
+
+    def __init__(self, owner: WgpuDevice, module: Any, playout: Any, entries: tuple[str, ...]) -> None:
+        self._owner, self._module, self._playout, self._entries = owner, module, playout, entries
+        self.plain = owner.pipelines(module, playout, entries, folded=False)
+        self._folded: tuple | None = None
+
+    def folded(self) -> tuple:
+        """The folded pipelines (the caller holds the device's ``_qlock``)."""
+        if self._folded is None:
+            self._folded = self._owner.pipelines(self._module, self._playout, self._entries, folded=True)
+        return self._folded
+
+
 class WgpuDevice(Device):
     cancellable = False
 
@@ -179,6 +197,7 @@ class WgpuDevice(Device):
         self._retired: list[tuple[Any, weakref.WeakSet]] = []   # (device, its fences) after renew
         self.usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
         self.read_usage = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
+        self.param_usage = wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
         self._open()
         if not _LIVE and not getattr(_shutdown_all, "registered", False):
             atexit.register(_shutdown_all)   # after wgpu-py's hooks: atexit runs it first
@@ -248,11 +267,11 @@ class WgpuDevice(Device):
         # printing finds: routing must refuse exactly what the dispatch refuses
         self.source(program)
         hidden = len(program.facts.float_atomic_buffers)   # one hidden accumulator each (S36)
-        n = len(program.facts.bound) + hidden + 2
+        n = len(program.facts.bound) + hidden + 1   # + the control block (the counts are a uniform)
         limit = self.limits.get("max-storage-buffers-per-shader-stage", 8)
         if n > limit:
             extra = f", {hidden} of them the hidden accumulators of float atomics" if hidden else ""
-            raise UnsupportedFeature(f"{n - 2} bound buffers{extra} (this adapter binds {limit - 2})", ID,
+            raise UnsupportedFeature(f"{n - 1} bound buffers{extra} (this adapter binds {limit - 1})", ID,
                                      "use fewer buffers, or another backend.")
 
     # ---- compile ---------------------------------------------------------------------------
@@ -303,20 +322,28 @@ class WgpuDevice(Device):
         ro = wgpu.BufferBindingType.read_only_storage
         entries_l = [{"binding": i, "visibility": wgpu.ShaderStage.COMPUTE,
                       "buffer": {"type": storage if writable[i] else ro}} for i in range(n_bound)]
-        entries_l.append({"binding": n_bound, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": ro}})
+        entries_l.append({"binding": n_bound, "visibility": wgpu.ShaderStage.COMPUTE,
+                          "buffer": {"type": wgpu.BufferBindingType.uniform}})
         entries_l.append({"binding": n_bound + 1, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": storage}})
         layout = self.device.create_bind_group_layout(entries=entries_l)
         playout = self.device.create_pipeline_layout(bind_group_layouts=[layout])
+        pipes = _Pipelines(self, module, playout, tuple(entries))
+        return Kernel((pipes, layout, n_bound, tuple(words or [1] * n_bound)), uses_ctl, frozenset(fully), built_from,
+                      src, stoppable, 1, indirect, scratch)
+
+    def pipelines(self, module: Any, playout: Any, entries: tuple[str, ...], folded: bool) -> tuple:
+        """One compute pipeline per entry point, with the module's ``vy_folded`` override set."""
         try:
-            pipes = tuple(self.device.create_compute_pipeline(layout=playout, compute={"module": module, "entry_point": e})
-                          for e in entries)
+            stage = {"module": module, "entry_point": ""}
+            if folded:
+                stage["constants"] = {FOLDED: 1}
+            return tuple(self.device.create_compute_pipeline(layout=playout, compute={**stage, "entry_point": e})
+                         for e in entries)
         except Exception as exc:
             if self.lost():
                 raise self.error(exc) from None
             raise KernelCompileFailed(f"WGSL pipeline creation failed: {exc}", "this is a vyre code-generation "
                                       "bug: report it with `vyre inspect --backend wgpu`.", backend=ID) from None
-        return Kernel((pipes, layout, n_bound, tuple(words or [1] * n_bound)), uses_ctl, frozenset(fully), built_from,
-                      src, stoppable, 1, indirect, scratch)
 
     # ---- memory --------------------------------------------------------------------------------
     def alloc(self, nbytes: int) -> Any:
@@ -405,28 +432,34 @@ class WgpuDevice(Device):
     def _pack(self, kernel: Kernel, buffers: list[Any], counts: tuple[int, ...], ctl: Ctl) -> Any:
         _, layout, n_bound, scale = kernel.handle
         counts = tuple(c * w for c, w in zip(counts, scale)) + tuple(counts[len(scale):])
-        # + the kernels' opaque zero (vy_z) and the folded grid (vy_n[n+1..3], see `launch`)
-        words = np.array(list(counts) + [0, 0, 0, 0], dtype=np.uint32)
-        cbuf = self.device.create_buffer(size=max(4, words.nbytes), usage=self.usage)
+        # + the kernels' opaque zero (vy_z) and the folded grid (vy_n[n+1..3], see `launch`), as
+        # the uniform binding's whole vec4<u32>s (`vyre.lower.wgsl.param_vectors`)
+        words = np.zeros(4 * param_vectors(n_bound), dtype=np.uint32)
+        words[:len(counts)] = counts
+        cbuf = self.device.create_buffer(size=words.nbytes, usage=self.param_usage)
         self.queue.write_buffer(cbuf, 0, words)
         entries = [{"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
                    for i, b in enumerate(buffers[:n_bound])]
         entries.append({"binding": n_bound, "resource": {"buffer": cbuf, "offset": 0, "size": cbuf.size}})
         entries.append({"binding": n_bound + 1, "resource": {"buffer": ctl.arg, "offset": 0, "size": 8}})
-        return [self.device.create_bind_group(layout=layout, entries=entries), cbuf, False]
+        return [self.device.create_bind_group(layout=layout, entries=entries), cbuf]
 
     def launch(self, kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int],
                packed: Any, timed: Any = False, phases: slice | None = None,
                last_grid: tuple[int, int, int] | None = None) -> Any:
-        pipes = kernel.handle[0] if phases is None else kernel.handle[0][phases]
+        ps: _Pipelines = kernel.handle[0]
+        pick = slice(None) if phases is None else phases
+        pipes = ps.plain[pick]
         grids = [grid] * len(pipes)
         if last_grid is not None:   # the finalising phase of float atomics: a grid of its own
             grids[-1] = last_grid
         with self._qlock:
-            for p, g in zip(pipes, grids):   # one pass per phase: passes end in order (grid_sync)
+            for k, (p, g) in enumerate(zip(pipes, grids)):   # one pass per phase: passes end in order (grid_sync)
                 if not all(g):
                     continue
-                g = self._fold(kernel, g, packed)
+                g, folded = self._fold(kernel, g, packed)
+                if folded:
+                    p = ps.folded()[pick][k]
                 enc = self._encoder()
                 cp = enc.begin_compute_pass()
                 cp.set_pipeline(p)
@@ -436,21 +469,18 @@ class WgpuDevice(Device):
         return None
 
     # ---- completion ----------------------------------------------------------------------------
-    def _fold(self, kernel: Kernel, grid: tuple[int, int, int], packed: list) -> tuple[int, int, int]:
-        """The grid to launch: ``grid`` itself when every axis is within the adapter's limit;
-        otherwise its workgroups laid out over more axes, with the logical grid written to
-        the kernel's count words (the kernel recovers each workgroup's logical id). The
+    def _fold(self, kernel: Kernel, grid: tuple[int, int, int], packed: list) -> tuple[tuple[int, int, int], bool]:
+        """The grid to launch, and whether it is folded: ``grid`` itself when every axis is
+        within the adapter's limit; otherwise its workgroups laid out over more axes, with the
+        logical grid written to the kernel's count words, launched with the kernel's folded
+        pipelines (whose prologue recovers each workgroup's logical id). The
         caller holds ``_qlock``; a count-word write first submits what was recorded, which
         may read the words as they were."""
         lim = self.limits["max-compute-workgroups-per-dimension"]
         gx, gy, gz = grid
         n_bound = kernel.handle[2]
-        if max(grid) <= lim:
-            if packed[2]:
-                self._flush()
-                self.queue.write_buffer(packed[1], 4 * (n_bound + 1), np.zeros(3, np.uint32))
-                packed[2] = False
-            return grid
+        if max(grid) <= lim:   # the plain pipelines do not read the folded grid's words
+            return grid, False
         total = gx * gy * gz
         px = min(total, lim)
         py = min(-(-total // px), lim)
@@ -461,8 +491,7 @@ class WgpuDevice(Device):
                                  "dispatch.", backend=ID)
         self._flush()
         self.queue.write_buffer(packed[1], 4 * (n_bound + 1), np.array([gx, gy, gz], np.uint32))
-        packed[2] = True
-        return (px, py, pz)
+        return (px, py, pz), True
 
     def fence(self) -> _Fence:
         try:
