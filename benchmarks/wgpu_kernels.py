@@ -295,6 +295,13 @@ def main() -> None:
     want = np.frombuffer(hand_m.run([A.ravel(), B.ravel()], 4 * m * m, (m // 16, m // 16, 1)), np.float32)
     res["matmul_n"] = m
     res["matmul_max_abs_diff_vs_hand"] = float(np.max(np.abs(got - want)))
+    # the reference's bytes for this data (normal values): each product and each sum rounded,
+    # k in order (a compiler that fused them into one rounding would differ)
+    model = np.zeros((m, m), np.float32)
+    for k in range(m):
+        model = model + A[:, k:k + 1] * B[k:k + 1, :]
+    res["matmul_vyre_equals_numpy_model"] = str(got_b == model.tobytes())
+    res["matmul_hand_equals_numpy_model"] = str(want.tobytes() == model.tobytes())
     vy = Resident(b, prog, [A.ravel(), B.ravel()], 4 * m * m, mcfg)
     _, _, bg = hand_m.bind([A.ravel(), B.ravel()], 4 * m * m)
     both_ms(res, "matmul", vy, hand_m, bg, (m // 16, m // 16, 1), 2 * reps, 4 * batch)

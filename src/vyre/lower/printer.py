@@ -223,6 +223,10 @@ class Printer:
         return self.s.cast(self, v, t, f, e.dtype)
 
     def binary(self, e: E.Bin) -> Value:
+        if self.s.f32_mul_add and e.op is BinOp.ADD:
+            fused = self.mul_add(e)
+            if fused is not None:
+                return fused
         a, ta, fa = self.expr(e.left)
         b, tb, fb = self.expr(e.right)
         rt = bin_result(e.op, ta, tb)
@@ -238,6 +242,28 @@ class Printer:
         if op in CMP:
             return self.fresh(rt, f"{a} {CMP[op]} {b}"), rt, CANON
         return self.fresh(rt, self.s.int_bin(op, ta, rt, a, b)), rt, CANON
+
+    def mul_add(self, e: E.Bin) -> Value | None:
+        """``x + a*b`` (or ``a*b + x``) on f32 through the target's `Syntax.f32_mul_add`, which
+        gives exactly the two rounded operations' result (one check where the target checks
+        each), operands evaluated in the order the two operations evaluate them. None when
+        ``e`` is not that (other types, a product already computed)."""
+        mul = next((m for m in (e.right, e.left) if isinstance(m, E.Bin) and m.op is BinOp.MUL), None)
+        if mul is None or mul in self.hoisted \
+                or infer(mul, self.visible(), self.program) is not F32:
+            return None
+        x_e = e.left if mul is e.right else e.right
+        if mul is e.right:
+            x, _, fx = self.expr(x_e)
+        a, _, fa = self.expr(mul.left)
+        b, _, fb = self.expr(mul.right)
+        if mul is e.left:
+            x, _, fx = self.expr(x_e)
+        hw_mul = hardware_bin(mul)
+        a, b = self.operand(a, fa, hw_mul), self.operand(b, fb, hw_mul)
+        x = self.operand(x, fx, hardware_bin(e))
+        fp = self.flags(mul, fa, fb)
+        return self.fresh(F32, self.s.f32_mul_add.format(x=x, a=a, b=b)), F32, self.flags(e, fx, fp)
 
     def float_bin(self, e: E.Bin, a: str, fa: Flags, b: str, fb: Flags) -> Value:
         """An f32 binary operation on lowered operands (`vyre.lower.floats` decides flushes)."""
@@ -466,7 +492,7 @@ class Printer:
                 if k > 1:
                     self.close()
         self.close()
-        self.checked_close()
+        self.checked_close(done)
         self.scope.pop()
         self.hoisted = saved
 
@@ -521,7 +547,7 @@ class Printer:
             if k > 1:
                 self.close()
         self.s.while_close(self)
-        self.checked_close()
+        self.checked_close(done)
         self.hoisted = saved
 
     def unrolled(self, n: N.Loop | N.While) -> int:
@@ -544,17 +570,17 @@ class Printer:
         whatever the loops (nesting or chunking does not help): a loop it ends leaves the
         flag unset. A loop of exactly 65,535 trips is reported too: its last exit test
         comes after the 65,535th back edge."""
-        if not self.s.checked_loops:
-            return None
+        if not self.s.checked_loops or self.plan.loops.work < self.s.loop_budget:
+            return None   # (no loop of this kernel can reach the device's limit)
         self.checked += 1   # its own count: temporaries keep their numbers
         done = f"vy_d{self.checked}"
         self.out(self.s.var(done, self.s.types[BOOL], "false"))
         self.loops.append(done)
         return done
 
-    def checked_close(self) -> None:
-        if self.s.checked_loops:
-            done = self.loops.pop()
+    def checked_close(self, done: str | None) -> None:
+        if done is not None:
+            self.loops.pop()
             live = " && vy_alive" if self.alive else ""
             self.out(self.s.inline(f"if (!{done}{live})", self.s.error(ERR_DEVICE_LOOPS)))
 

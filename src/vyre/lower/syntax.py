@@ -47,6 +47,10 @@ class Syntax:
     # f32 operations whose printed form never returns a subnormal (its own helper flushes), so
     # their results need no flush before a numeric use (vyre.lower.floats `flags_of`)
     flushed_results: frozenset[BinOp] = frozenset()
+    # ``{x} + {a} * {b}`` on f32 in one call, giving exactly ``x + (a * b)`` with both operations
+    # rounded (a target whose + and * each check their result checks both at once); '' when
+    # the target prints the two operations. Needs MUL in `flushed_results`.
+    f32_mul_add: str = ""
     # the prelude function that flushes a subnormal f32 to zero of its sign (S9) where a value
     # that cannot be NaN is observed or any value is consumed numerically (a NaN's payload may
     # change: it is canonicalised wherever it could be observed)
@@ -62,6 +66,9 @@ class Syntax:
     # (`ERR_DEVICE_LOOPS`) instead of giving short results
     checked_loops: bool = False
     unroll: int = 1   # with checked_loops: least trips per back edge of an innermost loop
+    # with checked_loops: the loop trips such a device allows one invocation in all; a kernel
+    # whose loops provably make fewer (`LoopFacts.work`) is printed with plain loops
+    loop_budget: int = 0
 
     # declarations and statements
     def var(self, name: str, type_: str, init: str | None) -> str: raise NotImplementedError  # init None: zero

@@ -213,8 +213,22 @@ fn vy_fadd_slow(a: f32, b: f32) -> f32 {
     if ((x ^ y) == 0x80000000u) { return 0.0; }
     return vy_daz(a + b);
 }
+// x + a*b with both operations rounded (never fused: the product is opaque): when the
+// product and the sum are both normal, each is the hardware's correctly rounded result, as in
+// vy_fmul and vy_fadd; every other case goes through them.
+fn vy_fmla(x: f32, a: f32, b: f32) -> f32 {
+    let p = a * b;
+    let s = x + vy_opaque(p);
+    if (vy_normal(p) && vy_normal(s)) { return s; }
+    return vy_fadd(x, vy_fmul(a, b));
+}
 fn vy_fsub(a: f32, b: f32) -> f32 { return vy_fadd(a, bitcast<f32>(bitcast<u32>(b) ^ 0x80000000u)); }
-fn vy_fmul(a: f32, b: f32) -> f32 {
+// A product never reaches an addition as the multiplication's own result: the compiler may
+// contract a*b + c into a fused multiply-add (NVIDIA's Vulkan driver did, in a dot product
+// loop), which rounds once. xor with the zero it cannot see (vy_z) hides where it came from.
+fn vy_opaque(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) ^ vy_z); }
+fn vy_fmul(a: f32, b: f32) -> f32 { return vy_opaque(vy_fmul_raw(a, b)); }
+fn vy_fmul_raw(a: f32, b: f32) -> f32 {
     let r = a * b;
     if (vy_normal(r)) { return r; }
     return vy_fmul_slow(a, b);
@@ -416,8 +430,10 @@ class WgslSyntax(Syntax):
     cancel_poll = ("vy_trips++;", "if ((vy_trips & 1023u) == 0u && atomicLoad(&vy_ctl[1]) != 0u) { return; }")
     checked_loops = True
     unroll = 4   # lavapipe: at least 4 x 65,534 trips of an innermost loop
+    loop_budget = 65_535   # lavapipe ends an invocation's loops at its 65,535th trip
     # vy_fadd, vy_fsub and vy_fmul flush a subnormal result themselves (the prelude)
     flushed_results = frozenset({BinOp.ADD, BinOp.SUB, BinOp.MUL, BinOp.ABS_DIFF})
+    f32_mul_add = "vy_fmla({x}, {a}, {b})"
 
     # ---- declarations and statements ------------------------------------------------------
     def var(self, name: str, type_: str, init: str | None) -> str:
@@ -591,7 +607,7 @@ class WgslSyntax(Syntax):
         # been seen to come out differently)
         nb = len(p.plan.bound)
         wx, wy, wz = p.program.workgroup_size
-        p.out(f"let vy_z: u32 = {vy_n(nb)};")
+        p.out(f"vy_z = {vy_n(nb)};")
         # a grid over the adapter's per-axis limit is launched folded (the driver writes the
         # logical grid to vy_n[nb + 1..3] and launches the pipelines made with the FOLDED
         # override true): the workgroup's linear index over the launched grid gives its
@@ -637,6 +653,7 @@ class WgslSyntax(Syntax):
         decls.append(f"@group(0) @binding({n}) var<uniform> vy_n: array<vec4<u32>, {param_vectors(n)}>;")
         decls.append(f"@group(0) @binding({n + 1}) var<storage, read_write> vy_ctl: array<atomic<u32>, 2>;")
         decls.append(f"override {FOLDED}: bool = false;")
+        decls.append("var<private> vy_z: u32;   // zero, set by each kernel from its count words")
         for w in p.plan.workgroup:
             decls.append(f"var<workgroup> w_{w.name}: array<{self.element(p, w)}, {w.count}>;")
         math = ""
