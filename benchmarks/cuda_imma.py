@@ -9,11 +9,11 @@
   product reduced mod 2^32 and byte-identical to the reference interpreter.
 
 Side by side in the same run: every tile of `I8_TILES` and `U32_TILES` (the first is what
-vyre.lib.matmul uses, the second the one before it, `i8_tiles` / `u32_tiles` in the results), each
+vyre.lib.matmul uses, the second an earlier one, `i8_tiles` / `u32_tiles` in the results), each
 checked against torch._int_mm (i8) or the SIMT bytes (u32), and against 256 entries computed in
 int64 by numpy. Every one of them keeps its accumulators in registers across the k loop
-(imma.RESIDENT_ACCUMULATORS); in a second process with its own kernel cache, the second tile
-of each (the tiles before) with that off, which is the code before it (`--form shared-d`:
+(imma.RESIDENT_ACCUMULATORS); in a second process with its own kernel cache, the tiles before
+(`BEFORE`) with that off, which is the code before it (`--form shared-d`:
 `i8_shared_d`, `u32_shared_d`). ``--form narrow`` also turns off imma.WIDE_SHARED_ACCESS (4-byte
 shared accesses, no ldmatrix: the form before that).
 
@@ -48,9 +48,11 @@ from _common import emit
 MM = importlib.import_module("vyre.lib.matmul")
 REPS = 7
 T = MM.Tiles
-I8_TILES = [MM.CUDA_BYTES, MM.CUDA_BYTES_240, T(128, 64, 80, 128, prefetch=True), T(128, 64, 80, 256),
-            T(128, 64, 48, 128, prefetch=True), T(64, 128, 80, 128, prefetch=True), T(128, 64, 48, 256, prefetch=True)]
-U32_TILES = [MM.CUDA_WORDS, MM.CUDA_WORDS_64, T(64, 64, 32, 256), T(64, 64, 64, 256, prefetch=True)]
+I8_TILES = [MM.CUDA_BYTES, MM.CUDA_BYTES_240, T(128, 64, 80, 256, prefetch=True), T(128, 64, 48, 256, prefetch=True),
+            T(128, 64, 80, 128, prefetch=True), T(64, 128, 80, 128, prefetch=True)]
+U32_TILES = [MM.CUDA_WORDS, MM.CUDA_WORDS_32, T(64, 64, 64, 256)]
+# what the second process times with the accumulators in workgroup memory: the tiles before
+BEFORE = {"i8": MM.CUDA_BYTES_240, "u32": MM.CUDA_WORDS}
 
 
 def label(t) -> str:
@@ -155,7 +157,7 @@ def arguments() -> argparse.Namespace:
     ap.add_argument("--form", choices=("wide", "shared-d", "narrow"), default="wide",
                     help="shared-d: imma.RESIDENT_ACCUMULATORS off (d loaded and stored by every "
                          "matmul_acc); narrow: imma.WIDE_SHARED_ACCESS off too (4-byte shared accesses); "
-                         "both time the second tile of each kind only, results as i8_<form>/u32_<form>")
+                         "both time the tiles of BEFORE only, results as i8_<form>/u32_<form>")
     ap.add_argument("--no-ab", action="store_true", help="skip the second process (--form shared-d)")
     return ap.parse_args()
 
@@ -267,8 +269,8 @@ def main() -> None:
             b = d.acquire("cuda")
             rng = np.random.default_rng(26)
             prefix = a.form.replace("-", "_")
-            i8_gemm(b, rng, i8_n, I8_TILES[1:2], res, prefix=f"i8_{prefix}")
-            u32_gemm(b, rng, u32_n, U32_TILES[1:2], res, prefix=f"u32_{prefix}", simt=False)
+            i8_gemm(b, rng, i8_n, [BEFORE["i8"]], res, prefix=f"i8_{prefix}")
+            u32_gemm(b, rng, u32_n, [BEFORE["u32"]], res, prefix=f"u32_{prefix}", simt=False)
             return
         b = d.acquire("cuda")
         res["device"] = b.device_profile().device_name

@@ -70,12 +70,11 @@ class Tiles:
     prefetch: bool = False
 
 
-CUDA_BYTES = Tiles(128, 64, 80, 256, prefetch=True)
-CUDA_WORDS = Tiles(64, 64, 64, 256)
-# the tiles before CUDA_BYTES and CUDA_WORDS (with the accumulators in workgroup memory), and
-# the ones before those
+CUDA_BYTES = Tiles(128, 64, 80, 256)
+CUDA_WORDS = Tiles(64, 64, 64, 128)
+# the byte tile before CUDA_BYTES (when the accumulators were in workgroup memory), and the
+# tiles before those
 CUDA_BYTES_240 = Tiles(64, 64, 240, 128)
-CUDA_WORDS_64 = Tiles(64, 64, 64, 128)
 CUDA_BYTES_160 = Tiles(64, 64, 160, 128, unrolled=False)
 CUDA_WORDS_32 = Tiles(64, 64, 32, 128, unrolled=False)
 # no tile is larger than this in any dimension (the u32 index limit of `matmul` allows for it)
@@ -416,4 +415,4 @@ def _shaped(v: Any, shape: tuple[int, int]) -> Any:
     return v.reshape(shape)
 
 
-__all__ = ["CUDA_BYTES", "CUDA_BYTES_160", "CUDA_BYTES_240", "CUDA_WORDS", "CUDA_WORDS_32", "CUDA_WORDS_64", "Tiles", "matmul", "program", "tiles"]
+__all__ = ["CUDA_BYTES", "CUDA_BYTES_160", "CUDA_BYTES_240", "CUDA_WORDS", "CUDA_WORDS_32", "Tiles", "matmul", "program", "tiles"]
