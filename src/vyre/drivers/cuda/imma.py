@@ -13,7 +13,12 @@ acc3<<24`` (each accumulator is right mod 2**32, and so is its shift).
 
 The block's warps share the m x n output in warp tiles of TM x TN mma tiles (16 x 8 each);
 each warp loads its accumulators from ``d``, runs k in steps of 32 with fragments read from
-the workgroup arrays, and writes ``d`` back. Rows, columns and k past the shape (a shape
+the workgroup arrays, and writes ``d`` back (`vy_imma8`, `vy_imma32`, built from the warp-tile
+pieces ``vy_tile_*``). A matmul_acc that is the only user of ``d`` in its loop and runs on
+every trip (`resident`, found once per kernel) keeps them in registers instead, for the whole
+loop: the kernel's prologue declares the register array, the first trip loads it from ``d``,
+every trip only accumulates (`vy_res8`, `vy_res32`), the last trip writes ``d``; each warp owns
+fixed warp tiles (``slots`` of them) for the whole loop. Rows, columns and k past the shape (a shape
 that is not a multiple of the tile) read as zero and are not written: the template's
 ``C*`` flags, known when the kernel is compiled, leave the checks out where the shape is a
 multiple of the tile. The fragment layout (lane ``4g + t``), as probed on the H100:
@@ -22,8 +27,8 @@ multiple of the tile. The fragment layout (lane ``4g + t``), as probed on the H1
 * B register r: k = ``4t .. 4t+3`` (+16 for r = 1) of column (n index) ``g``;
 * C/D element r: row ``g + 8(r>>1)``, column ``2t + (r&1)``.
 
-What bounds this loop is shared-memory traffic (wavefronts), not the tensor cores, so the
-wide form (`WIDE_SHARED_ACCESS`) moves it in wide accesses:
+Shared-memory traffic (wavefronts) weighs more than the tensor cores here, so the wide form
+(`WIDE_SHARED_ACCESS`) moves it in wide accesses:
 
 * whole byte tiles (no edge checks, k a multiple of 16) read fragments with ``ldmatrix``: row
   r of an 8 x 8 matrix of 16-bit elements is 16 bytes, and lane ``4g + t`` receives bytes
@@ -36,7 +41,8 @@ wide form (`WIDE_SHARED_ACCESS`) moves it in wide accesses:
   ``g mod TN``, so a half-warp's 4 rows land on 4 different runs of 8 banks.
 
 tests/cuda/test_imma_emulated.py runs `BLOCK` on the host against an emulated mma and an
-emulated ldmatrix with these layouts, both forms; the GPU tests run it on the device.
+emulated ldmatrix with these layouts, every form (the resident one over two trips); the GPU
+tests run it on the device.
 """
 
 from __future__ import annotations
@@ -634,7 +640,7 @@ def resident(program: Program, body: tuple[N.Node, ...]) -> dict[int, Resident]:
                 if loop is not None and _keeps_registers(loop, s):
                     words = program.buffer(s.a).dtype not in _PTX
                     tm, tn, slots = _warp_tile(s.m, s.n, threads(program), words)
-                    out[id(s)] = Resident(loop, f"vy_acc{len(out)}", tm, tn, slots, words)
+                    out[id(s)] = Resident(loop, f"vy_racc{len(out)}", tm, tn, slots, words)
     if len(_RESIDENT) > 64:
         _RESIDENT.clear()
     _RESIDENT[key] = (body, out)
