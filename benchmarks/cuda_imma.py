@@ -9,14 +9,16 @@
   product reduced mod 2^32 and byte-identical to the reference interpreter.
 
 Side by side in the same run: every tile of `I8_TILES` and `U32_TILES` (the first is what
-vyre.lib.matmul uses, the second the one before it, `i8_tiles` / `u32_tiles` in the results), each checked against
-torch._int_mm (i8) or the SIMT bytes (u32), and against 256 entries computed in int64 by
-numpy; and, in a second process with its own kernel cache, the first two tiles of each with
-imma.WIDE_SHARED_ACCESS off (4-byte shared accesses, no ldmatrix: `i8_narrow`, `u32_narrow`;
-the second tile in that form is the code before this change).
+vyre.lib.matmul uses, the second an earlier one, `i8_tiles` / `u32_tiles` in the results), each
+checked against torch._int_mm (i8) or the SIMT bytes (u32), and against 256 entries computed in
+int64 by numpy. Every one of them keeps its accumulators in registers across the k loop
+(imma.RESIDENT_ACCUMULATORS); in a second process with its own kernel cache, the tiles before
+(`BEFORE`) with that off, which is the code before it (`--form shared-d`:
+`i8_shared_d`, `u32_shared_d`). ``--form narrow`` also turns off imma.WIDE_SHARED_ACCESS (4-byte
+shared accesses, no ldmatrix: the form before that).
 
 Device time from CUDA events on resident buffers (dispatch_resident_timed), median of REPS.
-Usage: python benchmarks/cuda_imma.py [--quick] [--json out.json] [--form narrow] [--no-ab]
+Usage: python benchmarks/cuda_imma.py [--quick] [--json out.json] [--form shared-d|narrow] [--no-ab]
 (about 2 minutes on an H100, most of it NVRTC compiling the ~20 kernels)
 """
 
@@ -46,10 +48,11 @@ from _common import emit
 MM = importlib.import_module("vyre.lib.matmul")
 REPS = 7
 T = MM.Tiles
-I8_TILES = [MM.CUDA_BYTES, MM.CUDA_BYTES_160, T(64, 64, 240, 128, unrolled=False), T(64, 64, 160, 128),
-            T(64, 64, 176, 128), T(64, 64, 160, 128, prefetch=True)]
-U32_TILES = [MM.CUDA_WORDS, MM.CUDA_WORDS_32, T(64, 64, 64, 128, unrolled=False), T(64, 64, 32, 128),
-             T(64, 64, 64, 128, prefetch=True)]
+I8_TILES = [MM.CUDA_BYTES, MM.CUDA_BYTES_240, T(128, 64, 80, 256, prefetch=True), T(128, 64, 48, 256, prefetch=True),
+            T(128, 64, 80, 128, prefetch=True), T(64, 128, 80, 128, prefetch=True)]
+U32_TILES = [MM.CUDA_WORDS, MM.CUDA_WORDS_32, T(64, 64, 64, 256)]
+# what the second process times with the accumulators in workgroup memory: the tiles before
+BEFORE = {"i8": MM.CUDA_BYTES_240, "u32": MM.CUDA_WORDS}
 
 
 def label(t) -> str:
@@ -151,10 +154,11 @@ def arguments() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--json", type=Path, default=None, help="write results here")
     ap.add_argument("--quick", action="store_true", help="smaller matrices")
-    ap.add_argument("--form", choices=("wide", "narrow"), default="wide",
-                    help="narrow: imma.WIDE_SHARED_ACCESS off (4-byte shared accesses, the earlier "
-                         "form); times the first two tiles of each kind only, results as i8_narrow/u32_narrow")
-    ap.add_argument("--no-ab", action="store_true", help="skip the second process (--form narrow)")
+    ap.add_argument("--form", choices=("wide", "shared-d", "narrow"), default="wide",
+                    help="shared-d: imma.RESIDENT_ACCUMULATORS off (d loaded and stored by every "
+                         "matmul_acc); narrow: imma.WIDE_SHARED_ACCESS off too (4-byte shared accesses); "
+                         "both time the tiles of BEFORE only, results as i8_<form>/u32_<form>")
+    ap.add_argument("--no-ab", action="store_true", help="skip the second process (--form shared-d)")
     return ap.parse_args()
 
 
@@ -235,18 +239,19 @@ def u32_gemm(b, rng, n: int, tiles: list, res: dict, prefix: str = "u32", simt: 
         assert simt_out is None or row["equal_to_simt"], f"u32 GEMM {label(t)}: the IMMA byte planes differ from the SIMT loops"
 
 
-def narrow_in_another_process(quick: bool) -> dict:
-    """This benchmark with --form narrow, in a child process with its own kernel cache (the
-    disk cache keys kernels by program, not by imma.WIDE_SHARED_ACCESS)."""
+def earlier_in_another_process(quick: bool, form: str = "shared-d") -> dict:
+    """This benchmark with ``--form form``, in a child process with its own kernel cache (the
+    disk cache keys kernels by program, not by the imma switches)."""
+    prefix = form.replace("-", "_")
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "narrow.json"
-        cmd = [sys.executable, __file__, "--form", "narrow", "--json", str(out), *(["--quick"] if quick else [])]
+        out = Path(tmp) / f"{prefix}.json"
+        cmd = [sys.executable, __file__, "--form", form, "--json", str(out), *(["--quick"] if quick else [])]
         env = dict(os.environ, VYRE_CACHE_DIR=str(Path(tmp) / "cache"))
         run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
         got = json.loads(out.read_text()).get("results", {}) if out.exists() else {}
-        got = {k: v for k, v in got.items() if "narrow" in k}
+        got = {k: v for k, v in got.items() if prefix in k}
         if run.returncode:
-            got["narrow_failed"] = run.stderr[-600:]
+            got[f"{prefix}_failed"] = run.stderr[-600:]
         return got
 
 
@@ -256,14 +261,16 @@ def main() -> None:
     t0 = time.perf_counter()
     i8_n, u32_n = (4096, 2048) if a.quick else (8192, 4096)
     try:   # whatever was measured is written, also when a check fails
-        if a.form == "narrow":
+        if a.form != "wide":
             from vyre.drivers.cuda import imma
 
-            imma.WIDE_SHARED_ACCESS = False
+            imma.RESIDENT_ACCUMULATORS = False
+            imma.WIDE_SHARED_ACCESS = a.form != "narrow"
             b = d.acquire("cuda")
             rng = np.random.default_rng(26)
-            i8_gemm(b, rng, i8_n, I8_TILES[:2], res, prefix="i8_narrow")
-            u32_gemm(b, rng, u32_n, U32_TILES[:2], res, prefix="u32_narrow", simt=False)
+            prefix = a.form.replace("-", "_")
+            i8_gemm(b, rng, i8_n, [BEFORE["i8"]], res, prefix=f"i8_{prefix}")
+            u32_gemm(b, rng, u32_n, [BEFORE["u32"]], res, prefix=f"u32_{prefix}", simt=False)
             return
         b = d.acquire("cuda")
         res["device"] = b.device_profile().device_name
@@ -275,8 +282,8 @@ def main() -> None:
         i8_gemm(b, rng, i8_n, I8_TILES, res)
         # u32 wrapping GEMM: byte planes on IMMA vs vyre's SIMT (scalar matmul_acc)
         u32_gemm(b, rng, u32_n, U32_TILES, res)
-        if not a.no_ab:   # the earlier form (4-byte shared accesses), same tiles, same checks
-            res.update(narrow_in_another_process(a.quick))
+        if not a.no_ab:   # the earlier form (d in workgroup memory), the earlier tiles, same checks
+            res.update(earlier_in_another_process(a.quick))
     finally:
         res["wall_s"] = time.perf_counter() - t0
         emit("cuda_imma", res, a.json)

@@ -111,3 +111,50 @@ def test_the_cuda_tiles_build_for_sm80_and_sm90(tile: str) -> None:
     source = generate(MM.program(ta, tb, packed, t))[1]
     for arch in ("sm_80", "sm_90"):
         assert compiler.compile_cubin(source, arch)[:4] == b"\x7fELF", (tile, arch)
+
+
+def _k_loop(*extra, bound=None) -> tuple:
+    """A k loop as vyre.lib.matmul builds it (copy, matmul_acc) with ``extra`` statements in
+    its body and ``bound`` (default: a local set before it) as its end."""
+    from vyre.ir import Expr, Node
+
+    mma = Node.matmul_acc("wd", "wa", "wb", 32, 16, 32)
+    end = Expr.var("pk") if bound is None else bound
+    loop = Node.loop("kt", Expr.u32(0), end, [Node.store("wa", Expr.var("kt"), Expr.u32(1)), mma, *extra])
+    return loop, mma
+
+
+def test_a_matmul_acc_keeps_its_accumulators_in_registers_only_where_nothing_else_in_the_loop_needs_d() -> None:
+    from vyre.drivers.cuda import imma
+    from vyre.ir import Expr, Node
+
+    loop, mma = _k_loop()
+    assert imma._keeps_registers(loop, mma)
+    for extra in ([Node.store("wd", Expr.u32(0), Expr.u32(1))],                    # d stored in the loop
+                  [Node.store("wa", Expr.u32(0), Expr.load("wd", Expr.u32(0)))],  # d loaded in the loop
+                  [Node.matmul_acc("wd", "wa", "wb", 32, 16, 32)],                # a second matmul_acc on d
+                  [Node.if_(Expr.var("kt").lt(Expr.u32(3)), [Node.break_()])],    # not every trip
+                  [Node.let_bind("pk", Expr.u32(2))]):                            # the bound rebound inside
+        loop, mma = _k_loop(*extra)
+        assert not imma._keeps_registers(loop, mma), extra
+    loop, mma = _k_loop(bound=Expr.load("prm", Expr.u32(0)))                      # a bound read from memory
+    assert not imma._keeps_registers(loop, mma)
+
+
+@pytest.mark.parametrize("words", [False, True])
+def test_the_lib_tiles_keep_their_accumulators_in_registers(words: bool, monkeypatch) -> None:
+    """vyre.lib.matmul's k loop qualifies: the kernel declares the register array, loads it on
+    the first trip, stores it on the last, and calls no vy_imma8/vy_imma32 (which load and
+    store d around every matmul_acc); with imma.RESIDENT_ACCUMULATORS off it does."""
+    from vyre.drivers.cuda import imma
+    from vyre.drivers.cuda.codegen import generate
+
+    ta, packed = (D.U32, False) if words else (D.I8, True)
+    program = MM.program(ta, ta, packed, MM.tiles("cuda", words))
+    kernel = generate(program)[1].split('extern "C"')[1]
+    step = "vy_res32<" if words else "vy_res8<"
+    assert "uint vy_racc0[" in kernel and step in kernel and "vy_res_get<" in kernel and "vy_res_put<" in kernel
+    assert "vy_imma" not in kernel
+    monkeypatch.setattr(imma, "RESIDENT_ACCUMULATORS", False)
+    kernel = generate(program)[1].split('extern "C"')[1]
+    assert "vy_racc0" not in kernel and ("vy_imma32<" if words else "vy_imma8<") in kernel

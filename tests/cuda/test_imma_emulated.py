@@ -167,15 +167,24 @@ CASES = [
 # imma.WIDE_SHARED_ACCESS = False: 4-byte shared accesses (no ldmatrix, no 8-byte pairs)
 NARROW = [(64, 64, 160, 128, "i8", "u8"), (32, 16, 64, 32, "u8", "u8"), (33, 17, 70, 96, "u8", "i8"),
           (64, 64, 32, 128, "u32", "u32"), (5, 7, 37, 64, "i32", "u32")]
-WIDE = [True] * len(CASES) + [False] * len(NARROW)
-CASES = CASES + NARROW
+# the resident form (accumulators in registers across a loop, `imma.resident`): the harness
+# runs vy_res_get, two trips of vy_res8 / vy_res32 on the same a and b, and vy_res_put, so
+# d + 2 a b^T comes out. vyre.lib.matmul's CUDA tiles, warp tiles of several slots, edges
+RESIDENT = [(128, 64, 80, 128, "i8", "u8"), (128, 64, 80, 256, "u8", "i8"), (64, 64, 64, 256, "u32", "i32"),
+            (64, 64, 64, 128, "u32", "u32"), (33, 17, 70, 96, "i8", "i8"), (128, 128, 48, 64, "u8", "u8"),
+            (5, 7, 37, 64, "i32", "u32"), (96, 40, 36, 128, "u32", "u32"), (64, 64, 240, 128, "i8", "i8")]
+WIDE = [True] * len(CASES) + [False] * len(NARROW) + [True] * len(RESIDENT)
+TRIPS = [1] * (len(CASES) + len(NARROW)) + [2] * len(RESIDENT)
+CASES = CASES + NARROW + RESIDENT
 NP = {"i8": np.int8, "u8": np.uint8, "i32": np.int32, "u32": np.uint32}
 
 
 def _harness() -> str:
     lines = [HARNESS_HEAD, imma.BLOCK, HARNESS_RUN, "int main(int argc, char** argv) {", "    const char* dir = argv[1];"]
     for i, (m, n, k, t, ta, tb) in enumerate(CASES):
-        if ta in ("i8", "u8"):
+        if TRIPS[i] > 1:
+            lines.append(_resident_case(i, m, n, k, t, ta, tb))
+        elif ta in ("i8", "u8"):
             flags = ", ".join(str(v).lower() for v in (ta == "i8", tb == "i8", WIDE[i]))
             fn = f"vy_imma8<{m}, {n}, {k}, {t}, {flags}>"
             lines.append(f"    run<vy_u8>(dir, {i}, {m}, {n}, {k}, {t}, [](uint* d, vy_u8* a, vy_u8* b, uint lin) "
@@ -186,6 +195,22 @@ def _harness() -> str:
                          f"{{ {fn}(d, a, b, lin); }});")
     lines += ["    return 0;", "}"]
     return "\n".join(lines)
+
+
+def _resident_case(i: int, m: int, n: int, k: int, t: int, ta: str, tb: str) -> str:
+    """One harness case of the resident form: load, TRIPS[i] steps, store."""
+    words = ta not in ("i8", "u8")
+    tm, tn, slots = imma._warp_tile(m, n, t, words)
+    geo = f"{m}, {n}, {t}, {tm}, {tn}, {slots}"
+    if words:
+        acc, e, step = f"uint acc[{slots}][4][{tm}][{tn}][4];", "uint", f"vy_res32<{m}, {n}, {k}, {t}, {tm}, {tn}, {slots}>"
+    else:
+        flags = ", ".join(str(v).lower() for v in (ta == "i8", tb == "i8"))
+        acc, e = f"uint acc[{slots}][{tm}][{tn}][4];", "vy_u8"
+        step = f"vy_res8<{m}, {n}, {k}, {t}, {tm}, {tn}, {slots}, {flags}>"
+    steps = " ".join([f"{step}(acc, a, b, lin);"] * TRIPS[i])
+    return (f"    run<{e}>(dir, {i}, {m}, {n}, {k}, {t}, [](uint* d, {e}* a, {e}* b, uint lin) "
+            f"{{ {acc} vy_res_get<{geo}>(acc, d, lin); {steps} vy_res_put<{geo}>(acc, d, lin); }});")
 
 
 @pytest.fixture(scope="module")
@@ -206,7 +231,7 @@ def results(tmp_path_factory) -> dict[int, tuple[np.ndarray, np.ndarray]]:
         b = _full_range(rng, NP[tb], (n, k))
         d = _full_range(rng, np.uint32, (m, n))
         Path(work / f"in{i}.bin").write_bytes(a.tobytes() + b.tobytes() + d.tobytes())
-        exact = a.astype(np.int64) @ b.astype(np.int64).T + d.astype(np.int64)   # int64 wraps mod 2**64
+        exact = TRIPS[i] * (a.astype(np.int64) @ b.astype(np.int64).T) + d.astype(np.int64)   # wraps mod 2**64
         expected[i] = (exact & 0xFFFFFFFF).astype(np.uint32)
     subprocess.run([str(exe), str(work)], check=True, timeout=600)
     out = {}
@@ -237,5 +262,10 @@ def _whole_tiles(m: int, n: int, k: int, ta: str) -> bool:
 
 @pytest.mark.parametrize("case", range(len(CASES)), ids=[f"{m}x{n}x{k}-t{t}-{a}x{b}" for m, n, k, t, a, b in CASES])
 def test_whole_byte_tiles_read_their_fragments_with_ldmatrix(results, case: int) -> None:
-    m, n, k, _, ta, _ = CASES[case]
-    assert (results[case][2] > 0) == (WIDE[case] and _whole_tiles(m, n, k, ta))
+    m, n, k, t, ta, _ = CASES[case]
+    if TRIPS[case] > 1:
+        tm, tn, _ = imma._warp_tile(m, n, t, ta not in ("i8", "u8"))
+        whole = ta in ("i8", "u8") and m % (16 * tm) == 0 and n % (8 * tn) == 0 and k % 16 == 0 and tn % 2 == 0
+    else:
+        whole = _whole_tiles(m, n, k, ta)
+    assert (results[case][2] > 0) == (WIDE[case] and whole)

@@ -73,9 +73,10 @@ def test_workgroup_tiles_and_word_reads_do_not_change_a_bit() -> None:
         a, b = _full(rng, ta, (m, k)), _full(rng, tb, (k, n))
         words = dta is DataType.U32
         assert MM.tiles("cuda", words) == (MM.CUDA_WORDS if words else MM.CUDA_BYTES)
-        for packed, t in ([(False, MM.CUDA_WORDS), (False, MM.CUDA_WORDS_32),
+        for packed, t in ([(False, MM.CUDA_WORDS), (False, MM.CUDA_WORDS_32), (False, MM.Tiles(64, 64, 64, 256)),
                            (False, MM.Tiles(64, 64, 64, 128, prefetch=True))] if words else
-                          [(False, MM.CUDA_BYTES), (True, MM.CUDA_BYTES), (True, MM.CUDA_BYTES_160),
+                          [(False, MM.CUDA_BYTES), (True, MM.CUDA_BYTES), (True, MM.CUDA_BYTES_240),
+                           (True, MM.CUDA_BYTES_160),
                            (True, MM.Tiles(64, 64, 240, 128, unrolled=False)),
                            (True, MM.Tiles(64, 64, 160, 128, prefetch=True))]):
             tiles_n = -(-n // t.bn)

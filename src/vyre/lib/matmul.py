@@ -9,20 +9,17 @@ accumulates into the workgroup's i32/u32 output tile; the tile is written out at
 load). The tile sizes are CUDA's (`CUDA_BYTES`, `CUDA_WORDS`) or, elsewhere, small (32 x 32 x
 32) so the workgroup arrays fit every device. Neither changes a bit of the result.
 
-On CUDA the tile is bound by workgroup-memory traffic, which the tile sizes decide: per k
-slice the copies write A and B a byte a store (8-bit workgroup arrays), the fragments are read
-with ldmatrix, and every warp reads and writes its accumulators in ``wd`` once per
-matmul_acc, in accesses whose rows share banks (``wd``'s rows are 64 words apart). So the
-byte tile is 64 x 64 with a long k slice, 240 (46 KiB): the accumulator traffic is spread
-over 7.5 mma k steps, where 160 gave 5; and k is an odd multiple of 16 bytes, so the 8 rows
-of an ldmatrix fall on 8 different runs of 4 banks (160, an odd multiple of 32, put them on
-4 runs; a multiple of 64 on one). Words: 64 x 64 x 64 (48 KiB), two k steps per matmul_acc
-where 32 gave one. The byte copies are unrolled: a thread's 62 word loads of a slice are
-in flight together (a loop of slots waited for each slot's loads in turn; the price is
-registers, about 165 for the byte kernel: 3 blocks of 128 threads per multiprocessor), and
-so are the 32 + 32 of the word tile. The earlier
-tiles stay named (`CUDA_BYTES_160`,
-`CUDA_WORDS_32`); benchmarks/cuda_imma.py times them side by side.
+On CUDA the k loop's matmul_acc keeps its accumulators in registers for the whole loop
+(`vyre.drivers.cuda.imma.resident`: nothing else in the loop touches ``wd``), so ``wd`` is read
+on the first slice and written on the last, not around every slice; that makes a larger output
+tile pay. The byte tile is 128 x 64 x 80 with 256 threads (8 warps of 32 x 32): ``wd`` still
+takes 32 KiB of the 48 KiB of static workgroup memory, and k is an odd multiple of 16 bytes,
+so that the 8 rows of an ldmatrix fall on 8 different runs of 4 banks. Words: 64 x 64 x 64 with
+128 threads (256 was slower). The byte copies are unrolled: a thread's word loads of a slice
+are in flight together. What bounds the byte kernel now is those copies (scalar loads, byte
+stores, the transposed B), not workgroup-memory traffic of the accumulators. The earlier tiles
+stay named (`CUDA_BYTES_240`, `CUDA_BYTES_160`, `CUDA_WORDS_32`); benchmarks/cuda_imma.py
+times them side by side.
 """
 
 from __future__ import annotations
@@ -70,9 +67,12 @@ class Tiles:
     prefetch: bool = False
 
 
-CUDA_BYTES = Tiles(64, 64, 240, 128)
+CUDA_BYTES = Tiles(128, 64, 80, 256)
 CUDA_WORDS = Tiles(64, 64, 64, 128)
-CUDA_BYTES_160 = Tiles(64, 64, 160, 128, unrolled=False)   # the tiles before CUDA_BYTES and CUDA_WORDS
+# the byte tile before CUDA_BYTES (when the accumulators were in workgroup memory), and the
+# tiles before those
+CUDA_BYTES_240 = Tiles(64, 64, 240, 128)
+CUDA_BYTES_160 = Tiles(64, 64, 160, 128, unrolled=False)
 CUDA_WORDS_32 = Tiles(64, 64, 32, 128, unrolled=False)
 # no tile is larger than this in any dimension (the u32 index limit of `matmul` allows for it)
 LARGEST = Tiles(128, 128, 240, 256)
@@ -412,4 +412,4 @@ def _shaped(v: Any, shape: tuple[int, int]) -> Any:
     return v.reshape(shape)
 
 
-__all__ = ["CUDA_BYTES", "CUDA_BYTES_160", "CUDA_WORDS", "CUDA_WORDS_32", "Tiles", "matmul", "program", "tiles"]
+__all__ = ["CUDA_BYTES", "CUDA_BYTES_160", "CUDA_BYTES_240", "CUDA_WORDS", "CUDA_WORDS_32", "Tiles", "matmul", "program", "tiles"]

@@ -14,6 +14,7 @@ from vyre.ir.program import Program
 from vyre.ir.types import AtomicOp, Builtin, SubgroupOp
 from vyre.lower.cfamily import CSyntax, emit_source
 from vyre.lower.plan import KernelPlan, lower
+from vyre.lower.printer import Printer
 
 from . import imma
 
@@ -109,7 +110,19 @@ def _atomic(op: AtomicOp, ptr: str, val: str, expected: str | None, signed: bool
     return f"{_ATOMIC[op]}({ptr}, {val})"
 
 
-CUDA = CSyntax(
+class CudaSyntax(CSyntax):
+    """CUDA's syntax record: the C family's, with the register arrays of the matmul_acc
+    statements that keep their accumulators in registers across a loop declared in each
+    kernel's prologue (`imma.resident`)."""
+
+    def prologue(self, p: Printer, index: int) -> None:
+        super().prologue(p, index)
+        if p.plan.native_matmul:
+            for line in imma.declarations(p, index):
+                p.out(line)
+
+
+CUDA = CudaSyntax(
     name="cuda",
     header=HEADER,
     kernel='extern "C" __global__ void',

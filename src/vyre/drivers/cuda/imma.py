@@ -13,7 +13,12 @@ acc3<<24`` (each accumulator is right mod 2**32, and so is its shift).
 
 The block's warps share the m x n output in warp tiles of TM x TN mma tiles (16 x 8 each);
 each warp loads its accumulators from ``d``, runs k in steps of 32 with fragments read from
-the workgroup arrays, and writes ``d`` back. Rows, columns and k past the shape (a shape
+the workgroup arrays, and writes ``d`` back (`vy_imma8`, `vy_imma32`, built from the warp-tile
+pieces ``vy_tile_*``). A matmul_acc that is the only user of ``d`` in its loop and runs on
+every trip (`resident`, found once per kernel) keeps them in registers instead, for the whole
+loop: the kernel's prologue declares the register array, the first trip loads it from ``d``,
+every trip only accumulates (`vy_res8`, `vy_res32`), the last trip writes ``d``; each warp owns
+fixed warp tiles (``slots`` of them) for the whole loop. Rows, columns and k past the shape (a shape
 that is not a multiple of the tile) read as zero and are not written: the template's
 ``C*`` flags, known when the kernel is compiled, leave the checks out where the shape is a
 multiple of the tile. The fragment layout (lane ``4g + t``), as probed on the H100:
@@ -22,8 +27,8 @@ multiple of the tile. The fragment layout (lane ``4g + t``), as probed on the H1
 * B register r: k = ``4t .. 4t+3`` (+16 for r = 1) of column (n index) ``g``;
 * C/D element r: row ``g + 8(r>>1)``, column ``2t + (r&1)``.
 
-What bounds this loop is shared-memory traffic (wavefronts), not the tensor cores, so the
-wide form (`WIDE_SHARED_ACCESS`) moves it in wide accesses:
+Shared-memory traffic (wavefronts) weighs more than the tensor cores here, so the wide form
+(`WIDE_SHARED_ACCESS`) moves it in wide accesses:
 
 * whole byte tiles (no edge checks, k a multiple of 16) read fragments with ``ldmatrix``: row
   r of an 8 x 8 matrix of 16-bit elements is 16 bytes, and lane ``4g + t`` receives bytes
@@ -36,13 +41,16 @@ wide form (`WIDE_SHARED_ACCESS`) moves it in wide accesses:
   ``g mod TN``, so a half-warp's 4 rows land on 4 different runs of 8 banks.
 
 tests/cuda/test_imma_emulated.py runs `BLOCK` on the host against an emulated mma and an
-emulated ldmatrix with these layouts, both forms; the GPU tests run it on the device.
+emulated ldmatrix with these layouts, every form (the resident one over two trips); the GPU
+tests run it on the device.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from vyre.ir import expr as E
 from vyre.ir import node as N
 from vyre.ir.program import Program
 from vyre.ir.types import DataType
@@ -236,167 +244,285 @@ static __device__ __forceinline__ void vy_mma_tiles(uint (&acc)[TM][TN][4], cons
             vy_mma<AS, BS>(acc[i][j], af[i], bf[j]);
 }
 
+// ---- one warp tile: TM x TN mma tiles (16 x 8 each) of the M x N output at (m0, n0) ----
+// (g, t: the lane's group and thread in group; rows and columns past the shape are zero /
+// not written, the checks left out where M, N are multiples of the warp tile)
+
+// acc = the warp tile's accumulators in d (M x N words); W: 8-byte accumulator pairs
+template <int M, int N, int TM, int TN, bool W>
+static __device__ __forceinline__ void vy_tile_get(uint (&acc)[TM][TN][4], const uint* d, uint m0, uint n0, uint g, uint t) {
+    constexpr bool CM = M % (16 * TM) != 0, CN = N % (8 * TN) != 0;
+    #pragma unroll
+    for (int i = 0; i < TM; i++)
+        #pragma unroll
+        for (int h = 0; h < 2; h++) {
+            uint x[TN], y[TN];
+            vy_get_pairs<M, N, TN, CM, CN, W>(d, m0 + 16u * i + g + 8u * h, n0, g, t, x, y);
+            #pragma unroll
+            for (int j = 0; j < TN; j++) { acc[i][j][2 * h] = x[j]; acc[i][j][2 * h + 1] = y[j]; }
+        }
+}
+
+// vy_tile_get's inverse: writes the warp tile's accumulators to d
+template <int M, int N, int TM, int TN, bool W>
+static __device__ __forceinline__ void vy_tile_put(const uint (&acc)[TM][TN][4], uint* d, uint m0, uint n0, uint g, uint t) {
+    constexpr bool CM = M % (16 * TM) != 0, CN = N % (8 * TN) != 0;
+    #pragma unroll
+    for (int i = 0; i < TM; i++)
+        #pragma unroll
+        for (int h = 0; h < 2; h++) {
+            uint x[TN], y[TN];
+            #pragma unroll
+            for (int j = 0; j < TN; j++) { x[j] = acc[i][j][2 * h]; y[j] = acc[i][j][2 * h + 1]; }
+            vy_put_pairs<M, N, TN, CM, CN, W>(d, m0 + 16u * i + g + 8u * h, n0, g, t, x, y);
+        }
+}
+
+// acc += a (M x K bytes, rows m0 on) * b (N x K bytes, rows n0 on)^T over all of k; AS/BS:
+// a/b are signed bytes; W: whole tiles read their fragments with ldmatrix
+template <int M, int N, int K, int TM, int TN, bool AS, bool BS, bool W>
+static __device__ __forceinline__ void vy_tile_k8(uint (&acc)[TM][TN][4], const vy_u8* a, const vy_u8* b, uint m0, uint n0, uint lane) {
+    constexpr bool CM = M % (16 * TM) != 0, CN = N % (8 * TN) != 0, CK = K % 32 != 0;
+    constexpr bool LDSM = W && !CM && !CN && K % 16 == 0 && TN % 2 == 0;
+    const uint g = lane >> 2, t = lane & 3u;
+    if constexpr (LDSM) {
+        // whole tiles (no edge checks, rows 16-byte aligned): fragments by ldmatrix, one
+        // instruction for the 4 registers of an A tile or the 2 + 2 of two B tiles. Lane l
+        // addresses A row l&15, bytes 16(l>>4) on (matrix q = register q of the A layout:
+        // rows 8(q&1) on, k 16(q>>1) on), and B row (n) 8(l>>4) + (l&7), bytes
+        // 16((l>>3)&1) on (matrix q = register q&1 of B tile q>>1).
+        const vy_u8* arow = a + (m0 + (lane & 15u)) * (uint)K + 16u * (lane >> 4);
+        const vy_u8* brow = b + (n0 + 8u * (lane >> 4) + (lane & 7u)) * (uint)K + 16u * ((lane >> 3) & 1u);
+        #pragma unroll
+        for (uint k0 = 0u; k0 + 32u <= (uint)K; k0 += 32u) {
+            uint af[TM][4], bf[TN][2];
+            #pragma unroll
+            for (int i = 0; i < TM; i++)
+                vy_ldsm4(af[i], arow + 16u * (uint)i * (uint)K + k0);
+            #pragma unroll
+            for (int j = 0; j < TN; j += 2) {
+                uint q[4];
+                vy_ldsm4(q, brow + 8u * (uint)j * (uint)K + k0);
+                bf[j][0] = q[0]; bf[j][1] = q[1]; bf[j + 1][0] = q[2]; bf[j + 1][1] = q[3];
+            }
+            vy_mma_tiles<TM, TN, AS, BS>(acc, af, bf);
+        }
+        if constexpr (K % 32 == 16) {
+            // the last 16 k (K an odd multiple of 16 bytes, so that the 8 rows of an
+            // ldmatrix fall on different banks): the k 16..31 halves of the fragments are
+            // zero; ldmatrix .x2 (lanes 0-15 give the addresses) loads the A registers 0, 1
+            // (rows l&15) and register 0 of two B tiles (rows (n) l&15)
+            const uint k0 = (uint)K - 16u;
+            uint af[TM][4], bf[TN][2];
+            #pragma unroll
+            for (int i = 0; i < TM; i++) {
+                vy_ldsm2(af[i], a + (m0 + 16u * (uint)i + (lane & 15u)) * (uint)K + k0);
+                af[i][2] = af[i][3] = 0u;
+            }
+            #pragma unroll
+            for (int j = 0; j < TN; j += 2) {
+                uint q[2];
+                vy_ldsm2(q, b + (n0 + 8u * (uint)j + (lane & 15u)) * (uint)K + k0);
+                bf[j][0] = q[0]; bf[j + 1][0] = q[1]; bf[j][1] = bf[j + 1][1] = 0u;
+            }
+            vy_mma_tiles<TM, TN, AS, BS>(acc, af, bf);
+        }
+    } else {
+        for (uint k0 = 0u; k0 < (uint)K; k0 += 32u) {
+            uint af[TM][4], bf[TN][2];
+            #pragma unroll
+            for (int i = 0; i < TM; i++)
+                #pragma unroll
+                for (int r = 0; r < 4; r++)
+                    af[i][r] = vy_frag8<M, K, CM, CK>(a, m0 + 16u * i + g + 8u * (r & 1), k0 + 4u * t + 16u * (r >> 1));
+            #pragma unroll
+            for (int j = 0; j < TN; j++)
+                #pragma unroll
+                for (int r = 0; r < 2; r++)
+                    bf[j][r] = vy_frag8<N, K, CN, CK>(b, n0 + 8u * j + g, k0 + 4u * t + 16u * r);
+            vy_mma_tiles<TM, TN, AS, BS>(acc, af, bf);
+        }
+    }
+}
+
+// words through byte planes: acc[s] is the accumulator of shift s (products of planes i + j
+// = s); vy_tile_get32 puts d in acc[0] and zeros in the others, vy_tile_put32 writes
+// acc0 + acc1<<8 + acc2<<16 + acc3<<24
+template <int M, int N, int TM, int TN, bool W>
+static __device__ __forceinline__ void vy_tile_get32(uint (&acc)[4][TM][TN][4], const uint* d, uint m0, uint n0, uint g, uint t) {
+    vy_tile_get<M, N, TM, TN, W>(acc[0], d, m0, n0, g, t);
+    #pragma unroll
+    for (int s = 1; s < 4; s++)
+        #pragma unroll
+        for (int i = 0; i < TM; i++)
+            #pragma unroll
+            for (int j = 0; j < TN; j++)
+                #pragma unroll
+                for (int r = 0; r < 4; r++) acc[s][i][j][r] = 0u;
+}
+
+template <int M, int N, int TM, int TN, bool W>
+static __device__ __forceinline__ void vy_tile_put32(const uint (&acc)[4][TM][TN][4], uint* d, uint m0, uint n0, uint g, uint t) {
+    uint v[TM][TN][4];
+    #pragma unroll
+    for (int i = 0; i < TM; i++)
+        #pragma unroll
+        for (int j = 0; j < TN; j++)
+            #pragma unroll
+            for (int r = 0; r < 4; r++)
+                v[i][j][r] = acc[0][i][j][r] + (acc[1][i][j][r] << 8) + (acc[2][i][j][r] << 16) + (acc[3][i][j][r] << 24);
+    vy_tile_put<M, N, TM, TN, W>(v, d, m0, n0, g, t);
+}
+
+// acc += a (M x K words) * b (N x K words)^T: the ten u8 x u8 products of planes i, j with
+// i + j <= 3, accumulated per shift s = i + j
+template <int M, int N, int K, int TM, int TN>
+static __device__ __forceinline__ void vy_tile_k32(uint (&acc)[4][TM][TN][4], const uint* a, const uint* b, uint m0, uint n0, uint lane) {
+    constexpr bool CM = M % (16 * TM) != 0, CN = N % (8 * TN) != 0, CK = K % 32 != 0;
+    const uint g = lane >> 2, t = lane & 3u;
+    for (uint k0 = 0u; k0 < (uint)K; k0 += 32u) {
+        uint af[TM][4][4], bf[TN][4][2], planes[4];
+        #pragma unroll
+        for (int i = 0; i < TM; i++)
+            #pragma unroll
+            for (int r = 0; r < 4; r++) {
+                vy_frag32<M, K, CM, CK>(a, m0 + 16u * i + g + 8u * (r & 1), k0 + 4u * t + 16u * (r >> 1), planes);
+                #pragma unroll
+                for (int pl = 0; pl < 4; pl++) af[i][pl][r] = planes[pl];
+            }
+        #pragma unroll
+        for (int j = 0; j < TN; j++)
+            #pragma unroll
+            for (int r = 0; r < 2; r++) {
+                vy_frag32<N, K, CN, CK>(b, n0 + 8u * j + g, k0 + 4u * t + 16u * r, planes);
+                #pragma unroll
+                for (int pl = 0; pl < 4; pl++) bf[j][pl][r] = planes[pl];
+            }
+        #pragma unroll
+        for (int s = 0; s < 4; s++)
+            #pragma unroll
+            for (int pa = 0; pa <= s; pa++)
+                #pragma unroll
+                for (int i = 0; i < TM; i++)
+                    #pragma unroll
+                    for (int j = 0; j < TN; j++)
+                        vy_mma<false, false>(acc[s][i][j], af[i][pa], bf[j][s - pa]);
+    }
+}
+
+// ---- a matmul_acc by the whole block: each warp takes warp tiles in turn, and loads and stores
+// their accumulators in d around the k loop ----
+
 // d (M x N words) += a (M x K bytes) * b (N x K bytes)^T, by the T threads of the block
 // (T a multiple of 32; lin the thread's linear index); AS/BS: a/b are signed bytes; W: whole
 // tiles read their fragments with ldmatrix, accumulator pairs are 8-byte accesses
 template <int M, int N, int K, int T, bool AS, bool BS, bool W>
 static __device__ __forceinline__ void vy_imma8(uint* d, const vy_u8* a, const vy_u8* b, uint lin) {
     constexpr int TM = M >= 32 ? 2 : 1, TN = N >= 32 ? 4 : (N >= 16 ? 2 : 1);
-    constexpr int WM = 16 * TM, WN = 8 * TN, GM = (M + WM - 1) / WM, GN = (N + WN - 1) / WN;
-    constexpr bool CM = M % WM != 0, CN = N % WN != 0, CK = K % 32 != 0;
-    constexpr bool LDSM = W && !CM && !CN && K % 16 == 0 && TN % 2 == 0;
-    const uint lane = lin & 31u, g = lane >> 2, t = lane & 3u;
+    constexpr int GM = (M + 16 * TM - 1) / (16 * TM), GN = (N + 8 * TN - 1) / (8 * TN);
+    const uint lane = lin & 31u;
     for (uint w = lin >> 5; w < (uint)(GM * GN); w += (uint)(T / 32)) {
-        const uint m0 = (w / (uint)GN) * (uint)WM, n0 = (w % (uint)GN) * (uint)WN;
+        const uint m0 = (w / (uint)GN) * (16u * TM), n0 = (w % (uint)GN) * (8u * TN);
         uint acc[TM][TN][4];
-        #pragma unroll
-        for (int i = 0; i < TM; i++)
-            #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                uint x[TN], y[TN];
-                vy_get_pairs<M, N, TN, CM, CN, W>(d, m0 + 16u * i + g + 8u * h, n0, g, t, x, y);
-                #pragma unroll
-                for (int j = 0; j < TN; j++) { acc[i][j][2 * h] = x[j]; acc[i][j][2 * h + 1] = y[j]; }
-            }
-        if constexpr (LDSM) {
-            // whole tiles (no edge checks, rows 16-byte aligned): fragments by ldmatrix, one
-            // instruction for the 4 registers of an A tile or the 2 + 2 of two B tiles. Lane l
-            // addresses A row l&15, bytes 16(l>>4) on (matrix q = register q of the A layout:
-            // rows 8(q&1) on, k 16(q>>1) on), and B row (n) 8(l>>4) + (l&7), bytes
-            // 16((l>>3)&1) on (matrix q = register q&1 of B tile q>>1).
-            const vy_u8* arow = a + (m0 + (lane & 15u)) * (uint)K + 16u * (lane >> 4);
-            const vy_u8* brow = b + (n0 + 8u * (lane >> 4) + (lane & 7u)) * (uint)K + 16u * ((lane >> 3) & 1u);
-            for (uint k0 = 0u; k0 + 32u <= (uint)K; k0 += 32u) {
-                uint af[TM][4], bf[TN][2];
-                #pragma unroll
-                for (int i = 0; i < TM; i++)
-                    vy_ldsm4(af[i], arow + 16u * (uint)i * (uint)K + k0);
-                #pragma unroll
-                for (int j = 0; j < TN; j += 2) {
-                    uint q[4];
-                    vy_ldsm4(q, brow + 8u * (uint)j * (uint)K + k0);
-                    bf[j][0] = q[0]; bf[j][1] = q[1]; bf[j + 1][0] = q[2]; bf[j + 1][1] = q[3];
-                }
-                vy_mma_tiles<TM, TN, AS, BS>(acc, af, bf);
-            }
-            if constexpr (K % 32 == 16) {
-                // the last 16 k (K an odd multiple of 16 bytes, so that the 8 rows of an
-                // ldmatrix fall on different banks): the k 16..31 halves of the fragments are
-                // zero; ldmatrix .x2 (lanes 0-15 give the addresses) loads the A registers 0, 1
-                // (rows l&15) and register 0 of two B tiles (rows (n) l&15)
-                const uint k0 = (uint)K - 16u;
-                uint af[TM][4], bf[TN][2];
-                #pragma unroll
-                for (int i = 0; i < TM; i++) {
-                    vy_ldsm2(af[i], a + (m0 + 16u * (uint)i + (lane & 15u)) * (uint)K + k0);
-                    af[i][2] = af[i][3] = 0u;
-                }
-                #pragma unroll
-                for (int j = 0; j < TN; j += 2) {
-                    uint q[2];
-                    vy_ldsm2(q, b + (n0 + 8u * (uint)j + (lane & 15u)) * (uint)K + k0);
-                    bf[j][0] = q[0]; bf[j + 1][0] = q[1]; bf[j][1] = bf[j + 1][1] = 0u;
-                }
-                vy_mma_tiles<TM, TN, AS, BS>(acc, af, bf);
-            }
-        } else {
-            for (uint k0 = 0u; k0 < (uint)K; k0 += 32u) {
-                uint af[TM][4], bf[TN][2];
-                #pragma unroll
-                for (int i = 0; i < TM; i++)
-                    #pragma unroll
-                    for (int r = 0; r < 4; r++)
-                        af[i][r] = vy_frag8<M, K, CM, CK>(a, m0 + 16u * i + g + 8u * (r & 1), k0 + 4u * t + 16u * (r >> 1));
-                #pragma unroll
-                for (int j = 0; j < TN; j++)
-                    #pragma unroll
-                    for (int r = 0; r < 2; r++)
-                        bf[j][r] = vy_frag8<N, K, CN, CK>(b, n0 + 8u * j + g, k0 + 4u * t + 16u * r);
-                vy_mma_tiles<TM, TN, AS, BS>(acc, af, bf);
-            }
-        }
-        #pragma unroll
-        for (int i = 0; i < TM; i++)
-            #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                uint x[TN], y[TN];
-                #pragma unroll
-                for (int j = 0; j < TN; j++) { x[j] = acc[i][j][2 * h]; y[j] = acc[i][j][2 * h + 1]; }
-                vy_put_pairs<M, N, TN, CM, CN, W>(d, m0 + 16u * i + g + 8u * h, n0, g, t, x, y);
-            }
+        vy_tile_get<M, N, TM, TN, W>(acc, d, m0, n0, lane >> 2, lane & 3u);
+        vy_tile_k8<M, N, K, TM, TN, AS, BS, W>(acc, a, b, m0, n0, lane);
+        vy_tile_put<M, N, TM, TN, W>(acc, d, m0, n0, lane >> 2, lane & 3u);
     }
 }
 
-// d (M x N words) += a (M x K words) * b (N x K words)^T mod 2^32 through byte planes: the ten
-// u8 x u8 products of planes i, j with i + j <= 3, accumulated per shift s = i + j; W:
+// d (M x N words) += a (M x K words) * b (N x K words)^T mod 2^32 through byte planes; W:
 // accumulator pairs are 8-byte accesses
 template <int M, int N, int K, int T, bool W>
 static __device__ __forceinline__ void vy_imma32(uint* d, const uint* a, const uint* b, uint lin) {
     constexpr int TM = M >= 32 ? 2 : 1, TN = N >= 16 ? 2 : 1;
-    constexpr int WM = 16 * TM, WN = 8 * TN, GM = (M + WM - 1) / WM, GN = (N + WN - 1) / WN;
-    constexpr bool CM = M % WM != 0, CN = N % WN != 0, CK = K % 32 != 0;
-    const uint lane = lin & 31u, g = lane >> 2, t = lane & 3u;
+    constexpr int GM = (M + 16 * TM - 1) / (16 * TM), GN = (N + 8 * TN - 1) / (8 * TN);
+    const uint lane = lin & 31u;
     for (uint w = lin >> 5; w < (uint)(GM * GN); w += (uint)(T / 32)) {
-        const uint m0 = (w / (uint)GN) * (uint)WM, n0 = (w % (uint)GN) * (uint)WN;
+        const uint m0 = (w / (uint)GN) * (16u * TM), n0 = (w % (uint)GN) * (8u * TN);
         uint acc[4][TM][TN][4];
-        #pragma unroll
-        for (int i = 0; i < TM; i++)
-            #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                uint x[TN], y[TN];
-                vy_get_pairs<M, N, TN, CM, CN, W>(d, m0 + 16u * i + g + 8u * h, n0, g, t, x, y);
-                #pragma unroll
-                for (int j = 0; j < TN; j++) {
-                    acc[0][i][j][2 * h] = x[j]; acc[0][i][j][2 * h + 1] = y[j];
-                    acc[1][i][j][2 * h] = acc[2][i][j][2 * h] = acc[3][i][j][2 * h] = 0u;
-                    acc[1][i][j][2 * h + 1] = acc[2][i][j][2 * h + 1] = acc[3][i][j][2 * h + 1] = 0u;
-                }
-            }
-        for (uint k0 = 0u; k0 < (uint)K; k0 += 32u) {
-            uint af[TM][4][4], bf[TN][4][2], planes[4];
-            #pragma unroll
-            for (int i = 0; i < TM; i++)
-                #pragma unroll
-                for (int r = 0; r < 4; r++) {
-                    vy_frag32<M, K, CM, CK>(a, m0 + 16u * i + g + 8u * (r & 1), k0 + 4u * t + 16u * (r >> 1), planes);
-                    #pragma unroll
-                    for (int pl = 0; pl < 4; pl++) af[i][pl][r] = planes[pl];
-                }
-            #pragma unroll
-            for (int j = 0; j < TN; j++)
-                #pragma unroll
-                for (int r = 0; r < 2; r++) {
-                    vy_frag32<N, K, CN, CK>(b, n0 + 8u * j + g, k0 + 4u * t + 16u * r, planes);
-                    #pragma unroll
-                    for (int pl = 0; pl < 4; pl++) bf[j][pl][r] = planes[pl];
-                }
-            #pragma unroll
-            for (int s = 0; s < 4; s++)
-                #pragma unroll
-                for (int pa = 0; pa <= s; pa++)
-                    #pragma unroll
-                    for (int i = 0; i < TM; i++)
-                        #pragma unroll
-                        for (int j = 0; j < TN; j++)
-                            vy_mma<false, false>(acc[s][i][j], af[i][pa], bf[j][s - pa]);
-        }
-        #pragma unroll
-        for (int i = 0; i < TM; i++)
-            #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                uint x[TN], y[TN];
-                #pragma unroll
-                for (int j = 0; j < TN; j++) {
-                    uint v[2];
-                    #pragma unroll
-                    for (int e = 0; e < 2; e++) {
-                        const int r = 2 * h + e;
-                        v[e] = acc[0][i][j][r] + (acc[1][i][j][r] << 8) + (acc[2][i][j][r] << 16) + (acc[3][i][j][r] << 24);
-                    }
-                    x[j] = v[0]; y[j] = v[1];
-                }
-                vy_put_pairs<M, N, TN, CM, CN, W>(d, m0 + 16u * i + g + 8u * h, n0, g, t, x, y);
-            }
+        vy_tile_get32<M, N, TM, TN, W>(acc, d, m0, n0, lane >> 2, lane & 3u);
+        vy_tile_k32<M, N, K, TM, TN>(acc, a, b, m0, n0, lane);
+        vy_tile_put32<M, N, TM, TN, W>(acc, d, m0, n0, lane >> 2, lane & 3u);
+    }
+}
+
+// ---- the resident form: a matmul_acc whose accumulators stay in registers across the trips of
+// its loop (vyre.drivers.cuda.imma.resident). Warp lin >> 5 owns the S warp tiles
+// w = (lin >> 5) + s * (T / 32) below GM * GN (TM x TN mma tiles each) for the whole loop:
+// vy_res_get on the first trip, vy_res8 / vy_res32 on every trip, vy_res_put on the last ----
+
+// the warp tile of slot s of this lane's warp: whether there is one, and its origin
+template <int M, int N, int T, int TM, int TN, int S>
+static __device__ __forceinline__ bool vy_res_tile(uint lin, int s, uint& m0, uint& n0) {
+    constexpr int GM = (M + 16 * TM - 1) / (16 * TM), GN = (N + 8 * TN - 1) / (8 * TN);
+    static_assert(S * (T / 32) >= GM * GN, "every warp tile has a slot");
+    const uint w = (lin >> 5) + (uint)s * (uint)(T / 32);
+    m0 = (w / (uint)GN) * (16u * TM);
+    n0 = (w % (uint)GN) * (8u * TN);
+    return w < (uint)(GM * GN);
+}
+
+// acc = d (bytes: acc[S][TM][TN][4]; words: acc[S][4][TM][TN][4], d in shift 0)
+template <int M, int N, int T, int TM, int TN, int S>
+static __device__ __forceinline__ void vy_res_get(uint (&acc)[S][TM][TN][4], const uint* d, uint lin) {
+    #pragma unroll
+    for (int s = 0; s < S; s++) {
+        uint m0, n0;
+        if (vy_res_tile<M, N, T, TM, TN, S>(lin, s, m0, n0))
+            vy_tile_get<M, N, TM, TN, true>(acc[s], d, m0, n0, (lin & 31u) >> 2, lin & 3u);
+    }
+}
+
+template <int M, int N, int T, int TM, int TN, int S>
+static __device__ __forceinline__ void vy_res_get(uint (&acc)[S][4][TM][TN][4], const uint* d, uint lin) {
+    #pragma unroll
+    for (int s = 0; s < S; s++) {
+        uint m0, n0;
+        if (vy_res_tile<M, N, T, TM, TN, S>(lin, s, m0, n0))
+            vy_tile_get32<M, N, TM, TN, true>(acc[s], d, m0, n0, (lin & 31u) >> 2, lin & 3u);
+    }
+}
+
+// d = acc
+template <int M, int N, int T, int TM, int TN, int S>
+static __device__ __forceinline__ void vy_res_put(const uint (&acc)[S][TM][TN][4], uint* d, uint lin) {
+    #pragma unroll
+    for (int s = 0; s < S; s++) {
+        uint m0, n0;
+        if (vy_res_tile<M, N, T, TM, TN, S>(lin, s, m0, n0))
+            vy_tile_put<M, N, TM, TN, true>(acc[s], d, m0, n0, (lin & 31u) >> 2, lin & 3u);
+    }
+}
+
+template <int M, int N, int T, int TM, int TN, int S>
+static __device__ __forceinline__ void vy_res_put(const uint (&acc)[S][4][TM][TN][4], uint* d, uint lin) {
+    #pragma unroll
+    for (int s = 0; s < S; s++) {
+        uint m0, n0;
+        if (vy_res_tile<M, N, T, TM, TN, S>(lin, s, m0, n0))
+            vy_tile_put32<M, N, TM, TN, true>(acc[s], d, m0, n0, (lin & 31u) >> 2, lin & 3u);
+    }
+}
+
+// acc += a (M x K bytes) * b (N x K bytes)^T
+template <int M, int N, int K, int T, int TM, int TN, int S, bool AS, bool BS>
+static __device__ __forceinline__ void vy_res8(uint (&acc)[S][TM][TN][4], const vy_u8* a, const vy_u8* b, uint lin) {
+    #pragma unroll
+    for (int s = 0; s < S; s++) {
+        uint m0, n0;
+        if (vy_res_tile<M, N, T, TM, TN, S>(lin, s, m0, n0))
+            vy_tile_k8<M, N, K, TM, TN, AS, BS, true>(acc[s], a, b, m0, n0, lin & 31u);
+    }
+}
+
+// acc += a (M x K words) * b (N x K words)^T, per shift
+template <int M, int N, int K, int T, int TM, int TN, int S>
+static __device__ __forceinline__ void vy_res32(uint (&acc)[S][4][TM][TN][4], const uint* a, const uint* b, uint lin) {
+    #pragma unroll
+    for (int s = 0; s < S; s++) {
+        uint m0, n0;
+        if (vy_res_tile<M, N, T, TM, TN, S>(lin, s, m0, n0))
+            vy_tile_k32<M, N, K, TM, TN>(acc[s], a, b, m0, n0, lin & 31u);
     }
 }
 """
@@ -408,6 +534,12 @@ PRELUDE = MMA + BLOCK
 # pairs; False: 4-byte shared accesses throughout, the earlier form (benchmarks/cuda_imma.py
 # --form narrow sets it in its own process, with its own kernel cache, to time both forms)
 WIDE_SHARED_ACCESS = True
+
+
+# matmul_acc statements that qualify (`resident`) keep their accumulators in registers across
+# their loop; False: every matmul_acc loads and stores d (the form before; benchmarks/cuda_imma.py
+# --form shared-d sets it in its own process to time both)
+RESIDENT_ACCUMULATORS = True
 
 
 def threads(program: Program) -> int:
@@ -422,10 +554,138 @@ def claims(program: Program, n: N.MatMulAcc) -> bool:
     return t % 32 == 0 and t > 0
 
 
+@dataclass(frozen=True)
+class Resident:
+    """A matmul_acc whose accumulators stay in registers for all the trips of its loop: the
+    register array ``name`` (declared in the kernel's prologue, `declarations`) holds d's
+    warp tiles, ``slots`` of ``tm`` x ``tn`` mma tiles per warp."""
+
+    loop: N.Loop
+    name: str
+    tm: int
+    tn: int
+    slots: int
+    words: bool
+
+    def declaration(self) -> str:
+        planes = "[4]" if self.words else ""
+        return f"uint {self.name}[{self.slots}]{planes}[{self.tm}][{self.tn}][4];"
+
+
+# the warp tiles (TM x TN mma tiles) the resident form tries, largest first: the first whose
+# tiles keep every warp busy, else the smallest that fits the shape
+_WARP_TILES = {False: ((4, 4), (2, 4), (2, 2), (1, 2), (1, 1)), True: ((2, 2), (1, 2), (1, 1))}
+
+
+def _warp_tile(m: int, n: int, t: int, words: bool) -> tuple[int, int, int]:
+    """(TM, TN, slots per warp) of the resident form of an m x n matmul_acc by t threads."""
+    warps = t // 32
+    fits = [(tm, tn) for tm, tn in _WARP_TILES[words] if m >= 16 * tm and n >= 8 * tn] or [(1, 1)]
+    busy = [(tm, tn) for tm, tn in fits if -(-m // (16 * tm)) * -(-n // (8 * tn)) >= warps]
+    tm, tn = busy[0] if busy else fits[-1]
+    tiles = -(-m // (16 * tm)) * -(-n // (8 * tn))
+    return tm, tn, -(-tiles // warps)
+
+
+def _names(e: E.Expr) -> set[str]:
+    return {x.name for x in E.walk(e) if isinstance(x, E.Var)}
+
+
+def _loop_of(body: tuple[N.Node, ...], n: N.MatMulAcc) -> N.Loop | None:
+    """The loop whose body holds ``n`` as one of its own statements (not nested deeper)."""
+    for s in N.walk_nodes(body):
+        if isinstance(s, N.Loop) and any(x is n for x in s.body):
+            return s
+    return None
+
+
+def _keeps_registers(loop: N.Loop, n: N.MatMulAcc) -> bool:
+    """Whether ``n`` may keep d in registers across ``loop``: n runs on every trip (a statement
+    of the loop's own body, no break, continue or return in it); nothing else in the loop
+    touches d (no load, store, atomic or other matmul_acc of it), so d in memory is needed only
+    before the first trip and after the last; and the bounds can be read again on any trip
+    (no load; no name they use is bound or assigned in the loop)."""
+    inner = list(N.walk_nodes(loop.body))
+    if any(isinstance(s, N.Break | N.Continue | N.Return) for s in inner):
+        return False
+    for s in inner:
+        if s is n:
+            continue
+        if isinstance(s, N.MatMulAcc) and n.d in (s.d, s.a, s.b):
+            return False
+        if getattr(s, "buffer", None) == n.d:
+            return False
+        if any(getattr(x, "buffer", None) == n.d for root in N.node_exprs(s) for x in E.walk(root)):
+            return False
+    bound = {loop.var} | {s.name for s in inner if isinstance(s, N.Let | N.Assign)} \
+        | {s.var for s in inner if isinstance(s, N.Loop)}
+    bounds = (loop.from_, loop.to)
+    return not any(isinstance(x, E.Load | E.Atomic) for e in bounds for x in E.walk(e)) \
+        and not (bound & (_names(loop.from_) | _names(loop.to)))
+
+
+def resident(program: Program, body: tuple[N.Node, ...]) -> dict[int, Resident]:
+    """The matmul_acc statements of a kernel body that keep their accumulators in registers
+    (`_keeps_registers`), by ``id`` of the statement; computed once per kernel (the prologue
+    declares their arrays, each statement's lines look itself up)."""
+    key = id(body)
+    got = _RESIDENT.get(key)
+    if got is not None and got[0] is body:
+        return got[1]
+    out: dict[int, Resident] = {}
+    if WIDE_SHARED_ACCESS and RESIDENT_ACCUMULATORS:
+        for s in N.walk_nodes(body):
+            if isinstance(s, N.MatMulAcc):
+                loop = _loop_of(body, s)
+                if loop is not None and _keeps_registers(loop, s):
+                    words = program.buffer(s.a).dtype not in _PTX
+                    tm, tn, slots = _warp_tile(s.m, s.n, threads(program), words)
+                    out[id(s)] = Resident(loop, f"vy_racc{len(out)}", tm, tn, slots, words)
+    if len(_RESIDENT) > 64:
+        _RESIDENT.clear()
+    _RESIDENT[key] = (body, out)
+    return out
+
+
+_RESIDENT: dict[int, tuple[tuple[N.Node, ...], dict[int, Resident]]] = {}
+
+
+def declarations(p: Printer, index: int) -> list[str]:
+    """The register arrays of kernel ``index``'s resident matmul_acc statements (its prologue)."""
+    return [r.declaration() for r in resident(p.program, p.plan.phases[index]).values()]
+
+
+def _found(p: Printer, n: N.MatMulAcc) -> Resident | None:
+    for body in p.plan.phases:
+        r = resident(p.program, body).get(id(n))
+        if r is not None:
+            return r
+    return None
+
+
 def call(p: Printer, n: N.MatMulAcc) -> list[str]:
-    """The lines of one matmul_acc: barrier, the block routine, barrier."""
+    """The lines of one matmul_acc: barrier, the block routine, barrier. A resident one
+    (`resident`) loads its registers from d on the loop's first trip, accumulates, and writes
+    them to d on the last trip."""
     prog = p.program
     a, b = prog.buffer(n.a), prog.buffer(n.b)
+    ptrs = f"{p.ptr(n.a)}, {p.ptr(n.b)}, {p.lin()}"
+    r = _found(p, n)
+    if r is not None:
+        v = f"v_{r.loop.var}"
+        first, _, _ = p.expr(r.loop.from_)
+        end, _, _ = p.expr(r.loop.to)
+        geo = f"{n.m}, {n.n}, {threads(prog)}, {r.tm}, {r.tn}, {r.slots}"
+        if r.words:
+            step = f"vy_res32<{n.m}, {n.n}, {n.k}, {threads(prog)}, {r.tm}, {r.tn}, {r.slots}>"
+        else:
+            signed = ", ".join("true" if t.dtype is DataType.I8 else "false" for t in (a, b))
+            step = f"vy_res8<{n.m}, {n.n}, {n.k}, {threads(prog)}, {r.tm}, {r.tn}, {r.slots}, {signed}>"
+        return ["__syncthreads();",
+                f"if ({v} == {first}) vy_res_get<{geo}>({r.name}, {p.ptr(n.d)}, {p.lin()});",
+                f"{step}({r.name}, {ptrs});",
+                f"if ({v} + 1 == {end}) vy_res_put<{geo}>({r.name}, {p.ptr(n.d)}, {p.lin()});",
+                "__syncthreads();"]
     shape = f"{n.m}, {n.n}, {n.k}, {threads(prog)}"
     wide = "true" if WIDE_SHARED_ACCESS else "false"
     if a.dtype in _PTX:
@@ -433,5 +693,4 @@ def call(p: Printer, n: N.MatMulAcc) -> list[str]:
         fn = f"vy_imma8<{shape}, {signed}, {wide}>"
     else:
         fn = f"vy_imma32<{shape}, {wide}>"
-    return ["__syncthreads();", f"{fn}({p.ptr(n.d)}, {p.ptr(n.a)}, {p.ptr(n.b)}, {p.lin()});",
-            "__syncthreads();"]
+    return ["__syncthreads();", f"{fn}({p.ptr(n.d)}, {ptrs});", "__syncthreads();"]
