@@ -19,7 +19,7 @@ from typing import Any
 
 from vyre.ir import expr as E
 from vyre.ir import node as N
-from vyre.ir.kinds import UnknownKind
+from vyre.ir.kinds import NODE_KINDS, UnknownKind, kind_of
 from vyre.ir.program import BufferDecl, Program
 from vyre.ir.rewrite import map_expr
 from vyre.ir.types import Builtin, DataType
@@ -90,12 +90,14 @@ def _elementwise_problem(p: Program, who: str) -> str | None:
     for n in N.walk_nodes(p.body):
         if isinstance(n, N.Barrier):
             return f"the {who} has a barrier ({n.ordering.value})"
+        if kind_of(n).syncs:   # waits for its workgroup, as a barrier does
+            return f"the {who} has a {kind_of(n).name} statement (it waits for the workgroup)"
         if isinstance(n, N.Store) and n.index != E.Expr.gid_x():
             return f"the {who} stores {n.buffer!r} at an index other than gid.x"
     for e in N.walk_exprs(p.body):
         if isinstance(e, E.Atomic):
             return f"the {who} uses atomics"
-        if isinstance(e, E.Subgroup):
+        if kind_of(e).subgroup:
             return f"the {who} uses subgroup operations"
         if isinstance(e, E.Id) and e.kind is not Builtin.GID:
             return f"the {who} uses {e.kind.value}"
@@ -220,13 +222,14 @@ class _Rename:
 R = _Rename
 # per statement kind, its renamed form in the fused program (tests/ir/test_kind_tables.py: every
 # kind is here or in `RENAME_REJECTED`, the kinds `decide` never lets into a fused pair:
-# `_elementwise_problem`; matmul_acc works on workgroup arrays only, V038)
+# `_elementwise_problem`: while loops, indirect dispatches and every kind that waits for the
+# workgroup, `Kind.syncs`)
 RENAME: dict[type, Callable[[_Rename, Any, str | None, str], N.Node]] = {
     N.Let: R._let, N.Assign: R._assign, N.Store: R._store, N.If: R._if, N.Loop: R._loop,
     N.Block: R._block, N.Region: R._block, N.Eval: R._eval,
     N.Return: R._keep, N.Break: R._keep, N.Continue: R._keep,
 }
-RENAME_REJECTED = frozenset({N.While, N.IndirectDispatch, N.Barrier, N.MatMulAcc})
+RENAME_REJECTED = frozenset({N.While, N.IndirectDispatch} | {k.cls for k in NODE_KINDS if k.syncs})
 
 
 def fuse(producer: Program, consumer: Program, caps: FusionCaps, *, link: dict[str, str] | None = None,

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import expr as E
 from . import node as N
+from .kinds import OP_MEMBER
 from .ops import OpId, expr_ops, node_op
 from .types import TRANSCENDENTAL, BinOp, DataType, MemoryOrdering, SubgroupOp
 
@@ -112,7 +113,6 @@ class _Acc:
         self.atomic: set[str] = set()
         self.float_atomic: set[str] = set()
         self.read: set[str] = set()
-        self.subgroups: set[SubgroupOp] = set()
         self.specs: dict[str, E.Spec] = {}
         self.flags: set[str] = set()      # the boolean facts that hold
         self.assigned: set[str] = set()
@@ -179,7 +179,6 @@ EXPR_FACTS: dict[type, Callable[[_Acc, Any], None]] = {
     E.Un: lambda a, e: a.flags.add("transcendental") if e.op in TRANSCENDENTAL else None,
     E.Load: lambda a, e: a.read.add(e.buffer),
     E.Atomic: _atomic,
-    E.Subgroup: lambda a, e: a.subgroups.add(e.op),
     E.Spec: _spec,
     E.Lit: _typed, E.Cast: _typed, E.Bitcast: _typed,
 }
@@ -239,7 +238,8 @@ def _compute(program: Program) -> ProgramFacts:
         atomic_buffers=frozenset(a.atomic), float_atomic_buffers=frozenset(a.float_atomic),
         wide_atomics=has("wide_atomics"), read=read,
         types=frozenset(a.types), division=has("division"), transcendental=has("transcendental"),
-        subgroup_ops=frozenset(a.subgroups), barrier=has("barrier"), grid_sync=has("grid_sync"),
+        subgroup_ops=frozenset(m for op in ops if isinstance(m := OP_MEMBER.get(op), SubgroupOp)),
+        barrier=has("barrier"), grid_sync=has("grid_sync"),
         loops=has("loops"), while_loop=has("while_loop"), indirect=has("indirect"),
         returns=has("returns"), matmul=frozenset(a.matmul), specs=tuple(a.specs.items()), statements=sum(sizes),
         body_statements=tuple(sizes), body_calls=tuple(tuple(c) for c in calls),

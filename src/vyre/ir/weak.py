@@ -20,7 +20,7 @@ from typing import Any
 from . import expr as E
 from . import node as N
 from .errors import VyreError
-from .kinds import NODE_MAP, kind_of
+from .kinds import NODE_KINDS, NODE_MAP, kind_of
 from .typecheck import CONTEXT, PEEK, TypeFault, infer
 from .types import DataType
 
@@ -132,8 +132,9 @@ class Resolver:
 R = Resolver
 # statements whose expressions have a context (the rest: none; Let: `Resolver.stmt`)
 _STMT = {N.Assign: R._assign, N.Store: R._store, N.If: R._if, N.Loop: R._loop, N.While: R._while}
-STMT_EXEMPT = frozenset({N.Let, N.Block, N.Region, N.Eval, N.Return, N.Barrier, N.Break, N.Continue,
-                         N.IndirectDispatch, N.MatMulAcc})
+# (exempt: Let, `Resolver.stmt`; bodies or expressions with no context, mapped; and the kinds
+# with neither expressions nor bodies, `NODE_MAP` leaves out: nothing to type)
+STMT_EXEMPT = frozenset({N.Let, N.Block, N.Region, N.Eval} | {k.cls for k in NODE_KINDS if k.cls not in NODE_MAP})
 
 
 def resolve(program: Any) -> tuple[tuple[N.Node, ...], tuple[Any, ...]]:
