@@ -9,9 +9,14 @@ check (`vyre.ir.structure`), the renaming walks (`vyre.ir.inline`) and the defau
 printers) are tables keyed by kind; tests/ir/test_kind_tables.py checks that each table
 covers every kind of this list, or names the kind in its exemption set.
 
-A new kind: add its dataclass to expr.py or node.py, one `Kind` here, one entry in each
-semantic table (typecheck, validate, reference interpreter, printers, float flags) and its
-encoder and decoder in wire.py. Wire tags are append-only: never reuse or renumber one.
+A new kind: add its dataclass to expr.py or node.py (and its name to that module's
+``__all__``), one `Kind` here, its encoder and decoder in wire.py, and one entry in each
+semantic table that concerns it (typecheck and float flags for expressions, validate, the
+reference interpreter, the printer): at most 8 files, plus a legalization that really
+rewrites it. Every other module reads the row (``pure``, ``loop``, ``jump``, ``subgroup``,
+``syncs``, ``arith``, the field roles, the op ids) or `ProgramFacts`, never the kind's name;
+tests/ir/test_kind_tables.py holds each kind to its budget of files (``scripts/count-ladders
+--files``). Wire tags are append-only: never reuse or renumber one.
 
 Field roles:
 
