@@ -124,6 +124,8 @@ def test_unknown_expression_kinds_raise_everywhere() -> None:
         printer._Invariance(_printer(), set())(x)
     with pytest.raises(UnknownKind):   # wgpu's refusals never pass over a kind it does not know
         wgsl.refusals(Program.wrapped(P.buffers, 1, [N.Node.store("o", 0, x)]))
+    with pytest.raises(UnknownKind):   # fusion never keeps the names of a kind it does not know
+        fusion._Rename("p_", {}).expr(x)
 
 
 def test_unknown_statement_kinds_raise_everywhere() -> None:

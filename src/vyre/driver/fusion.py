@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from vyre.ir import expr as E
@@ -164,21 +164,29 @@ def decide(producer: Program, consumer: Program, caps: FusionCaps, *,
     return FusionDecision(True)
 
 
+def _named(k: kinds.Kind) -> tuple[tuple[str, kinds.Role], ...]:
+    """The fields of kind ``k`` that fusion renames: locals read and buffers."""
+    return tuple((f.name, f.role) for f in k.fields if f.role in (kinds.LOCAL, kinds.BUFFER))
+
+
+_NAMED = {k.cls: _named(k) for k in kinds.EXPR_KINDS}
+
+
 class _Rename:
     def __init__(self, prefix: str, buffers: dict[str, str], replace_load: tuple[str, E.Expr] | None = None) -> None:
         self.prefix, self.buffers, self.replace_load = prefix, buffers, replace_load
 
     def expr(self, e: E.Expr) -> E.Expr:
         def fn(x: E.Expr) -> E.Expr:
-            if isinstance(x, E.Var):
-                return E.Var(self.prefix + x.name)
-            if isinstance(x, E.Load):
-                if self.replace_load and x.buffer == self.replace_load[0]:
-                    return self.replace_load[1]  # already in fused names: not mapped again
-                return E.Load(self.buffers[x.buffer], x.index)
-            if isinstance(x, E.BufLen):
-                return E.BufLen(self.buffers[x.buffer])
-            return x
+            if self.replace_load and type(x) is E.Load and x.buffer == self.replace_load[0]:
+                return self.replace_load[1]  # already in fused names: not mapped again
+            named = _NAMED.get(type(x))
+            if named is None:
+                raise UnknownKind(x)
+            if not named:
+                return x
+            return replace(x, **{f: self.prefix + getattr(x, f) if role == kinds.LOCAL else
+                                 self.buffers[getattr(x, f)] for f, role in named})
 
         return map_expr(e, fn)
 
