@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import expr as E
 from . import node as N
-from .kinds import OP_MEMBER
+from .kinds import EXPR_KINDS, OP_MEMBER
 from .ops import OpId, expr_ops, node_op
 from .types import TRANSCENDENTAL, BinOp, DataType, MemoryOrdering, SubgroupOp
 
@@ -150,7 +150,7 @@ def _atomic(a: _Acc, e: E.Atomic) -> None:
         a.float_atomic.add(e.buffer)
 
 
-def _typed(a: _Acc, e: E.Lit | E.Cast | E.Bitcast) -> None:
+def _typed(a: _Acc, e: Any) -> None:
     a.types.add(e.dtype)
     a.ops[f"vyre.dtype.{e.dtype.value}"] = None
 
@@ -180,8 +180,11 @@ EXPR_FACTS: dict[type, Callable[[_Acc, Any], None]] = {
     E.Load: lambda a, e: a.read.add(e.buffer),
     E.Atomic: _atomic,
     E.Spec: _spec,
-    E.Lit: _typed, E.Cast: _typed, E.Bitcast: _typed,
 }
+# a kind naming a value type (a literal, a cast, a bit cast: a `dtype` field of type
+# DataType, by its row) adds the type and its op id
+EXPR_FACTS.update({k.cls: _typed for k in EXPR_KINDS if k.cls not in EXPR_FACTS
+                   and any(f.name == "dtype" and f.type is DataType for f in k.fields)})
 
 
 def _compute(program: Program) -> ProgramFacts:
