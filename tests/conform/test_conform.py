@@ -18,9 +18,10 @@ from vyre.conform import (
     run_backend,
     verify_certificate,
 )
-from vyre.conform.runner import corpus_digest
+from vyre.conform.runner import _variants, corpus_digest
 from vyre.ir import BinOp, wire
 from vyre.ir import expr as E
+from vyre.ir import node as N
 
 from helpers import MockBackend
 
@@ -154,3 +155,16 @@ def test_generator_emits_every_correctly_rounded_function_of_two_operands():
 
     seen = {e.op for s in range(60) for e in N.program_exprs(random_program(s)[0]) if isinstance(e, E.Bin)}
     assert {op for op in TRANSCENDENTAL if isinstance(op, BinOp)} <= seen
+
+
+def test_minimiser_variants_keep_each_statements_kind():
+    """A shrunk body stays in its statement (a while loop stays a while loop, a region keeps
+    its name), and an if may lose its else."""
+    inner = (N.Assign("x", E.Var("y")), N.Break())
+    body = (N.While(E.Var("c"), inner, 4), N.Region("r", inner), N.If(E.Var("c"), inner, inner))
+    variants = list(_variants(body))
+    kinds = {type(n) for v in variants for n in v if not isinstance(n, N.Assign | N.Break)}
+    assert kinds == {N.While, N.Region, N.If}
+    assert (N.While(E.Var("c"), (N.Break(),), 4), *body[1:]) in variants
+    assert (*body[:2], N.If(E.Var("c"), inner, ())) in variants
+    assert all(n.name == "r" for v in variants for n in v if isinstance(n, N.Region))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -118,19 +118,12 @@ def _variants(body: tuple[N.Node, ...]) -> Iterable[tuple[N.Node, ...]]:
         for _, sub in N.node_bodies(n):
             if sub:
                 yield body[:i] + sub + body[i + 1:]
-        if isinstance(n, N.If):
-            yield body[:i] + (N.If(n.cond, n.then, ()),) + body[i + 1:]
-        for label, sub in N.node_bodies(n):
+        for label, sub in N.node_bodies(n)[1:]:   # an alternative body (an else) dropped
+            if sub:
+                yield body[:i] + (replace(n, **{label: ()}),) + body[i + 1:]
+        for label, sub in N.node_bodies(n):       # (a body's label is its field's name)
             for smaller in _variants(sub):
-                if isinstance(n, N.If):
-                    new = N.If(n.cond, smaller, n.otherwise) if label == "then" else N.If(n.cond, n.then, smaller)
-                elif isinstance(n, N.Loop):
-                    new = N.Loop(n.var, n.from_, n.to, smaller)
-                elif isinstance(n, N.Region):
-                    new = N.Region(n.name, smaller)
-                else:
-                    new = N.Block(smaller)
-                yield body[:i] + (new,) + body[i + 1:]
+                yield body[:i] + (replace(n, **{label: smaller}),) + body[i + 1:]
 
 
 def minimise(backend: VyreBackend, program: Program, inputs: list[np.ndarray],

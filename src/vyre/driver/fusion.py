@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from vyre.ir import expr as E
+from vyre.ir import kinds
 from vyre.ir import node as N
-from vyre.ir.kinds import UnknownKind
+from vyre.ir.kinds import NODE_KINDS, UnknownKind, kind_of
 from vyre.ir.program import BufferDecl, Program
 from vyre.ir.rewrite import map_expr
 from vyre.ir.types import Builtin, DataType
@@ -90,12 +91,14 @@ def _elementwise_problem(p: Program, who: str) -> str | None:
     for n in N.walk_nodes(p.body):
         if isinstance(n, N.Barrier):
             return f"the {who} has a barrier ({n.ordering.value})"
+        if kind_of(n).syncs:   # waits for its workgroup, as a barrier does
+            return f"the {who} has a {kind_of(n).name} statement (it waits for the workgroup)"
         if isinstance(n, N.Store) and n.index != E.Expr.gid_x():
             return f"the {who} stores {n.buffer!r} at an index other than gid.x"
     for e in N.walk_exprs(p.body):
         if isinstance(e, E.Atomic):
             return f"the {who} uses atomics"
-        if isinstance(e, E.Subgroup):
+        if kind_of(e).subgroup:
             return f"the {who} uses subgroup operations"
         if isinstance(e, E.Id) and e.kind is not Builtin.GID:
             return f"the {who} uses {e.kind.value}"
@@ -161,21 +164,29 @@ def decide(producer: Program, consumer: Program, caps: FusionCaps, *,
     return FusionDecision(True)
 
 
+def _named(k: kinds.Kind) -> tuple[tuple[str, kinds.Role], ...]:
+    """The fields of kind ``k`` that fusion renames: locals read and buffers."""
+    return tuple((f.name, f.role) for f in k.fields if f.role in (kinds.LOCAL, kinds.BUFFER))
+
+
+_NAMED = {k.cls: _named(k) for k in kinds.EXPR_KINDS}
+
+
 class _Rename:
     def __init__(self, prefix: str, buffers: dict[str, str], replace_load: tuple[str, E.Expr] | None = None) -> None:
         self.prefix, self.buffers, self.replace_load = prefix, buffers, replace_load
 
     def expr(self, e: E.Expr) -> E.Expr:
         def fn(x: E.Expr) -> E.Expr:
-            if isinstance(x, E.Var):
-                return E.Var(self.prefix + x.name)
-            if isinstance(x, E.Load):
-                if self.replace_load and x.buffer == self.replace_load[0]:
-                    return self.replace_load[1]  # already in fused names: not mapped again
-                return E.Load(self.buffers[x.buffer], x.index)
-            if isinstance(x, E.BufLen):
-                return E.BufLen(self.buffers[x.buffer])
-            return x
+            if self.replace_load and type(x) is E.Load and x.buffer == self.replace_load[0]:
+                return self.replace_load[1]  # already in fused names: not mapped again
+            named = _NAMED.get(type(x))
+            if named is None:
+                raise UnknownKind(x)
+            if not named:
+                return x
+            return replace(x, **{f: self.prefix + getattr(x, f) if role == kinds.LOCAL else
+                                 self.buffers[getattr(x, f)] for f, role in named})
 
         return map_expr(e, fn)
 
@@ -190,43 +201,43 @@ class _Rename:
             out.append(rule(self, n, intermediate, local))
         return tuple(out)
 
-    def _let(self, n: N.Let, intermediate: str | None, local: str) -> N.Node:
-        return N.Let(self.prefix + n.name, self.expr(n.value))
-
-    def _assign(self, n: N.Assign, intermediate: str | None, local: str) -> N.Node:
-        return N.Assign(self.prefix + n.name, self.expr(n.value))
-
     def _store(self, n: N.Store, intermediate: str | None, local: str) -> N.Node:
         if n.buffer == intermediate:
             return N.Let(local, self.expr(n.value))
-        return N.Store(self.buffers[n.buffer], self.expr(n.index), self.expr(n.value))
+        return self.field(n, intermediate, local)
 
-    def _if(self, n: N.If, intermediate: str | None, local: str) -> N.Node:
-        return N.If(self.expr(n.cond), self.body(n.then), self.body(n.otherwise))
-
-    def _loop(self, n: N.Loop, intermediate: str | None, local: str) -> N.Node:
-        return N.Loop(self.prefix + n.var, self.expr(n.from_), self.expr(n.to), self.body(n.body))
-
-    def _block(self, n: N.Block | N.Region, intermediate: str | None, local: str) -> N.Node:
-        return N.Block(self.body(n.body))
-
-    def _eval(self, n: N.Eval, intermediate: str | None, local: str) -> N.Node:
-        return N.Eval(self.expr(n.value))
-
-    def _keep(self, n: N.Node, intermediate: str | None, local: str) -> N.Node:
-        return n   # no names, no expressions
+    def field(self, n: N.Node, intermediate: str | None, local: str) -> N.Node:
+        """``n`` renamed by its row (`vyre.ir.kinds`): locals get the prefix, buffers their
+        fused names, expressions and bodies are renamed, everything else is kept."""
+        k = kind_of(n)
+        out = []
+        for f in k.fields:
+            v = getattr(n, f.name)
+            if f.role in (kinds.DECLARES, kinds.BINDS, kinds.LOCAL):
+                v = self.prefix + v
+            elif f.role == kinds.BUFFER:
+                v = self.buffers[v]
+            elif f.role == kinds.EXPR:
+                v = self.expr(v)
+            elif f.role == kinds.OPT:
+                v = None if v is None else self.expr(v)
+            elif f.role == kinds.ARGS:
+                v = tuple(self.expr(a) for a in v)
+            elif f.role == kinds.BODY:
+                v = self.body(v)   # the intermediate store is top-level (`decide`)
+            out.append(v)
+        return k.cls(*out)
 
 
 R = _Rename
-# per statement kind, its renamed form in the fused program (tests/ir/test_kind_tables.py: every
-# kind is here or in `RENAME_REJECTED`, the kinds `decide` never lets into a fused pair:
-# `_elementwise_problem`; matmul_acc works on workgroup arrays only, V038)
+# per statement kind, its renamed form in the fused program: by its row (`_Rename.field`), a
+# store to the intermediate buffer by its own rule (tests/ir/test_kind_tables.py: every kind is
+# here or in `RENAME_REJECTED`, the kinds `decide` never lets into a fused pair:
+# `_elementwise_problem`: while loops, indirect dispatches and every kind that waits for the
+# workgroup, `Kind.syncs`)
+RENAME_REJECTED = frozenset({N.While, N.IndirectDispatch} | {k.cls for k in NODE_KINDS if k.syncs})
 RENAME: dict[type, Callable[[_Rename, Any, str | None, str], N.Node]] = {
-    N.Let: R._let, N.Assign: R._assign, N.Store: R._store, N.If: R._if, N.Loop: R._loop,
-    N.Block: R._block, N.Region: R._block, N.Eval: R._eval,
-    N.Return: R._keep, N.Break: R._keep, N.Continue: R._keep,
-}
-RENAME_REJECTED = frozenset({N.While, N.IndirectDispatch, N.Barrier, N.MatMulAcc})
+    **{k.cls: R.field for k in NODE_KINDS if k.cls not in RENAME_REJECTED}, N.Store: R._store}
 
 
 def fuse(producer: Program, consumer: Program, caps: FusionCaps, *, link: dict[str, str] | None = None,

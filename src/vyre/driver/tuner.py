@@ -23,6 +23,7 @@ from typing import Any
 from vyre.ir import expr as E
 from vyre.ir import node as N
 from vyre.ir.fingerprint import fingerprint
+from vyre.ir.kinds import kind_of
 from vyre.ir.program import Program
 from vyre.ir.types import Builtin
 
@@ -56,7 +57,7 @@ def tunable(program: Program, config: DispatchConfig | None = None) -> bool:
             return False
         for root in N.node_exprs(n):
             for e in E.walk(root):
-                if isinstance(e, E.Atomic | E.Subgroup) or \
+                if isinstance(e, E.Atomic) or kind_of(e).subgroup or \
                         (isinstance(e, E.Id) and (e.kind is not Builtin.GID or e.axis)):
                     return False
     return True

@@ -26,6 +26,10 @@ from .errors import VyreError
 from .limits import MAX_DEPTH, too_deep
 from .types import AtomicOp, BinOp, Builtin, DataType, SubgroupOp, UnOp
 
+# what `vyre.ir` exports from here: Expr and every expression kind (a new kind is added here)
+__all__ = ["Atomic", "Bin", "Bitcast", "BufLen", "Call", "Cast", "Expr", "Fma", "Id", "Lit", "Load",
+           "Select", "Spec", "Subgroup", "Un", "Var", "WeakLit"]
+
 CANONICAL_NAN_BITS = 0x7FC00000
 F16_NAN_BITS = 0x7E00
 BF16_NAN_BITS = 0x7FC0

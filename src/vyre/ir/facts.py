@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import expr as E
 from . import node as N
+from .kinds import EXPR_KINDS, OP_MEMBER
 from .ops import OpId, expr_ops, node_op
 from .types import TRANSCENDENTAL, BinOp, DataType, MemoryOrdering, SubgroupOp
 
@@ -112,7 +113,6 @@ class _Acc:
         self.atomic: set[str] = set()
         self.float_atomic: set[str] = set()
         self.read: set[str] = set()
-        self.subgroups: set[SubgroupOp] = set()
         self.specs: dict[str, E.Spec] = {}
         self.flags: set[str] = set()      # the boolean facts that hold
         self.assigned: set[str] = set()
@@ -150,7 +150,7 @@ def _atomic(a: _Acc, e: E.Atomic) -> None:
         a.float_atomic.add(e.buffer)
 
 
-def _typed(a: _Acc, e: E.Lit | E.Cast | E.Bitcast) -> None:
+def _typed(a: _Acc, e: Any) -> None:
     a.types.add(e.dtype)
     a.ops[f"vyre.dtype.{e.dtype.value}"] = None
 
@@ -179,10 +179,12 @@ EXPR_FACTS: dict[type, Callable[[_Acc, Any], None]] = {
     E.Un: lambda a, e: a.flags.add("transcendental") if e.op in TRANSCENDENTAL else None,
     E.Load: lambda a, e: a.read.add(e.buffer),
     E.Atomic: _atomic,
-    E.Subgroup: lambda a, e: a.subgroups.add(e.op),
     E.Spec: _spec,
-    E.Lit: _typed, E.Cast: _typed, E.Bitcast: _typed,
 }
+# a kind naming a value type (a literal, a cast, a bit cast: a `dtype` field of type
+# DataType, by its row) adds the type and its op id
+EXPR_FACTS.update({k.cls: _typed for k in EXPR_KINDS if k.cls not in EXPR_FACTS
+                   and any(f.name == "dtype" and f.type is DataType for f in k.fields)})
 
 
 def _compute(program: Program) -> ProgramFacts:
@@ -239,7 +241,8 @@ def _compute(program: Program) -> ProgramFacts:
         atomic_buffers=frozenset(a.atomic), float_atomic_buffers=frozenset(a.float_atomic),
         wide_atomics=has("wide_atomics"), read=read,
         types=frozenset(a.types), division=has("division"), transcendental=has("transcendental"),
-        subgroup_ops=frozenset(a.subgroups), barrier=has("barrier"), grid_sync=has("grid_sync"),
+        subgroup_ops=frozenset(m for op in ops if isinstance(m := OP_MEMBER.get(op), SubgroupOp)),
+        barrier=has("barrier"), grid_sync=has("grid_sync"),
         loops=has("loops"), while_loop=has("while_loop"), indirect=has("indirect"),
         returns=has("returns"), matmul=frozenset(a.matmul), specs=tuple(a.specs.items()), statements=sum(sizes),
         body_statements=tuple(sizes), body_calls=tuple(tuple(c) for c in calls),

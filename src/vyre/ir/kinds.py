@@ -9,9 +9,14 @@ check (`vyre.ir.structure`), the renaming walks (`vyre.ir.inline`) and the defau
 printers) are tables keyed by kind; tests/ir/test_kind_tables.py checks that each table
 covers every kind of this list, or names the kind in its exemption set.
 
-A new kind: add its dataclass to expr.py or node.py, one `Kind` here, one entry in each
-semantic table (typecheck, validate, reference interpreter, printers, float flags) and its
-encoder and decoder in wire.py. Wire tags are append-only: never reuse or renumber one.
+A new kind: add its dataclass to expr.py or node.py (and its name to that module's
+``__all__``), one `Kind` here, its encoder and decoder in wire.py, and one entry in each
+semantic table that concerns it (typecheck and float flags for expressions, validate, the
+reference interpreter, the printer): at most 8 files, plus a legalization that really
+rewrites it. Every other module reads the row (``pure``, ``loop``, ``jump``, ``subgroup``,
+``syncs``, ``arith``, the field roles, the op ids) or `ProgramFacts`, never the kind's name;
+tests/ir/test_kind_tables.py holds each kind to its budget of files (``scripts/count-ladders
+--files``). Wire tags are append-only: never reuse or renumber one.
 
 Field roles:
 
@@ -94,7 +99,9 @@ class Kind:
     ENUM field's value. ``wire``: its fields in wire order (None: dataclass order).
     ``show(x, text)``: its text (a statement's header line), ``text`` rendering
     sub-expressions. ``built``: whether a built Program may hold it (weak literals are
-    resolved when the Program is built). ``pure``, ``loop``, ``jump``: see the fields."""
+    resolved when the Program is built). ``pure``, ``loop``, ``jump``, ``subgroup``,
+    ``syncs``, ``arith``: see the fields; modules outside the kind's homes read these
+    instead of naming kinds, so they stay right for a kind they have never heard of."""
 
     cls: type
     fields: tuple[Field, ...]
@@ -106,6 +113,16 @@ class Kind:
     pure: bool = True       # reads no memory, has no effect, talks to no other invocation
     loop: bool = False      # its bodies are a loop: the target of break/continue
     jump: bool = False      # leaves or restarts the innermost loop (break, continue)
+    # talks to the other invocations of its subgroup: every lane must reach it (uniform
+    # control flow), it is never fused, vectorised or padded, and a target without subgroup
+    # operations refuses it
+    subgroup: bool = False
+    # waits for every invocation of the workgroup (a barrier): the invocations of a kernel
+    # holding one cannot stop polling on their own, nor be fused or padded
+    syncs: bool = False
+    # computes a number from its operands' values in their type (16-bit floats widen its
+    # operands to f32 and round its result once: vyre.lower.legalize.half)
+    arith: bool = False
 
     @property
     def name(self) -> str:
@@ -154,9 +171,9 @@ EXPR_KINDS: tuple[Kind, ...] = (
     Kind(E.Id, (_f("kind", ENUM, Builtin), _f("axis", INT)), ("vyre.expr.{kind}",), 5,
          lambda e, t: f"{e.kind.value}.{'xyz'[e.axis]}"),
     Kind(E.Bin, (_f("op", ENUM, BinOp), _f("left", EXPR), _f("right", EXPR)), ("vyre.bin_op.{op}",), 6,
-         lambda e, t: f"{e.op.value}({t(e.left)}, {t(e.right)})"),
+         lambda e, t: f"{e.op.value}({t(e.left)}, {t(e.right)})", arith=True),
     Kind(E.Un, (_f("op", ENUM, UnOp), _f("operand", EXPR)), ("vyre.un_op.{op}",), 7,
-         lambda e, t: f"{e.op.value}({t(e.operand)})"),
+         lambda e, t: f"{e.op.value}({t(e.operand)})", arith=True),
     Kind(E.Select, (_f("cond", EXPR), _f("if_true", EXPR), _f("if_false", EXPR)), ("vyre.expr.select",), 8,
          lambda e, t: f"select({t(e.cond)}, {t(e.if_true)}, {t(e.if_false)})"),
     Kind(E.Cast, (_f("dtype", ENUM, DataType), _f("value", EXPR)), ("vyre.expr.cast",), 9,
@@ -164,14 +181,14 @@ EXPR_KINDS: tuple[Kind, ...] = (
     Kind(E.Bitcast, (_f("dtype", ENUM, DataType), _f("value", EXPR)), ("vyre.expr.bitcast",), 10,
          lambda e, t: f"bitcast<{e.dtype.value}>({t(e.value)})"),
     Kind(E.Fma, (_f("a", EXPR), _f("b", EXPR), _f("c", EXPR)), ("vyre.expr.fma",), 11,
-         lambda e, t: f"fma({t(e.a)}, {t(e.b)}, {t(e.c)})"),
+         lambda e, t: f"fma({t(e.a)}, {t(e.b)}, {t(e.c)})", arith=True),
     Kind(E.Atomic, (_f("op", ENUM, AtomicOp), _f("buffer", BUFFER), _f("index", EXPR), _f("value", EXPR),
                     _f("expected", OPT)), ("vyre.expr.atomic", "vyre.atomic.{op}"), 12, _atomic_text,
          pure=False),
     Kind(E.Spec, (_f("name", SPEC_NAME), _f("dtype", LIT_TYPE, DataType), _f("bits", BITS)),
          ("vyre.expr.spec",), 13, lambda e, t: f"spec {e.name}: {e.dtype.value}"),
     Kind(E.Subgroup, (_f("op", ENUM, SubgroupOp), _f("value", OPT), _f("lane", OPT)),
-         ("vyre.subgroup.{op}",), 14, _subgroup_text, pure=False),
+         ("vyre.subgroup.{op}",), 14, _subgroup_text, pure=False, subgroup=True),
     Kind(E.Call, (_f("function", FUNCTION), _f("args", ARGS)), ("vyre.expr.call",), 15,
          lambda e, t: f"{e.function}({', '.join(t(a) for a in e.args)})", pure=False),
     Kind(E.WeakLit, (_f("value", NUMBER),), (), None, lambda e, t: f"{e.value!r}", built=False),
@@ -191,7 +208,7 @@ NODE_KINDS: tuple[Kind, ...] = (
     Kind(N.Region, (_f("name", LABEL), _f("body", B)), ("vyre.node.region",), 7, lambda n, t: f"region {n.name}:"),
     Kind(N.Return, (), ("vyre.node.return",), 8, lambda n, t: "return"),
     Kind(N.Barrier, (_f("ordering", ENUM, MemoryOrdering),), ("vyre.node.barrier.{ordering}",), 9,
-         lambda n, t: f"barrier({n.ordering.value})"),
+         lambda n, t: f"barrier({n.ordering.value})", syncs=True),
     Kind(N.Eval, (_f("value", EXPR),), ("vyre.node.eval",), 10, lambda n, t: t(n.value)),
     Kind(N.While, (_f("cond", EXPR), _f("body", B), _f("max_iterations", INT)), ("vyre.node.while",), 11,
          lambda n, t: f"while {t(n.cond)} (at most {n.max_iterations}):", wire=("cond", "max_iterations", "body"), loop=True),
@@ -201,7 +218,8 @@ NODE_KINDS: tuple[Kind, ...] = (
          lambda n, t: f"indirect_dispatch(grid = {n.buffer}[{n.offset}:{n.offset + 3}])"),
     Kind(N.MatMulAcc, (_f("d", BUFFER), _f("a", BUFFER), _f("b", BUFFER), _f("m", INT), _f("n", INT),
                        _f("k", INT)), ("vyre.node.matmul_acc",), 15,
-         lambda n, t: f"matmul_acc {n.d}[{n.m}x{n.n}] += {n.a}[{n.m}x{n.k}] * {n.b}[{n.n}x{n.k}]^T"),
+         lambda n, t: f"matmul_acc {n.d}[{n.m}x{n.n}] += {n.a}[{n.m}x{n.k}] * {n.b}[{n.n}x{n.k}]^T",
+         syncs=True),
 )
 KINDS: tuple[Kind, ...] = EXPR_KINDS + NODE_KINDS
 KIND: dict[type, Kind] = {k.cls: k for k in KINDS}
@@ -262,6 +280,22 @@ def _op_getter(k: Kind) -> Callable[[Any], tuple[str, ...]]:
 
 
 OP_IDS: dict[type, Callable[[Any], tuple[str, ...]]] = {k.cls: _op_getter(k) for k in KINDS if k.ops}
+
+
+def _op_members() -> dict[str, Enum]:
+    """Op id -> the ENUM member it names, for the op ids a member's value is part of
+    (``vyre.subgroup.shuffle`` -> SubgroupOp.SHUFFLE): what a program's op ids say it uses."""
+    out: dict[str, Enum] = {}
+    for k in KINDS:
+        for f in k.fields:
+            if f.role == ENUM:
+                for o in k.ops:
+                    if "{" + f.name + "}" in o:
+                        out.update({o.replace("{" + f.name + "}", m.value): m for m in f.type})
+    return out
+
+
+OP_MEMBER: dict[str, Enum] = _op_members()
 
 
 def kind_op_ids() -> frozenset[str]:

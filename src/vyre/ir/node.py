@@ -14,6 +14,10 @@ from .expr import Expr, coerce
 from .limits import MAX_DEPTH, too_deep
 from .types import MemoryOrdering
 
+# what `vyre.ir` exports from here: Node and every statement kind (a new kind is added here)
+__all__ = ["Assign", "Barrier", "Block", "Break", "Continue", "Eval", "If", "IndirectDispatch", "Let", "Loop",
+           "MatMulAcc", "Node", "Region", "Return", "Store", "While"]
+
 
 class Node:
     __slots__ = ()

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 from . import expr as E
 from . import node as N
 from .facts import facts_of
-from .kinds import JUMPS, LOOPS, WRITES_LOCAL
+from .kinds import EXPR_KINDS, JUMPS, KIND, LOOPS, WRITES_LOCAL
 from .limits import MAX_BUFFERS, MAX_NODES
 from .limits import MAX_STMT_NESTING as MAX_DEPTH
 from .program import Program
@@ -168,7 +168,7 @@ class _Validator:
             body = self.p.body
             return _Needs(True, any(isinstance(n, N.Barrier) and n.ordering is MemoryOrdering.GRID_SYNC
                                     for n in N.walk_nodes(body)), True, True,
-                          any(isinstance(e, E.Subgroup) for e in N.walk_exprs(body)),
+                          any(_in_subgroup(e) for e in N.walk_exprs(body)),
                           any(isinstance(n, N.Return) for n in N.walk_nodes(body)),
                           any(isinstance(n, N.MatMulAcc) for n in N.walk_nodes(body)),
                           False)   # float atomics need sane declarations (V019 refuses anyway)
@@ -323,7 +323,7 @@ class _Validator:
     def _subgroup_uniform(self, body, loc: str, uniform: bool) -> None:
         for i, n in enumerate(body):
             here = f"{loc}[{i}]"
-            if not uniform and any(isinstance(e, E.Subgroup) for root in N.node_exprs(n) for e in E.walk(root)):
+            if not uniform and any(_in_subgroup(e) for root in N.node_exprs(n) for e in E.walk(root)):
                 self.add("V027", here, "subgroup operation under control flow that differs between "
                          "invocations.", "move it out of the divergent if/loop (every lane of the "
                          "subgroup must take part).")
@@ -464,7 +464,7 @@ class _Validator:
                          "locals do not survive grid_sync (each phase is a separate dispatch); "
                          "recompute the value or pass it through a buffer.")
                 return None
-        if self.in_function and any(isinstance(sub, E.Subgroup) for sub in E.walk(e)):
+        if self.in_function and any(_in_subgroup(sub) for sub in E.walk(e)):
             self.add("V035", loc, "subgroup operation inside a function.",
                      "compute it in the program body and pass the value as an argument.")
         try:
@@ -707,6 +707,13 @@ class _At(NamedTuple):
     grid: bool
 
 
+def _in_subgroup(e: E.Expr) -> bool:
+    """Whether ``e`` is an operation of the subgroup (`Kind.subgroup`); a malformed value
+    is none (the structural check reports it)."""
+    k = KIND.get(type(e))
+    return k is not None and k.subgroup
+
+
 V = _Validator
 # the rule of each statement kind (tests/ir/test_kind_tables.py: every kind has one)
 _STMT: dict[type, Callable[[_Validator, Any, _At], None]] = {
@@ -725,8 +732,9 @@ _UNIFORM: dict[type, Callable[[_Validator, Any, set[str]], bool]] = {
     E.Var: lambda v, e, nu: e.name not in nu,
     E.Load: lambda v, e, nu: (d := v.p.buffer(e.buffer)) is not None and not d.writable,
 }
-UNIFORM_BY_OPERANDS = frozenset({E.Lit, E.Spec, E.WeakLit, E.BufLen, E.Bin, E.Un, E.Select, E.Cast,
-                                 E.Bitcast, E.Fma})
+# a pure kind (`Kind.pure`: no memory, no effect, no other invocation) without a rule: its
+# operands decide; an impure kind needs a rule here (tests/ir/test_kind_tables.py)
+UNIFORM_BY_OPERANDS = frozenset(k.cls for k in EXPR_KINDS if k.pure) - _UNIFORM.keys()
 
 
 def check(program: Program) -> None:

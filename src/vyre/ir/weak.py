@@ -20,7 +20,7 @@ from typing import Any
 from . import expr as E
 from . import node as N
 from .errors import VyreError
-from .kinds import NODE_MAP, kind_of
+from .kinds import ARGS, EXPR, NODE_KINDS, NODE_MAP, OPT, kind_of
 from .typecheck import CONTEXT, PEEK, TypeFault, infer
 from .types import DataType
 
@@ -103,7 +103,7 @@ class Resolver:
         if mapper is None:
             kind_of(n)   # no expressions, no bodies (anything else raises)
             return n
-        # expressions with no context, bodies in this scope (Block, Region, Eval)
+        # expressions with no context, bodies in this scope (`STMT_EXEMPT`)
         return mapper(n, lambda e: self.expr(e, None, scope), lambda b: self.body(b, scope))
 
     def _assign(self, n: N.Assign, scope: dict[str, DataType]) -> N.Node:
@@ -132,8 +132,9 @@ class Resolver:
 R = Resolver
 # statements whose expressions have a context (the rest: none; Let: `Resolver.stmt`)
 _STMT = {N.Assign: R._assign, N.Store: R._store, N.If: R._if, N.Loop: R._loop, N.While: R._while}
-STMT_EXEMPT = frozenset({N.Let, N.Block, N.Region, N.Eval, N.Return, N.Barrier, N.Break, N.Continue,
-                         N.IndirectDispatch, N.MatMulAcc})
+# (exempt: Let, `Resolver.stmt`; Eval, an expression with no context; and every kind with no
+# expression of its own (bodies at most: they are walked in this scope): nothing to type)
+STMT_EXEMPT = frozenset({N.Let, N.Eval} | {k.cls for k in NODE_KINDS if not k.roles(EXPR, OPT, ARGS)})
 
 
 def resolve(program: Any) -> tuple[tuple[N.Node, ...], tuple[Any, ...]]:

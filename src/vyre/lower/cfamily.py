@@ -314,7 +314,7 @@ class CSyntax(Syntax):
     daz: str = "vy_daz"   # the flush (`Syntax.daz`); the header may define a faster one
     # a target's own matmul_acc: (printer, statement) -> lines, and the helpers those lines
     # call (emitted when the plan leaves a matmul_acc to the target); None: scalar loops
-    matmul_native: Callable[[Printer, N.MatMulAcc], list[str]] | None = None
+    matmul_native: Callable[[Printer, N.Node], list[str]] | None = None
     matmul_prelude: str = ""
 
     types = CT
@@ -544,7 +544,7 @@ class CSyntax(Syntax):
         assert self.subgroup_ops is not None
         return self.subgroup_ops(op, ctype, value, lane, lin)
 
-    def matmul(self, p: Printer, n: N.MatMulAcc) -> None:
+    def matmul(self, p: Printer, n: N.Node) -> None:
         if self.matmul_native is None:
             super().matmul(p, n)
             return

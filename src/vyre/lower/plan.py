@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from vyre.ir import expr as E
 from vyre.ir import node as N
 from vyre.ir.inline import inline
+from vyre.ir.kinds import kind_of
 from vyre.ir.program import BufferDecl, Program
 from vyre.ir.types import MemoryOrdering
 
@@ -113,7 +114,7 @@ def _vector_form(program: Program) -> tuple[frozenset[str], frozenset[str]] | No
     loads: set[str] = set()
     read: set[str] = set()
     for e in N.walk_exprs(program.body):
-        if isinstance(e, E.Atomic | E.Subgroup) or (isinstance(e, E.Id) and e != gx):
+        if isinstance(e, E.Atomic) or kind_of(e).subgroup or (isinstance(e, E.Id) and e != gx):
             return None
         if isinstance(e, E.Load | E.BufLen):
             read.add(e.buffer)
@@ -182,7 +183,7 @@ def lower(program: Program, vector: bool = False,
     else:
         walks = [list(N.walk_nodes(p)) for p in phases]
         loops = tuple(any(isinstance(n, N.Loop | N.While) for n in w) for w in walks)
-        barriers = tuple(any(isinstance(n, N.Barrier | N.MatMulAcc) for n in w) for w in walks)
+        barriers = tuple(any(kind_of(n).syncs for n in w) for w in walks)
     verdicts = analyse(program, tuple(tuple(p) for p in phases)) if facts.loops else LoopFacts()
     long = verdicts.polling or loops
     cancel = tuple(lp and not b for lp, b in zip(long, barriers))

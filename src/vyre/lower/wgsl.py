@@ -35,12 +35,13 @@ subgroup operations.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from vyre.ir import expr as E
 from vyre.ir import node as N
-from vyre.ir.kinds import UnknownKind
+from vyre.ir.kinds import EXPR_KINDS, Kind, UnknownKind
 from vyre.ir.program import Program
 from vyre.ir.types import AtomicOp, BinOp, Builtin, DataType, UnOp
 
@@ -102,7 +103,7 @@ def _r_atomic(e: E.Atomic, wide: set[str]) -> str | None:
     return ATOMIC64 if e.buffer in wide else None
 
 
-def _r_subgroup(e: E.Subgroup, wide: set[str]) -> str | None:
+def _r_subgroup(e: E.Expr, wide: set[str]) -> str | None:
     return SUBGROUP
 
 
@@ -110,12 +111,21 @@ def _r_none(e, wide: set[str]) -> str | None:
     return None
 
 
-# what each expression kind can make WGSL refuse (every kind is listed: a new one must be
-# decided here; tests/ir/test_kind_tables.py checks the table covers the list of kinds)
-REFUSE = {E.Lit: _r_value, E.Cast: _r_value, E.Bitcast: _r_value, E.Spec: _r_value,
-          E.Atomic: _r_atomic, E.Subgroup: _r_subgroup,
-          E.Var: _r_none, E.Load: _r_none, E.BufLen: _r_none, E.Id: _r_none, E.Bin: _r_none, E.Un: _r_none,
-          E.Select: _r_none, E.Fma: _r_none, E.Call: _r_none}
+def _refusal(k: Kind) -> Callable[[Any, set[str]], str | None]:
+    """What kind ``k`` can make WGSL refuse, read from its row: a typed value (a field of
+    type DataType), an operation of the subgroup, an atomic (on a 64-bit buffer), or nothing."""
+    if k.cls is E.Atomic:
+        return _r_atomic
+    if k.subgroup:
+        return _r_subgroup
+    if any(f.type is DataType and f.name == "dtype" for f in k.fields):
+        return _r_value
+    return _r_none
+
+
+# what each expression kind can make WGSL refuse (every kind of a built program: a new one is
+# decided by its row, `_refusal`; tests/ir/test_kind_tables.py checks the table covers the list)
+REFUSE = {k.cls: _refusal(k) for k in EXPR_KINDS if k.built}
 
 
 def refusals(program: Program) -> list[str]:

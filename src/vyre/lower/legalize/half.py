@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from vyre.ir import expr as E
 from vyre.ir import node as N
+from vyre.ir.kinds import kind_of
 from vyre.ir.program import BufferDecl, Function, Program
 from vyre.ir.rewrite import with_children
 from vyre.ir.typecheck import infer
@@ -144,6 +145,9 @@ class _Half:
 
     def expr(self, e: E.Expr, scope) -> E.Expr:
         rule = _EXPR.get(type(e))
+        if rule is None:   # a kind with no rule of its own: what its row says it does
+            k = kind_of(e)
+            rule = "_arith" if k.arith else "_subgroup" if k.subgroup else None
         if rule is not None:
             done = getattr(self, rule)(e, scope, self.type(e, scope))
             if done is not None:
@@ -173,10 +177,11 @@ class _Half:
         r = E.Un(e.op, self.wide(e.operand, scope))
         return r if e.op in FLOAT_PREDICATES else self.narrow(t, r)
 
-    def _fma(self, e: E.Fma, scope, t) -> E.Expr | None:
+    def _arith(self, e: E.Expr, scope, t) -> E.Expr | None:
+        """Arithmetic on 16-bit floats (fma): its operands widened, its result rounded once."""
         if t not in HALF:
             return None
-        return self.narrow(t, E.Fma(*(self.wide(k, scope) for k in (e.a, e.b, e.c))))
+        return self.narrow(t, with_children(e, [self.wide(k, scope) for k in E.children(e)]))
 
     def _cast(self, e: E.Cast, scope, t) -> E.Expr | None:
         src = self.type(e.value, scope)
@@ -204,10 +209,13 @@ class _Half:
             return self.expr(e.value, scope)
         return None
 
-    def _effect(self, e: E.Expr, scope, t) -> E.Expr | None:
-        if t in HALF and isinstance(e, E.Atomic):   # `vyre.lower.plan.lower` runs accumulate first
+    def _atomic(self, e: E.Atomic, scope, t) -> E.Expr | None:
+        if t in HALF:   # `vyre.lower.plan.lower` runs accumulate first
             raise HalfRefusal("16-bit float atomics left for this rewrite (rewrite them onto u32 atomics "
                               "with vyre.lower.accumulate first)")
+        return None
+
+    def _subgroup(self, e: E.Expr, scope, t) -> E.Expr | None:
         if t in HALF:
             raise HalfRefusal("subgroup operations on 16-bit floats")
         return None
@@ -219,9 +227,11 @@ class _Half:
         return walk_function(f, self, tuple((name, U if t in HALF else t) for name, t in f.params))
 
 
-# how each kind is lowered (names of `_Half` methods; other kinds are rebuilt as they are)
-_EXPR = {E.Lit: "_lit", E.Spec: "_spec", E.Bin: "_bin", E.Un: "_un", E.Fma: "_fma", E.Cast: "_cast",
-         E.Bitcast: "_bitcast", E.Atomic: "_effect", E.Subgroup: "_effect"}
+# how each kind is lowered (names of `_Half` methods); a kind not here is lowered by its row
+# (`Kind.arith`: `_arith`; `Kind.subgroup`: `_subgroup`) or else rebuilt as it is: it moves
+# 16-bit values as their bits (loads, selects, locals)
+_EXPR = {E.Lit: "_lit", E.Spec: "_spec", E.Bin: "_bin", E.Un: "_un", E.Cast: "_cast",
+         E.Bitcast: "_bitcast", E.Atomic: "_atomic"}
 
 
 def lower_half(program: Program) -> Program:

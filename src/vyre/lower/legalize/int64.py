@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 from vyre.ir import expr as E
 from vyre.ir import node as N
+from vyre.ir.kinds import kind_of
 from vyre.ir.program import BufferDecl, Function, Program
 from vyre.ir.rewrite import with_children
 from vyre.ir.typecheck import TypeFault, body_scope, infer
@@ -233,6 +234,8 @@ class _Lowering:
     def expr(self, e: E.Expr, scope: dict[str, DataType]) -> E.Expr:
         """A non-64-bit expression, its 64-bit parts lowered."""
         rule = _EXPR.get(type(e))
+        if rule is None and kind_of(e).subgroup:   # what its row says it does
+            rule = "_e_subgroup"
         if rule is not None:
             done = getattr(self, rule)(e, scope)
             if done is not None:
@@ -282,8 +285,8 @@ class _Lowering:
     def _e_call(self, e: E.Call, scope) -> E.Expr | None:
         return E.Call(e.function, tuple(self.args(e, scope)))
 
-    def _e_subgroup(self, e: E.Subgroup, scope) -> E.Expr | None:
-        if e.value is not None and self.type(e.value, scope) in WIDE:
+    def _e_subgroup(self, e: E.Expr, scope) -> E.Expr | None:
+        if any(self.type(k, scope) in WIDE for k in E.children(e)):
             raise Int64Refusal("subgroup operations on 64-bit values")
         return None
 
@@ -358,8 +361,10 @@ class _Lowering:
 _PAIR = {E.Lit: "_p_lit", E.Spec: "_p_lit", E.Var: "_p_var", E.Load: "_p_load", E.Bin: "_p_bin", E.Un: "_p_un",
          E.Select: "_p_select", E.Cast: "_p_cast", E.Bitcast: "_p_cast", E.Call: "_p_call",
          E.Atomic: "_p_atomic"}
+# (a kind not here: an operation of the subgroup, `Kind.subgroup`, is `_e_subgroup`; every
+# other is rebuilt with its operands lowered)
 _EXPR = {E.Bin: "_e_bin", E.Cast: "_e_cast", E.Bitcast: "_e_cast", E.BufLen: "_e_buflen", E.Call: "_e_call",
-         E.Subgroup: "_e_subgroup", E.Atomic: "_e_atomic"}
+         E.Atomic: "_e_atomic"}
 _STMT = {N.Let: "_s_local", N.Assign: "_s_local", N.Store: "_s_store", N.Loop: "_s_loop", N.Eval: "_s_eval"}
 
 
