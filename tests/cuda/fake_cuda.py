@@ -127,7 +127,7 @@ class Device:
     def set_current(self) -> None:
         return None
 
-    def create_stream(self) -> Stream:
+    def create_stream(self, options: Any = None) -> Stream:
         return Stream()
 
     def allocate(self, size: int, stream: Any = None) -> Buffer:
@@ -142,6 +142,10 @@ class LegacyPinnedMemoryResource:
 class EventOptions:
     def __init__(self, **kw: Any) -> None:
         self.kw = kw
+
+
+class StreamOptions(EventOptions):
+    pass
 
 
 class LaunchConfig:
@@ -239,7 +243,7 @@ def modules() -> dict[str, types.ModuleType]:
     """The stand-in modules by their ``sys.modules`` name."""
     core = types.ModuleType("cuda.core")
     for name in ("Buffer", "Device", "Event", "EventOptions", "LaunchConfig", "LegacyPinnedMemoryResource",
-                 "ObjectCode", "Stream", "launch"):
+                 "ObjectCode", "Stream", "StreamOptions", "launch"):
         setattr(core, name, globals()[name])
     utils = types.ModuleType("cuda.core.utils")
     core.utils = utils

@@ -130,6 +130,7 @@ def test_a_matmul_acc_keeps_its_accumulators_in_registers_only_where_nothing_els
 
     loop, mma = _k_loop()
     assert imma._keeps_registers(loop, mma)
+    assert not imma._keeps_registers(loop, mma, returns=True)                     # a program that returns
     for extra in ([Node.store("wd", Expr.u32(0), Expr.u32(1))],                    # d stored in the loop
                   [Node.store("wa", Expr.u32(0), Expr.load("wd", Expr.u32(0)))],  # d loaded in the loop
                   [Node.matmul_acc("wd", "wa", "wb", 32, 16, 32)],                # a second matmul_acc on d

@@ -318,6 +318,8 @@ class CSyntax(Syntax):
     matmul_prelude: str = ""
 
     types = CT
+    # the last kernel parameter, where the cancel word has one of its own ('': ``vy_ctl[1]``)
+    cancel_param = ""
     cancel_poll = ("if ((++vy_trips & 1023u) == 0u && VY_CANCELLED(vy_ctl)) return;",)
     chunk_poll = ("vy_trips += {n};",
                   "if (vy_trips >= 1024u) {{ vy_trips &= 1023u; if (VY_CANCELLED(vy_ctl)) return; }}")
@@ -576,6 +578,8 @@ class CSyntax(Syntax):
         if plan.vector > 1:
             params.append("uint vy_gx")
         params.append(self.global_param.format(t="uint") + " vy_ctl")
+        if self.cancel_param:
+            params.append(self.cancel_param)
         return f"{self.kernel} {plan.entries[index]}({', '.join(params)})"
 
     def vector_body(self, p: Printer, body: tuple) -> None:

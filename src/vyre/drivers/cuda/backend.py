@@ -85,6 +85,16 @@ class _PinnedPool:
         buf.close()
 
 
+class _Cancel:
+    """A control block's cancel word: 4 bytes of device memory (``ptr``), and whether the
+    host raised it since it was last zeroed."""
+
+    __slots__ = ("ptr", "raised", "word")
+
+    def __init__(self, word: Any) -> None:
+        self.word, self.ptr, self.raised = word, _ptr(word), False
+
+
 class CudaDevice(Device):
     reads_device_arrays = True
     cancellable = True
@@ -101,6 +111,8 @@ class CudaDevice(Device):
         self._modules = lru(64)   # recently loaded cubins
         self._order = _ok(cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DISABLE_TIMING))
         self.pinned = _PinnedPool(self.rt)
+        self._cancel_stream: Any = None   # made at the first cancel (`ctl_cancel`)
+        self._one: Any = None
         # matmul_acc on IMMA (vyre.drivers.cuda.imma): mma.sync m16n8k32 needs sm_80
         self.tensor_cores = self.rt.facts.compute_capability >= (8, 0) and \
             settings.flag("VYRE_CUDA_TENSOR_CORES", default=True)
@@ -212,18 +224,51 @@ class CudaDevice(Device):
         stream = self._target.stream.handle if self._target is not self.stream else self._raw
         _ok(cu.cuMemsetD32Async(_ptr(buf), 0, nbytes // 4, stream))
 
-    # ---- control block: pinned host memory the kernel reads and writes directly ----------------
+    # ---- control block: the error word in pinned host memory the kernel writes directly; the
+    # cancel word in device memory the kernel polls, raised by a copy on a stream of its own --
     def ctl_alloc(self) -> Ctl:
         self.rt.ensure_current()
         try:
             pin = self.pinned.take(8)
+            word = self.rt.alloc(4)
+            _ok(cu.cuMemsetD32Async(_ptr(word), 0, 1, self._raw))
         except Exception as exc:
             raise self.error(exc) from None
         words = host_words(pin, 2)
         words[:] = 0
-        ctl = Ctl(pin, words, pin)
-        weakref.finalize(ctl, self.pinned.give, pin)
+        ctl = Ctl(pin, words, _Cancel(word))
+        weakref.finalize(ctl, self._ctl_release, pin, word)
         return ctl
+
+    def _ctl_release(self, pin: Any, word: Any) -> None:
+        self.pinned.give(pin)
+        word.close(self.stream)
+
+    def ctl_reset(self, ctl: Ctl) -> None:
+        ctl.words[:] = 0
+        c: _Cancel = ctl.handle
+        if c.raised:   # zero it again, in order before the dispatch's kernels
+            self.rt.ensure_current()
+            _ok(cu.cuMemsetD32Async(c.ptr, 0, 1, self._raw))
+            c.raised = False
+
+    def ctl_cancel(self, ctl: Ctl) -> bool:
+        """Copy a 1 into the dispatch's cancel word on the cancel stream (not blocked by the
+        kernels it stops: a copy engine runs it) and wait for the copy, so that `ctl_reset`'s
+        zeroing can never be overtaken by it."""
+        c: _Cancel = ctl.handle
+        try:
+            self.rt.ensure_current()
+            if self._cancel_stream is None:
+                self._cancel_stream = self.rt.dev.create_stream(options=cc.StreamOptions(nonblocking=True))
+                self._one = self.pinned.take(4)
+                host_words(self._one, 1)[:] = 1
+            _ok(cu.cuMemcpyHtoDAsync(c.ptr, _ptr(self._one), 4, self._cancel_stream.handle))
+            self._cancel_stream.sync()
+        except Exception:
+            return False
+        c.raised = True
+        return True
 
     # ---- launch --------------------------------------------------------------------------------
     def pack(self, kernel: Kernel, buffers: list[Any], counts: tuple[int, ...], ctl: Ctl) -> tuple:
@@ -232,7 +277,7 @@ class CudaDevice(Device):
             if len(self._counts) > 1024:
                 self._counts.clear()
             words = self._counts[counts] = tuple(np.uint32(c) for c in counts)
-        return (*buffers, *words, ctl.arg)
+        return (*buffers, *words, ctl.arg, ctl.handle.ptr)
 
     def _config(self, grid: tuple[int, int, int], block: tuple[int, int, int]) -> Any:
         key = (grid, block)
@@ -409,6 +454,7 @@ class CudaDevice(Device):
             dev = int(self.rt.dev.device_id)
             cu.cuDevicePrimaryCtxReset(dev)
             self.rt = Runtime(dev)
+            self._cancel_stream = self._one = None   # (they belonged to the old context)
         self.abandon()
 
     def close(self) -> None:

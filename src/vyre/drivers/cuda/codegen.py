@@ -62,7 +62,9 @@ static __device__ __forceinline__ float vy_ieee_rcp(float a) { float r; asm("rcp
 #define VY_FLOOR(x) floorf(x)
 #define VY_CEIL(x) ceilf(x)
 #define VY_CLZ(x) __clz((int)(x))
-#define VY_CANCELLED(p) (*(volatile unsigned int*)&(p)[1] != 0u)
+// the cancel word: device memory of its own (a poll of pinned host memory crosses PCIe; in
+// the n-body loop such polls cost 6 ms of 9), which the host raises by a copy on another stream
+#define VY_CANCELLED(p) (*(volatile const unsigned int*)(p) != 0u)
 """
 
 _AXIS = "xyz"
@@ -113,7 +115,13 @@ def _atomic(op: AtomicOp, ptr: str, val: str, expected: str | None, signed: bool
 class CudaSyntax(CSyntax):
     """CUDA's syntax record: the C family's, with the register arrays of the matmul_acc
     statements that keep their accumulators in registers across a loop declared in each
-    kernel's prologue (`imma.resident`)."""
+    kernel's prologue (`imma.resident`), and the cancel word as a parameter of its own
+    (device memory, `CudaDevice.ctl_alloc`)."""
+
+    cancel_param = "const uint* vy_cancel"
+    cancel_poll = ("if ((++vy_trips & 1023u) == 0u && VY_CANCELLED(vy_cancel)) return;",)
+    chunk_poll = ("vy_trips += {n};",
+                  "if (vy_trips >= 1024u) {{ vy_trips &= 1023u; if (VY_CANCELLED(vy_cancel)) return; }}")
 
     def prologue(self, p: Printer, index: int) -> None:
         super().prologue(p, index)

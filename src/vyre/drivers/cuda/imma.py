@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING
 
 from vyre.ir import expr as E
 from vyre.ir import node as N
+from vyre.ir.kinds import BINDS, BUFFER, DECLARES, LOCAL, kind_of
 from vyre.ir.program import Program
 from vyre.ir.types import DataType
 
@@ -560,7 +561,7 @@ class Resident:
     register array ``name`` (declared in the kernel's prologue, `declarations`) holds d's
     warp tiles, ``slots`` of ``tm`` x ``tn`` mma tiles per warp."""
 
-    loop: N.Loop
+    loop: N.Node   # a counted loop (`_loop_of`)
     name: str
     tm: int
     tn: int
@@ -588,39 +589,42 @@ def _warp_tile(m: int, n: int, t: int, words: bool) -> tuple[int, int, int]:
 
 
 def _names(e: E.Expr) -> set[str]:
-    return {x.name for x in E.walk(e) if isinstance(x, E.Var)}
+    """The locals ``e`` reads."""
+    return {getattr(x, f) for x in E.walk(e) for f in kind_of(x).roles(LOCAL)}
 
 
-def _loop_of(body: tuple[N.Node, ...], n: N.MatMulAcc) -> N.Loop | None:
-    """The loop whose body holds ``n`` as one of its own statements (not nested deeper)."""
+def _buffers(s: N.Node) -> set[str]:
+    """The buffers statement ``s`` and its own expressions name."""
+    return {getattr(s, f) for f in kind_of(s).roles(BUFFER)} \
+        | {getattr(x, f) for root in N.node_exprs(s) for x in E.walk(root) for f in kind_of(x).roles(BUFFER)}
+
+
+def _loop_of(body: tuple[N.Node, ...], n: N.MatMulAcc) -> N.Node | None:
+    """The counted loop (a loop kind that binds its variable: ``var``, ``from_``, ``to``)
+    whose body holds ``n`` as one of its own statements (not nested deeper)."""
     for s in N.walk_nodes(body):
-        if isinstance(s, N.Loop) and any(x is n for x in s.body):
+        k = kind_of(s)
+        if k.loop and k.roles(BINDS) and any(x is n for x in s.body):
             return s
     return None
 
 
-def _keeps_registers(loop: N.Loop, n: N.MatMulAcc) -> bool:
+def _keeps_registers(loop: N.Node, n: N.MatMulAcc, returns: bool = False) -> bool:
     """Whether ``n`` may keep d in registers across ``loop``: n runs on every trip (a statement
-    of the loop's own body, no break, continue or return in it); nothing else in the loop
-    touches d (no load, store, atomic or other matmul_acc of it), so d in memory is needed only
-    before the first trip and after the last; and the bounds can be read again on any trip
-    (no load; no name they use is bound or assigned in the loop)."""
+    of the loop's own body, no break or continue in it, and no return in the program:
+    ``returns``, its `ProgramFacts.returns`); nothing
+    else in the loop names d (no load, store, atomic or other matmul_acc of it), so d in
+    memory is needed only before the first trip and after the last; and the bounds can be read
+    again on any trip (they name no buffer; no name they use is bound or assigned in the
+    loop). Read from the kinds' rows and field roles, so it holds for any kind."""
     inner = list(N.walk_nodes(loop.body))
-    if any(isinstance(s, N.Break | N.Continue | N.Return) for s in inner):
+    if returns or any(kind_of(s).jump for s in inner):
         return False
-    for s in inner:
-        if s is n:
-            continue
-        if isinstance(s, N.MatMulAcc) and n.d in (s.d, s.a, s.b):
-            return False
-        if getattr(s, "buffer", None) == n.d:
-            return False
-        if any(getattr(x, "buffer", None) == n.d for root in N.node_exprs(s) for x in E.walk(root)):
-            return False
-    bound = {loop.var} | {s.name for s in inner if isinstance(s, N.Let | N.Assign)} \
-        | {s.var for s in inner if isinstance(s, N.Loop)}
+    if any(n.d in _buffers(s) for s in inner if s is not n):
+        return False
+    bound = {loop.var} | {getattr(s, f) for s in inner for f in kind_of(s).roles(DECLARES, BINDS, LOCAL)}
     bounds = (loop.from_, loop.to)
-    return not any(isinstance(x, E.Load | E.Atomic) for e in bounds for x in E.walk(e)) \
+    return not any(kind_of(x).roles(BUFFER) for e in bounds for x in E.walk(e)) \
         and not (bound & (_names(loop.from_) | _names(loop.to)))
 
 
@@ -637,7 +641,7 @@ def resident(program: Program, body: tuple[N.Node, ...]) -> dict[int, Resident]:
         for s in N.walk_nodes(body):
             if isinstance(s, N.MatMulAcc):
                 loop = _loop_of(body, s)
-                if loop is not None and _keeps_registers(loop, s):
+                if loop is not None and _keeps_registers(loop, s, program.facts.returns):
                     words = program.buffer(s.a).dtype not in _PTX
                     tm, tn, slots = _warp_tile(s.m, s.n, threads(program), words)
                     out[id(s)] = Resident(loop, f"vy_racc{len(out)}", tm, tn, slots, words)
