@@ -1,9 +1,10 @@
 """`CudaBackend`: the engine over `CudaDevice` (cuda.core + cuda.bindings + NVRTC).
 
 One stream carries every operation; fences are events. Host staging is pinned memory, and so
-is each dispatch's control block: the kernel writes the error flag and polls the cancel word
-through unified addressing, so reading errors back costs no copy and a timed-out kernel stops
-when the engine raises its cancel word. Sized copies and fills go through the driver API
+is each dispatch's error word: the kernel writes the error flag through unified addressing, so
+reading errors back costs no copy. The cancel word the kernel polls is device memory (a poll
+of host memory crosses PCIe), raised by a copy on a stream of its own, so a timed-out kernel
+stops. Sized copies and fills go through the driver API
 (``cuMemcpyAsync``/``cuMemsetD32Async``) so a resident buffer larger than the dispatch needs
 is never touched past the bytes that belong to it. Device arrays (CUDA Array Interface,
 DLPack) are read in place, ordered after their producer's stream. Batches are captured into
