@@ -336,7 +336,7 @@ def test_chunked_loops_make_every_trip(backend, var_type, lo, hi):
 
 def test_a_loop_to_the_minimum_of_a_bound_and_a_buffer_length_reads_it_without_a_check(backend):
     """``loop(i, r0, min(r0 + c, buf_len(a)))`` (a run clipped to the buffer's end, either
-    operand order): ``a[i]`` is in bounds, ``b[i]`` keeps its check; the values are S6's."""
+    operand order): ``a[i]`` is in bounds, ``b[i]`` keeps its check (under a flag: b as long as a); the values are S6's."""
     for flip in (False, True):
         r0 = Expr.var("r0")
         clip = Expr.min(E.BufLen("a"), r0 + Expr.u32(700)) if flip else Expr.min(r0 + Expr.u32(700), E.BufLen("a"))
@@ -347,7 +347,8 @@ def test_a_loop_to_the_minimum_of_a_bound_and_a_buffer_length_reads_it_without_a
                  Node.assign("s", Expr.var("s") + Expr.load("a", Expr.var("i")) * Expr.load("b", Expr.var("i")))]),
              Node.store("out", Expr.gid_x(), Expr.var("s"))])
         source = cuda_source(program)[1]
-        assert "b_a[v_i]" in source and "(v_i < n_a)" not in source and "(v_i < n_b)" in source
+        assert "b_a[v_i]" in source and "(v_i < n_a)" not in source and "n_a <= n_b;" in source \
+            and "|| v_i < n_b) ? b_b[v_i]" in source   # checked unless b is as long as a (`Printer.unswitch`)
         a = np.arange(1, 2000, dtype=np.uint32)      # 1999: the third run is clipped, the fourth empty
         b = np.arange(5, 1505, dtype=np.uint32)      # shorter: its loads past 1500 give zero (S6)
         want = [sum(int(a[i]) * (int(b[i]) if i < b.size else 0) for i in range(g * 700, min(g * 700 + 700, a.size)))
@@ -364,7 +365,8 @@ def test_a_loop_to_a_buffer_length_reads_it_without_a_check(backend):
              Node.assign("s", Expr.var("s") + Expr.load("a", Expr.var("i")) * Expr.load("b", Expr.var("i")))]),
          Node.store("out", Expr.u32(0), Expr.var("s"))])
     source = cuda_source(program)[1]
-    assert "b_a[v_i]" in source and "(v_i < n_a)" not in source and "(v_i < n_b)" in source
+    assert "b_a[v_i]" in source and "(v_i < n_a)" not in source and "n_a <= n_b;" in source \
+        and "|| v_i < n_b) ? b_b[v_i]" in source   # checked unless b is as long as a (`Printer.unswitch`)
     a = np.arange(1, 3000, dtype=np.uint32)
     b = np.arange(5, 1005, dtype=np.uint32)   # shorter: its loads past 1000 give zero (S6)
     want = sum(int(a[i]) * int(b[i]) for i in range(2, 1000)) & 0xFFFFFFFF

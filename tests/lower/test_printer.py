@@ -8,7 +8,7 @@ from __future__ import annotations
 import inspect
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pytest
@@ -158,12 +158,13 @@ def _eligible(program: Program) -> bool:
         not any(isinstance(e, E.Subgroup) for e in N.program_exprs(program))
 
 
-def _harness(index: int, program: Program, inputs: list[np.ndarray]) -> tuple[str, str]:
+def _harness(index: int, program: Program, inputs: list[np.ndarray],
+             syntax: CSyntax = C99) -> tuple[str, str]:
     """(kernel translation unit, its runner) of one program: the runner executes every
     invocation of every phase in order and prints the outputs' bytes in hex."""
     plan = lower(program)
     src = f"#define vyre_phase_0 p{index}_0\n#define vyre_phase_1 p{index}_1\n#define vyre_phase_2 p{index}_2\n"
-    src += emit(plan, C99)
+    src += emit(plan, syntax)
     launch = resolve(program, [a.nbytes for a in inputs])
     count = {b.name: launch.count(b.name) for b in program.bound_buffers}
     for s in plan.scratch:   # float atomics' hidden scratch (S36): zeroed, words per element
@@ -199,26 +200,24 @@ def _harness(index: int, program: Program, inputs: list[np.ndarray]) -> tuple[st
     return src, "\n".join(lines)
 
 
-def test_a_c99_record_is_a_new_target_whose_kernels_gcc_runs_with_the_reference_bytes(tmp_path):
+def _gcc_runs_like_the_reference(tmp_path, entries: list, syntax: CSyntax = C99) -> None:
+    """Build ``entries`` (name, program, inputs) through ``syntax`` with gcc, run every
+    invocation, and compare each program's outputs and error word with the reference's."""
     gcc = shutil.which("gcc")
     if gcc is None:
         pytest.skip("no gcc on this machine")
-    entries = [e for e in corpus() if _eligible(e.program) and e.grid_override is None
-               and e.requires is None][::4][:40]
-    assert len(entries) >= 25
     files, runners, expected = [], [], {}
-    for k, e in enumerate(entries):
-        inputs = e.inputs(0)
-        src, runner = _harness(k, e.program, inputs)
+    for k, (name, program, inputs) in enumerate(entries):
+        src, runner = _harness(k, program, inputs, syntax)
         path = tmp_path / f"k{k}.c"
         path.write_text(src)
         files.append(str(path))
         runners.append(runner)
         try:
-            want = " ".join(["0", *(w.hex() for w in reference.run(e.program, inputs))])
+            want = " ".join(["0", *(w.hex() for w in reference.run(program, inputs))])
         except ExecutionError as err:   # the kernel sets the error's control-block bit instead
             want = str(CTL_ERRORS[err.kind])
-        expected[str(k)] = (e.name, want)
+        expected[str(k)] = (name, want)
     main = ["#include <stdio.h>", "typedef unsigned int uint;", "uint vy_id[3][3];", *runners,
             "int main(void) {", *(f"  run{k}();" for k in range(len(entries))), "  return 0;\n}"]
     (tmp_path / "main.c").write_text("\n".join(main))
@@ -235,6 +234,34 @@ def test_a_c99_record_is_a_new_target_whose_kernels_gcc_runs_with_the_reference_
         if (rest if " " in want else rest.split(" ")[0]) != want:
             wrong.append(name)
     assert not wrong, wrong
+
+
+def test_a_c99_record_is_a_new_target_whose_kernels_gcc_runs_with_the_reference_bytes(tmp_path):
+    entries = [e for e in corpus() if _eligible(e.program) and e.grid_override is None
+               and e.requires is None][::4][:40]
+    assert len(entries) >= 25
+    _gcc_runs_like_the_reference(tmp_path, [(e.name, e.program, e.inputs(0)) for e in entries])
+
+
+def test_loads_at_a_loop_variable_are_unswitched_on_the_buffers_lengths(tmp_path):
+    """A loop over buf_len(a) loading b[j]: with `Syntax.unswitch_loads` one flag before the
+    loop (b at least as long as a) guards the check, and the bytes stay the reference's
+    whether b is longer, as long, or shorter (out-of-range loads give zero: S6)."""
+    j, gx = E.Expr.var("j"), E.Expr.gid_x()
+    body = [N.Node.let_bind("s", E.Expr.u32(0)),
+            N.Node.loop("j", E.Expr.u32(0), E.Expr.buf_len("a"),
+                        [N.Node.assign("s", E.Expr.var("s") + E.Expr.load("a", j) * 3 + E.Expr.load("b", j))]),
+            N.Node.store("o", gx, E.Expr.var("s"))]
+    prog = Program.wrapped([BufferDecl.read("a", 0, DataType.U32), BufferDecl.read("b", 1, DataType.U32),
+                            BufferDecl.output("o", 2, DataType.U32, 16)], 8, body)
+    unswitched = replace(C99, unswitch_loads=True)
+    src = emit(lower(prog), unswitched)
+    assert "n_a <= n_b;" in src and "|| v_j < n_b) ? b_b[v_j]" in src and "b_a[v_j];" in src
+    assert "vy_in" not in emit(lower(prog), C99)
+    rng = np.random.default_rng(5)
+    entries = [(f"b{nb}", prog, [rng.integers(0, 1 << 32, 40, dtype=np.uint32),
+                                 rng.integers(0, 1 << 32, nb, dtype=np.uint32)]) for nb in (60, 40, 25, 1)]
+    _gcc_runs_like_the_reference(tmp_path, entries, unswitched)
 
 
 def test_the_c99_record_is_about_a_hundred_lines():

@@ -316,6 +316,7 @@ class CSyntax(Syntax):
     # call (emitted when the plan leaves a matmul_acc to the target); None: scalar loops
     matmul_native: Callable[[Printer, N.Node], list[str]] | None = None
     matmul_prelude: str = ""
+    unswitch_loads: bool = False   # `Syntax.unswitch_loads`
 
     types = CT
     # the last kernel parameter, where the cancel word has one of its own ('': ``vy_ctl[1]``)
@@ -379,11 +380,12 @@ class CSyntax(Syntax):
     def count(self, p: Printer, buffer: str) -> str:
         return f"n_{buffer}"
 
-    def load(self, p: Printer, buffer: str, i: str, in_bounds: bool) -> str:
+    def load(self, p: Printer, buffer: str, i: str, in_bounds: bool | str) -> str:
         st = ST[p.program.buffer(buffer).dtype.size]
-        if in_bounds:
+        if in_bounds is True:
             return p.fresh_as(st, f"{p.ptr(buffer)}[{i}]")
-        return p.fresh_as(st, f"({i} < {p.count(buffer)}) ? {p.ptr(buffer)}[{i}] : ({st})0")
+        check = f"{i} < {p.count(buffer)}" if in_bounds is False else f"{in_bounds} || {i} < {p.count(buffer)}"
+        return p.fresh_as(st, f"({check}) ? {p.ptr(buffer)}[{i}] : ({st})0")
 
     def from_word(self, p: Printer, word: str, t: DataType) -> str:
         """A stored element of type ``t`` as its value (narrow integers widen)."""

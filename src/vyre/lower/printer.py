@@ -83,6 +83,9 @@ class Printer:
         self.checked = 0
         # loads printed once before the loops they are invariant in (`hoist`)
         self.hoisted: dict[E.Load, Value] = {}
+        # (loop variable, buffer) -> a flag printed before the loop: true when the buffer is at
+        # least as long as the one bounding the loop (`unswitch`)
+        self.within: dict[tuple[str, str], str] = {}
         self.written = self.atomic_buffers | self.program.facts.stored
 
     # ---- output -------------------------------------------------------------------------------
@@ -195,7 +198,10 @@ class Printer:
             return self.s.from_word(self, self.lane_loads[e.buffer], t), t, RAW if t is F32 else CANON
         loaded = (FLUSHED if e.buffer in self.flushed else RAW) if t is F32 else CANON
         i, _, _ = self.expr(e.index)
-        word = self.s.load(self, e.buffer, i, self.ranges.in_bounds(e.buffer, e.index))
+        ok: bool | str = self.ranges.in_bounds(e.buffer, e.index)
+        if not ok and self.within and isinstance(e.index, E.Var):
+            ok = self.within.get((e.index.name, e.buffer), False)
+        word = self.s.load(self, e.buffer, i, ok)
         return self.s.from_word(self, word, t), t.value_type, loaded
 
     def select(self, e: E.Select) -> Value:
@@ -453,6 +459,8 @@ class Printer:
 
     def loop(self, n: N.Loop, guarded: bool) -> None:
         saved = self.hoist(n)
+        within = self.within
+        self.within = self.unswitch(n)
         lo, t, _ = self.expr(n.from_)
         hi, _, _ = self.expr(n.to)
         self.scope.append({n.var: t})
@@ -495,6 +503,45 @@ class Printer:
         self.checked_close(done)
         self.scope.pop()
         self.hoisted = saved
+        self.within = within
+
+    def unswitch(self, n: N.Loop) -> dict[tuple[str, str], str]:
+        """`within` for the body of loop ``n``. Its variable stays below the count of the buffer
+        bounding the loop (`Ranges.bounding_buffer`), so a load of another buffer at exactly that
+        variable is in bounds whenever that buffer is at least as long: one flag printed before
+        the loop says so for all such buffers, and their checks read ``flag || i < n``, the same
+        bytes (S6), on which the compiler can version the loop (checks gone from the copy that
+        runs when the flag holds). Only where the syntax spells such a check
+        (`Syntax.unswitch_loads`); loads of a nested loop over the same name are its own."""
+        within = {k: v for k, v in self.within.items() if k[0] != n.var}
+        bound = self.ranges.bounding_buffer(n.to)
+        if not self.s.unswitch_loads or bound is None:
+            return within
+        found: dict[str, None] = {}
+        stack = list(n.body)
+        while stack:
+            s = stack.pop()
+            if isinstance(s, N.Let | N.Assign) and s.name == n.var:
+                return within   # the variable changes: not bounded by the loop's end
+            if isinstance(s, N.Loop) and s.var == n.var:
+                exprs: tuple[E.Expr, ...] = (s.from_, s.to)
+            else:
+                exprs = N.node_exprs(s)
+                for _, sub in N.node_bodies(s):
+                    stack.extend(sub)
+            for x in exprs:
+                for e in E.walk(x):
+                    if isinstance(e, E.Load) and isinstance(e.index, E.Var) and e.index.name == n.var \
+                            and e.buffer != bound and not self.program.buffer(e.buffer).count:
+                        found[e.buffer] = None
+        if not found:
+            return within
+        have = self.s.count(self, bound)
+        flag = self.name("vy_in")
+        cond = " && ".join(f"{have} <= {self.s.count(self, b)}" for b in sorted(found))
+        self.out(self.s.temp(flag, self.s.types[BOOL], cond))
+        within.update({(n.var, b): flag for b in found})
+        return within
 
     def chunked(self, n: N.Loop, t: DataType) -> bool:
         """Whether a polling `loop` runs as chunks of at most `POLL_TRIPS` trips with one poll

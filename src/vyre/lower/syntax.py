@@ -69,6 +69,9 @@ class Syntax:
     # with checked_loops: the loop trips such a device allows one invocation in all; a kernel
     # whose loops provably make fewer (`LoopFacts.work`) is printed with plain loops
     loop_budget: int = 0
+    # `load` takes, for ``in_bounds``, a flag name under which the index is in bounds (the
+    # check becomes ``flag || i < n``: `Printer.unswitch`); False: loads take only a bool
+    unswitch_loads: bool = False
 
     # declarations and statements
     def var(self, name: str, type_: str, init: str | None) -> str: raise NotImplementedError  # init None: zero
@@ -82,7 +85,7 @@ class Syntax:
     def lit(self, t: DataType, bits: int) -> str: raise NotImplementedError
     def builtin(self, kind: Builtin, axis: int) -> str: raise NotImplementedError
     def count(self, p: Printer, buffer: str) -> str: raise NotImplementedError  # a bound buffer's length
-    def load(self, p: Printer, buffer: str, i: str, in_bounds: bool) -> str: raise NotImplementedError
+    def load(self, p: Printer, buffer: str, i: str, in_bounds: bool | str) -> str: raise NotImplementedError
     def from_word(self, p: Printer, word: str, t: DataType) -> str: raise NotImplementedError
     def to_word(self, v: str, t: DataType, stored: DataType | None = None) -> str: raise NotImplementedError
     def store(self, p: Printer, buffer: str, i: str, word: str) -> str: raise NotImplementedError

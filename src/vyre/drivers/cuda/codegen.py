@@ -148,6 +148,7 @@ CUDA = CudaSyntax(
     subgroup_ops=_subgroup,
     hw_ftz=True,
     daz="vy_ftz",
+    unswitch_loads=True,
     vload4=lambda p, i: f"*(const uint4*)({p} + {i})",
     vstore4=lambda p, i, v: f"*(uint4*)({p} + {i}) = {v};",
     make4=lambda parts: f"make_uint4({', '.join(parts)})",
