@@ -236,6 +236,7 @@ def _driver() -> types.ModuleType:
     cu.cuMemcpyHtoD = lambda dst, src, n: memcpy(dst, src, n)
     cu.cuMemcpyDtoH = lambda dst, src, n: memcpy(dst, src, n)
     cu.cuMemsetD32Async = memset32
+    cu.cuMemsetD32 = lambda dst, value, n: memset32(dst, value, n, None)
     return cu
 
 

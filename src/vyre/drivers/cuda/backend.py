@@ -90,10 +90,45 @@ class _Cancel:
     """A control block's cancel word: 4 bytes of device memory (``ptr``), and whether the
     host raised it since it was last zeroed."""
 
-    __slots__ = ("ptr", "raised", "word")
+    __slots__ = ("ptr", "raised")
 
-    def __init__(self, word: Any) -> None:
-        self.word, self.ptr, self.raised = word, _ptr(word), False
+    def __init__(self, ptr: int, raised: bool) -> None:
+        self.ptr, self.raised = ptr, raised
+
+
+class _CancelWords:
+    """The device words of control blocks' cancel flags, from slabs allocated and zeroed
+    synchronously (a stream operation at an arbitrary time could fall inside another thread's
+    graph capture, which forbids it). A returned word that was raised is zeroed by the next
+    `CudaDevice.ctl_reset` of the block that takes it."""
+
+    SLAB_WORDS = 1 << 14
+
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+        self.slabs: list[Any] = []
+        self.free: list[tuple[int, bool]] = []
+        self.lock = threading.Lock()
+        self._grow()
+
+    def _grow(self) -> None:
+        self.rt.ensure_current()
+        slab = self.rt.alloc(4 * self.SLAB_WORDS)
+        self.rt.stream.sync()   # the stream-ordered allocation has happened
+        _ok(cu.cuMemsetD32(_ptr(slab), 0, self.SLAB_WORDS))
+        self.slabs.append(slab)
+        base = _ptr(slab)
+        self.free.extend((base + 4 * i, False) for i in range(self.SLAB_WORDS))
+
+    def take(self) -> _Cancel:
+        with self.lock:
+            if not self.free:
+                self._grow()
+            return _Cancel(*self.free.pop())
+
+    def give(self, c: _Cancel) -> None:
+        with self.lock:
+            self.free.append((c.ptr, c.raised))
 
 
 class CudaDevice(Device):
@@ -112,6 +147,7 @@ class CudaDevice(Device):
         self._modules = lru(64)   # recently loaded cubins
         self._order = _ok(cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DISABLE_TIMING))
         self.pinned = _PinnedPool(self.rt)
+        self.cancel_words = _CancelWords(self.rt)
         self._cancel_stream: Any = None   # made at the first cancel (`ctl_cancel`)
         self._one: Any = None
         # matmul_acc on IMMA (vyre.drivers.cuda.imma): mma.sync m16n8k32 needs sm_80
@@ -231,26 +267,26 @@ class CudaDevice(Device):
         self.rt.ensure_current()
         try:
             pin = self.pinned.take(8)
-            word = self.rt.alloc(4)
-            _ok(cu.cuMemsetD32Async(_ptr(word), 0, 1, self._raw))
+            cancel = self.cancel_words.take()
         except Exception as exc:
             raise self.error(exc) from None
         words = host_words(pin, 2)
         words[:] = 0
-        ctl = Ctl(pin, words, _Cancel(word))
-        weakref.finalize(ctl, self._ctl_release, pin, word)
+        ctl = Ctl(pin, words, cancel)
+        weakref.finalize(ctl, self._ctl_release, pin, cancel)
         return ctl
 
-    def _ctl_release(self, pin: Any, word: Any) -> None:
+    def _ctl_release(self, pin: Any, cancel: _Cancel) -> None:
         self.pinned.give(pin)
-        word.close(self.stream)
+        self.cancel_words.give(cancel)
 
     def ctl_reset(self, ctl: Ctl) -> None:
         ctl.words[:] = 0
         c: _Cancel = ctl.handle
-        if c.raised:   # zero it again, in order before the dispatch's kernels
+        if c.raised:   # zero it again, in order before the dispatch's kernels (as `zero` does)
             self.rt.ensure_current()
-            _ok(cu.cuMemsetD32Async(c.ptr, 0, 1, self._raw))
+            stream = self._target.stream.handle if self._target is not self.stream else self._raw
+            _ok(cu.cuMemsetD32Async(c.ptr, 0, 1, stream))
             c.raised = False
 
     def ctl_cancel(self, ctl: Ctl) -> bool:
@@ -456,6 +492,7 @@ class CudaDevice(Device):
             cu.cuDevicePrimaryCtxReset(dev)
             self.rt = Runtime(dev)
             self._cancel_stream = self._one = None   # (they belonged to the old context)
+            self.cancel_words = _CancelWords(self.rt)
         self.abandon()
 
     def close(self) -> None:
