@@ -136,3 +136,21 @@ def test_integer_scan_by_runs(backend, monkeypatch, serial):
         assert L.cumsum(x, backend=backend, workgroup_size=wg).tobytes() == want.tobytes(), (n, wg, dtype)
         excl = np.concatenate([[0], want[:-1]]).astype(dtype)
         assert L.exclusive_cumsum(x, backend=backend, workgroup_size=wg).tobytes() == excl.tobytes(), (n, wg, dtype)
+
+
+@pytest.mark.parametrize("groups", [1024, 5])
+def test_integer_scan_chunks_add_the_totals_before_them(backend, monkeypatch, groups):
+    """Each workgroup of the scan pass starts from the sum of the chunk totals before its own
+    (`scan.SCAN_GROUPS` chunks at most): 313 chunks of one 128-element tile (the last workgroup
+    adds 312 totals, 39 rounds of its 8 invocations), or 5 chunks of 63 tiles each."""
+    from vyre.lib import runner, scan
+
+    monkeypatch.setattr(runner, "serial", lambda _backend: False)
+    monkeypatch.setitem(runner._CHUNK_GROUPS, backend.id(), 1 << 24)
+    monkeypatch.setattr(scan, "SCAN_GROUPS", groups)
+    rng = np.random.default_rng(25)
+    x = rng.integers(0, 2**32, 40000, dtype=np.uint64).astype(np.uint32)
+    want = np.cumsum(x, dtype=np.uint32)
+    assert L.cumsum(x, backend=backend, workgroup_size=8).tobytes() == want.tobytes()
+    assert L.exclusive_cumsum(x, backend=backend, workgroup_size=8).tobytes() == \
+        np.concatenate([[0], want[:-1]]).astype(np.uint32).tobytes()

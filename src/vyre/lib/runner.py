@@ -106,13 +106,14 @@ class Runner:
                            f"pass at most {n - (reach - 2**32) - 1} elements per call.")
 
     def run(self, program: Program, inputs: Sequence[Any], groups: int, elements: int,
-            keep: bool = True) -> list[Any]:
+            keep: bool = True, alloc: Any = None) -> list[Any]:
         """Dispatch ``program`` over ``groups`` workgroups with runtime-sized outputs of
         ``elements``. ``keep``: leave the outputs on the device where the backend can (they
-        come back as `DeviceOutput`s), else host numpy arrays of each output's type."""
+        come back as `DeviceOutput`s, or in arrays from ``alloc``, `dispatch_device`'s
+        allocator), else host numpy arrays of each output's type."""
         cfg = DispatchConfig(grid_override=(int(groups), 1, 1), dispatch_elements=max(1, int(elements)))
         if keep and self.device:
-            return list(self.backend.dispatch_device(program, list(inputs), cfg))
+            return list(self.backend.dispatch_device(program, list(inputs), cfg, alloc))
         # arrays, not bytes: engine backends read large outputs straight into them, or on a
         # zero-copy device (PoCL) the kernels write them in place; 16-bit floats as their bits
         outs = self.backend.dispatch_arrays(program, list(inputs), cfg)

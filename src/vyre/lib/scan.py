@@ -2,8 +2,8 @@
 
 Reduce-then-scan, so no pass waits on another workgroup (portable backends give no
 forward-progress guarantee, so there is no decoupled look-back). Integers: chunk totals,
-an exclusive scan of the totals (the same algorithm, recursively), then each workgroup scans
-its chunk's tiles from its offset; a tile (16 consecutive elements per invocation) is loaded
+then each workgroup scans its chunk's tiles from its offset, the sum of the totals before
+it, which it adds itself (two passes); a tile (16 consecutive elements per invocation) is loaded
 and stored coalesced through workgroup memory; on serial backends (`vyre.lib.runner.serial`, a CPU device:
 PoCL) each invocation sums, then scans, its own run of consecutive elements in order, with
 no barrier. Integers wrap (S1). Floats: block totals, their
@@ -48,6 +48,13 @@ U, I = DataType.U32, DataType.I32
 
 SCAN_ITEMS = 16   # consecutive elements per invocation in a tile
 SUM_UNROLL = 8   # loads in flight per invocation while a chunk is summed
+# chunks of an integer scan, at most: each workgroup of the scan pass adds the totals of the
+# chunks before its own (a few loads per invocation), so no pass scans the totals (the three
+# passes that did at 2**28 elements took 0.07-0.1 ms each on the H100, host-timed, for a few
+# us of work). 1024 is one wave of 256-invocation workgroups on the H100 (132 x 8). Longer
+# chunks cost some bandwidth there (ncu, 2**28 u32: sums 372 us at 86% of DRAM peak and scan
+# 863 us at 74%, against 340 us at 94% and 711 us at 89% with one tile per chunk)
+SCAN_GROUPS = 1024
 
 
 def tile_words(wg: int, items: int) -> int:
@@ -80,7 +87,8 @@ def chunk_sums_program(dtype: DataType, wg: int, unroll: int) -> Program:
 @functools.cache
 def chunk_scan_program(dtype: DataType, wg: int, items: int, inclusive: bool, staged: bool = True) -> Program:
     """Workgroup ``w`` scans its ``prm[1]`` tiles of ``wg * items`` elements in order, from
-    ``offs[w]``: each invocation scans its ``items`` consecutive elements, a ping-pong scan of
+    the sum of ``sums[0..w)`` (the totals of the chunks before its own, added by a tree in
+    workgroup memory): each invocation scans its ``items`` consecutive elements, a ping-pong scan of
     the invocations' totals gives each its offset. ``staged`` (GPUs): each tile is loaded and
     stored coalesced through workgroup memory; else (CPUs) each invocation reads and writes
     its own run directly. The loops over a tile have literal bounds (a GPU compiler unrolls
@@ -132,9 +140,14 @@ def chunk_scan_program(dtype: DataType, wg: int, items: int, inclusive: bool, st
         *store,
         Node.barrier(),
     ]
-    body = [*lane_words(wg, items), Node.let_bind("carry", Expr.load("offs", WGID)),
-            Node.loop("t", Expr.u32(0), Expr.load("prm", 1), tile)]
-    bufs = [BufferDecl.read("x", 0, dtype), BufferDecl.read("offs", 1, dtype), prm(2),
+    ahead = v("q") * wg + LID
+    offset = [Node.let_bind("before", zero),
+              Node.loop("q", Expr.u32(0), Expr.bin(BinOp.DIV, WGID + (wg - 1), Expr.u32(wg)), [
+                  Node.if_(ahead.lt(WGID), [Node.assign("before", v("before") + Expr.load("sums", ahead))])]),
+              Node.store("s", LID, v("before")), *tree("s", wg, lambda a, b: Expr.bin(BinOp.ADD, a, b)),
+              Node.let_bind("carry", Expr.load("s", Expr.u32(0))), Node.barrier()]   # read before s is reused
+    body = [*lane_words(wg, items), *offset, Node.loop("t", Expr.u32(0), Expr.load("prm", 1), tile)]
+    bufs = [BufferDecl.read("x", 0, dtype), BufferDecl.read("sums", 1, dtype), prm(2),
             BufferDecl.output("out", 3, dtype), BufferDecl.workgroup("s", 2 * wg, dtype)]
     if staged:
         bufs.append(BufferDecl.workgroup("tile", tile_words(wg, items), dtype))
@@ -186,26 +199,27 @@ def _serial_int_scan(r: Runner, x: Any, n: int, dtype: DataType, inclusive: bool
     return r.run(run_scan_program(dtype, wg, inclusive), [x, offs, prm_], g, n, keep=keep)[0]
 
 
-def _int_scan(r: Runner, x: Any, n: int, dtype: DataType, inclusive: bool, keep: bool) -> Any:
-    """Reduce-then-scan: chunk totals, their exclusive scan (recursively), each chunk scanned
-    from its offset. Three kinds of pass, none waiting on another workgroup."""
+def _int_scan(r: Runner, x: Any, n: int, dtype: DataType, inclusive: bool, keep: bool,
+              alloc: Any = None) -> Any:
+    """Reduce-then-scan in two passes: chunk totals, then each chunk scanned from the sum of
+    the totals before it (at most `SCAN_GROUPS` chunks). Neither pass waits on another
+    workgroup. ``alloc``: where the result is allocated (`Runner.run`)."""
     if r.serial:
         return _serial_int_scan(r, x, n, dtype, inclusive, keep)
     items = SCAN_ITEMS
     wg = r.fit(tile_bytes(dtype, items)) if r.staged else r.wg
     B = wg * items
     tiles = -(-n // B)
-    per = -(-tiles // min(tiles, r.chunk_groups))      # tiles per workgroup
+    per = -(-tiles // min(tiles, r.chunk_groups, SCAN_GROUPS))      # tiles per workgroup
     g = -(-tiles // per)
     r.span(n, g * per * B, "vyre.lib.cumsum")
     if g == 1:
-        offs: Any = np.zeros(1, dtype.host)
+        sums: Any = np.zeros(1, dtype.host)
     else:
         unroll = SUM_UNROLL if items % SUM_UNROLL == 0 else 1
         sums = r.run(chunk_sums_program(dtype, wg, unroll), [x, params(n, per * B, per * items // unroll)], g, g)[0]
-        offs = _int_scan(r, sums, g, dtype, False, True)
-    return r.run(chunk_scan_program(dtype, wg, items, inclusive, r.staged), [x, offs, params(n, per)], g, n,
-                 keep=keep)[0]
+    return r.run(chunk_scan_program(dtype, wg, items, inclusive, r.staged), [x, sums, params(n, per)], g, n,
+                 keep=keep, alloc=alloc)[0]
 
 
 # ---- floats: S35 ----------------------------------------------------------------------------
@@ -353,8 +367,20 @@ def _scan(x: Any, inclusive: bool, name: str, backend: Any, workgroup_size: int 
     if a.dtype.is_float:
         out = _float_scan(r, src, a.n, a.dtype, inclusive, a.on_device)
     else:
-        out = _int_scan(r, src, a.n, a.dtype, inclusive, a.on_device)
+        out = _int_scan(r, src, a.n, a.dtype, inclusive, a.on_device, alloc=_cupy_alloc(a))
     return result(out, a, a.dtype, a.n)
+
+
+def _cupy_alloc(a: Any) -> Any:
+    """For a CuPy caller, `dispatch_device`'s allocator from CuPy's pool (the result is a
+    CuPy array anyway): its freed blocks are reused at once, where a fresh 1 GiB buffer of
+    the CUDA device (the result of 2**28 u32) and its release took 2.5 ms on the H100 (median
+    of 10), more than the scan's kernels. None otherwise."""
+    if a.kind != "cupy":
+        return None
+    import cupy
+
+    return lambda nbytes, dtype: cupy.empty(nbytes // dtype.size, np.dtype(dtype.host))
 
 
 def cumsum(x: Any, *, backend: Any = None, workgroup_size: int | None = None) -> Any:
