@@ -106,19 +106,8 @@ class Hand:
             {"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}} for i, b in enumerate(bufs + [out])])
         return bufs, out, bg
 
-    def launch(self, bg, grid: tuple[int, int, int]) -> None:
-        d = self.dev.device
-        enc = d.create_command_encoder()
-        cp = enc.begin_compute_pass()
-        cp.set_pipeline(self.pipe)
-        cp.set_bind_group(0, bg)
-        cp.dispatch_workgroups(*grid)
-        cp.end()
-        d.queue.submit([enc.finish()])
-
-    def kernel(self, bg, grid: tuple[int, int, int], batch: int = 1) -> None:
-        """``batch`` dispatches on bound buffers (one pass each, one submit), waited for (no
-        transfers)."""
+    def launch(self, bg, grid: tuple[int, int, int], batch: int = 1) -> None:
+        """``batch`` dispatches (one pass each), submitted together."""
         d = self.dev.device
         enc = d.create_command_encoder()
         for _ in range(batch):
@@ -128,7 +117,11 @@ class Hand:
             cp.dispatch_workgroups(*grid)
             cp.end()
         d.queue.submit([enc.finish()])
-        d.queue.read_buffer(self.probe)
+
+    def kernel(self, bg, grid: tuple[int, int, int], batch: int = 1) -> None:
+        """``batch`` dispatches on bound buffers, waited for (no transfers)."""
+        self.launch(bg, grid, batch)
+        self.dev.device.queue.read_buffer(self.probe)
 
     def run(self, arrays: list[np.ndarray], out_bytes: int, grid: tuple[int, int, int]) -> bytes:
         _, out, bg = self.bind(arrays, out_bytes)
