@@ -64,6 +64,8 @@ def _helper(v: Val) -> tuple[Function, tuple[Val, ...], bool] | None:
         return getattr(soft, f"{fam}_{name}"), args, neg
     if t is F64 and op in ("add", "sub", "mul", "div", "sqrt", "neg"):
         return getattr(soft, f"vyd_{op}"), a, False
+    if op == "fma":                 # unfused: dsl.fma says why the f32 results agree
+        return soft.vyd_mul_add, a, False
     if t in (U64, I64) and op in ("add", "sub", "mul"):
         return getattr(soft, f"vyu_{op}"), a, False
     if t is I64 and op == "neg":
