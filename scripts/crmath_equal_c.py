@@ -8,7 +8,8 @@ fast-math: IEEE binary64 on SSE2), and compares, for every unary function on eve
 (raw bit patterns, subnormals and NaNs included), the two f32 results and the bits of the two
 doubles they round (each module's ``DOUBLE`` expression; not for NaN inputs, which never reach
 it), and hypot's results on random pairs. Equal results on every input carry the old proof over
-to the printed C (and, since the WGSL prints the same operations, to WGSL).
+to the printed C (and, since the WGSL prints the same operations, to WGSL; where the C uses the
+language's ``fma`` the WGSL prints it unfused, the doubles of the C before fma existed).
 
 A changed algorithm (a faster reduction, a shorter polynomial) rounds different doubles: with
 ``--results-only`` only the f32 results are computed and compared (half the work), which

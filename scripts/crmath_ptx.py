@@ -5,9 +5,10 @@ vym_<f>(x[i])`` with the CUDA driver's header and the crmath prelude, compiles i
 for sm_90 with the options vyre's CUDA driver uses (`vyre.drivers.cuda.compiler.OPTIONS`:
 no FMA contraction), and counts the PTX instructions by opcode: all of them, the float64
 ones (``add/sub/mul/fma/div/rcp/sqrt .f64``), conversions, 64-bit integer multiplies,
-loads from the tables and branches. These are static counts over the whole function (the
-rare paths included), compared old against new; device time is measured by
-benchmarks/cuda_math.py on the H100.
+loads from the tables and branches. These are static counts, compared old against new: over
+the whole function (the rare paths included), and over the kernel's own body (the inlined
+common path; the out-of-line ``VYM_COLD`` functions it calls rarely are left out); device time
+is measured by benchmarks/cuda_math.py on the H100.
 
     python scripts/crmath_ptx.py [--rev main] [--functions sin,exp] [--json out.json]
 """
@@ -79,6 +80,15 @@ def counts(text: str) -> dict[str, int]:
     return res
 
 
+def entry(text: str) -> str:
+    """The kernel's own body: the inlined common path, without the out-of-line (``VYM_COLD``)
+    functions it calls on the rare path (separate ``.func`` bodies in the PTX)."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if ".entry" in line)
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("}"))
+    return "\n".join(lines[start:end + 1])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rev", default="main")
@@ -87,14 +97,18 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as t:
         old, new = ptx(args.rev, args.functions, pathlib.Path(t)), ptx(None, args.functions, pathlib.Path(t))
-    res = {f: {"old": counts(old[f]), "new": counts(new[f])} for f in args.functions.split(",")}
+    names = args.functions.split(",")
+    res = {f: {"old": counts(old[f]), "new": counts(new[f])} for f in names}
+    hot = {f: {"old": counts(entry(old[f])), "new": counts(entry(new[f]))} for f in names}
     keys = ["total", *GROUPS]
-    print(f"{'':8}" + "".join(f"{k[:16]:>18}" for k in keys))
-    for f, r in res.items():
-        print(f"{f:8}" + "".join(f"{str(r['old'][k]) + ' -> ' + str(r['new'][k]):>18}" for k in keys))
+    for title, table in (("whole (rare paths included)", res), ("kernel body (out-of-line functions excluded)", hot)):
+        print(title)
+        print(f"{'':8}" + "".join(f"{k[:16]:>18}" for k in keys))
+        for f, r in table.items():
+            print(f"{f:8}" + "".join(f"{str(r['old'][k]) + ' -> ' + str(r['new'][k]):>18}" for k in keys))
     if args.json:
-        pathlib.Path(args.json).write_text(json.dumps({"rev": args.rev, "arch": "sm_90", "static_counts": res},
-                                                      indent=1) + "\n")
+        pathlib.Path(args.json).write_text(json.dumps({"rev": args.rev, "arch": "sm_90", "static_counts": res,
+                                                       "kernel_body_counts": hot}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ runs; type errors are caught when a function is built."""
 
 from __future__ import annotations
 
+import fractions
 import shutil
 
 import numpy as np
@@ -261,3 +262,56 @@ def test_type_errors_are_caught_when_building():
 
 def test_bool_values_print_in_both_targets(host):
     assert BOOL.value == "bool" and t_control.name == "t_control"
+
+
+@function(F64, a=F64, b=F64, c=F64)
+def t_fma(b_, a, m, c):
+    b_.ret(dsl.fma(a, m, c))
+
+
+def test_fma_is_fused_in_c_and_unfused_in_wgsl(host):
+    """The one op whose doubles differ by target (dsl.fma): C rounds a * b + c once, WGSL
+    twice (vyd_mul_add), so products with a low part that the sum keeps tell them apart."""
+    rng = np.random.default_rng(31)
+    a = 1.0 + rng.integers(1, 1 << 27, 4096) * 2.0 ** -27        # 28 bits: a * b needs 55
+    m = 1.0 + rng.integers(1, 1 << 27, 4096) * 2.0 ** -27
+    c = -(a * m)                                                   # fused: the product's low part
+    bits = [np.ascontiguousarray(v).view(np.uint64) for v in (a, m, c)]
+    fused = np.array([float(fractions.Fraction(x) * fractions.Fraction(y) + fractions.Fraction(z))
+                      for x, y, z in zip(a, m, c)])
+    with np.errstate(all="ignore"):
+        unfused = a * m + c
+    assert np.count_nonzero(fused != unfused) > 2000
+    assert np.array_equal(HostC([t_fma])(t_fma, *bits), fused.view(np.uint64))
+    assert np.array_equal(wgsl(t_fma, *(v[:1024] for v in bits)), unfused[:1024].view(np.uint64))
+
+
+@function(U32, y=F64)
+def t_plain(b_, y):
+    from vyre.lower.crmath.functions import plain_f32
+
+    ok, r = plain_f32(b_, y)
+    b_.ret(select(ok, r.bits(), dsl.u32(0xFFFFFFFF)))
+
+
+def test_plain_f32_rounds_as_the_conversion_where_it_claims_to():
+    """functions.plain_f32: on the doubles it accepts (normal f32 range or the overflow, low 29
+    bits more than 40 units from half-way) its bits are the IEEE conversion's; it refuses the
+    rest (sub-normal results, |y| >= 2^128, near ties) and NaN."""
+    rng = np.random.default_rng(32)
+    f = rng.integers(0, 1 << 32, 1 << 16, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    with np.errstate(invalid="ignore"):
+        d = f.astype(np.float64).view(np.uint64) + rng.integers(0, 1 << 29, f.size, dtype=np.uint64)
+    edges = np.array([2.0 ** -126, 2.0 ** -126 * (1 - 2.0 ** -30), 2.0 ** 128, 2.0 ** 128 * (1 - 2.0 ** -30),
+                      np.float64(np.finfo(np.float32).max), np.inf, np.nan, 0.0, -0.0, 1.0 + 2.0 ** -24,
+                      1.0 + 2.0 ** -24 + 2.0 ** -47]).view(np.uint64)
+    d = np.concatenate([d, edges, edges | np.uint64(1 << 63)])
+    got = HostC([t_plain])(t_plain, d)
+    y = d.view(np.float64)
+    low = (d & np.uint64(0x1FFFFFFF)).astype(np.int64) - (1 << 28)
+    with np.errstate(all="ignore"):
+        ok = (np.abs(y) >= 2.0 ** -126) & (np.abs(y) < 2.0 ** 128) & (np.abs(low) > 40)
+        want = y.astype(np.float32).view(np.uint32).astype(np.uint64)
+    assert ok.sum() > 60000
+    assert np.array_equal(got[ok], want[ok])
+    assert np.all(got[~ok] == 0xFFFFFFFF)

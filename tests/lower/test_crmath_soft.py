@@ -52,6 +52,15 @@ def test_float64_arithmetic_is_ieee(host, op):
     _f64_result(wgsl(fn, a, b), _binary_f64(op, a, b))
 
 
+def test_float64_mul_add_rounds_twice(host):
+    """vyd_mul_add (WGSL's dsl.fma) is the product rounded, then the sum rounded: unfused."""
+    for n, seed, run in ((N_C, 21, host), (N_WGSL, 22, wgsl)):
+        a, b = f64_pairs(n, seed)
+        c = np.random.default_rng(seed).permutation(a)
+        want = _binary_f64("add", _binary_f64("mul", a, b), c)
+        _f64_result(run(soft.vyd_mul_add, a, b, c), want)
+
+
 def test_float64_sqrt_is_ieee(host):
     rng = np.random.default_rng(3)
     squares = (rng.integers(1, 1 << 26, 4096).astype(np.float64) ** 2).view(np.uint64)
@@ -213,7 +222,7 @@ def test_i32_widens_with_its_sign(host):
 
 
 # the helpers the tests above exercise (a new helper fails the next test until it has one)
-COVERED = {*(f"vyd_{o}" for o in ("add", "sub", "mul", "div", "sqrt", "neg", "lt", "le", "eq", "from_f32",
+COVERED = {*(f"vyd_{o}" for o in ("add", "sub", "mul", "mul_add", "div", "sqrt", "neg", "lt", "le", "eq", "from_f32",
                                   "to_f32", "from_i32", "from_u32", "from_u64", "to_i32")),
            *(f"vyf_{o}" for o in ("lt", "le", "eq")),
            *(f"vyu_{o}" for o in ("add", "sub", "mul", "mulhi", "shl", "shr", "lt", "le", "clz", "mulhi32")),

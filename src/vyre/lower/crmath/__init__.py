@@ -8,7 +8,9 @@ the functions: `vyre.lower.crmath.functions`) and printed for each target:
 * WGSL: `wgsl_prelude` (`vyre.lower.crmath.wgsl`), where each float64 and 64-bit integer
   operation is a software helper on u32 words (`vyre.lower.crmath.soft`, written in the
   same language, IEEE round-to-nearest-even), so WGSL performs the same double operations
-  on the same values and gets the same bits.
+  on the same values and gets the same bits; the one exception is the language's ``fma``
+  (fused in C, a product then a sum in WGSL), where both doubles are within DEVICE_EPS of the
+  exact value and so round to the same f32 (`vyre.lower.crmath.dsl.fma`).
 
 Printers call an op's function by `HELPER`; its argument is the canonical (S9) f32 operand.
 """

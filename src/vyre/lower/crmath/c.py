@@ -6,7 +6,11 @@ algorithm as written (the targets forbid contraction: CUDA ``--fmad=false``, Ope
 ``FP_CONTRACT OFF``, host gcc ``-ffp-contract=off``). Shift amounts that are not literals are
 masked to the width (the language's rule; in range they are unchanged). The target's
 header provides ``uint``, ``vy_u64``/``vy_i64``, ``VY_FN``, ``VY_F2U``/``VY_U2F``, ``VY_CLZ``,
-``VY_CLZ64`` and ``VY_UMULHI64``; `COMMON` adds the float64 bit casts and the table qualifier.
+``VY_CLZ64`` and ``VY_UMULHI64``; `COMMON` adds the float64 bit casts, the table qualifier and
+``VYM_COLD`` (an out-of-line function: a `Function` with ``cold``) and ``VYM_D2F``, float64 ->
+f32 round to nearest even: CUDA's ``__double2float_rn``, IEEE's conversion where ``(float)``
+under ``--ftz=true`` would add a flush of tiny results (every conversion the functions make is
+of 0 or a value of at least 2^-126 in magnitude, where the two agree).
 """
 
 from __future__ import annotations
@@ -42,14 +46,20 @@ COMMON = r"""
 #if defined(__OPENCL_VERSION__)
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #define VYM_TABLE __constant
+#define VYM_COLD static __attribute__((noinline))
+#define VYM_D2F(x) ((float)(x))
 #define VYM_L2D(x) as_double((vy_u64)(x))
 #define VYM_D2L(x) as_ulong(x)
 #elif defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define VYM_TABLE static __device__ const
+#define VYM_COLD static __device__ __noinline__
+#define VYM_D2F(x) __double2float_rn(x)
 #define VYM_L2D(x) __longlong_as_double((long long)(x))
 #define VYM_D2L(x) ((vy_u64)__double_as_longlong(x))
 #else   /* a host C target */
 #define VYM_TABLE static const
+#define VYM_COLD static __attribute__((noinline))
+#define VYM_D2F(x) ((float)(x))
 VY_FN double vym_l2d(vy_u64 u) { double d; __builtin_memcpy(&d, &u, 8); return d; }
 VY_FN vy_u64 vym_d2l(double d) { vy_u64 u; __builtin_memcpy(&u, &d, 8); return u; }
 #define VYM_L2D(x) vym_l2d((vy_u64)(x))
@@ -150,9 +160,13 @@ def expr(v: Val) -> tuple[str, int]:
         return f"!{wrap(a[0], _UNARY)}", _UNARY
     if op == "sqrt":
         return f"sqrt({expr(a[0])[0]})", _PRIMARY
+    if op == "fma":
+        return f"fma({', '.join(expr(x)[0] for x in a)})", _PRIMARY
     if op == "select":
         return f"{wrap(a[0], 4)} ? {wrap(a[1], 4)} : {wrap(a[2], 3)}", 3
     if op == "cvt":
+        if v.ty is F32:
+            return f"VYM_D2F({expr(a[0])[0]})", _PRIMARY
         return f"({CT[v.ty]}){wrap(a[0], _UNARY)}", _UNARY
     if op == "bits":
         fn = {F64: "VYM_L2D", U64: "VYM_D2L", F32: "VY_U2F", U32: "VY_F2U"}[v.ty]
@@ -220,7 +234,7 @@ def function_source(fn: Function) -> str:
         fields = " ".join(f"{CT[t]} v{k};" for k, t in enumerate(fn.result.types))
         head += f"typedef struct {{ {fields} }} {fn.name}_r;\n"
     params = ", ".join(f"{CT[t]} {name(n)}" for n, t in fn.params)
-    lines = [f"{head}VY_FN {c_type(fn.result, fn)} {fn.name}({params}) {{",
+    lines = [f"{head}{'VYM_COLD' if fn.cold else 'VY_FN'} {c_type(fn.result, fn)} {fn.name}({params}) {{",
              *_stmts(fn.body, fn, dict(fn.params), 1), "}"]
     return "\n".join(lines)
 

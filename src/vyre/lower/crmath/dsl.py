@@ -39,7 +39,8 @@ must not depend on its bits. Conversions:
 to nearest even, float -> integer truncates and must be in range), ``v.bits()`` (the same
 bits as the integer/float of the same width), ``v.hi()``/``v.lo()`` (the u32 words of a
 64-bit value) and `pair` (a 64-bit value from its words). Functions: `select` (both arms are
-evaluated: use ``if_`` for expensive arms), `sqrt`, `mulhi` (high word of the product),
+evaluated: use ``if_`` for expensive arms), `sqrt`, `fma` (float64 ``a * b + c``: fused in the C
+family only, see its docstring), `mulhi` (high word of the product),
 `clz` (leading zeros; 0 gives the width).
 
 Statements go through the `Block` ``b`` handed to the function: ``b.let(v, name)`` (a local;
@@ -54,6 +55,10 @@ requested ones reach, callees first (`closure`). Loops are deliberately absent: 
 code is loop-free (lavapipe limits the loop trips of an invocation). The printers know no
 function by name: a new function is a new Python definition (`vyre.lower.crmath.functions`
 shows the whole vocabulary in use, with `finisher` for the correct-rounding step).
+
+``cold=True`` marks a function the C family keeps out of line (``VYM_COLD``: not inlined into
+its callers), for the rarely taken path of an entry point, so the hot loops that call the
+entry stay small; it changes no value (WGSL prints it as any other function).
 
 ``soft=True`` marks a function written with 32-bit operations only (u32/i32/bool plus
 ``hi``/``lo``/`pair`, `select` and calls of other such functions): the WGSL printer implements the
@@ -73,7 +78,7 @@ from typing import Any
 __all__ = [
     "BOOL", "F32", "F64", "I32", "I64", "U32", "U64", "Block", "Function", "If", "Let", "Lookup",
     "Ret", "Set", "Table", "Ty", "Val", "clz", "closure", "f32", "f64", "function", "i32", "lit",
-    "lookup", "mulhi", "pair", "select", "sqrt", "table", "u32", "u64",
+    "fma", "lookup", "mulhi", "pair", "select", "sqrt", "table", "u32", "u64",
 ]
 
 
@@ -125,7 +130,7 @@ LOGIC = ("land", "lor")
 OPS = {
     "lit": 0, "ref": 0, "call": -1, "index": 1, "row": 1, "lookup": 2, "field": 1,
     **{o: 2 for o in ARITH + BITS + CMP + LOGIC},
-    "neg": 1, "not": 1, "lnot": 1, "sqrt": 1, "mulhi": 2, "clz": 1,
+    "neg": 1, "not": 1, "lnot": 1, "sqrt": 1, "mulhi": 2, "clz": 1, "fma": 3,
     "select": 3, "cvt": 1, "bits": 1, "hi": 1, "lo": 1, "pair": 2,
 }
 # conversions `Val.to` accepts (source, destination): C casts
@@ -343,6 +348,20 @@ def sqrt(x: Val) -> Val:
     return Val("sqrt", F64, (x,))
 
 
+def fma(a: Val, b: Operand, c: Operand) -> Val:
+    """a * b + c of float64s: the one op whose doubles differ between targets. The C family
+    rounds once (C's ``fma``: one DFMA on a GPU, where a multiply and an add are two
+    instructions); WGSL rounds twice (``vyd_mul_add``: the product, then the sum, as the
+    expression ``a * b + c``). An algorithm may use it only where both doubles are within
+    `DEVICE_EPS` of the exact value (tests measure the fused one; the unfused one is the
+    algorithm as it was before fma existed, measured and proven then): then both round to the
+    same f32, by the rounding test and the hard cases."""
+    x, y = _pair_of(a, b)
+    y2, z = _pair_of(y, c)
+    _need(x.ty is F64 and y2.ty is F64 and z.ty is F64, f"fma of {x.ty}")
+    return Val("fma", F64, (x, y2, z))
+
+
 def mulhi(a: Val, b: Operand) -> Val:
     """The high word of the full product of two unsigned values (U32 or U64)."""
     x, y = _pair_of(a, b)
@@ -537,8 +556,10 @@ class Function:
     its body is built on first use by calling ``build(block, *params)``."""
 
     def __init__(self, name: str, result: Ty | Sequence[Ty], params: tuple[tuple[str, Ty], ...],
-                 build: Callable[..., None], soft: bool = False, doc: str | None = None) -> None:
+                 build: Callable[..., None], soft: bool = False, doc: str | None = None,
+                 cold: bool = False) -> None:
         self.name = name
+        self.cold = cold
         self.result: Ty | Tup = result if isinstance(result, Ty) else Tup(tuple(result))
         self.params = params
         self.soft = soft
@@ -575,11 +596,12 @@ class Function:
         return Val("call", self.result, tuple(vals), self)
 
 
-def function(result: Ty | Sequence[Ty], *, soft: bool = False, **params: Ty) -> Callable[[Callable[..., None]], Function]:
+def function(result: Ty | Sequence[Ty], *, soft: bool = False, cold: bool = False,
+             **params: Ty) -> Callable[[Callable[..., None]], Function]:
     """Decorator: the Python function ``build(b, *params)`` becomes a `Function` named after
     it, with ``result`` (a type, or a tuple of types for several results) and ``params``."""
     def wrap(build: Callable[..., None]) -> Function:
-        return Function(build.__name__, result, tuple(params.items()), build, soft, build.__doc__)
+        return Function(build.__name__, result, tuple(params.items()), build, soft, build.__doc__, cold)
     return wrap
 
 

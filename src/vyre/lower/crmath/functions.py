@@ -19,17 +19,24 @@ exactly. Range reduction of sin/cos/tan: Cody-Waite in float64 below 2^20 (withi
 the reduced argument, which is above 2^-28 for every f32 there), Payne-Hanek on 192 bits of
 2/pi with 64-bit integer products above.
 
-Speed (the C family; WGSL runs the same operations in software): float64 operations are the
-cost on a GPU, so each algorithm keeps them few (no FMA: the printers forbid contraction, and
-WGSL would need a software fused multiply-add), and branches that lanes of a warp take
-differently are avoided on the common path (sin/cos evaluate one polynomial with selected
-coefficients; e^y - 1 has no small-argument branch). scripts/crmath_ptx.py counts the PTX,
-scripts/crmath_equal_c.py proves a changed algorithm against the last proven one.
+Speed (the C family; WGSL runs the same operations in software): the instructions of the
+common path are the cost on a GPU (a loop of calls issues them all), so each algorithm keeps its
+float64 operations few: explicit `fma` (the printers forbid contraction) in the polynomials and
+where a product is exact; branches that lanes of a warp take differently are avoided on the
+common path (sin/cos evaluate one polynomial with selected coefficients; e^y - 1 has no
+small-argument branch); the entry point is straight-line up to one rarely taken branch to an
+out-of-line function (special values, the hard-case search; `_entry`), and Payne-Hanek is out of
+line too. fma is the one operation WGSL performs differently (unfused: two roundings, the
+doubles every target computed before fma existed); both doubles are within DEVICE_EPS of the
+exact value, so both round to the same f32 (`vyre.lower.crmath.dsl.fma`).
+scripts/crmath_ptx.py counts the PTX, scripts/crmath_equal_c.py proves a changed algorithm
+against the last proven one.
 
 The entry points (`ENTRY`) take and return f32; ``vym_<f>_y`` (or the core named in
 `DOUBLE`) is the double each one rounds. This text was C until the language existed; the
-printed C computes the same doubles in the same order (scripts/crmath_equal_c.py compares
-it with that C over every f32 input).
+printed C computed the same doubles in the same order (scripts/crmath_equal_c.py compared it
+with that C over every f32 input); since fma, the C family's doubles are the fused ones and the
+f32 results are compared (``--results-only``).
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ import functools
 import json
 import pathlib
 import struct
+from collections.abc import Callable
 
 import mpmath
 
@@ -55,6 +63,7 @@ from .dsl import (
     clz,
     f32,
     f64,
+    fma,
     function,
     i32,
     lookup,
@@ -93,10 +102,10 @@ def _f32(v: mpmath.mpf | float) -> float:
 
 
 def horner(var: Val, coeffs: list[float] | list[Val]) -> Val:
-    """sum(c_i var^i) as c_0 + var * (c_1 + var * (...))."""
+    """sum(c_i var^i) as c_0 + var * (c_1 + var * (...)), one `fma` a step."""
     out = coeffs[-1] if isinstance(coeffs[-1], Val) else f64(coeffs[-1])
     for c in reversed(coeffs[:-1]):
-        out = c + var * out
+        out = fma(var, out, c)
     return out
 
 
@@ -161,6 +170,29 @@ def hard(name: str) -> Lookup:
     return lookup(f"vym_hard_{name}", pairs)
 
 
+def rounds_plainly(b: Block, y: Val) -> Val:
+    """Whether the double ``y`` rounds to f32 as its exact value does (within DEVICE_EPS): a
+    normal result whose low 29 bits (of the 52 an f32 drops) are more than DEVICE_EPS |y|
+    (under 32 of their units) from the half-way pattern"""
+    normal = (y.hi() & 0x7FFFFFFF).ge(0x38100000)         # |y| >= 2^-126, on the bits
+    h = b.let((y.lo() & 0x1FFFFFFF).to(I32) - 0x10000000, "h")
+    return normal & (h.gt(40) | h.lt(-40))
+
+
+def plain_f32(b: Block, y: Val) -> tuple[Val, Val]:
+    """(whether ``y`` rounds plainly to a finite f32 or to the overflow: `rounds_plainly` and
+    |y| < 2^128; that f32), rounded on the bits: the exponent rebiased (mod 2^9, so the shifted-out
+    bits need no mask), the top 23 bits of the mantissa, plus the round bit (bit 28 of the low word:
+    the low 29 bits are not within 40 units of half-way, so it decides; a carry goes into the
+    exponent, up to infinity). No float64 -> f32 conversion (a quarter-rate instruction with a
+    subnormal fix-up on CUDA)."""
+    hi = b.let(y.hi(), "yh")
+    lo = b.let(y.lo(), "yl")
+    ok = rounds_plainly(b, y) & (hi & 0x7FFFFFFF).lt(0x47F00000)   # |y| < 2^128
+    top = ((hi << 3) | (lo >> 29)) - 0xC0000000 + ((lo >> 28) & 1)  # (e - 896) << 23, mod 2^32
+    return ok, (top | (hi & 0x80000000)).bits()
+
+
 def finisher(name: str) -> Function:
     """The finishing function of one op: round the double, unless it lies within DEVICE_EPS
     of a rounding boundary (tested on its bits); then the hard-case table decides: an input
@@ -169,11 +201,7 @@ def finisher(name: str) -> Function:
     cases = hard(name)
 
     def build(b: Block, y: Val, xb: Val) -> None:
-        # a normal result whose low 29 bits (of the 52 an f32 drops) are more than DEVICE_EPS |y|
-        # (under 32 of their units) from the half-way pattern rounds as the exact value does
-        ay = b.let(select(y.lt(0.0), -y, y), "ay")
-        h = b.let((y.lo() & 0x1FFFFFFF).to(I32) - 0x10000000, "h")
-        with b.if_(ay.ge(2.0 ** -126) & (h.gt(40) | h.lt(-40))):
+        with b.if_(rounds_plainly(b, y)):
             b.ret(y.to(F32))
         hit = b.let(cases.get(xb, NOT_FOUND), "hit")
         b.ret(select(hit.ne(NOT_FOUND), hit.bits(), vym_round(y)))
@@ -210,7 +238,7 @@ def vym_scale(b: Block, ki: Val, p: Val) -> None:
     mod 64, with (k - j)/64 added to its exponent (exact), times p (one rounding)"""
     j = b.let(ki & 63, "j")
     t = b.let(EXP_T[j], "t")
-    b.ret(pair(F64, t.hi() + (((ki - j) / 64).to(U32) << 20), t.lo()) * p)
+    b.ret(pair(F64, t.hi() + ((ki - j).to(U32) << 14), t.lo()) * p)   # (k - j)/64 << 20
 
 
 @function((I32, F64), x=F64)
@@ -218,7 +246,7 @@ def vym_exp_reduce(b: Block, x: Val) -> None:
     """x 64/ln2 = k + u for an f32 x, |x| < 2^8: (k, u), |u| <= 1/2 + 2^-15, u within 2^-53"""
     t = b.let(x * _C64_HI, "t")
     s = b.let(t + MAGIC, "s")                    # k = nearest integer (even on ties), in s's low bits
-    b.ret(s.lo().to(I32), (t - (s - MAGIC)) + x * _C64_LO)
+    b.ret(s.lo().to(I32), fma(x, _C64_LO, t - (s - MAGIC)))
 
 
 @function(F64, x=F64)
@@ -246,7 +274,7 @@ def vym_expm1_d(b: Block, y: Val) -> None:
     < 2^-57: k = 0 rounds P itself)"""
     k, u = b.let(vym_exp_reduce(y), "ku")
     i = b.let((k + 32) & 63, "i")
-    m2 = b.let(vym_pow2i((k + 32 - i) / 64), "m2")
+    m2 = b.let(pair(F64, ((k + 32 - i).to(U32) << 14) + (1023 << 20), 0), "m2")   # 2^m, m = (k + 32 - i)/64
     a = b.let(m2 * EXPM1_T[i] + (m2 - 1.0), "a")
     b.ret(a + vym_scale(k, u * horner(u, _EM1U_C)))
 
@@ -281,7 +309,7 @@ with mpmath.workprec(200):
 @function(F64, z=F64)
 def vym_log1p_s(b: Block, z: Val) -> None:
     """ln(1 + z) for |z| < 2^-7"""
-    b.ret(z + z * z * horner(z, _LOG_SERIES))
+    b.ret(fma(z * z, horner(z, _LOG_SERIES), z))
 
 
 @function((F64, I32, F64), x=F32)
@@ -291,7 +319,7 @@ def vym_log_parts(b: Block, x: Val) -> None:
     i = b.let((bx >> 16) & 127, "i")
     e = b.let((bx >> 23).to(I32) - 127 + select(i.ge(53), i32(1), i32(0)), "e")
     m = b.let(((bx & 0x007FFFFF) | 0x3F800000).bits().to(F64), "m")
-    z = b.let(m * LOG_C[i] - 1.0, "z")
+    z = b.let(fma(m, LOG_C[i], -1.0), "z")                      # m c_i exact: as m * c - 1
     p = b.let(vym_log1p_s(z), "p")
     b.ret(LOG_H[i], e, p + LOG_L[i])
 
@@ -299,7 +327,7 @@ def vym_log_parts(b: Block, x: Val) -> None:
 @function(F64, x=F32)
 def vym_log_d(b: Block, x: Val) -> None:
     h, e, lo = b.let(vym_log_parts(x), "lp")
-    b.ret((e.to(F64) * _L2HI + h) + (e.to(F64) * _L2LO + lo))
+    b.ret(fma(e.to(F64), _L2HI, h) + fma(e.to(F64), _L2LO, lo))   # e L2HI exact
 
 
 @function(F64, u=F64)
@@ -385,17 +413,9 @@ def vym_2opi_w(b: Block, g: Val) -> None:
     b.ret(pair(U64, hi, lo))
 
 
-@function((F64, I32), ax=F32)
-def vym_reduce(b: Block, ax: Val) -> None:
-    """|x| = q pi/2 + r, |r| <= pi/4 (+ a rounding), for a finite |x|: (r, q mod 4)"""
-    with b.if_(ax.lt(_CW_LIMIT)):
-        # Cody-Waite: q < 2^20, so q C1 and q C2 are exact; |x| - q C1 is exact (a multiple of
-        # 2^-32 below 1); then two roundings of at most 2^-53 |r| each and under 2^-97 from
-        # q C3 and the rest of pi/2: within 2^-51 |r| for every f32 below 2^20 (|r| > 2^-28)
-        d = b.let(ax.to(F64), "d")
-        sq = b.let(d * _INV_PIO2 + MAGIC, "sq")                   # q in the low bits (|x| < pi/4: 0, r = |x|)
-        q = b.let(sq - MAGIC, "q")
-        b.ret(((d - q * _C1) - q * _C2) - q * _C3, sq.lo().to(I32) & 3)
+@function((F64, I32), ax=F32, cold=True)
+def vym_reduce_ph(b: Block, ax: Val) -> None:
+    """Payne-Hanek for a finite |x| >= 2^20 (out of line: rare in a loop): (r, q mod 4)"""
     bx = b.let(ax.bits(), "b")
     e = b.let((bx >> 23).to(I32) - 150, "e")                     # ax = m 2^e, m a 24-bit integer
     m = b.let(((bx & 0x007FFFFF) | 0x00800000).to(U64), "m")
@@ -432,6 +452,21 @@ def vym_reduce(b: Block, ax: Val) -> None:
     b.ret(sgn * (fh.to(F64) * vym_pow2i(-64 - n - s)) * _PIO2, quad & 3)
 
 
+@function((F64, I32), ax=F32)
+def vym_reduce(b: Block, ax: Val) -> None:
+    """|x| = q pi/2 + r, |r| <= pi/4 (+ a rounding), for a finite |x|: (r, q mod 4)"""
+    with b.if_(ax.lt(_CW_LIMIT)):
+        # Cody-Waite: q < 2^20, so q C1 and q C2 are exact; |x| - q C1 is exact (a multiple of
+        # 2^-32 below 1); then two roundings of at most 2^-53 |r| each and under 2^-97 from
+        # q C3 and the rest of pi/2: within 2^-51 |r| for every f32 below 2^20 (|r| > 2^-28)
+        d = b.let(ax.to(F64), "d")
+        sq = b.let(d * _INV_PIO2 + MAGIC, "sq")                   # q in the low bits (|x| < pi/4: 0, r = |x|)
+        q = b.let(sq - MAGIC, "q")
+        b.ret(fma(q, -_C3, fma(q, -_C2, fma(q, -_C1, d))), sq.lo().to(I32) & 3)   # q C1, q C2 exact
+    r, q = b.let(vym_reduce_ph(ax), "rq")
+    b.ret(r, q)
+
+
 def _sincos(b: Block, r: Val, odd: Val) -> None:
     """cos r where ``odd`` holds, else sin r: a + (c z) P(z), z = r^2, with (a, c, P) = (1, 1,
     the cosine's C) or (r, r, the sine's S), both of six terms: one polynomial whose
@@ -439,7 +474,7 @@ def _sincos(b: Block, r: Val, odd: Val) -> None:
     z = b.let(r * r, "z")
     a = b.let(select(odd, f64(1.0), r), "a")
     coeffs = [select(odd, f64(c), f64(s)) for c, s in zip(_COS_C, _SIN_C, strict=True)]
-    b.ret(a + a * z * horner(z, coeffs))
+    b.ret(fma(a * z, horner(z, coeffs), a))
 
 
 @function(F64, r=F64, odd=BOOL)
@@ -450,13 +485,13 @@ def vym_sincos_p(b: Block, r: Val, odd: Val) -> None:
 @function(F64, r=F64)
 def vym_sin_p(b: Block, r: Val) -> None:
     z = b.let(r * r, "z")
-    b.ret(r + r * z * horner(z, _SIN_C))
+    b.ret(fma(r * z, horner(z, _SIN_C), r))
 
 
 @function(F64, r=F64)
 def vym_cos_p(b: Block, r: Val) -> None:
     z = b.let(r * r, "z")
-    b.ret(1.0 + z * horner(z, _COS_C))
+    b.ret(fma(z, horner(z, _COS_C), 1.0))
 
 
 @function(F64, x=F32)
@@ -554,7 +589,7 @@ def vym_atan_d(b: Block, x: Val) -> None:
     z = b.let(t * t, "z")
     k0 = b.let(s.lo().to(I32), "ki")
     ki = b.let(select(k0.lt(0), i32(0), select(k0.gt(64), i32(64), k0)), "ki")   # 0..64
-    r = b.var(ATAN_H[ki] + ((t + t * z * horner(z, _ATAN_SERIES)) + ATAN_L[ki]), "r")
+    r = b.var(ATAN_H[ki] + (fma(t * z, horner(z, _ATAN_SERIES), t) + ATAN_L[ki]), "r")
     with b.if_(inv):
         b.set(r, (_PIO2_HI - r) + _PIO2_LO)
     b.ret(select(x.lt(0.0), -r, r))
@@ -644,107 +679,101 @@ def vym_erf_y(b: Block, x: Val) -> None:
 
 
 # ---- the entry points ----------------------------------------------------------------------
-def _entry(name: str, core: Function, special) -> Function:
-    """``vym_<name>(x)``: the special values (``special(b, x)`` returns early), then the
-    finishing function of the core's double."""
+# Each op's special values: (condition, result) pairs on the f32 ``x``, the first that holds
+# decides. The entry point computes the core's double of every input (a special input is
+# replaced by 1, so the core never sees NaN, infinity or a value outside its range) and returns
+# it rounded when no special value applies and the double is far from every rounding boundary
+# (`rounds_plainly`): one test, the common path straight-line. Everything else (the special
+# values, the finisher's hard-case search) is ``vym_<name>_slow``, a cold function (not inlined)
+# that decides as the entry did before it had a fast path.
+Special = list[tuple[Val, Val]]
+
+
+def _entry(name: str, core: Function, special: Callable[[Val], Special]) -> Function:
+    """``vym_<name>(x)``: the core's double rounded on the common path, else
+    ``vym_<name>_slow(x)``."""
     fin = finisher(name)
 
-    def build(b: Block, x: Val) -> None:
-        special(b, x)
+    def slow_build(b: Block, x: Val) -> None:
+        for cond, value in special(x):
+            with b.if_(cond):
+                b.ret(value)
         b.ret(fin(core(x), x.bits()))
+
+    slow = Function(f"vym_{name}_slow", F32, (("x", F32),), slow_build, cold=True,
+                    doc="the special values, then the finisher (the rare path)")
+
+    def build(b: Block, x: Val) -> None:
+        conds = [c for c, _ in special(x)]
+        plain = b.let(~functools.reduce(lambda a, c: a | c, conds), "plain")
+        y = b.let(core(select(plain, x, f32(1.0))), "y")
+        ok, r = plain_f32(b, y)
+        with b.if_(plain & ok):
+            b.ret(r)
+        b.ret(slow(x))
 
     return Function(f"vym_{name}", F32, (("x", F32),), build)
 
 
-def _keep_zero(b: Block, x: Val) -> None:
-    with b.if_(x.eq(0.0)):                       # keeps the zero's sign
-        b.ret(x)
+def _keep_zero(x: Val) -> Special:
+    return [(x.eq(0.0), x)]                      # keeps the zero's sign
 
 
-def _nan_if(b: Block, cond: Val) -> None:
-    with b.if_(cond):
-        b.ret(fbits(NAN))
+def _nan_if(cond: Val) -> Special:
+    return [(cond, fbits(NAN))]
 
 
-def _exp_special(b: Block, x: Val) -> None:
-    _nan_if(b, is_nan(x))
-    with b.if_(x.gt(100.0)):
-        b.ret(fbits(INF))
-    with b.if_(x.lt(-110.0)):
-        b.ret(f32(0.0))
+def _exp_special(x: Val) -> Special:
+    return [*_nan_if(is_nan(x)), (x.gt(100.0), fbits(INF)), (x.lt(-110.0), f32(0.0))]
 
 
-def _exp2_special(b: Block, x: Val) -> None:
-    _nan_if(b, is_nan(x))
-    with b.if_(x.ge(128.0)):
-        b.ret(fbits(INF))
-    with b.if_(x.lt(-152.0)):
-        b.ret(f32(0.0))
+def _exp2_special(x: Val) -> Special:
+    return [*_nan_if(is_nan(x)), (x.ge(128.0), fbits(INF)), (x.lt(-152.0), f32(0.0))]
 
 
-def _log_special(b: Block, x: Val) -> None:
-    _nan_if(b, is_nan(x) | x.lt(0.0))
-    with b.if_(x.eq(0.0)):
-        b.ret(fbits(NEG_INF))
-    with b.if_(is_inf(x)):
-        b.ret(x)
+def _log_special(x: Val) -> Special:
+    return [*_nan_if(is_nan(x) | x.lt(0.0)), (x.eq(0.0), fbits(NEG_INF)), (is_inf(x), x)]
 
 
-def _trig_special(b: Block, x: Val) -> None:
-    _nan_if(b, is_nan(x) | is_inf(x))
+def _trig_special(x: Val) -> Special:
+    return _nan_if(is_nan(x) | is_inf(x))
 
 
-def _tanh_special(b: Block, x: Val) -> None:
-    _nan_if(b, is_nan(x))
+def _tanh_special(x: Val) -> Special:
+    return _nan_if(is_nan(x))
 
 
-def _sinh_special(b: Block, x: Val) -> None:
-    _keep_zero(b, x)
-    _nan_if(b, is_nan(x))
-    with b.if_(fabs(x).ge(90.0)):
-        b.ret(((x.bits() & 0x80000000) | INF).bits())
+def _sinh_special(x: Val) -> Special:
+    return [*_keep_zero(x), *_nan_if(is_nan(x)),
+            (fabs(x).ge(90.0), ((x.bits() & 0x80000000) | INF).bits())]
 
 
-def _cosh_special(b: Block, x: Val) -> None:
-    _nan_if(b, is_nan(x))
-    with b.if_(fabs(x).ge(90.0)):
-        b.ret(fbits(INF))
+def _cosh_special(x: Val) -> Special:
+    return [*_nan_if(is_nan(x)), (fabs(x).ge(90.0), fbits(INF))]
 
 
-def _expm1_special(b: Block, x: Val) -> None:
-    _keep_zero(b, x)
-    _nan_if(b, is_nan(x))
-    with b.if_(x.gt(100.0)):
-        b.ret(fbits(INF))
+def _expm1_special(x: Val) -> Special:
+    return [*_keep_zero(x), *_nan_if(is_nan(x)), (x.gt(100.0), fbits(INF))]
 
 
-def _log1p_special(b: Block, x: Val) -> None:
-    _keep_zero(b, x)
-    _nan_if(b, is_nan(x) | x.lt(-1.0))
-    with b.if_(x.eq(-1.0)):
-        b.ret(fbits(NEG_INF))
-    with b.if_(is_inf(x)):
-        b.ret(x)
+def _log1p_special(x: Val) -> Special:
+    return [*_keep_zero(x), *_nan_if(is_nan(x) | x.lt(-1.0)), (x.eq(-1.0), fbits(NEG_INF)), (is_inf(x), x)]
 
 
-def _atan_special(b: Block, x: Val) -> None:
-    _keep_zero(b, x)
-    _nan_if(b, is_nan(x))
+def _atan_special(x: Val) -> Special:
+    return [*_keep_zero(x), *_nan_if(is_nan(x))]
 
 
-def _asin_special(b: Block, x: Val) -> None:
-    _keep_zero(b, x)
-    _nan_if(b, is_nan(x) | x.gt(1.0) | x.lt(-1.0))
+def _asin_special(x: Val) -> Special:
+    return [*_keep_zero(x), *_nan_if(is_nan(x) | x.gt(1.0) | x.lt(-1.0))]
 
 
-def _acos_special(b: Block, x: Val) -> None:
-    _nan_if(b, is_nan(x) | x.gt(1.0) | x.lt(-1.0))
+def _acos_special(x: Val) -> Special:
+    return _nan_if(is_nan(x) | x.gt(1.0) | x.lt(-1.0))
 
 
-def _cbrt_special(b: Block, x: Val) -> None:
-    _nan_if(b, is_nan(x))
-    with b.if_(x.eq(0.0) | is_inf(x)):
-        b.ret(x)
+def _cbrt_special(x: Val) -> Special:
+    return [*_nan_if(is_nan(x)), (x.eq(0.0) | is_inf(x), x)]
 
 
 # name -> (the double it rounds, the special values)
@@ -781,7 +810,8 @@ def vym_hypot(b: Block, x: Val, y: Val) -> None:
     near a rounding boundary the exact sum decides against the boundary's square (exact too)"""
     with b.if_(is_inf(x) | is_inf(y)):
         b.ret(fbits(INF))
-    _nan_if(b, is_nan(x) | is_nan(y))
+    with b.if_(is_nan(x) | is_nan(y)):
+        b.ret(fbits(NAN))
     a = b.let(x.to(F64), "a")
     c = b.let(y.to(F64), "b")
     p = b.let(a * a, "p")

@@ -566,7 +566,13 @@ def vyf_eq(b: Block, a: Val, c: Val) -> None:
     b.ret(~nan & (zero | same))
 
 
+@function(F64, soft=True, a=F64, b=F64, c=F64)
+def vyd_mul_add(b: Block, a: Val, m: Val, c: Val) -> None:
+    """a * b + c with two roundings: WGSL's form of the language's ``fma``"""
+    b.ret(vyd_add(vyd_mul(a, m), c))
+
+
 SOFT = [vyu_mulhi32, vyu_add, vyu_sub, vyu_mul, vyu_mulhi, vyu_shl, vyu_shr, vyi_shr, vyu_lt, vyu_le,
-        vyi_lt, vyi_le, vyu_clz, vyd_from_u64, vyi_from_i32, vyd_add, vyd_sub, vyd_neg, vyd_mul, vyd_div,
+        vyi_lt, vyi_le, vyu_clz, vyd_from_u64, vyi_from_i32, vyd_add, vyd_sub, vyd_neg, vyd_mul, vyd_mul_add, vyd_div,
         vyd_sqrt, vyd_lt, vyd_le, vyd_eq, vyd_from_f32, vyd_to_f32, vyd_from_u32, vyd_from_i32, vyd_to_i32,
         vyf_lt, vyf_le, vyf_eq]

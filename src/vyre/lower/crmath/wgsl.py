@@ -6,10 +6,11 @@ float64 or 64-bit integer is a ``vec2<u32>`` (x: low word, y: high word), an f32
 bits, and each float64, 64-bit or f32 operation is a call of the software helper that
 implements it (`vyre.lower.crmath.soft`, printed by this same printer). Those helpers perform
 IEEE binary64 operations exactly, so the printed WGSL computes the same doubles as the C
-targets and rounds them to the same f32 bits. A table is a function of its index and a
-lookup a function of its key (binary decision trees with the entries in the code,
-`table_source`, `lookup_source`); locals are printed as ``v_<name>`` (no clash with WGSL's
-reserved words).
+targets and rounds them to the same f32 bits, except the language's ``fma``, printed unfused
+(``vyd_mul_add``; `vyre.lower.crmath.dsl.fma` says why the f32 results still agree). A table
+is a function of its index and a lookup a function of its key (binary decision trees with the
+entries in the code, `table_source`, `lookup_source`); locals are printed as ``v_<name>`` (no
+clash with WGSL's reserved words).
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ def _helper(v: Val) -> tuple[Function, tuple[Val, ...], bool] | None:
         return getattr(soft, f"{fam}_{name}"), args, neg
     if t is F64 and op in ("add", "sub", "mul", "div", "sqrt", "neg"):
         return getattr(soft, f"vyd_{op}"), a, False
+    if op == "fma":                 # unfused: dsl.fma says why the f32 results agree
+        return soft.vyd_mul_add, a, False
     if t in (U64, I64) and op in ("add", "sub", "mul"):
         return getattr(soft, f"vyu_{op}"), a, False
     if t is I64 and op == "neg":
