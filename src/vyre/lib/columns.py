@@ -118,15 +118,28 @@ def bin_f32_bits(bins: str, bits: Expr, p: str, bin_set: int = 0) -> list[Node]:
     """Add the f32 whose bits are the u32 ``bits`` to bin ``bits >> 23`` (its sign and
     biased exponent) of set ``bin_set`` as its mantissa ``m`` (the term is ``±m * 2**(e -
     150)``): three integer operations and one private add, no select. The bins of exponent 0
-    (zeros and subnormals, which count as zero, S9) and 255 (specials, seen by `Specials`,
-    which the caller has set up) are never read. Consecutive values going to different sets
-    (the caller's blocks) do not wait on each other's bin when their exponents match."""
+    (zeros and subnormals, which count as zero, S9) are never read; those of exponent 255
+    only say whether a special was added (`specials_binned`). Consecutive values going to
+    different sets (the caller's blocks) do not wait on each other's bin when their exponents
+    match."""
     b = Expr.var(f"{p}_b")
     return [Node.let_bind(f"{p}_b", bits),
             Node.let_bind(f"{p}_k", (b >> 23) + BINS * bin_set),
             Node.store(bins, Expr.var(f"{p}_k"), Expr.load(bins, Expr.var(f"{p}_k"))
-                       + Expr.cast(DataType.I64, (b & 0x7FFFFF) | 0x800000)),
-            *Specials.see(b)]
+                       + Expr.cast(DataType.I64, (b & 0x7FFFFF) | 0x800000))]
+
+
+def specials_binned(bins: str) -> Expr:
+    """Whether `bin_f32_bits` added a NaN or an infinity (each adds ``m >= 2**23`` to a bin of
+    exponent 255, whose sum of at most `BIN_VALUES` such terms cannot wrap): only then need
+    the caller read its values again for `Specials`, which the bins cannot tell apart."""
+    seen: Expr | None = None
+    for k in range(SETS):
+        for key in (BINS // 2 - 1, BINS - 1):
+            hit = Expr.load(bins, Expr.u32(BINS * k + key)).ne(Expr.i64(0))
+            seen = hit if seen is None else seen.or_(hit)
+    assert seen is not None
+    return seen
 
 
 def flush_bins(bins: str, col: str, wg: int) -> list[Node]:
@@ -188,4 +201,5 @@ def load_total(col: str, wg: int, local: str) -> list[Node]:
 
 
 __all__ = ["BINS", "BIN_VALUES", "BYTES", "LAYOUT", "SETS", "Specials", "add_f16_bits", "add_f32_bits", "add_signed",
-           "bin_f32_bits", "bins_decl", "bins_init", "decl", "flush_bins", "load_total", "settle"]
+           "bin_f32_bits", "bins_decl", "bins_init", "decl", "flush_bins", "load_total", "settle",
+           "specials_binned"]

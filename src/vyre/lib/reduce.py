@@ -261,15 +261,24 @@ def exact_program(source: DataType | str, layout: sa.Layout, fmt: sa.Format, wg:
         if binned(source, serial):
             # one i64 bin per sign and exponent while streaming the run (one add a value;
             # value u of a round to bin set u), then the bins into the column; the caller's
-            # array holds exactly N values
-            if source is DataType.F32:
-                stream = clipped_run("x", unroll, bits, lambda items: [
-                    n for u, b in enumerate(items) for n in columns.bin_f32_bits("bins", b, f"a{u}", u % columns.SETS)])
-            else:   # bf16, two a word: the rounds (a load past the end gives +0)
-                stream = share_rounds(serial, unroll, bits, None, lambda items: [
-                    n for u, b in enumerate(items)
-                    for n in columns.bin_f32_bits("bins", b << 16, f"a{u}", u % columns.SETS)])
-            share = [*columns.bins_init("bins"), *stream, *columns.flush_bins("bins", "col", wg)]
+            # array holds exactly N values. Specials: the run is read again for `Specials`
+            # only where the bins saw one
+            def run(add: Any, p: str) -> list[Node]:
+                if source is DataType.F32:
+                    return clipped_run("x", unroll, bits, lambda items: [
+                        n for u, b in enumerate(items) for n in add(b, u)], p)
+                # bf16, two a word: the rounds (a load past the end gives +0)
+                return share_rounds(serial, unroll, bits, None, lambda items: [
+                    n for u, b in enumerate(items) for n in add(b << 16, u)], p)
+
+            def binit(b: Expr, u: int) -> list[Node]:
+                return columns.bin_f32_bits("bins", b, f"a{u}", u % columns.SETS)
+
+            def see(b: Expr, u: int) -> list[Node]:
+                return columns.Specials.see(b)
+
+            share = [*columns.bins_init("bins"), *run(binit, "item"),
+                     Node.if_(columns.specials_binned("bins"), run(see, "sp")), *columns.flush_bins("bins", "col", wg)]
         else:
             share = share_rounds(serial, unroll, bits, None, add_values)
         body += [*columns.Specials.init(), *share,
