@@ -234,3 +234,33 @@ def test_exact_sum_bins_far_past_a_mantissa(backend, monkeypatch, wg):
     assert int(np.float32(got).view(np.uint32)) == exact_sum_bits(bits, "f32")
     assert int(np.float32(L.sum(-x, backend=backend, workgroup_size=wg)).view(np.uint32)) == \
         exact_sum_bits((-x).view(np.uint32).tolist(), "f32")
+
+
+@pytest.mark.parametrize("fmt", ["f32", "bf16"])
+def test_binned_sum_reads_a_run_again_only_for_its_specials(backend, monkeypatch, fmt):
+    """On serial backends the bins of exponent 255 say whether an invocation's run holds a
+    NaN or an infinity, and only then is the run read again for the flags: a special in one
+    run of many (first, middle, last element, the tail past the last whole block), an
+    infinity of each sign in different runs, and the adversarial mix with specials all give
+    the model's bits."""
+    from vyre.lib import runner
+
+    monkeypatch.setattr(runner, "serial", lambda _backend: True)
+    rng = np.random.default_rng(36)
+    n = 2003 if backend.id() == "reference" else 20011
+    base = adversarial_f32(rng, n, specials=False)
+    cases = []
+    for at in (0, n // 3, n - 1, n - 2):
+        for special in (0x7F800000, 0xFF800000, 0x7FC00001):
+            b = base.copy()
+            b[at] = special
+            cases.append(b)
+    both = base.copy()
+    both[7], both[n - 5] = 0x7F800000, 0xFF800000
+    cases += [both, adversarial_f32(rng, n, specials=True)]
+    for k, bits in enumerate(cases):
+        x, blist = _as_fmt(bits, fmt)
+        want = exact_sum_bits(blist, fmt)
+        for wg in (None, 5):
+            got = L.sum(x, backend=backend, workgroup_size=wg)
+            assert _bits(got, fmt) == want, tag(fmt=fmt, case=k, wg=wg, got=hex(_bits(got, fmt)), want=hex(want))

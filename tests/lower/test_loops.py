@@ -357,6 +357,36 @@ def test_a_loop_to_the_minimum_of_a_bound_and_a_buffer_length_reads_it_without_a
         assert np.frombuffer(got, np.uint32).tolist() == want
 
 
+def test_a_loop_over_blocks_to_a_shifted_buffer_length_reads_each_block_without_a_check(backend):
+    """``loop(w, w0, min(w0 + c, buf_len(a) >> 2))`` (whole blocks of 4, clipped to the
+    buffer's end): ``a[(w << 2) + k]`` for ``k < 4`` is in bounds; ``a[(w << 2) + 4]`` (the
+    next block), ``a[(w << 1) + 1]`` (another shift) and ``b[(w << 2) + k]`` keep their checks;
+    the values are S6's."""
+    w = Expr.var("w")
+    loads = [Expr.load("a", (w << 2) + k) for k in range(4)]
+    program = Program.wrapped(
+        [BufferDecl.read("a", 0, U), BufferDecl.read("b", 1, U), BufferDecl.output("out", 2, U, 4)], 4,
+        [Node.let_bind("w0", Expr.gid_x() * Expr.u32(100)), Node.let_bind("s", Expr.u32(0)),
+         Node.loop("w", Expr.var("w0"), Expr.min(Expr.var("w0") + Expr.u32(100), E.BufLen("a") >> 2), [
+             Node.assign("s", Expr.var("s") + (loads[0] + loads[1]) * (loads[2] + loads[3])
+                         + Expr.load("a", (w << 2) + 4) + Expr.load("a", (w << 1) + 1)
+                         + Expr.load("b", (w << 2) + 3))]),
+         Node.store("out", Expr.gid_x(), Expr.var("s"))])
+    source = cuda_source(program)[1]
+    assert len(re.findall(r"b_a\[t\d+\]", source)) == 6 and len(re.findall(r"< n_a\)", source)) == 2
+    assert len(re.findall(r"< n_b\)", source)) == 1
+    a = np.arange(1, 1003, dtype=np.uint32)      # 1002: 250 whole blocks, the third run clipped
+    b = np.arange(7, 907, dtype=np.uint32)       # shorter: its loads past 900 give zero (S6)
+
+    def at(x: np.ndarray, i: int) -> int:
+        return int(x[i]) if i < x.size else 0
+
+    want = [sum((at(a, 4 * q) + at(a, 4 * q + 1)) * (at(a, 4 * q + 2) + at(a, 4 * q + 3)) + at(a, 4 * q + 4)
+                + at(a, 2 * q + 1) + at(b, 4 * q + 3) for q in range(g * 100, min(g * 100 + 100, a.size // 4)))
+            & 0xFFFFFFFF for g in range(4)]
+    assert np.frombuffer(backend.dispatch(program, [a, b])[0], np.uint32).tolist() == want
+
+
 def test_a_loop_to_a_buffer_length_reads_it_without_a_check(backend):
     program = Program.wrapped(
         [BufferDecl.read("a", 0, U), BufferDecl.read("b", 1, U), BufferDecl.output("out", 2, U, 1)], 1,

@@ -20,9 +20,10 @@ f32 and bf16 specials cost two integer maxima per value instead of a flags word 
 their bits are added like any others (the flags decide the result whatever the digits hold).
 
 On serial backends (a CPU device, `vyre.lib.runner.serial`) an invocation first adds each f32
-to one private i64 bin per biased exponent (`bin_f32_bits`: one add of the signed mantissa,
-where the column takes three), and adds the bins to its column once at the end
-(`flush_bins`): an exact regrouping of the same terms.
+to one private i64 bin per sign and biased exponent (`bin_f32_bits`: one add of the mantissa,
+where the column takes three; consecutive values to `SETS` interleaved sets of bins, so that
+equal exponents do not make each add wait on the previous one), and adds the bins to its
+column once at the end (`flush_bins`): an exact regrouping of the same terms.
 """
 
 from __future__ import annotations
@@ -99,40 +100,63 @@ def add_f32_bits(col: str, wg: int, bits: Expr, p: str) -> list[Node]:
             *Specials.see(b)]
 
 
-BINS = 256          # one i64 bin per biased f32 exponent
-BIN_VALUES = 1 << 23  # values an invocation may add to its bins (|bin| < 2**47: `flush_bins`)
+BINS = 512           # one i64 bin per f32 sign and biased exponent (the top 9 bits)
+SETS = 4             # interleaved bin sets: value u of a block of SETS goes to set u
+BIN_VALUES = 1 << 23  # values an invocation may add to its bins (each sign's sum < 2**47: `flush_bins`)
 
 
 def bins_decl(name: str) -> BufferDecl:
-    """The private bins of `bin_f32_bits`."""
-    return BufferDecl.local(name, BINS, DataType.I64)
+    """The private bins of `bin_f32_bits`: `SETS` sets of `BINS`."""
+    return BufferDecl.local(name, BINS * SETS, DataType.I64)
 
 
 def bins_init(name: str) -> list[Node]:
-    return [Node.loop(f"{name}_k", Expr.u32(0), Expr.u32(BINS), [Node.store(name, Expr.var(f"{name}_k"), Expr.i64(0))])]
+    return [Node.loop(f"{name}_k", Expr.u32(0), Expr.u32(BINS * SETS), [Node.store(name, Expr.var(f"{name}_k"), Expr.i64(0))])]
 
 
-def bin_f32_bits(bins: str, bits: Expr, p: str) -> list[Node]:
-    """Add the f32 whose bits are the u32 ``bits`` to bin ``e`` (its biased exponent) as its
-    signed mantissa ``±m`` (the term is ``±m * 2**(e - 150)``; a subnormal counts as zero, S9;
-    a special is seen by `Specials`, which the caller has set up)."""
-    b, e = Expr.var(f"{p}_b"), Expr.var(f"{p}_e")
-    m = Expr.select(e.eq(Expr.u32(0)), Expr.u32(0), (b & 0x7FFFFF) | 0x800000)
-    sm = Expr.cast(DataType.I64, sa.as_i32(Expr.select(sa.as_i32(b).lt(Expr.i32(0)), -m, m)))
-    return [Node.let_bind(f"{p}_b", bits), Node.let_bind(f"{p}_e", (b >> 23) & 0xFF),
-            Node.store(bins, e, Expr.load(bins, e) + sm), *Specials.see(b)]
+def bin_f32_bits(bins: str, bits: Expr, p: str, bin_set: int = 0) -> list[Node]:
+    """Add the f32 whose bits are the u32 ``bits`` to bin ``bits >> 23`` (its sign and
+    biased exponent) of set ``bin_set`` as its mantissa ``m`` (the term is ``±m * 2**(e -
+    150)``): three integer operations and one private add, no select. The bins of exponent 0
+    (zeros and subnormals, which count as zero, S9) are never read; those of exponent 255
+    only say whether a special was added (`specials_binned`). Consecutive values going to
+    different sets (the caller's blocks) do not wait on each other's bin when their exponents
+    match."""
+    b = Expr.var(f"{p}_b")
+    return [Node.let_bind(f"{p}_b", bits),
+            Node.let_bind(f"{p}_k", (b >> 23) + BINS * bin_set),
+            Node.store(bins, Expr.var(f"{p}_k"), Expr.load(bins, Expr.var(f"{p}_k"))
+                       + Expr.cast(DataType.I64, (b & 0x7FFFFF) | 0x800000))]
+
+
+def specials_binned(bins: str) -> Expr:
+    """Whether `bin_f32_bits` added a NaN or an infinity (each adds ``m >= 2**23`` to a bin of
+    exponent 255, whose sum of at most `BIN_VALUES` such terms cannot wrap): only then need
+    the caller read its values again for `Specials`, which the bins cannot tell apart."""
+    seen: Expr | None = None
+    for k in range(SETS):
+        for key in (BINS // 2 - 1, BINS - 1):
+            hit = Expr.load(bins, Expr.u32(BINS * k + key)).ne(Expr.i64(0))
+            seen = hit if seen is None else seen.or_(hit)
+    assert seen is not None
+    return seen
 
 
 def flush_bins(bins: str, col: str, wg: int) -> list[Node]:
-    """Add the finite bins (exponents 1..254) to this invocation's column: bin ``e`` (at most
-    `BIN_VALUES` mantissas, so ``|bin| < 2**47``) as its low 24 bits at ``e`` and the signed
-    rest at ``e + 24`` (two `add_signed` terms each: at most 508 in all, within the column's
-    `superacc.LOCAL_HEADROOM`). Bin 255 holds the specials, which `Specials` decides."""
+    """Add the finite bins (exponents 1..254) to this invocation's column: per exponent
+    ``e`` the positive bins of every set minus the negative ones (at most `BIN_VALUES`
+    mantissas in all, so ``|v| < 2**47``) as its low 24 bits at ``e`` and the signed rest at
+    ``e + 24`` (two `add_signed` terms each: at most 508 in all, within the column's
+    `superacc.LOCAL_HEADROOM`)."""
     e, v = Expr.var("bin_e"), Expr.var("bin_v")
+    half = BINS // 2
+    total: Expr = Expr.load(bins, e) - Expr.load(bins, e + half)
+    for k in range(1, SETS):
+        total = total + (Expr.load(bins, e + BINS * k) - Expr.load(bins, e + (BINS * k + half)))
     low = Expr.cast(I, v & Expr.i64(0xFFFFFF))
     high = Expr.cast(I, v >> Expr.i64(24))
-    return [Node.loop("bin_e", Expr.u32(1), Expr.u32(BINS - 1), [
-        Node.let_bind("bin_v", Expr.load(bins, e)),
+    return [Node.loop("bin_e", Expr.u32(1), Expr.u32(half - 1), [
+        Node.let_bind("bin_v", total),
         Node.if_(v.ne(Expr.i64(0)), [*add_signed(col, wg, low, e, "bl"), *add_signed(col, wg, high, e + 24, "bh")])])]
 
 
@@ -176,5 +200,6 @@ def load_total(col: str, wg: int, local: str) -> list[Node]:
             *sa.normalise(local, K, f"{col}_t")]
 
 
-__all__ = ["BINS", "BIN_VALUES", "BYTES", "LAYOUT", "Specials", "add_f16_bits", "add_f32_bits", "add_signed",
-           "bin_f32_bits", "bins_decl", "bins_init", "decl", "flush_bins", "load_total", "settle"]
+__all__ = ["BINS", "BIN_VALUES", "BYTES", "LAYOUT", "SETS", "Specials", "add_f16_bits", "add_f32_bits", "add_signed",
+           "bin_f32_bits", "bins_decl", "bins_init", "decl", "flush_bins", "load_total", "settle",
+           "specials_binned"]

@@ -91,15 +91,26 @@ def run_rounds(unroll: int, value: Callable[[Expr], Expr], fill: Expr | None,
     return rounds(GID * (PER * unroll), 1, PER, unroll, value, fill, body, p)
 
 
-def clipped_run(buf: str, unroll: int, body: Callable[[Expr], list[Node]], idx: str = "idx") -> list[Node]:
-    """`run_rounds`' share (``PER * unroll`` consecutive items from ``gid * PER * unroll``) as
-    one plain loop to ``min(end, buf_len(buf))``: the bound proves every ``buf[idx]`` in
-    bounds, so the load has no check (`vyre.lower.ranges`) and a CPU compiler vectorises the
-    loop (PoCL: 4x-16x wider loads than one checked load a trip). Only for a pass whose
-    ``buf`` holds exactly its N items; the same `rounds_fit` bound."""
-    r0 = Expr.var(f"{idx}_0")
-    return [Node.let_bind(f"{idx}_0", GID * (PER * unroll)),
-            Node.loop(idx, r0, Expr.min(r0 + PER * unroll, Expr.buf_len(buf)), body(Expr.var(idx)))]
+def clipped_run(buf: str, unroll: int, value: Callable[[Expr], Expr], body: Callable[[list[Expr]], list[Node]],
+                p: str = "item") -> list[Node]:
+    """`run_rounds`' share (``PER * unroll`` consecutive items from ``gid * PER * unroll``;
+    ``unroll`` a power of two) with no bounds check: a loop over the run's whole blocks of
+    ``unroll`` items, clipped to ``buf_len(buf) >> log2(unroll)``, whose ``unroll`` loads
+    `vyre.lower.ranges` proves in bounds and which ``body`` gets together (independent
+    operations side by side: PoCL's "loops" work-group method runs no loop vectoriser, so a
+    loop of one load a trip waits on its accumulator each trip), then the items past the
+    buffer's last whole block (only in the run that holds its end) one at a time, a loop to
+    ``min(end, buf_len(buf))``. Only for a pass whose ``buf`` holds exactly its N items; the
+    same `rounds_fit` bound."""
+    s = unroll.bit_length() - 1
+    assert unroll == 1 << s, unroll
+    w, w0, r0, t = Expr.var(f"{p}_w"), Expr.var(f"{p}_w0"), Expr.var(f"{p}_r0"), Expr.var(f"{p}_t")
+    block = [Node.let_bind(f"{p}{u}", value((w << s) + u)) for u in range(unroll)]
+    whole = (Expr.buf_len(buf) >> s) << s
+    return [Node.let_bind(f"{p}_w0", GID * PER), Node.let_bind(f"{p}_r0", w0 << s),
+            Node.loop(f"{p}_w", w0, Expr.min(w0 + PER, Expr.buf_len(buf) >> s),
+                      block + body([Expr.var(f"{p}{u}") for u in range(unroll)])),
+            Node.loop(f"{p}_t", Expr.max(r0, whole), Expr.min(r0 + (PER << s), Expr.buf_len(buf)), body([value(t)]))]
 
 
 def share_rounds(serial: bool, unroll: int, value: Callable[[Expr], Expr], fill: Expr | None,

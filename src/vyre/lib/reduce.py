@@ -107,8 +107,8 @@ def tree_program(dtype: DataType, op: BinOp, wg: int, first: bool, final: bool, 
     floats are mapped to keys); ``final``: write the result (16-bit floats: their bits) to
     ``out[0]``; ``merge`` (32-bit integer sums): every workgroup adds its total to ``out[0]``
     with an atomic (wrapping, so the order cannot matter): one pass. ``serial``: each
-    invocation reads its own run (`share_rounds`; the caller's non-16-bit data as one
-    `clipped_run` loop)."""
+    invocation reads its own run (`share_rounds`; the caller's non-16-bit data as unchecked
+    `clipped_run` blocks, item u of each into its own accumulator)."""
     half = dtype.is_half
     acc_t = U if half else dtype.value_type
     src_t = storage(dtype) if first else acc_t
@@ -130,8 +130,13 @@ def tree_program(dtype: DataType, op: BinOp, wg: int, first: bool, final: bool, 
     # past the end gives 0, the identity; min and max fill with theirs
     fill = None if op is BinOp.ADD else ident
     if serial and first and not half:
-        # the caller's array holds exactly N items: one unchecked load a trip (vectorised)
-        share = clipped_run("x", unroll, lambda i: [Node.assign("acc", combine(Expr.var("acc"), value(i)))])
+        # the caller's array holds exactly N items: unchecked blocks, item u of each into its
+        # own accumulator (one chain each; a block's tree would be reassociated into one chain)
+        accs = [Expr.var(f"acc{u}") for u in range(unroll)]
+        share = [*[Node.let_bind(f"acc{u}", ident) for u in range(unroll)],
+                 *clipped_run("x", unroll, value, lambda items: [
+                     Node.assign(f"acc{u}", combine(accs[u], item)) for u, item in enumerate(items)]),
+                 Node.assign("acc", balanced(accs, combine))]
     else:
         share = share_rounds(serial, unroll, value, fill, fold)
     body = [Node.let_bind("acc", ident), *share,
@@ -254,14 +259,26 @@ def exact_program(source: DataType | str, layout: sa.Layout, fmt: sa.Format, wg:
         # the caller's array holds exactly N values (16-bit ones: a zero pads the last word);
         # past the end a load gives 0, the bits of +0, which adds nothing
         if binned(source, serial):
-            # one i64 bin per exponent while streaming the run (one add a value), then the
-            # bins into the column; the caller's array holds exactly N values
-            if source is DataType.F32:
-                stream = clipped_run("x", unroll, lambda i: columns.bin_f32_bits("bins", bits(i), "a"))
-            else:   # bf16, two a word: the rounds (a load past the end gives +0)
-                stream = share_rounds(serial, unroll, bits, None, lambda items: [
-                    n for u, b in enumerate(items) for n in columns.bin_f32_bits("bins", b << 16, f"a{u}")])
-            share = [*columns.bins_init("bins"), *stream, *columns.flush_bins("bins", "col", wg)]
+            # one i64 bin per sign and exponent while streaming the run (one add a value;
+            # value u of a round to bin set u), then the bins into the column; the caller's
+            # array holds exactly N values. Specials: the run is read again for `Specials`
+            # only where the bins saw one
+            def run(add: Any, p: str) -> list[Node]:
+                if source is DataType.F32:
+                    return clipped_run("x", unroll, bits, lambda items: [
+                        n for u, b in enumerate(items) for n in add(b, u)], p)
+                # bf16, two a word: the rounds (a load past the end gives +0)
+                return share_rounds(serial, unroll, bits, None, lambda items: [
+                    n for u, b in enumerate(items) for n in add(b << 16, u)], p)
+
+            def binit(b: Expr, u: int) -> list[Node]:
+                return columns.bin_f32_bits("bins", b, f"a{u}", u % columns.SETS)
+
+            def see(b: Expr, u: int) -> list[Node]:
+                return columns.Specials.see(b)
+
+            share = [*columns.bins_init("bins"), *run(binit, "item"),
+                     Node.if_(columns.specials_binned("bins"), run(see, "sp")), *columns.flush_bins("bins", "col", wg)]
         else:
             share = share_rounds(serial, unroll, bits, None, add_values)
         body += [*columns.Specials.init(), *share,

@@ -9,7 +9,8 @@ buffers declared with a static count (an input must then be passed with exactly 
 `Ranges` computes a conservative interval ``[lo, hi]`` for u32 expressions from literals,
 local ids (below the workgroup size), loop variables (inside ``[from, to)``, and below a
 buffer's count, whatever it is, when ``to`` is that buffer's length or the minimum of it and
-anything: `bounding_buffer`), locals bound once,
+anything: `bounding_buffer`; a loop over blocks, to ``buf_len(b) >> s``, proves each
+``(v << s) + k``, ``k < 2**s``, below it), locals bound once,
 and arithmetic that cannot wrap (add, mul, shifts, masks, or/xor, modulo and division by
 literals, min/max, select). Anything it cannot bound is ``[0, 2**32 - 1]``: the check stays.
 """
@@ -40,9 +41,10 @@ class Ranges:
         self.program = program
         self.env: dict[str, tuple[int, int]] = {}
         self.assigned = program.facts.assigned   # the plan's program: inlined, no functions
-        # loop variables of ``loop(v, from, buf_len(b))``: v < b's count, whatever the count
-        # (set by the emitter when it enters each loop, so a reused name is overwritten)
-        self.below: dict[str, str | None] = {}
+        # loop variables of ``loop(v, from, buf_len(b) >> s)``: (b, s), v < b's count >> s,
+        # whatever the count (set by the emitter when it enters each loop, so a reused name
+        # is overwritten)
+        self.below: dict[str, tuple[str, int] | None] = {}
 
     def bind(self, name: str, value: tuple[int, int] | None) -> None:
         if value is None or name in self.assigned:
@@ -119,26 +121,45 @@ class Ranges:
         return FULL
 
     @staticmethod
-    def bounding_buffer(to: E.Expr) -> str | None:
+    def bounding_buffer(to: E.Expr) -> tuple[str, int] | None:
         """The buffer whose element count a loop's variable stays below when the loop ends at
-        ``to``: ``buf_len(b)``, or ``min(x, buf_len(b))`` either way round (a loop over a run
-        clipped to a buffer's end); else None."""
-        if isinstance(to, E.BufLen):
-            return to.buffer
+        ``to``, and the shift ``s`` of that count: ``buf_len(b)`` (s = 0) or ``buf_len(b) >>
+        s`` (a loop over blocks of ``2**s`` elements), or the minimum of either and anything,
+        either way round (a run clipped to a buffer's end); else None."""
+        def bound(e: E.Expr) -> tuple[str, int] | None:
+            if isinstance(e, E.BufLen):
+                return e.buffer, 0
+            if isinstance(e, E.Bin) and e.op is BinOp.SHR and isinstance(e.left, E.BufLen) \
+                    and isinstance(e.right, E.Lit) and e.right.dtype is DataType.U32 and e.right.bits < 32:
+                return e.left.buffer, e.right.bits
+            return None
+
         if isinstance(to, E.Bin) and to.op is BinOp.MIN:
-            for side in (to.left, to.right):
-                if isinstance(side, E.BufLen):
-                    return side.buffer
-        return None
+            return bound(to.left) or bound(to.right)
+        return bound(to)
 
     def in_bounds(self, buffer: str, index: E.Expr) -> bool:
         """True when ``index`` is provably below ``buffer``'s element count."""
-        if isinstance(index, E.Var) and self.below.get(index.name) == buffer:
+        if self._blocked(buffer, index):
             return True
         decl = self.program.buffer(buffer)
         if decl is None or not decl.count:
             return False
         return self.of(index)[1] < decl.count
+
+    def _blocked(self, buffer: str, index: E.Expr) -> bool:
+        """``index`` is ``v``, ``v << s`` or ``(v << s) + k`` (``k`` a literal below ``2**s``)
+        for a loop variable ``v`` below ``buffer``'s count ``>> s`` (`bounding_buffer`): then
+        ``index < ((count >> s) << s) <= count``."""
+        k = 0
+        if isinstance(index, E.Bin) and index.op is BinOp.ADD and isinstance(index.right, E.Lit) \
+                and index.right.dtype is DataType.U32:
+            k, index = index.right.bits, index.left
+        s = 0
+        if isinstance(index, E.Bin) and index.op is BinOp.SHL and isinstance(index.right, E.Lit) \
+                and index.right.dtype is DataType.U32 and index.right.bits < 32:
+            s, index = index.right.bits, index.left
+        return isinstance(index, E.Var) and self.below.get(index.name) == (buffer, s) and k < (1 << s)
 
 
 R = Ranges
