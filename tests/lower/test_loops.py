@@ -401,3 +401,41 @@ def test_a_loop_to_a_buffer_length_reads_it_without_a_check(backend):
     b = np.arange(5, 1005, dtype=np.uint32)   # shorter: its loads past 1000 give zero (S6)
     want = sum(int(a[i]) * int(b[i]) for i in range(2, 1000)) & 0xFFFFFFFF
     assert np.frombuffer(backend.dispatch(program, [a, b])[0], np.uint32).tolist() == [want]
+
+
+def _clipped_loops() -> list[Program]:
+    """Loops bounded by a buffer's length, by the minimum of a bound and it (either order),
+    and by blocks of it (``buf_len(a) >> 3``): what `Printer.unswitch` and the block proofs
+    of `vyre.lower.ranges` meet."""
+    r0 = Expr.var("r0")
+    ends = [E.BufLen("a"), Expr.min(r0 + Expr.u32(700), E.BufLen("a")), Expr.min(E.BufLen("a"), r0 + Expr.u32(700))]
+    progs = []
+    for end in ends:
+        progs.append(Program.wrapped(
+            [BufferDecl.read("a", 0, U), BufferDecl.read("b", 1, U), BufferDecl.output("out", 2, U, 4)], 4,
+            [Node.let_bind("r0", Expr.gid_x() * Expr.u32(700)), Node.let_bind("s", Expr.u32(0)),
+             Node.loop("i", r0, end, [
+                 Node.assign("s", Expr.var("s") + Expr.load("a", Expr.var("i")) * Expr.load("b", Expr.var("i")))]),
+             Node.store("out", Expr.gid_x(), Expr.var("s"))]))
+    blocks = E.BufLen("a") >> Expr.u32(3)
+    progs.append(Program.wrapped(
+        [BufferDecl.read("a", 0, U), BufferDecl.read("b", 1, U), BufferDecl.output("out", 2, U, 1)], 1,
+        [Node.let_bind("s", Expr.u32(0)),
+         Node.loop("i", Expr.u32(0), blocks, [
+             Node.assign("s", Expr.var("s") + Expr.load("a", (Expr.var("i") << Expr.u32(3)) + Expr.u32(7))
+                         * Expr.load("b", Expr.var("i")))]),
+         Node.store("out", Expr.u32(0), Expr.var("s"))]))
+    return progs
+
+
+def test_loops_bounded_by_buffer_lengths_print_cuda_that_nvrtc_compiles() -> None:
+    """Without a GPU: the CUDA of every such loop names only the kernel's own counts (an
+    unswitch flag once printed a bound's tuple, ``n_('a', 0)``) and NVRTC compiles it."""
+    compiler = pytest.importorskip("vyre.drivers.cuda.compiler")
+    for program in _clipped_loops():
+        source = cuda_source(program)[1]
+        assert "n_(" not in source, source
+        try:
+            compiler.compile_ptx(source, "sm_90")
+        except ImportError as exc:   # no NVRTC on this machine
+            pytest.skip(str(exc))

@@ -514,9 +514,10 @@ class Printer:
         runs when the flag holds). Only where the syntax spells such a check
         (`Syntax.unswitch_loads`); loads of a nested loop over the same name are its own."""
         within = {k: v for k, v in self.within.items() if k[0] != n.var}
-        bound = self.ranges.bounding_buffer(n.to)
-        if not self.s.unswitch_loads or bound is None:
-            return within
+        bounding = self.ranges.bounding_buffer(n.to)
+        if not self.s.unswitch_loads or bounding is None or bounding[1] != 0:
+            return within   # (a loop over blocks, to buf_len(b) >> s, is left as it is)
+        bound = bounding[0]
         found: dict[str, None] = {}
         stack = list(n.body)
         while stack:
