@@ -66,9 +66,6 @@ class Syntax:
     # (`ERR_DEVICE_LOOPS`) instead of giving short results
     checked_loops: bool = False
     unroll: int = 1   # with checked_loops: least trips per back edge of an innermost loop
-    # with checked_loops: the loop trips such a device allows one invocation in all; a kernel
-    # whose loops provably make fewer (`LoopFacts.work`) is printed with plain loops
-    loop_budget: int = 0
     # `load` takes, for ``in_bounds``, a flag name under which the index is in bounds (the
     # check becomes ``flag || i < n``: `Printer.unswitch`); False: loads take only a bool
     unswitch_loads: bool = False

@@ -409,8 +409,9 @@ _ATOMIC = {AtomicOp.ADD: "atomicAdd", AtomicOp.OR: "atomicOr", AtomicOp.AND: "at
 _ZERO = {U32: "0u", I32: "0i"}
 
 
-# The count words (one per bound buffer), the opaque zero and the folded grid (3 words): a
-# uniform binding, so every invocation reads them from the constant path, not as loads
+# The count words (one per bound buffer), the opaque zero and the folded grid (3 words), as
+# whole vec4<u32>s in a read-only storage binding (a uniform binding made lavapipe take
+# minutes to compile a random program: random/1000087 of `vyre conform --seed 1`)
 PARAM_EXTRA_WORDS = 4
 # the pipeline-overridable constant that turns on the folded-grid prologue: false in the
 # pipelines a driver makes first, so the compiler drops the prologue where no grid is folded
@@ -418,7 +419,7 @@ FOLDED = "vy_folded"
 
 
 def param_vectors(n_bound: int) -> int:
-    """How many vec4<u32> the ``vy_n`` uniform binding of a kernel with ``n_bound`` buffers holds."""
+    """How many vec4<u32> the ``vy_n`` binding of a kernel with ``n_bound`` buffers holds."""
     return -(-(n_bound + PARAM_EXTRA_WORDS) // 4)
 
 
@@ -440,7 +441,6 @@ class WgslSyntax(Syntax):
     cancel_poll = ("vy_trips++;", "if ((vy_trips & 1023u) == 0u && atomicLoad(&vy_ctl[1]) != 0u) { return; }")
     checked_loops = True
     unroll = 4   # lavapipe: at least 4 x 65,534 trips of an innermost loop
-    loop_budget = 65_535   # lavapipe ends an invocation's loops at its 65,535th trip
     # vy_fadd, vy_fsub and vy_fmul flush a subnormal result themselves (the prelude)
     flushed_results = frozenset({BinOp.ADD, BinOp.SUB, BinOp.MUL, BinOp.ABS_DIFF})
     f32_mul_add = "vy_fmla({x}, {a}, {b})"
@@ -660,7 +660,7 @@ class WgslSyntax(Syntax):
             access = "read" if not b.writable else "read_write"
             decls.append(f"@group(0) @binding({k}) var<storage, {access}> b_{b.name}: array<{self.element(p, b)}>;")
         n = len(p.plan.bound)
-        decls.append(f"@group(0) @binding({n}) var<uniform> vy_n: array<vec4<u32>, {param_vectors(n)}>;")
+        decls.append(f"@group(0) @binding({n}) var<storage, read> vy_n: array<vec4<u32>, {param_vectors(n)}>;")
         decls.append(f"@group(0) @binding({n + 1}) var<storage, read_write> vy_ctl: array<atomic<u32>, 2>;")
         decls.append(f"override {FOLDED}: bool = false;")
         decls.append("var<private> vy_z: u32;   // zero, set by each kernel from its count words")

@@ -197,7 +197,7 @@ class WgpuDevice(Device):
         self._retired: list[tuple[Any, weakref.WeakSet]] = []   # (device, its fences) after renew
         self.usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
         self.read_usage = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
-        self.param_usage = wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
+        self.param_usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST
         self._open()
         if not _LIVE and not getattr(_shutdown_all, "registered", False):
             atexit.register(_shutdown_all)   # after wgpu-py's hooks: atexit runs it first
@@ -267,11 +267,11 @@ class WgpuDevice(Device):
         # printing finds: routing must refuse exactly what the dispatch refuses
         self.source(program)
         hidden = len(program.facts.float_atomic_buffers)   # one hidden accumulator each (S36)
-        n = len(program.facts.bound) + hidden + 1   # + the control block (the counts are a uniform)
+        n = len(program.facts.bound) + hidden + 2   # + the counts and the control block
         limit = self.limits.get("max-storage-buffers-per-shader-stage", 8)
         if n > limit:
             extra = f", {hidden} of them the hidden accumulators of float atomics" if hidden else ""
-            raise UnsupportedFeature(f"{n - 1} bound buffers{extra} (this adapter binds {limit - 1})", ID,
+            raise UnsupportedFeature(f"{n - 2} bound buffers{extra} (this adapter binds {limit - 2})", ID,
                                      "use fewer buffers, or another backend.")
 
     # ---- compile ---------------------------------------------------------------------------
@@ -322,8 +322,7 @@ class WgpuDevice(Device):
         ro = wgpu.BufferBindingType.read_only_storage
         entries_l = [{"binding": i, "visibility": wgpu.ShaderStage.COMPUTE,
                       "buffer": {"type": storage if writable[i] else ro}} for i in range(n_bound)]
-        entries_l.append({"binding": n_bound, "visibility": wgpu.ShaderStage.COMPUTE,
-                          "buffer": {"type": wgpu.BufferBindingType.uniform}})
+        entries_l.append({"binding": n_bound, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": ro}})
         entries_l.append({"binding": n_bound + 1, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": storage}})
         layout = self.device.create_bind_group_layout(entries=entries_l)
         playout = self.device.create_pipeline_layout(bind_group_layouts=[layout])
@@ -433,7 +432,7 @@ class WgpuDevice(Device):
         _, layout, n_bound, scale = kernel.handle
         counts = tuple(c * w for c, w in zip(counts, scale)) + tuple(counts[len(scale):])
         # + the kernels' opaque zero (vy_z) and the folded grid (vy_n[n+1..3], see `launch`), as
-        # the uniform binding's whole vec4<u32>s (`vyre.lower.wgsl.param_vectors`)
+        # the binding's whole vec4<u32>s (`vyre.lower.wgsl.param_vectors`)
         words = np.zeros(4 * param_vectors(n_bound), dtype=np.uint32)
         words[:len(counts)] = counts
         cbuf = self.device.create_buffer(size=words.nbytes, usage=self.param_usage)
