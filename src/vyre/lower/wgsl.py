@@ -409,23 +409,14 @@ _ATOMIC = {AtomicOp.ADD: "atomicAdd", AtomicOp.OR: "atomicOr", AtomicOp.AND: "at
 _ZERO = {U32: "0u", I32: "0i"}
 
 
-# The count words (one per bound buffer), the opaque zero and the folded grid (3 words), as
-# whole vec4<u32>s in a read-only storage binding (a uniform binding made lavapipe take
-# minutes to compile a random program: random/1000087 of `vyre conform --seed 1`)
-PARAM_EXTRA_WORDS = 4
 # the pipeline-overridable constant that turns on the folded-grid prologue: false in the
 # pipelines a driver makes first, so the compiler drops the prologue where no grid is folded
 FOLDED = "vy_folded"
 
 
-def param_vectors(n_bound: int) -> int:
-    """How many vec4<u32> the ``vy_n`` binding of a kernel with ``n_bound`` buffers holds."""
-    return -(-(n_bound + PARAM_EXTRA_WORDS) // 4)
-
-
 def vy_n(i: int) -> str:
     """The WGSL expression of count word ``i``."""
-    return f"vy_n[{i // 4}].{'xyzw'[i % 4]}"
+    return f"vy_n[{i}]"
 
 
 
@@ -660,7 +651,7 @@ class WgslSyntax(Syntax):
             access = "read" if not b.writable else "read_write"
             decls.append(f"@group(0) @binding({k}) var<storage, {access}> b_{b.name}: array<{self.element(p, b)}>;")
         n = len(p.plan.bound)
-        decls.append(f"@group(0) @binding({n}) var<storage, read> vy_n: array<vec4<u32>, {param_vectors(n)}>;")
+        decls.append(f"@group(0) @binding({n}) var<storage, read> vy_n: array<u32>;")
         decls.append(f"@group(0) @binding({n + 1}) var<storage, read_write> vy_ctl: array<atomic<u32>, 2>;")
         decls.append(f"override {FOLDED}: bool = false;")
         decls.append("var<private> vy_z: u32;   // zero, set by each kernel from its count words")

@@ -39,7 +39,7 @@ from vyre.driver.install import install_hint
 from vyre.ir.ops import all_op_ids
 from vyre.ir.program import Program
 from vyre.lower.legalize.int64 import word_scale
-from vyre.lower.wgsl import FOLDED, WgslRefusal, generate, param_vectors, refusals
+from vyre.lower.wgsl import FOLDED, WgslRefusal, generate, refusals
 
 ID = "wgpu"
 # op ids WGSL cannot run with the reference's bytes (see vyre.lower.wgsl)
@@ -197,7 +197,6 @@ class WgpuDevice(Device):
         self._retired: list[tuple[Any, weakref.WeakSet]] = []   # (device, its fences) after renew
         self.usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
         self.read_usage = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
-        self.param_usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST
         self._open()
         if not _LIVE and not getattr(_shutdown_all, "registered", False):
             atexit.register(_shutdown_all)   # after wgpu-py's hooks: atexit runs it first
@@ -333,11 +332,9 @@ class WgpuDevice(Device):
     def pipelines(self, module: Any, playout: Any, entries: tuple[str, ...], folded: bool) -> tuple:
         """One compute pipeline per entry point, with the module's ``vy_folded`` override set."""
         try:
-            stage = {"module": module, "entry_point": ""}
-            if folded:
-                stage["constants"] = {FOLDED: 1}
-            return tuple(self.device.create_compute_pipeline(layout=playout, compute={**stage, "entry_point": e})
-                         for e in entries)
+            constants = {"constants": {FOLDED: 1}} if folded else {}
+            return tuple(self.device.create_compute_pipeline(
+                layout=playout, compute={"module": module, "entry_point": e, **constants}) for e in entries)
         except Exception as exc:
             if self.lost():
                 raise self.error(exc) from None
@@ -431,11 +428,9 @@ class WgpuDevice(Device):
     def _pack(self, kernel: Kernel, buffers: list[Any], counts: tuple[int, ...], ctl: Ctl) -> Any:
         _, layout, n_bound, scale = kernel.handle
         counts = tuple(c * w for c, w in zip(counts, scale)) + tuple(counts[len(scale):])
-        # + the kernels' opaque zero (vy_z) and the folded grid (vy_n[n+1..3], see `launch`), as
-        # the binding's whole vec4<u32>s (`vyre.lower.wgsl.param_vectors`)
-        words = np.zeros(4 * param_vectors(n_bound), dtype=np.uint32)
-        words[:len(counts)] = counts
-        cbuf = self.device.create_buffer(size=words.nbytes, usage=self.param_usage)
+        # + the kernels' opaque zero (vy_z) and the folded grid (vy_n[n+1..3], see `launch`)
+        words = np.array(list(counts) + [0, 0, 0, 0], dtype=np.uint32)
+        cbuf = self.device.create_buffer(size=max(4, words.nbytes), usage=self.usage)
         self.queue.write_buffer(cbuf, 0, words)
         entries = [{"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
                    for i, b in enumerate(buffers[:n_bound])]
