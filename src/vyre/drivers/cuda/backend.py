@@ -283,10 +283,8 @@ class CudaDevice(Device):
     def ctl_reset(self, ctl: Ctl) -> None:
         ctl.words[:] = 0
         c: _Cancel = ctl.handle
-        if c.raised:   # zero it again, in order before the dispatch's kernels (as `zero` does)
-            self.rt.ensure_current()
-            stream = self._target.stream.handle if self._target is not self.stream else self._raw
-            _ok(cu.cuMemsetD32Async(c.ptr, 0, 1, stream))
+        if c.raised:   # zero it again, in order before the dispatch's kernels
+            self.zero(c.ptr, 4)
             c.raised = False
 
     def ctl_cancel(self, ctl: Ctl) -> bool:
