@@ -17,6 +17,30 @@ from vyre.driver import BackendError, UnsupportedFeature, acquire
 
 _STATE: dict[str, object] = {}
 
+# VYRE_WGPU_LOST_LOG=PATH (the device runs, `scripts/gpu-check wgpu`): every wgpu log line about a
+# lost device goes to PATH.<pid> under the id of the test that was running, to find what lost it
+_LOST_LOG = os.environ.get("VYRE_WGPU_LOST_LOG")
+if _LOST_LOG:
+    import logging
+
+    import wgpu  # noqa: F401  (first: wgpu-py asserts that it made the "wgpu" logger itself)
+
+    class _LostWatch(logging.Filter):
+        current = "(collection)"
+
+        def filter(self, record: logging.LogRecord) -> bool:
+            if "lost" in record.getMessage().lower():
+                with open(f"{_LOST_LOG}.{os.getpid()}", "a") as f:
+                    f.write(f"{self.current}\n{record.getMessage()}\n\n")
+            return True
+
+    _WATCH = _LostWatch()
+    logging.getLogger("wgpu").addFilter(_WATCH)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(item: pytest.Item) -> None:
+        _WATCH.current = item.nodeid
+
 
 def _try(backend_id: str):
     if backend_id not in _STATE:

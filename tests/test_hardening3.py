@@ -396,7 +396,11 @@ def test_14_a_lost_wgpu_device_gives_device_lost_then_recovers(wgpu_backend):
     for n in (100, 100, 37):               # a cached shape (its staging reused) and a new one
         with pytest.raises(DeviceLost, match=r"Fix: call backend\.try_recover"):
             b.dispatch(_affine(), [x[:n]])
+    assert b.device_lost()
+    with pytest.raises(DeviceLost):        # a program not built yet: lost, not a codegen bug
+        b.dispatch(_affine(7), [x])
     b.try_recover()
+    assert not b.device_lost()
     assert b.dispatch(_affine(), [x]) == [_want(x)]
 
 

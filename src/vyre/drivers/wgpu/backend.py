@@ -10,13 +10,15 @@ share a shape's device buffers), and the fence maps them. Fences are polled with
 A running kernel cannot be stopped (no host-visible memory), so `cancellable` is false and
 a timed-out dispatch is reported as the engine reports runaways; `try_recover` opens a
 fresh device (`renew`), so later work never queues behind it. Vendor errors become vyre errors
-(`DeviceLost` once the device reports its loss), and interpreter exit waits a bounded time
+(`DeviceLost` once the device reports its loss: wgpu-native 0.32 has no `GPUDevice.lost`, so a
+loss is known from the errors wgpu raises and its log, `_says_lost`/`_LossNote`), and interpreter exit waits a bounded time
 for queued work and stops wgpu-py's poll thread (`_shutdown_all`).
 """
 
 from __future__ import annotations
 
 import atexit
+import logging
 import threading
 import time
 import weakref
@@ -73,12 +75,43 @@ def _runtime_dir() -> None:
     os.environ["XDG_RUNTIME_DIR"] = path
 
 
+#: how wgpu-native words a lost device in the errors it raises and in its log
+_LOST_WORDS = ("device is lost", "device was lost", "device lost")
+
+
+def _says_lost(exc: BaseException | str) -> bool:
+    """Whether a wgpu error (or log line) reports a lost device."""
+    text = str(exc).lower()
+    return any(w in text for w in _LOST_WORDS)
+
+
+class _LossNote(logging.Filter):
+    """wgpu-native tells why a device was lost only in its log ("The WGPU device was lost
+    (reason): message", from its device-lost callback, which names no device): this filter on
+    the ``wgpu`` logger keeps the last such line for `DeviceLost`'s text and lets every record
+    through."""
+
+    last = ""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = record.getMessage()
+        if "device was lost" in msg.lower():
+            _LossNote.last = " ".join(msg.split())
+        return True
+
+
+_LOSS_NOTE = _LossNote()
+
+
 def _wgpu():
     _runtime_dir()
     try:
         import wgpu
     except ImportError as exc:
         raise BackendUnavailable(ID, f"wgpu is not installed ({exc}).", f"{install_hint('wgpu')}.") from None
+    log = logging.getLogger("wgpu")
+    if _LOSS_NOTE not in log.filters:
+        log.addFilter(_LOSS_NOTE)
     return wgpu
 
 
@@ -212,6 +245,7 @@ class WgpuDevice(Device):
                                      "check the driver with `vyre doctor`.") from None
         self.limits = dict(self.device.limits)
         self.queue = self.device.queue
+        self._lost = False                    # set once an error of this device reports its loss
         # per thread: (host words, staging, nbytes) read since that thread's last fence. A
         # dispatch is enqueued and fenced (or finished) by one thread, while other threads
         # enqueue theirs in between: a fence takes only its own thread's reads.
@@ -313,7 +347,7 @@ class WgpuDevice(Device):
         try:
             module = self.device.create_shader_module(code=src)
         except Exception as exc:
-            if self.lost():
+            if self.lost() or _says_lost(exc):
                 raise self.error(exc) from None
             raise KernelCompileFailed(f"WGSL did not compile: {exc}", "this is a vyre code-generation bug: "
                                       "report it with `vyre inspect --backend wgpu`.", backend=ID) from None
@@ -336,7 +370,7 @@ class WgpuDevice(Device):
             return tuple(self.device.create_compute_pipeline(
                 layout=playout, compute={"module": module, "entry_point": e, **constants}) for e in entries)
         except Exception as exc:
-            if self.lost():
+            if self.lost() or _says_lost(exc):
                 raise self.error(exc) from None
             raise KernelCompileFailed(f"WGSL pipeline creation failed: {exc}", "this is a vyre code-generation "
                                       "bug: report it with `vyre inspect --backend wgpu`.", backend=ID) from None
@@ -541,17 +575,16 @@ class WgpuDevice(Device):
                 self._fences.discard(fence)
 
     def lost(self) -> bool:
-        """True once the device reported its loss."""
-        try:
-            return _settled(self.device.lost)
-        except Exception:
-            return False
+        """True once an error of this device reported its loss (`error`)."""
+        return self._lost
 
     def error(self, exc: BaseException) -> BackendError:
         if isinstance(exc, BackendError):
             return exc
-        if self.lost() or "lost" in str(exc).lower():
-            return DeviceLost(f"the wgpu device was lost ({type(exc).__name__}: {exc}).",
+        if self._lost or _says_lost(exc):
+            self._lost = True
+            said = f"; wgpu logged: {_LossNote.last}" if _LossNote.last else ""
+            return DeviceLost(f"the wgpu device was lost ({type(exc).__name__}: {' '.join(str(exc).split())}{said}).",
                               "call backend.try_recover() (a fresh device; compiled pipelines are "
                               "invalidated), or restart the process.", backend=ID)
         return DispatchFailed(f"wgpu error {type(exc).__name__}: {exc}.",
