@@ -17,29 +17,32 @@ from vyre.driver import BackendError, UnsupportedFeature, acquire
 
 _STATE: dict[str, object] = {}
 
-# VYRE_WGPU_LOST_LOG=PATH (the device runs, `scripts/gpu-check wgpu`): every wgpu log line about a
-# lost device goes to PATH.<pid> under the id of the test that was running, to find what lost it
+# VYRE_WGPU_LOST_LOG=PATH (the device runs, `scripts/gpu-check wgpu`): after each test, every live
+# wgpu device is probed (a 4-byte buffer); the first test after which one is lost goes to
+# PATH.<pid> with wgpu's words, and the shared backend is recovered so later tests run normally
 _LOST_LOG = os.environ.get("VYRE_WGPU_LOST_LOG")
 if _LOST_LOG:
-    import logging
+    _SEEN_LOST: set[int] = set()
 
-    import wgpu  # noqa: F401  (first: wgpu-py asserts that it made the "wgpu" logger itself)
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_teardown(item: pytest.Item) -> None:
+        import sys
 
-    class _LostWatch(logging.Filter):
-        current = "(collection)"
-
-        def filter(self, record: logging.LogRecord) -> bool:
-            if "lost" in record.getMessage().lower():
+        mod = sys.modules.get("vyre.drivers.wgpu.backend")
+        if mod is None:
+            return
+        for dev in list(mod._LIVE):
+            if id(dev.device) in _SEEN_LOST:
+                continue
+            try:
+                dev.device.create_buffer(size=4, usage=dev.usage)
+            except Exception as exc:
+                _SEEN_LOST.add(id(dev.device))
                 with open(f"{_LOST_LOG}.{os.getpid()}", "a") as f:
-                    f.write(f"{self.current}\n{record.getMessage()}\n\n")
-            return True
-
-    _WATCH = _LostWatch()
-    logging.getLogger("wgpu").addFilter(_WATCH)
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_setup(item: pytest.Item) -> None:
-        _WATCH.current = item.nodeid
+                    f.write(f"{item.nodeid}\n{' '.join(str(exc).split())}\n\n")
+        shared = _STATE.get("wgpu")
+        if shared is not None and not isinstance(shared, BackendError) and id(shared.device.device) in _SEEN_LOST:
+            shared.try_recover()
 
 
 def _try(backend_id: str):
