@@ -106,16 +106,17 @@ def opencl_or_none():
 
 
 def _hardware_reasons() -> re.Pattern:
-    """One reason of a wgpu refusal that docs/wgpu.md documents as hardware: 64-bit atomics or
-    subgroup operations, in each wording it reaches a test in (the WGSL refusal, the driver's
-    missing-op and capability refusals, and the kernel-words forms of those)."""
+    """One reason of a wgpu refusal that docs/wgpu.md documents as hardware: 64-bit atomics,
+    subgroup operations or per-invocation arrays past 8 KiB, in each wording it reaches a test
+    in (the WGSL refusal, the driver's missing-op and capability refusals, and the kernel-words
+    forms of those)."""
     from vyre.ir.ops import all_op_ids
     from vyre.lower.wgsl import HARDWARE_REFUSALS
 
     names = sorted(op.removeprefix("vyre.subgroup.") for op in all_op_ids() if op.startswith("vyre.subgroup."))
     op = rf"(?:vyre\.subgroup\.(?:{'|'.join(names)})|(?:{'|'.join(names)})\(\))"
     fixed = "|".join(re.escape(r) for r in sorted(HARDWARE_REFUSALS))
-    return re.compile(rf"(?:{fixed}|(?:needs )?subgroup operations|(?:ops|unsupported ops:|uses) {op}(?:, {op})*)")
+    return re.compile(rf"(?:(?:{fixed})(?:: \d+ bytes once legalized)?|(?:needs )?subgroup operations|(?:ops|unsupported ops:|uses) {op}(?:, {op})*)")
 
 
 _KERNEL_WORDS = re.compile(r"\[K024\] the wgpu backend cannot run the kernel at .*?: (.*)\.")

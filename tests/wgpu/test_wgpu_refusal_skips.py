@@ -1,5 +1,5 @@
 """tests/conftest.py skips a test on a wgpu refusal only when every reason is a documented
-hardware refusal (64-bit atomics, subgroup operations), in each wording a refusal reaches a
+hardware refusal (64-bit atomics, subgroup operations, private arrays past 8 KiB), in each wording a refusal reaches a
 test in: raw dispatch, routing's missing ops, and kernel words. Any other refusal fails."""
 
 from __future__ import annotations
@@ -55,3 +55,29 @@ def test_other_refusals_are_not_documented(wgpu):
         assert not documented_refusal(UnsupportedFeature(what, "wgpu"))
     assert not documented_refusal(UnsupportedFeature("subgroup operations", "opencl"))
     assert documented_refusal(UnsupportedFeature("ops vyre.subgroup.ballot, vyre.subgroup.shuffle", "wgpu"))
+
+
+def _private(words: int) -> Program:
+    """Each invocation fills a private array of ``words`` u32s and reads one back at run time."""
+    gx, k = Expr.gid_x(), Expr.var("k")
+    u = DataType.U32
+    return Program.wrapped([BufferDecl.output("o", 0, u, 5), BufferDecl.local("t", words, u)], 1, [
+        Node.loop("k", 0, words, [Node.store("t", k, k * 3 + gx)]),
+        Node.store("o", gx, Expr.load("t", (gx * 7) % words))])
+
+
+def test_private_arrays_past_the_limit_are_refused_before_the_driver_sees_them(wgpu):
+    """NVIDIA's Vulkan driver loses the device creating a pipeline with a 16 KiB private array
+    (vyre.lower.wgsl.PRIVATE_LIMIT_BYTES): wgpu runs 8 KiB per invocation and refuses more, on
+    every adapter, with the documented reason, in routing and in dispatch alike."""
+    from vyre.lower.wgsl import PRIVATE, PRIVATE_LIMIT_BYTES
+
+    words = PRIVATE_LIMIT_BYTES // 4
+    got = np.frombuffer(wgpu.dispatch(_private(words), [])[0], np.uint32)
+    gx = np.arange(5)
+    assert np.array_equal(got, ((gx * 7) % words * 3 + gx).astype(np.uint32))
+    for fn in (lambda: wgpu.refuse(_private(words + 1)), lambda: wgpu.dispatch(_private(words + 1), [])):
+        err = _refusal(fn)
+        assert PRIVATE in err.message and documented_refusal(err), err.message
+        assert "Fix: keep per-invocation arrays under 8 KiB" in str(err)
+    assert not wgpu.device_lost()

@@ -92,7 +92,14 @@ _PAIRED = set(WT) | {DataType.U64, DataType.I64} | set(NARROW) | set(HALF)
 # `refusals` words it (tests match these texts exactly).
 ATOMIC64 = "64-bit atomics (core WGSL has no 64-bit atomics)"
 SUBGROUP = "subgroup operations (not in core WGSL)"
-HARDWARE_REFUSALS = frozenset({ATOMIC64, SUBGROUP})
+# Per-invocation (function-scope) arrays are private memory, which WebGPU does not bound. NVIDIA's
+# Vulkan driver (580.159) loses the device while creating the pipeline of a shader with a 16 KiB
+# array and runs one of 8 KiB (scripts/probe-wgpu-private-memory on the H100); lavapipe runs
+# both. One limit for every adapter, so a program is refused alike everywhere, before the
+# driver sees it.
+PRIVATE_LIMIT_BYTES = 8192
+PRIVATE = f"more than {PRIVATE_LIMIT_BYTES} bytes of per-invocation arrays (NVIDIA's Vulkan driver loses the device)"
+HARDWARE_REFUSALS = frozenset({ATOMIC64, SUBGROUP, PRIVATE})
 
 
 def _r_value(e, wide: set[str]) -> str | None:
@@ -682,6 +689,8 @@ def generate(program: Program) -> tuple[KernelPlan, str]:
     (`legalized`; `WgslRefusal` for what legalizing or printing refuses). A program with loops reports through the control
     block: the device may stop a loop (`ERR_DEVICE_LOOPS`)."""
     plan = lower(program, vector=False, legalize=legalized)
+    if plan.program.facts.local_bytes > PRIVATE_LIMIT_BYTES:
+        raise WgslRefusal(f"{PRIVATE}: {plan.program.facts.local_bytes} bytes once legalized")
     if any(plan.phase_loops) and not plan.needs_error_flag:
         plan = replace(plan, needs_error_flag=True)
     return plan, emit_wgsl(plan)

@@ -41,7 +41,7 @@ from vyre.driver.install import install_hint
 from vyre.ir.ops import all_op_ids
 from vyre.ir.program import Program
 from vyre.lower.legalize.int64 import word_scale
-from vyre.lower.wgsl import FOLDED, WgslRefusal, generate, refusals
+from vyre.lower.wgsl import FOLDED, PRIVATE, WgslRefusal, generate, refusals
 
 ID = "wgpu"
 # op ids WGSL cannot run with the reference's bytes (see vyre.lower.wgsl)
@@ -319,7 +319,10 @@ class WgpuDevice(Device):
             program.__dict__["_vyre_wgsl"] = generate(program)
             return program.__dict__["_vyre_wgsl"]
         except WgslRefusal as exc:
-            raise UnsupportedFeature(str(exc), ID, "run this program on the cuda, opencl or reference backend.") from None
+            keep = "keep per-invocation arrays under 8 KiB (workgroup memory or a buffer instead), or " \
+                if str(exc).startswith(PRIVATE) else ""
+            raise UnsupportedFeature(str(exc), ID, f"{keep}run this program on the cuda, opencl or reference "
+                                     "backend.") from None
 
     def build(self, program: Program) -> Kernel:
         return self.compile(program)[0]
