@@ -55,3 +55,18 @@ def tag(**what: object) -> str:
 
 
 __all__ = ["SEED", "WORKGROUP_SIZES", "rng_for", "sizes", "tag", "workgroup_size"]
+
+
+def take_form(monkeypatch, backend, serial: bool) -> None:
+    """Makes vyre.lib take its serial form (``serial``: each invocation its own run, what
+    `vyre.lib.runner.serial` picks on PoCL) or its GPU form on ``backend``. The serial form is
+    not taken on wgpu: no wgpu adapter takes it in use, its Programs' bytes are checked on the
+    reference, OpenCL and CUDA, lavapipe compiles its long per-invocation loops slowly, and
+    wgpu refuses its exact sums (more than 8 KiB of per-invocation arrays)."""
+    import pytest
+
+    from vyre.lib import runner
+
+    if serial and backend.id() == "wgpu":
+        pytest.skip("the serial form of vyre.lib runs on serial backends (PoCL); wgpu never takes it")
+    monkeypatch.setattr(runner, "serial", lambda _backend: serial)

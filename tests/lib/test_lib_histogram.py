@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from models import canonical
-from props import rng_for, sizes, tag, workgroup_size
+from props import rng_for, sizes, tag, take_form, workgroup_size
 
 import vyre.lib as L
 from vyre.driver import UnsupportedFeature
@@ -82,9 +82,8 @@ def test_counts_in_shared_bins_and_in_rows(backend, monkeypatch, serial):
     shared through atomics (GPUs) and each invocation's own row of plain counters over its own
     run (`runner.serial`: PoCL), one invocation a workgroup by default or the caller's size
     (shrunk until the rows fit workgroup memory)."""
-    from vyre.lib import runner
 
-    monkeypatch.setattr(runner, "serial", lambda _backend: serial)
+    take_form(monkeypatch, backend, serial)
     rng = np.random.default_rng(31)
     x = rng.integers(-2, 300, 30011).astype(np.int32)
     for bins, wg in ((256, None), (256, 64), (2048, 16), (1, 3)):

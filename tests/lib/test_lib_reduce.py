@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 from models import adversarial_f32, exact_dot_bits, exact_sum_bits, float_minmax_bits
-from props import rng_for, sizes, tag, workgroup_size
+from props import rng_for, sizes, tag, take_form, workgroup_size
 
 import vyre.lib as L
 from vyre.driver import UnsupportedFeature
@@ -189,9 +189,8 @@ def test_reductions_over_runs_and_strided(backend, monkeypatch, serial):
     items (GPUs) and each invocation's own run, one invocation a workgroup by default
     (`runner.serial`: PoCL): u32/i32 sums (one pass), min/max and 64-bit sums (two passes),
     narrow sums, the exact f32 sum and the f32 dot; the caller's workgroup size too."""
-    from vyre.lib import runner
 
-    monkeypatch.setattr(runner, "serial", lambda _backend: serial)
+    take_form(monkeypatch, backend, serial)
     rng = np.random.default_rng(34)
     n = 3001 if backend.id() == "reference" else 20011
     for wg in (None, 5):
@@ -220,9 +219,8 @@ def test_exact_sum_bins_far_past_a_mantissa(backend, monkeypatch, wg):
     exponent and adds the bins to its digits at the end: bins of thousands of maximal
     mantissas of one exponent (either sign, the two cancelling nearly), beside tiny values,
     still give the exact sum rounded once."""
-    from vyre.lib import runner
 
-    monkeypatch.setattr(runner, "serial", lambda _backend: True)
+    take_form(monkeypatch, backend, True)
     rng = np.random.default_rng(35)
     n = 3001
     x = np.full(n, np.float32(1.9999999), np.float32)
@@ -243,9 +241,8 @@ def test_binned_sum_reads_a_run_again_only_for_its_specials(backend, monkeypatch
     run of many (first, middle, last element, the tail past the last whole block), an
     infinity of each sign in different runs, and the adversarial mix with specials all give
     the model's bits."""
-    from vyre.lib import runner
 
-    monkeypatch.setattr(runner, "serial", lambda _backend: True)
+    take_form(monkeypatch, backend, True)
     rng = np.random.default_rng(36)
     n = 2003 if backend.id() == "reference" else 20011
     base = adversarial_f32(rng, n, specials=False)

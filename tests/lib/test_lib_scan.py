@@ -10,7 +10,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from models import adversarial_f32, canonical, round_exact, to_float
-from props import rng_for, sizes, tag, workgroup_size
+from props import rng_for, sizes, tag, take_form, workgroup_size
 
 import vyre.lib as L
 from vyre.driver import UnsupportedFeature
@@ -126,9 +126,8 @@ def test_integer_scan_by_runs(backend, monkeypatch, serial):
     """The serial form (`runner.serial`: PoCL; each invocation sums, then scans, its own run)
     and the tiled one give numpy's bytes on every backend: one run, many runs whose totals are
     scanned the same way, the caller's workgroup size, 64-bit integers."""
-    from vyre.lib import runner
 
-    monkeypatch.setattr(runner, "serial", lambda _backend: serial)
+    take_form(monkeypatch, backend, serial)
     rng = np.random.default_rng(24)
     for n, wg, dtype in ((200, None, np.uint32), (30011, None, np.int32), (30011, 7, np.uint32), (5003, None, np.int64)):
         x = rng.integers(-2**31, 2**31, n).astype(dtype)
@@ -145,7 +144,7 @@ def test_integer_scan_chunks_add_the_totals_before_them(backend, monkeypatch, gr
     adds 312 totals, 39 rounds of its 8 invocations), or 5 chunks of 63 tiles each."""
     from vyre.lib import runner, scan
 
-    monkeypatch.setattr(runner, "serial", lambda _backend: False)
+    take_form(monkeypatch, backend, False)
     monkeypatch.setitem(runner._CHUNK_GROUPS, backend.id(), 1 << 24)
     monkeypatch.setattr(scan, "SCAN_GROUPS", groups)
     rng = np.random.default_rng(25)

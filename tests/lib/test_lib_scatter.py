@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 from models import adversarial_f32, exact_sum_bits
-from props import rng_for, sizes, tag, workgroup_size
+from props import rng_for, sizes, tag, take_form, workgroup_size
 
 import vyre.lib as L
 from vyre.driver import UnsupportedFeature
@@ -168,9 +168,9 @@ def test_64bit_atomic_path_gives_the_u32_paths_bytes(backend, monkeypatch, fmt, 
     backends without 64-bit atomics take (and calls with more than WIDE_MAX values). On
     serial backends (``serial``: forced here on every backend) the 64-bit words take plain
     adds from the invocation that owns the slot's range (fewer slots than ranges too)."""
-    from vyre.lib import runner, scatter
+    from vyre.lib import scatter
 
-    monkeypatch.setattr(runner, "serial", lambda _backend: serial)
+    take_form(monkeypatch, backend, serial)
     rng = np.random.default_rng(77)
     n = 3001
     for slots in (37, 3):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from models import adversarial_f32, order_key
-from props import rng_for, sizes, tag, workgroup_size
+from props import rng_for, sizes, tag, take_form, workgroup_size
 
 import vyre.lib as L
 from vyre.driver import UnsupportedFeature
@@ -115,9 +115,8 @@ def test_sort_by_tiles_and_by_runs(backend, monkeypatch, serial):
     workgroup memory (GPUs) and each invocation's run counted and moved in order
     (`runner.serial`: PoCL), one invocation a workgroup by default or the caller's size; 32-
     and 64-bit keys, values, argsort and the descending sort of top_k."""
-    from vyre.lib import runner
 
-    monkeypatch.setattr(runner, "serial", lambda _backend: serial)
+    take_form(monkeypatch, backend, serial)
     rng = np.random.default_rng(32)
     n = 3001 if backend.id() == "reference" else 20011
     for dtype, wg in ((np.int32, None), (np.float32, 5), (np.uint64, None)):

@@ -68,14 +68,17 @@ def _private(words: int) -> Program:
 
 def test_private_arrays_past_the_limit_are_refused_before_the_driver_sees_them(wgpu):
     """NVIDIA's Vulkan driver loses the device creating a pipeline with a 16 KiB private array
-    (vyre.lower.wgsl.PRIVATE_LIMIT_BYTES): wgpu runs 8 KiB per invocation and refuses more, on
-    every adapter, with the documented reason, in routing and in dispatch alike."""
+    (vyre.lower.wgsl.PRIVATE_LIMIT_BYTES): wgpu accepts 8 KiB per invocation and refuses more,
+    on every adapter, with the documented reason, in routing and in dispatch alike. (A small
+    array runs here; lavapipe takes minutes to compile an 8 KiB one, which NVIDIA's driver
+    ran in scripts/probe-wgpu-private-memory.)"""
     from vyre.lower.wgsl import PRIVATE, PRIVATE_LIMIT_BYTES
 
     words = PRIVATE_LIMIT_BYTES // 4
-    got = np.frombuffer(wgpu.dispatch(_private(words), [])[0], np.uint32)
+    got = np.frombuffer(wgpu.dispatch(_private(16), [])[0], np.uint32)
     gx = np.arange(5)
-    assert np.array_equal(got, ((gx * 7) % words * 3 + gx).astype(np.uint32))
+    assert np.array_equal(got, ((gx * 7) % 16 * 3 + gx).astype(np.uint32))
+    wgpu.refuse(_private(words))               # at the limit: accepted (nothing is built)
     for fn in (lambda: wgpu.refuse(_private(words + 1)), lambda: wgpu.dispatch(_private(words + 1), [])):
         err = _refusal(fn)
         assert PRIVATE in err.message and documented_refusal(err), err.message
