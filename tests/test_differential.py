@@ -4,7 +4,7 @@ on every available backend.
 
 Each program is a compile on OpenCL, wgpu and CUDA, so there the tests take a smaller sample
 (tests/sample.py; ``VYRE_TEST_SAMPLE=full`` takes the whole one): `make test` also runs
-`vyre conform --random 200` on OpenCL and wgpu, the same generator over 200 more programs."""
+`vyre conform` on OpenCL (200 random programs) and wgpu (100), the same generator over more programs."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("atheris", reason="atheris is a test dependency (make test installs it)")
 
 HERE = Path(__file__).parent
-SECONDS = int(os.environ.get("VYRE_FUZZ_SECONDS", "45"))
+SECONDS = int(os.environ.get("VYRE_FUZZ_SECONDS", "30"))
 
 
 def test_atheris_every_untrusted_reader(tmp_path):
