@@ -35,7 +35,7 @@ if _LOST_LOG:
             if id(dev.device) in _SEEN_LOST:
                 continue
             try:
-                dev.device.create_buffer(size=4, usage=dev.usage)
+                dev.device.create_buffer(size=4, usage=dev.usage).destroy()
             except Exception as exc:
                 _SEEN_LOST.add(id(dev.device))
                 with open(f"{_LOST_LOG}.{os.getpid()}", "a") as f:

@@ -54,9 +54,6 @@ def tag(**what: object) -> str:
     return ", ".join(f"{k}={v}" for k, v in what.items()) + f", seed={SEED}"
 
 
-__all__ = ["SEED", "WORKGROUP_SIZES", "rng_for", "sizes", "tag", "workgroup_size"]
-
-
 def take_form(monkeypatch, backend, serial: bool) -> None:
     """Makes vyre.lib take its serial form (``serial``: each invocation its own run, what
     `vyre.lib.runner.serial` picks on PoCL) or its GPU form on ``backend``. The serial form is
@@ -70,3 +67,6 @@ def take_form(monkeypatch, backend, serial: bool) -> None:
     if serial and backend.id() == "wgpu":
         pytest.skip("the serial form of vyre.lib runs on serial backends (PoCL); wgpu never takes it")
     monkeypatch.setattr(runner, "serial", lambda _backend: serial)
+
+
+__all__ = ["SEED", "WORKGROUP_SIZES", "rng_for", "sizes", "tag", "take_form", "workgroup_size"]

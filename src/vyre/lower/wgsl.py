@@ -68,7 +68,12 @@ LACKS = frozenset({Feature.F32_DIV, Feature.F32_MOD, Feature.F32_SQRT, Feature.F
 
 
 class WgslRefusal(Exception):
-    """The program needs something WGSL cannot give exactly (the reason is the message)."""
+    """The program needs something WGSL cannot give exactly (the reason is the message);
+    ``change`` is how the program itself could avoid it, where it can."""
+
+    def __init__(self, reason: str, change: str = "") -> None:
+        super().__init__(reason)
+        self.change = change
 
 
 def legalized(program: Program) -> Program:
@@ -690,7 +695,9 @@ def generate(program: Program) -> tuple[KernelPlan, str]:
     block: the device may stop a loop (`ERR_DEVICE_LOOPS`)."""
     plan = lower(program, vector=False, legalize=legalized)
     if plan.program.facts.local_bytes > PRIVATE_LIMIT_BYTES:
-        raise WgslRefusal(f"{PRIVATE}: {plan.program.facts.local_bytes} bytes once legalized")
+        raise WgslRefusal(f"{PRIVATE}: {plan.program.facts.local_bytes} bytes once legalized",
+                          f"keep per-invocation arrays under {PRIVATE_LIMIT_BYTES // 1024} KiB (workgroup "
+                          "memory or a buffer instead)")
     if any(plan.phase_loops) and not plan.needs_error_flag:
         plan = replace(plan, needs_error_flag=True)
     return plan, emit_wgsl(plan)

@@ -11,14 +11,13 @@ A running kernel cannot be stopped (no host-visible memory), so `cancellable` is
 a timed-out dispatch is reported as the engine reports runaways; `try_recover` opens a
 fresh device (`renew`), so later work never queues behind it. Vendor errors become vyre errors
 (`DeviceLost` once the device reports its loss: wgpu-native 0.32 has no `GPUDevice.lost`, so a
-loss is known from the errors wgpu raises and its log, `_says_lost`/`_LossNote`), and interpreter exit waits a bounded time
-for queued work and stops wgpu-py's poll thread (`_shutdown_all`).
+loss is known from the errors wgpu raises, `_says_lost`), and interpreter exit waits a bounded
+time for queued work and stops wgpu-py's poll thread (`_shutdown_all`).
 """
 
 from __future__ import annotations
 
 import atexit
-import logging
 import threading
 import time
 import weakref
@@ -41,7 +40,7 @@ from vyre.driver.install import install_hint
 from vyre.ir.ops import all_op_ids
 from vyre.ir.program import Program
 from vyre.lower.legalize.int64 import word_scale
-from vyre.lower.wgsl import FOLDED, PRIVATE, WgslRefusal, generate, refusals
+from vyre.lower.wgsl import FOLDED, WgslRefusal, generate, refusals
 
 ID = "wgpu"
 # op ids WGSL cannot run with the reference's bytes (see vyre.lower.wgsl)
@@ -75,32 +74,14 @@ def _runtime_dir() -> None:
     os.environ["XDG_RUNTIME_DIR"] = path
 
 
-#: how wgpu-native words a lost device in the errors it raises and in its log
+#: how wgpu-native words a lost device in the errors it raises
 _LOST_WORDS = ("device is lost", "device was lost", "device lost")
 
 
-def _says_lost(exc: BaseException | str) -> bool:
-    """Whether a wgpu error (or log line) reports a lost device."""
+def _says_lost(exc: BaseException) -> bool:
+    """Whether a wgpu error reports a lost device."""
     text = str(exc).lower()
     return any(w in text for w in _LOST_WORDS)
-
-
-class _LossNote(logging.Filter):
-    """wgpu-native tells why a device was lost only in its log ("The WGPU device was lost
-    (reason): message", from its device-lost callback, which names no device): this filter on
-    the ``wgpu`` logger keeps the last such line for `DeviceLost`'s text and lets every record
-    through."""
-
-    last = ""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        msg = record.getMessage()
-        if "device was lost" in msg.lower():
-            _LossNote.last = " ".join(msg.split())
-        return True
-
-
-_LOSS_NOTE = _LossNote()
 
 
 def _wgpu():
@@ -109,9 +90,6 @@ def _wgpu():
         import wgpu
     except ImportError as exc:
         raise BackendUnavailable(ID, f"wgpu is not installed ({exc}).", f"{install_hint('wgpu')}.") from None
-    log = logging.getLogger("wgpu")
-    if _LOSS_NOTE not in log.filters:
-        log.addFilter(_LOSS_NOTE)
     return wgpu
 
 
@@ -319,9 +297,8 @@ class WgpuDevice(Device):
             program.__dict__["_vyre_wgsl"] = generate(program)
             return program.__dict__["_vyre_wgsl"]
         except WgslRefusal as exc:
-            keep = "keep per-invocation arrays under 8 KiB (workgroup memory or a buffer instead), or " \
-                if str(exc).startswith(PRIVATE) else ""
-            raise UnsupportedFeature(str(exc), ID, f"{keep}run this program on the cuda, opencl or reference "
+            change = f"{exc.change}, or " if exc.change else ""
+            raise UnsupportedFeature(str(exc), ID, f"{change}run this program on the cuda, opencl or reference "
                                      "backend.") from None
 
     def build(self, program: Program) -> Kernel:
@@ -350,8 +327,7 @@ class WgpuDevice(Device):
         try:
             module = self.device.create_shader_module(code=src)
         except Exception as exc:
-            if self.lost() or _says_lost(exc):
-                raise self.error(exc) from None
+            self._raise_if_lost(exc)
             raise KernelCompileFailed(f"WGSL did not compile: {exc}", "this is a vyre code-generation bug: "
                                       "report it with `vyre inspect --backend wgpu`.", backend=ID) from None
         storage = wgpu.BufferBindingType.storage
@@ -373,8 +349,7 @@ class WgpuDevice(Device):
             return tuple(self.device.create_compute_pipeline(
                 layout=playout, compute={"module": module, "entry_point": e, **constants}) for e in entries)
         except Exception as exc:
-            if self.lost() or _says_lost(exc):
-                raise self.error(exc) from None
+            self._raise_if_lost(exc)
             raise KernelCompileFailed(f"WGSL pipeline creation failed: {exc}", "this is a vyre code-generation "
                                       "bug: report it with `vyre inspect --backend wgpu`.", backend=ID) from None
 
@@ -581,13 +556,19 @@ class WgpuDevice(Device):
         """True once an error of this device reported its loss (`error`)."""
         return self._lost
 
+    def _raise_if_lost(self, exc: BaseException) -> None:
+        """A build that failed because the device is lost raises `DeviceLost` (`error`), not a
+        code-generation error."""
+        err = self.error(exc)
+        if isinstance(err, DeviceLost):
+            raise err from None
+
     def error(self, exc: BaseException) -> BackendError:
         if isinstance(exc, BackendError):
             return exc
         if self._lost or _says_lost(exc):
             self._lost = True
-            said = f"; wgpu logged: {_LossNote.last}" if _LossNote.last else ""
-            return DeviceLost(f"the wgpu device was lost ({type(exc).__name__}: {' '.join(str(exc).split())}{said}).",
+            return DeviceLost(f"the wgpu device was lost ({type(exc).__name__}: {' '.join(str(exc).split())}).",
                               "call backend.try_recover() (a fresh device; compiled pipelines are "
                               "invalidated), or restart the process.", backend=ID)
         return DispatchFailed(f"wgpu error {type(exc).__name__}: {exc}.",
