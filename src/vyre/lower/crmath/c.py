@@ -16,7 +16,9 @@ of 0 or a value of at least 2^-126 in magnitude, where the two agree).
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Iterable
+from contextvars import ContextVar
 
 from .dsl import (
     BOOL,
@@ -48,18 +50,21 @@ COMMON = r"""
 #define VYM_TABLE __constant
 #define VYM_COLD static __attribute__((noinline))
 #define VYM_D2F(x) ((float)(x))
+#define VYM_K(i, x) (x)
 #define VYM_L2D(x) as_double((vy_u64)(x))
 #define VYM_D2L(x) as_ulong(x)
 #elif defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define VYM_TABLE static __device__ const
 #define VYM_COLD static __device__ __noinline__
 #define VYM_D2F(x) __double2float_rn(x)
+#define VYM_K(i, x) vym_k[i]
 #define VYM_L2D(x) __longlong_as_double((long long)(x))
 #define VYM_D2L(x) ((vy_u64)__double_as_longlong(x))
 #else   /* a host C target */
 #define VYM_TABLE static const
 #define VYM_COLD static __attribute__((noinline))
 #define VYM_D2F(x) ((float)(x))
+#define VYM_K(i, x) (x)
 VY_FN double vym_l2d(vy_u64 u) { double d; __builtin_memcpy(&d, &u, 8); return d; }
 VY_FN vy_u64 vym_d2l(double d) { vy_u64 u; __builtin_memcpy(&u, &d, 8); return u; }
 #define VYM_L2D(x) vym_l2d((vy_u64)(x))
@@ -105,11 +110,27 @@ def hexfloat(x: float) -> str:
     return f"{mant}p{exp}"
 
 
+# the float64 constants of the source being printed: value bits -> index in ``vym_k``
+_POOL: ContextVar[dict[int, int] | None] = ContextVar("vym_pool", default=None)
+
+
+def _bits64(x: float) -> int:
+    return struct.unpack("<Q", struct.pack("<d", x))[0]
+
+
 def literal(v: Val) -> tuple[str, int]:
-    """A literal's C text and precedence."""
+    """A literal's C text and precedence. A float64 whose low word is not zero (one that no
+    instruction takes as an immediate) is ``VYM_K(i, literal)``: on CUDA entry ``i`` of the
+    ``__constant__`` array ``vym_k`` (an operand from the constant bank, loaded once into a
+    uniform register, where a literal costs two register moves at every use: 10 of the 65
+    instructions of exp's loop body on sm_90), elsewhere the literal itself."""
     t, x = v.ty, v.data
     if t is BOOL:
         return ("true" if x else "false"), _PRIMARY
+    pool = _POOL.get()
+    if t is F64 and pool is not None and _bits64(x) & 0xFFFFFFFF:
+        i = pool.setdefault(_bits64(x), len(pool))
+        return f"VYM_K({i}, {hexfloat(x)})", _PRIMARY
     if t is F64 or t is F32:
         text = hexfloat(x) + ("f" if t is F32 else "")
         return text, (_UNARY if text.startswith("-") else _PRIMARY)
@@ -265,13 +286,24 @@ def lookup_source(m: Lookup) -> str:
 
 
 def source(roots: Iterable[Function], common: bool = True) -> str:
-    """C source of the roots and everything they reach (callees first), after `COMMON`."""
-    parts = [COMMON] if common else []
-    for item in closure(roots):
-        if isinstance(item, Function):
-            parts.append(function_source(item))
-        elif isinstance(item, Lookup):
-            parts.append(lookup_source(item))
-        else:
-            parts.append(table_source(item))
-    return "\n".join(parts) + "\n"
+    """C source of the roots and everything they reach (callees first), after `COMMON` and
+    (CUDA) the ``vym_k`` constants they use (`literal`)."""
+    pool: dict[int, int] = {}
+    token = _POOL.set(pool)
+    try:
+        parts = []
+        for item in closure(roots):
+            if isinstance(item, Function):
+                parts.append(function_source(item))
+            elif isinstance(item, Lookup):
+                parts.append(lookup_source(item))
+            else:
+                parts.append(table_source(item))
+    finally:
+        _POOL.reset(token)
+    head = [COMMON] if common else []
+    if pool:
+        vals = ",".join(hexfloat(struct.unpack("<d", struct.pack("<Q", b))[0]) for b in pool)
+        head.append("#if defined(__CUDACC__) || defined(__CUDACC_RTC__)\n"
+                    f"__constant__ double vym_k[{len(pool)}] = {{{vals}}};\n#endif")
+    return "\n".join(head + parts) + "\n"

@@ -170,25 +170,30 @@ def hard(name: str) -> Lookup:
     return lookup(f"vym_hard_{name}", pairs)
 
 
+def off_midpoint(b: Block, y: Val) -> Val:
+    """Whether the low 29 bits of the double ``y`` (of the 52 an f32 drops) are more than
+    DEVICE_EPS |y| (under 32 of their units) from the half-way pattern"""
+    h = b.let((y.lo() & 0x1FFFFFFF).to(I32) - 0x10000000, "h")
+    return h.gt(40) | h.lt(-40)
+
+
 def rounds_plainly(b: Block, y: Val) -> Val:
     """Whether the double ``y`` rounds to f32 as its exact value does (within DEVICE_EPS): a
-    normal result whose low 29 bits (of the 52 an f32 drops) are more than DEVICE_EPS |y|
-    (under 32 of their units) from the half-way pattern"""
-    normal = (y.hi() & 0x7FFFFFFF).ge(0x38100000)         # |y| >= 2^-126, on the bits
-    h = b.let((y.lo() & 0x1FFFFFFF).to(I32) - 0x10000000, "h")
-    return normal & (h.gt(40) | h.lt(-40))
+    normal result (|y| >= 2^-126, on the bits) `off_midpoint`"""
+    return (y.hi() & 0x7FFFFFFF).ge(0x38100000) & off_midpoint(b, y)
 
 
-def plain_f32(b: Block, y: Val) -> tuple[Val, Val]:
+def plain_f32(b: Block, y: Val, normal: bool = False) -> tuple[Val, Val]:
     """(whether ``y`` rounds plainly to a finite f32 or to the overflow: `rounds_plainly` and
     |y| < 2^128; that f32), rounded on the bits: the exponent rebiased (mod 2^9, so the shifted-out
     bits need no mask), the top 23 bits of the mantissa, plus the round bit (bit 28 of the low word:
     the low 29 bits are not within 40 units of half-way, so it decides; a carry goes into the
     exponent, up to infinity). No float64 -> f32 conversion (a quarter-rate instruction with a
-    subnormal fix-up on CUDA)."""
+    subnormal fix-up on CUDA). ``normal``: the caller knows 2^-126 <= |y| < 2^128 (from the
+    argument's range), so only `off_midpoint` is tested."""
     hi = b.let(y.hi(), "yh")
     lo = b.let(y.lo(), "yl")
-    ok = rounds_plainly(b, y) & (hi & 0x7FFFFFFF).lt(0x47F00000)   # |y| < 2^128
+    ok = off_midpoint(b, y) if normal else rounds_plainly(b, y) & (hi & 0x7FFFFFFF).lt(0x47F00000)
     top = ((hi << 3) | (lo >> 29)) - 0xC0000000 + ((lo >> 28) & 1)  # (e - 896) << 23, mod 2^32
     return ok, (top | (hi & 0x80000000)).bits()
 
@@ -470,7 +475,8 @@ def vym_reduce(b: Block, ax: Val) -> None:
 def _sincos(b: Block, r: Val, odd: Val) -> None:
     """cos r where ``odd`` holds, else sin r: a + (c z) P(z), z = r^2, with (a, c, P) = (1, 1,
     the cosine's C) or (r, r, the sine's S), both of six terms: one polynomial whose
-    coefficients are selected, so a warp whose lanes need both evaluates it once"""
+    coefficients are selected, so a warp whose lanes need both evaluates it once (a row of a
+    table indexed by ``odd`` took more instructions on sm_90: the compiler selected each address)"""
     z = b.let(r * r, "z")
     a = b.let(select(odd, f64(1.0), r), "a")
     coeffs = [select(odd, f64(c), f64(s)) for c, s in zip(_COS_C, _SIN_C, strict=True)]
@@ -689,9 +695,10 @@ def vym_erf_y(b: Block, x: Val) -> None:
 Special = list[tuple[Val, Val]]
 
 
-def _entry(name: str, core: Function, special: Callable[[Val], Special]) -> Function:
+def _entry(name: str, core: Function, special: Callable[[Val], Special], fast: Fast | None) -> Function:
     """``vym_<name>(x)``: the core's double rounded on the common path, else
-    ``vym_<name>_slow(x)``."""
+    ``vym_<name>_slow(x)``. The common path is taken for arguments in ``fast`` (`FAST`), else
+    for those no special value claims."""
     fin = finisher(name)
 
     def slow_build(b: Block, x: Val) -> None:
@@ -704,11 +711,15 @@ def _entry(name: str, core: Function, special: Callable[[Val], Special]) -> Func
                     doc="the special values, then the finisher (the rare path)")
 
     def build(b: Block, x: Val) -> None:
-        conds = [c for c, _ in special(x)]
-        plain = b.let(~functools.reduce(lambda a, c: a | c, conds), "plain")
-        y = b.let(core(select(plain, x, f32(1.0))), "y")
-        ok, r = plain_f32(b, y)
-        with b.if_(plain & ok):
+        if fast is None:
+            plain = ~functools.reduce(lambda a, c: a | c, [c for c, _ in special(x)])
+        else:
+            plain = fast.args(x)
+        with b.if_(~plain):
+            b.ret(slow(x))
+        y = b.let(core(x), "y")
+        ok, r = plain_f32(b, y, fast is not None and fast.normal)
+        with b.if_(ok):
             b.ret(r)
         b.ret(slow(x))
 
@@ -789,6 +800,44 @@ _ENTRIES = {
 }
 
 
+class Fast:
+    """An entry's common-path test on its argument, in float compares (a NaN fails each one)
+    where the special-value tests work on the bits: it must exclude every argument a special
+    value claims. ``normal``: every argument it admits has a normal, finite result (so the
+    rounding test skips the result's range)."""
+
+    def __init__(self, args: Callable[[Val], Val], normal: bool = False) -> None:
+        self.args, self.normal = args, normal
+
+
+FLT_MAX = float.fromhex("0x1.fffffep+127")
+
+
+def _finite(x: Val) -> Val:
+    return fabs(x).le(FLT_MAX)
+
+
+def _nonzero(x: Val) -> Val:
+    return fabs(x).gt(0.0)
+
+
+# name -> the common path's arguments (see each function's special values above)
+FAST: dict[str, Fast] = {
+    # e^x in (2^-126, 2^128) for -87.336 < x < 88.722
+    "exp": Fast(lambda x: x.gt(-87.25) & x.lt(88.5), normal=True),
+    "exp2": Fast(lambda x: x.gt(-126.0) & x.lt(128.0), normal=True),
+    "log": Fast(lambda x: x.gt(0.0) & x.le(FLT_MAX)), "log2": Fast(lambda x: x.gt(0.0) & x.le(FLT_MAX)),
+    "sin": Fast(_finite), "cos": Fast(_finite), "tan": Fast(_finite), "tanh": Fast(_finite),
+    "sinh": Fast(lambda x: _nonzero(x) & fabs(x).lt(90.0)),
+    "cosh": Fast(lambda x: fabs(x).lt(89.0), normal=True),    # cosh 89 < 2.3e38
+    "expm1": Fast(lambda x: _nonzero(x) & x.lt(100.0)),
+    "log1p": Fast(lambda x: _nonzero(x) & x.gt(-1.0) & x.le(FLT_MAX)),
+    "atan": Fast(_nonzero), "erf": Fast(_nonzero),
+    "asin": Fast(lambda x: _nonzero(x) & fabs(x).le(1.0)), "acos": Fast(lambda x: fabs(x).le(1.0)),
+    "cbrt": Fast(lambda x: _nonzero(x) & fabs(x).le(FLT_MAX)),
+}
+
+
 def _core_of(name: str, core: Function) -> Function:
     """exp/exp2 round their core of (double)x: a one-line wrapper keeps the entry uniform."""
     if core.params[0][1] is F32:
@@ -800,7 +849,7 @@ def _core_of(name: str, core: Function) -> Function:
     return Function(f"vym_{name}_y", F64, (("x", F32),), build)
 
 
-ENTRY: dict[str, Function] = {name: _entry(name, _core_of(name, core), special)
+ENTRY: dict[str, Function] = {name: _entry(name, _core_of(name, core), special, FAST.get(name))
                               for name, (core, special) in _ENTRIES.items()}
 
 
