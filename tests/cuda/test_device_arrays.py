@@ -81,3 +81,23 @@ def test_narrow_outputs_of_an_odd_length_land_in_cupy_arrays_exactly(cuda):
     got = _low_bytes(cp.asarray(hx), backend=cuda)
     assert type(got) is cp.ndarray and got.dtype == cp.uint8 and got.shape == (1003,)
     assert got.get().tolist() == ((hx - 1) & 0xFF).tolist()
+
+
+def test_read_output_reads_a_device_output_in_place(cuda):
+    """`read_output`: any byte range of a `dispatch_device` output, the same bytes as the
+    host path; a range outside it, or an object that is no output of this backend, is
+    InvalidInput (never a read of other memory)."""
+    from vyre.driver import InvalidInput
+
+    hx = np.arange(1001, dtype=np.float32)
+    hy = np.full(1001, 0.5, np.float32)
+    (out,) = cuda.dispatch_device(_saxpy.program, [hx, hy])
+    want = np.frombuffer(cuda.dispatch(_saxpy.program, [hx, hy])[0], np.uint8)
+    assert cuda.read_output(out, 0, out.nbytes).tobytes() == want.tobytes()
+    for off, n in [(0, 4), (4000, 4), (12, 17), (out.nbytes - 1, 1), (out.nbytes, 0)]:
+        assert cuda.read_output(out, off, n).tobytes() == want[off:off + n].tobytes()
+    for off, n in [(out.nbytes - 3, 4), (-1, 4), (0, out.nbytes + 1)]:
+        with pytest.raises(InvalidInput):
+            cuda.read_output(out, off, n)
+    with pytest.raises(InvalidInput):
+        cuda.read_output(np.zeros(4, np.uint8), 0, 4)

@@ -1135,6 +1135,22 @@ class EngineBackend(VyreBackend):
     def reads_device_arrays(self) -> bool:
         return self.device.reads_device_arrays
 
+    def read_output(self, out: DeviceOutput, offset: int, nbytes: int) -> np.ndarray:
+        """Bytes ``[offset, offset + nbytes)`` of a `dispatch_device` output of this backend,
+        read now, after everything enqueued before (additive method: `vyre.lib` reads a pass's
+        flag word so, where a one-word copy pass cost a dispatch)."""
+        if not isinstance(out, DeviceOutput) or out.backend != self.id():
+            raise InvalidInput("input_type", f"{out!r} is not an output of this {self.id()} backend.",
+                               "pass a DeviceOutput that this backend's dispatch_device returned.",
+                               backend=self.id())
+        if offset < 0 or nbytes < 0 or offset + nbytes > out.nbytes:
+            raise InvalidInput("input_size", f"bytes [{offset}, {offset + nbytes}) are outside the "
+                               f"{out.nbytes}-byte output.", "read within the output.", backend=self.id())
+        dst = np.empty(nbytes, np.uint8)
+        with self.lock:
+            self.device.read(dst, self.device.view(out.ptr + offset, nbytes, out), nbytes)
+        return dst
+
     def dispatch_device(self, program: Program, inputs: Sequence[Any],
                         config: DispatchConfig | None = None, alloc: Any = None) -> list[Any]:
         """Dispatch and leave the outputs on the device (additive method): one `DeviceOutput`
