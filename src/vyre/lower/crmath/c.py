@@ -7,10 +7,10 @@ algorithm as written (the targets forbid contraction: CUDA ``--fmad=false``, Ope
 masked to the width (the language's rule; in range they are unchanged). The target's
 header provides ``uint``, ``vy_u64``/``vy_i64``, ``VY_FN``, ``VY_F2U``/``VY_U2F``, ``VY_CLZ``,
 ``VY_CLZ64`` and ``VY_UMULHI64``; `COMMON` adds the float64 bit casts, the table qualifier and
-``VYM_COLD`` (an out-of-line function: a `Function` with ``cold``) and ``VYM_D2F``, float64 ->
-f32 round to nearest even: CUDA's ``__double2float_rn``, IEEE's conversion where ``(float)``
-under ``--ftz=true`` would add a flush of tiny results (every conversion the functions make is
-of 0 or a value of at least 2^-126 in magnitude, where the two agree).
+``VYM_COLD`` (an out-of-line function: a `Function` with ``cold``), ``VYM_D2F`` (float64 ->
+f32, round to nearest even) and ``VYM_F2D`` (f32 -> float64): IEEE's conversions; on CUDA
+inline PTX without the flush ``--ftz=true`` would add (every conversion the functions make is
+of 0, a normal f32, or a double of at least 2^-126 in magnitude, where the two agree).
 """
 
 from __future__ import annotations
@@ -50,13 +50,20 @@ COMMON = r"""
 #define VYM_TABLE __constant
 #define VYM_COLD static __attribute__((noinline))
 #define VYM_D2F(x) ((float)(x))
+#define VYM_F2D(x) ((double)(x))
 #define VYM_K(i, x) (x)
 #define VYM_L2D(x) as_double((vy_u64)(x))
 #define VYM_D2L(x) as_ulong(x)
 #elif defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define VYM_TABLE static __device__ const
 #define VYM_COLD static __device__ __noinline__
-#define VYM_D2F(x) __double2float_rn(x)
+// float64 <-> f32 as IEEE's conversions, without the flush --ftz=true adds (an operand flush
+// before cvt.f64.f32, a fix-up after cvt.rn.f32.f64): the functions convert no subnormal f32
+// and no double below 2^-126 but zero, where the two agree
+static __device__ __forceinline__ float vym_d2f(double x) { float r; asm("cvt.rn.f32.f64 %0, %1;" : "=f"(r) : "d"(x)); return r; }
+static __device__ __forceinline__ double vym_f2d(float x) { double r; asm("cvt.f64.f32 %0, %1;" : "=d"(r) : "f"(x)); return r; }
+#define VYM_D2F(x) vym_d2f(x)
+#define VYM_F2D(x) vym_f2d(x)
 #define VYM_K(i, x) vym_k[i]
 #define VYM_L2D(x) __longlong_as_double((long long)(x))
 #define VYM_D2L(x) ((vy_u64)__double_as_longlong(x))
@@ -64,6 +71,7 @@ COMMON = r"""
 #define VYM_TABLE static const
 #define VYM_COLD static __attribute__((noinline))
 #define VYM_D2F(x) ((float)(x))
+#define VYM_F2D(x) ((double)(x))
 #define VYM_K(i, x) (x)
 VY_FN double vym_l2d(vy_u64 u) { double d; __builtin_memcpy(&d, &u, 8); return d; }
 VY_FN vy_u64 vym_d2l(double d) { vy_u64 u; __builtin_memcpy(&u, &d, 8); return u; }
@@ -109,6 +117,10 @@ def hexfloat(x: float) -> str:
         mant = mant.rstrip("0").rstrip(".")
     return f"{mant}p{exp}"
 
+
+# functions of the language the C family prints as its own operation (computing the same
+# value on every argument the functions pass them), and does not define
+NATIVE = {"vym_plain_f32": "VYM_D2F"}
 
 # the float64 constants of the source being printed: value bits -> index in ``vym_k``
 _POOL: ContextVar[dict[int, int] | None] = ContextVar("vym_pool", default=None)
@@ -157,7 +169,7 @@ def expr(v: Val) -> tuple[str, int]:
             return f"{wrap(a[0], _PRIMARY)}[{v.data}]", _PRIMARY
         return f"{wrap(a[0], _PRIMARY)}.v{v.data}", _PRIMARY
     if op == "call":
-        return f"{v.data.name}({', '.join(expr(x)[0] for x in a)})", _PRIMARY
+        return f"{NATIVE.get(v.data.name, v.data.name)}({', '.join(expr(x)[0] for x in a)})", _PRIMARY
     if op == "index":
         return f"{v.data.name}[{expr(a[0])[0]}]", _PRIMARY
     if op == "lookup":
@@ -188,6 +200,8 @@ def expr(v: Val) -> tuple[str, int]:
     if op == "cvt":
         if v.ty is F32:
             return f"VYM_D2F({expr(a[0])[0]})", _PRIMARY
+        if v.ty is F64 and a[0].ty is F32:
+            return f"VYM_F2D({expr(a[0])[0]})", _PRIMARY
         return f"({CT[v.ty]}){wrap(a[0], _UNARY)}", _UNARY
     if op == "bits":
         fn = {F64: "VYM_L2D", U64: "VYM_D2L", F32: "VY_U2F", U32: "VY_F2U"}[v.ty]
@@ -304,7 +318,8 @@ def source(roots: Iterable[Function], common: bool = True) -> str:
         parts = []
         for item in closure(roots):
             if isinstance(item, Function):
-                parts.append(function_source(item))
+                if item.name not in NATIVE:
+                    parts.append(function_source(item))
             elif isinstance(item, Lookup):
                 parts.append(lookup_source(item))
             else:

@@ -188,14 +188,25 @@ def plain_f32(b: Block, y: Val, normal: bool = False) -> tuple[Val, Val]:
     |y| < 2^128; that f32), rounded on the bits: the exponent rebiased (mod 2^9, so the shifted-out
     bits need no mask), the top 23 bits of the mantissa, plus the round bit (bit 28 of the low word:
     the low 29 bits are not within 40 units of half-way, so it decides; a carry goes into the
-    exponent, up to infinity). No float64 -> f32 conversion (a quarter-rate instruction with a
-    subnormal fix-up on CUDA). ``normal``: the caller knows 2^-126 <= |y| < 2^128 (from the
+    exponent, up to infinity: `vym_plain_f32`). ``normal``: the caller knows 2^-126 <= |y| < 2^128 (from the
     argument's range), so only `off_midpoint` is tested."""
+    ok = off_midpoint(b, y) if normal else rounds_plainly(b, y) & (y.hi() & 0x7FFFFFFF).lt(0x47F00000)
+    return ok, vym_plain_f32(y)
+
+
+@function(F32, y=F64)
+def vym_plain_f32(b: Block, y: Val) -> None:
+    """y rounded to f32 on its bits, for a y `plain_f32` admits (|y| >= 2^-126, not within
+    DEVICE_EPS of a midpoint): the exponent rebiased (mod 2^9, so the shifted-out bits need no
+    mask), the top 23 bits of the mantissa, plus the round bit (bit 28 of the low word, which
+    decides there; a carry goes into the exponent, up to infinity). That is IEEE's nearest
+    conversion of such a y, so the C family prints a call as its native conversion instead
+    (`vyre.lower.crmath.c.NATIVE`: CUDA's cvt.rn.f32.f64, one instruction where this takes
+    five); WGSL, with no float64, runs this."""
     hi = b.let(y.hi(), "yh")
     lo = b.let(y.lo(), "yl")
-    ok = off_midpoint(b, y) if normal else rounds_plainly(b, y) & (hi & 0x7FFFFFFF).lt(0x47F00000)
     top = ((hi << 3) | (lo >> 29)) - 0xC0000000 + ((lo >> 28) & 1)  # (e - 896) << 23, mod 2^32
-    return ok, (top | (hi & 0x80000000)).bits()
+    b.ret((top | (hi & 0x80000000)).bits())
 
 
 def finisher(name: str) -> Function:
@@ -248,10 +259,11 @@ def vym_scale(b: Block, ki: Val, p: Val) -> None:
 
 @function((I32, F64), x=F64)
 def vym_exp_reduce(b: Block, x: Val) -> None:
-    """x 64/ln2 = k + u for an f32 x, |x| < 2^8: (k, u), |u| <= 1/2 + 2^-15, u within 2^-53"""
-    t = b.let(x * _C64_HI, "t")
-    s = b.let(t + MAGIC, "s")                    # k = nearest integer (even on ties), in s's low bits
-    b.ret(s.lo().to(I32), fma(x, _C64_LO, t - (s - MAGIC)))
+    """x 64/ln2 = k + u for an f32 x, |x| < 2^8: (k, u), |u| <= 1/2 + 2^-15, u within 2^-53.
+    x c_hi is exact (24 + 29 bits), so each fma below rounds once, as its unfused form (WGSL's)
+    does: the same doubles everywhere, one operation fewer than a product, then sums"""
+    s = b.let(fma(x, _C64_HI, MAGIC), "s")      # k = nearest integer (even on ties), in s's low bits
+    b.ret(s.lo().to(I32), fma(x, _C64_LO, fma(x, _C64_HI, -(s - MAGIC))))
 
 
 @function(F64, x=F64)
