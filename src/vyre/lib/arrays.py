@@ -141,9 +141,12 @@ def as_arr(x: Any, name: str) -> Arr:
 
 
 def _np_dtype(dt: np.dtype, name: str) -> DataType:
+    got = _NP_TO_DT.get(dt)   # the common case first: numpy's name lookup is slow
+    if got is not None:
+        return got
     if dt.name == "bfloat16":
         return DataType.BF16
-    got = _NP_TO_DT.get(dt.newbyteorder("=")) if dt.byteorder in "<>" else _NP_TO_DT.get(dt)
+    got = _NP_TO_DT.get(dt.newbyteorder("=")) if dt.byteorder in "<>" else None
     if got is None:
         raise LibError("L001", f"{name} is a {dt} array.",
                        "pass uint32, int32, uint64, int64, float32 or float16 data (bfloat16 "

@@ -112,7 +112,7 @@ class Runner:
         ``elements``. ``keep``: leave the outputs on the device where the backend can (they
         come back as `DeviceOutput`s, or in arrays from ``alloc``, `dispatch_device`'s
         allocator), else host numpy arrays of each output's type."""
-        cfg = DispatchConfig(grid_override=(int(groups), 1, 1), dispatch_elements=max(1, int(elements)))
+        cfg = _config(int(groups), max(1, int(elements)))
         if keep and self.device:
             return list(self.backend.dispatch_device(program, list(inputs), cfg, alloc))
         # arrays, not bytes: engine backends read large outputs straight into them, or on a
@@ -142,6 +142,13 @@ class Runner:
             return int(read(x, 4 * index, 4).view(np.uint32)[0])
         out = self.run(_copy_word(), [x, params(index)], 1, 1, keep=False)[0]
         return int(out[0])
+
+
+@functools.lru_cache(maxsize=1024)
+def _config(groups: int, elements: int) -> DispatchConfig:
+    """A pass's config (frozen, so one object serves every call of its shape: building and
+    checking one was a tenth of a warm vyre.lib sum's Python)."""
+    return DispatchConfig(grid_override=(groups, 1, 1), dispatch_elements=elements)
 
 
 @functools.cache
