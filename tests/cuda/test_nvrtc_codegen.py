@@ -13,7 +13,7 @@ from vyre.conform.corpus import corpus
 from vyre.conform.generator import random_program
 from vyre.driver import pipeline as P
 from vyre.driver.errors import BackendUnavailable, KernelCompileFailed
-from vyre.ir import BufferDecl, DataType, Expr, Node, Program, fingerprint
+from vyre.ir import BinOp, BufferDecl, DataType, Expr, Node, Program, UnOp, fingerprint
 
 
 def _nvrtc():
@@ -129,3 +129,21 @@ def test_precompile_then_dispatch_loads_from_disk(cuda):
         assert diverges(cuda, p, inputs, None) is None
         assert P.compile(cuda, p).compiled.built_from == "disk"   # loaded: built by a worker
     assert cuda.device.rt.cubins.compiled == before            # no dispatch ran NVRTC
+
+
+@pytest.mark.parametrize("t", [DataType.I32, DataType.I64], ids=lambda t: t.value)
+def test_signed_abs_reaches_ptx_without_an_abs_instruction(t):
+    """|x| of a signed integer wraps at INT_MIN (S1). NVVM turned `x < 0 ? 0 - x : x` into
+    abs.s32/abs.s64, which ptxas takes as non-negative: `saturating_add(abs(x), x)` of
+    INT64_MIN folded its saturation to INT64_MAX (conform random/7001179 on the H100). The
+    CUDA form keeps the negation opaque, so no abs instruction may reach the PTX."""
+    compiler = _nvrtc()
+    from vyre.drivers.cuda.codegen import generate
+
+    g = Expr.gid_x()
+    x = Expr.load("x", g)
+    prog = Program.wrapped([BufferDecl.read("x", 0, t), BufferDecl.output("o", 1, t)], 32,
+                           [Node.store("o", g, Expr.bin(BinOp.SATURATING_ADD, Expr.un(UnOp.ABS, x), x))])
+    ptx = compiler.compile_ptx(generate(prog)[1], "sm_90")
+    assert "abs.s32" not in ptx and "abs.s64" not in ptx
+    assert "neg.s" in ptx   # the opaque negation is there

@@ -299,7 +299,7 @@ class CSyntax(Syntax):
     barrier_line: str
     builtins: Callable[[Builtin, int], str]
     atomics: Callable[[AtomicOp, str, str, str | None, bool, bool], str]  # (op, ptr, val, expected, signed, wide)
-    fn: dict[str, str]                            # math/intrinsic function names ("rcp" optional)
+    fn: dict[str, str]                            # math/intrinsic function names ("rcp", "iabs", "iabs64" optional)
     # (op, C type, value, lane, linear-lid expr) -> C expression; None: no subgroup support
     subgroup_ops: Callable[[SubgroupOp, str, str | None, str | None, str], str] | None = None
     # the target's flush-to-zero forms of the operations in vyre.lower.floats.HW_FTZ_* flush
@@ -452,7 +452,10 @@ class CSyntax(Syntax):
         if op is UnOp.BITNOT:
             return f"~{a}"
         if op is UnOp.ABS:
-            return a if not t.is_signed else f"{a} < 0 ? ({ct})({zero} - {u}) : {a}"
+            if not t.is_signed:
+                return a
+            own = self.fn.get("iabs64" if wide else "iabs")   # a target whose compiler misreads the idiom
+            return f"({ct}){own}({a})" if own else f"{a} < 0 ? ({ct})({zero} - {u}) : {a}"
         if op is UnOp.SIGN:
             return f"{a} != 0 ? ({ct})1 : ({ct})0" if not t.is_signed else \
                 f"{a} > 0 ? ({ct})1 : ({a} < 0 ? ({ct})-1 : ({ct})0)"

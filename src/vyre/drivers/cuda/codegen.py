@@ -58,6 +58,12 @@ static __device__ __forceinline__ float vy_ftz(float a) { float r; asm("mul.rn.f
 // 1/x as rcp.rn.f32: the same correctly rounded IEEE quotient as div.rn.f32 1, x, in fewer
 // instructions (no general-dividend path).
 static __device__ __forceinline__ float vy_ieee_rcp(float a) { float r; asm("rcp.rn.f32 %0, %1;" : "=f"(r) : "f"(a)); return r; }
+// |x| of a signed integer, |INT_MIN| = INT_MIN (S1 wraps). Not as `x < 0 ? 0 - x : x`: NVVM makes
+// that abs.s32/abs.s64, and ptxas then takes the result as non-negative and folds away a later
+// test of its sign (a saturating add of abs(INT64_MIN) and INT64_MIN gave INT64_MAX: conform
+// random/7001179). The negation is inline PTX, so no compiler sees an abs.
+static __device__ __forceinline__ int vy_iabs(int x) { int n; asm("neg.s32 %0, %1;" : "=r"(n) : "r"(x)); return x < 0 ? n : x; }
+static __device__ __forceinline__ long long vy_iabs64(long long x) { long long n; asm("neg.s64 %0, %1;" : "=l"(n) : "l"(x)); return x < 0 ? n : x; }
 #define VY_TRUNC(x) truncf(x)
 #define VY_FLOOR(x) floorf(x)
 #define VY_CEIL(x) ceilf(x)
@@ -144,7 +150,8 @@ CUDA = CudaSyntax(
     atomics=_atomic,
     fn={"fma": "vy_ieee_fma", "rcp": "vy_ieee_rcp", "fmod": "fmodf", "fabs": "fabsf", "sqrt": "__fsqrt_rn",
         "floor": "floorf", "ceil": "ceilf", "trunc": "truncf", "popcount": "__popc",
-        "clz": "__clz", "brev": "__brev", "u2f": "__uint2float_rn", "i2f": "__int2float_rn"},
+        "clz": "__clz", "brev": "__brev", "u2f": "__uint2float_rn", "i2f": "__int2float_rn",
+        "iabs": "vy_iabs", "iabs64": "vy_iabs64"},
     subgroup_ops=_subgroup,
     hw_ftz=True,
     daz="vy_ftz",
