@@ -358,7 +358,7 @@ def _two_pass(r: Runner, make: Any, inputs: list, n: int, like: Arr, dtype: Data
     if g == 1:
         out = r.run(make(True, True, wg, u), [*inputs, first], 1, 1, keep=like.on_device)[0]
         return _scalar_out(r, out, like, dtype)
-    part = r.run(make(True, False, wg, u), [*inputs, first], g, g * partial_words)[0]
+    part = r.run(make(True, False, wg, u), [*inputs, first], g, g * partial_words, wait=False)[0]
     out = r.run(make(False, True, r.wg, 1), [part, params(g, r.wg, -(-g // r.wg))], 1, 1, keep=like.on_device)[0]
     return _scalar_out(r, out, like, dtype)
 

@@ -107,13 +107,18 @@ class Runner:
                            f"pass at most {n - (reach - 2**32) - 1} elements per call.")
 
     def run(self, program: Program, inputs: Sequence[Any], groups: int, elements: int,
-            keep: bool = True, alloc: Any = None) -> list[Any]:
+            keep: bool = True, alloc: Any = None, wait: bool = True) -> list[Any]:
         """Dispatch ``program`` over ``groups`` workgroups with runtime-sized outputs of
         ``elements``. ``keep``: leave the outputs on the device where the backend can (they
         come back as `DeviceOutput`s, or in arrays from ``alloc``, `dispatch_device`'s
-        allocator), else host numpy arrays of each output's type."""
+        allocator), else host numpy arrays of each output's type. ``wait=False``: a pass
+        whose outputs only later passes of this call read (`dispatch_device(wait=False)`:
+        no host round trip before the next pass; the call's last pass, or `read_u32`,
+        waits for it and raises its error)."""
         cfg = _config(int(groups), max(1, int(elements)))
         if keep and self.device:
+            if not wait:
+                return list(self.backend.dispatch_device(program, list(inputs), cfg, alloc, wait=False))
             return list(self.backend.dispatch_device(program, list(inputs), cfg, alloc))
         # arrays, not bytes: engine backends read large outputs straight into them, or on a
         # zero-copy device (PoCL) the kernels write them in place; 16-bit floats as their bits

@@ -217,7 +217,8 @@ def _int_scan(r: Runner, x: Any, n: int, dtype: DataType, inclusive: bool, keep:
         sums: Any = np.zeros(1, dtype.host)
     else:
         unroll = SUM_UNROLL if items % SUM_UNROLL == 0 else 1
-        sums = r.run(chunk_sums_program(dtype, wg, unroll), [x, params(n, per * B, per * items // unroll)], g, g)[0]
+        sums = r.run(chunk_sums_program(dtype, wg, unroll), [x, params(n, per * B, per * items // unroll)], g, g,
+                     wait=False)[0]
     return r.run(chunk_scan_program(dtype, wg, items, inclusive, r.staged), [x, sums, params(n, per)], g, n,
                  keep=keep, alloc=alloc)[0]
 

@@ -319,9 +319,11 @@ def index_add(target: Any, index: Any, values: Any, *, backend: Any = None,
                                    t.n * WIDE_WORDS)
         else:
             slots, fl, err = r.run(wide_scatter_program(t.dtype, i.dtype, r.wg),
-                                   [_data(v), _data(i), params(i.n, T, -(-i.n // T), t.n)], g, t.n * WIDE_WORDS)
+                                   [_data(v), _data(i), params(i.n, T, -(-i.n // T), t.n)], g, t.n * WIDE_WORDS,
+                                   wait=False)
+        # read_u32 below waits for both passes (on CUDA the flag is read after them)
         out = r.run(wide_finish_program(t.dtype, r.wg), [_data(t), slots, fl, params(t.n, 0, 0, t.n)],
-                    -(-t.n // r.wg), t.n, keep=t.on_device)[0]
+                    -(-t.n // r.wg), t.n, keep=t.on_device, wait=False)[0]
         if r.read_u32(err, 0):
             raise _bad_index("vyre.lib.index_add", t.n)
         return result(out, t, t.dtype, t.n)

@@ -199,10 +199,14 @@ class DeviceOutput:
     ``nbytes`` long, of element type ``dtype``, readable in place through
     ``__cuda_array_interface__`` (1-D, the dtype's host type)."""
 
-    __slots__ = ("__weakref__", "backend", "buffer", "dtype", "nbytes", "ptr")
+    __slots__ = ("__weakref__", "backend", "buffer", "dtype", "nbytes", "ptr", "stream")
 
-    def __init__(self, buffer: Any, ptr: int, nbytes: int, dtype: Any, backend: str) -> None:
+    def __init__(self, buffer: Any, ptr: int, nbytes: int, dtype: Any, backend: str,
+                 stream: int | None = None) -> None:
         self.buffer, self.ptr, self.nbytes, self.dtype, self.backend = buffer, ptr, nbytes, dtype, backend
+        # the stream still writing it (an output of `dispatch_device(wait=False)`), which a
+        # reader through the interface must order itself after; None: complete
+        self.stream = stream
 
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
@@ -210,7 +214,7 @@ class DeviceOutput:
 
         host = np.dtype(self.dtype.host)
         return {"shape": (self.nbytes // host.itemsize,), "typestr": host.str, "version": 3,
-                "data": (self.ptr, False), "strides": None, "stream": None}
+                "data": (self.ptr, False), "strides": None, "stream": self.stream}
 
     def __repr__(self) -> str:
         return f"<vyre DeviceOutput {self.dtype.value}[{self.nbytes // self.dtype.size}] on {self.backend}>"
@@ -324,6 +328,9 @@ class EngineBackend(VyreBackend):
         # that could not stop): hot paths compare it instead of re-checking everything
         self.epoch = 0
         self._inflight = timed_build.InFlight()   # builds a timed-out dispatch left running
+        # per thread: its `dispatch_device(wait=False)` calls not yet covered by a wait
+        # (`_settle`): (prep, stage set, reads the control block, inputs kept alive)
+        self._later = threading.local()
 
     def __repr__(self) -> str:
         name = self.device_profile().device_name or "?"
@@ -892,13 +899,20 @@ class EngineBackend(VyreBackend):
                 self.wait_fence(flight.fence, flight.deadline, (sset.ctl,) if prep.kernel.uses_ctl else (),
                            (prep, sset, flight.keep), config, prep.kernel.stoppable)
         except DispatchFailed:
+            self._forget_later()
             if not any(f is flight.fence for f, _ in self.runaway + self._draining):
                 prep.give(sset)   # the kernel stopped: its staging is free again
             raise
         except BaseException as exc:
+            self._forget_later()
             raise self.failure(exc) from None
         if flight.wrapped:
             self._unwrap(flight)
+        try:
+            self._settle()   # the wait covered what this thread enqueued before it
+        except BaseException:
+            prep.give(sset)
+            raise
         if prep.kernel.uses_ctl and sset.ctl.words[0]:
             word = int(sset.ctl.words[0])
             prep.give(sset)
@@ -1046,11 +1060,53 @@ class EngineBackend(VyreBackend):
             self.device.ctl_reset(sset.ctl)
         return prep.launch(self.device, packed, bufs, timed)
 
-    def _owned(self, pipe: EnginePipeline, prep: Prepared, bufs: Sequence[Any]) -> list[DeviceOutput]:
-        """Fresh device buffers of ``dispatch_device`` as the `DeviceOutput`s the caller owns."""
+    def _owned(self, pipe: EnginePipeline, prep: Prepared, bufs: Sequence[Any],
+               stream: int | None = None) -> list[DeviceOutput]:
+        """Fresh device buffers of ``dispatch_device`` as the `DeviceOutput`s the caller owns
+        (``stream``: the stream still writing them)."""
         dev, backend = self.device, self.name
-        return [DeviceOutput(buf, dev.device_pointer(buf), exact, d.dtype, backend)
+        return [DeviceOutput(buf, dev.device_pointer(buf), exact, d.dtype, backend, stream)
                 for buf, (_, _, exact), d in zip(bufs, prep.outs, pipe.outputs)]
+
+    # ---- dispatches not waited for (`dispatch_device(wait=False)`) ---------------------------
+    def _settle(self) -> None:
+        """After a wait that covered all this thread has enqueued: each dispatch it did not
+        wait for gives its staging back, and the first control-block error among them is
+        raised (they came before the one waited for)."""
+        items = getattr(self._later, "items", None)
+        if not items:
+            return
+        self._later.items = []
+        word = 0
+        for prep, sset, uses_ctl, _ in items:
+            if uses_ctl and sset.ctl.words[0] and not word:
+                word = int(sset.ctl.words[0])
+            prep.give(sset)
+        if word:
+            raise ctl_failure(word, self.id())
+
+    def _forget_later(self) -> None:
+        """A wait failed (the queue is broken or abandoned): the dispatches not waited for
+        give their staging back and are forgotten; the failure is what the caller sees."""
+        items = getattr(self._later, "items", None)
+        if items:
+            self._later.items = []
+            for prep, sset, _, _ in items:
+                prep.give(sset)
+
+    def wait_deferred(self) -> None:
+        """Wait for this thread's `dispatch_device(wait=False)` calls (additive method): when it
+        returns their outputs are complete; raises the first one's error."""
+        items = getattr(self._later, "items", None)
+        if not items:
+            return
+        try:
+            with self.lock:
+                self.device.finish()
+        except BaseException as exc:
+            self._forget_later()
+            raise self.failure(exc) from None
+        self._settle()
 
     def _aborted(self, prep: Prepared, sset: StageSet, exc: BaseException, config: DispatchConfig) -> BaseException:
         """What to raise when enqueueing a dispatch failed: a cancelled one (its deadline passed
@@ -1070,10 +1126,17 @@ class EngineBackend(VyreBackend):
         try:
             self.device.finish()
         except DispatchFailed:
+            self._forget_later()
             prep.give(sset)
             raise
         except BaseException as exc:
+            self._forget_later()
             raise self.failure(exc) from None
+        try:
+            self._settle()
+        except BaseException:
+            prep.give(sset)
+            raise
         if uses_ctl and sset.ctl.words[0]:
             word = int(sset.ctl.words[0])
             prep.give(sset)
@@ -1147,12 +1210,18 @@ class EngineBackend(VyreBackend):
             raise InvalidInput("input_size", f"bytes [{offset}, {offset + nbytes}) are outside the "
                                f"{out.nbytes}-byte output.", "read within the output.", backend=self.id())
         dst = np.empty(nbytes, np.uint8)
-        with self.lock:
-            self.device.read(dst, self.device.view(out.ptr + offset, nbytes, out), nbytes)
+        try:
+            with self.lock:
+                self.device.read(dst, self.device.view(out.ptr + offset, nbytes, out), nbytes)
+        except BaseException as exc:
+            self._forget_later()
+            raise self.failure(exc) from None
+        self._settle()   # the read waited for everything enqueued before it
         return dst
 
     def dispatch_device(self, program: Program, inputs: Sequence[Any],
-                        config: DispatchConfig | None = None, alloc: Any = None) -> list[Any]:
+                        config: DispatchConfig | None = None, alloc: Any = None, *,
+                        wait: bool = True) -> list[Any]:
         """Dispatch and leave the outputs on the device (additive method): one `DeviceOutput`
         per output, each a fresh device buffer the caller owns, exposed through
         ``__cuda_array_interface__`` (CuPy, torch and numba take it without a copy). Inputs may
@@ -1165,7 +1234,15 @@ class EngineBackend(VyreBackend):
         allocator's stream has queued), which are returned instead of `DeviceOutput`s.
 
         A call with the signature of an earlier one that passed every check (`warm`) runs
-        its `DevicePlan`: only what depends on the data is done again."""
+        its `DevicePlan`: only what depends on the data is done again.
+
+        ``wait=False`` (without ``alloc``; `vyre.lib` between its passes): a warm call returns
+        once its work is enqueued, with no host round trip. Its outputs carry this backend's
+        stream in their interface, so a reader orders itself after it, and this backend's
+        later work in the thread is queued behind it. The next wait of this thread (a
+        dispatch that waits, `read_output`, `wait_deferred`) covers it and raises its error
+        (a control-block error); its inputs are kept alive until then. A call that is not
+        warm, or has ``alloc``, waits as always."""
         dev = self.device
         if not dev.reads_device_arrays:
             raise UnsupportedFeature("device-resident outputs", self.id(),
@@ -1184,7 +1261,7 @@ class EngineBackend(VyreBackend):
                 except TypeError:   # an unhashable interface field (a list shape): the full path
                     plan = key = None
                 if plan is not None:
-                    got = self._device_warm(pipe, plan, inputs, sig[1], config, alloc)
+                    got = self._device_warm(pipe, plan, inputs, sig[1], config, alloc, wait)
                     if got is not None:
                         ok = True
                         return got
@@ -1223,7 +1300,7 @@ class EngineBackend(VyreBackend):
             pipe.warm[key] = plan
 
     def _device_warm(self, pipe: EnginePipeline, plan: DevicePlan, inputs: Sequence[Any], parts: list[Any],
-                     config: DispatchConfig, alloc: Any) -> list[Any] | None:
+                     config: DispatchConfig, alloc: Any, wait: bool = True) -> list[Any] | None:
         """`dispatch_device` by its plan: the steps of `_allocated`, `_enqueue` and
         `_complete` for this signature, straight through (None, before anything is done:
         take the full path). ``parts``: each input's interface (device arrays) or words
@@ -1303,6 +1380,12 @@ class EngineBackend(VyreBackend):
                 raise self._aborted(prep, sset, exc, config) from None
         finally:
             lock.release()
+        if not wait and given is None:
+            later = getattr(self._later, "items", None)
+            if later is None:
+                later = self._later.items = []
+            later.append((prep, sset, uses_ctl, tuple(inputs)))
+            return self._owned(pipe, prep, keep, dev.stream_handle())
         self._finish_straight(prep, sset, uses_ctl)
         prep.give(sset)
         if given is not None:

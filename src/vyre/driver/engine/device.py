@@ -375,6 +375,11 @@ class Device(abc.ABC):
         kernel argument and with `copy` and `zero`."""
         raise NotImplementedError
 
+    def stream_handle(self) -> int | None:
+        """The handle of the queue this device enqueues on, as a ``__cuda_array_interface__``
+        ``stream`` (devices that read device arrays); None where there is none."""
+        return None
+
     def device_pointer(self, buf: Any) -> int:
         """The device address of a buffer from `alloc` (devices that read device arrays)."""
         raise NotImplementedError

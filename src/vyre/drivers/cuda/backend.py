@@ -220,6 +220,9 @@ class CudaDevice(Device):
     def device_pointer(self, buf: Any) -> int:
         return _ptr(buf)
 
+    def stream_handle(self) -> int | None:
+        return int(self._raw)
+
     def host_alloc(self, nbytes: int) -> HostBuffer:
         self.rt.ensure_current()
         try:
