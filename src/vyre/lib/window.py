@@ -29,10 +29,10 @@ caller runs the 16-word path instead: a slot whose terms span more than about 2*
 whose total overflows), which costs that call the window pass too.
 
 One dispatch, no barrier (`window_scatter_program`): invocation ``g`` (one a workgroup, one
-per range) owns the slots ``[g * PER, (g + 1) * PER)``, reads every contribution, adds it to
-its window where it owns the slot, else to some window of its own as +0 (branch-free: a
-random half of the contributions is another range's, which a branch would mispredict), then
-rounds its slots with their initial values.
+per range) owns the slots ``[g * PER, (g + 1) * PER)``. It reads the contributions a chunk at
+a time, lists the ones of its range branch-free (a random half of them, whose test a branch
+would mispredict about every other time), adds those to their windows, then rounds its
+slots with their initial values.
 """
 
 from __future__ import annotations
@@ -54,27 +54,25 @@ WINDOW_TOP = 254 - WINDOW_REACH   # the highest bit 0 a window takes: an exponen
 EMPTY = 256         # the meta word holds E + EMPTY in its low 9 bits; 0 (a zeroed slot) is the call's E0
 SAMPLE = 64         # values `first_window` looks at
 BAD, SPILL = 1, 2   # bits of the flag word: a bad index, a spill
+CHUNK_LOG = 14      # contributions a range lists at a time (`window_scatter_program`)
+CHUNK = 1 << CHUNK_LOG
 
 
-def see(p: str, b: Expr, slow: list[Node] | None = None, keep: Expr | None = None) -> list[Node]:
+def see(p: str, b: Expr, slow: list[Node] | None = None) -> list[Node]:
     """Add the f32 of bits ``b`` to the window in the variables ``{p}_acc`` (i64) and
     ``{p}_E`` (i32): in place when its exponent ``e`` is at most `WINDOW_REACH` above ``E``
     (never for a zero, a subnormal or a special: ``1 <= E <= WINDOW_TOP``), else moving the
     window (see the module doc); a zero or a subnormal adds
     nothing (S9), a special ORs its flag into the u32 variable ``{p}_fl``; a spill sets the
-    u32 variable ``spill`` to 1. ``keep`` (a u32, all ones or 0; default all ones): with 0
-    the value counts as +0 and sets no flag and no spill (the window may move, its value
-    stays). ``slow`` runs after any step that was not in place (it may have changed ``E``
-    or the flags)."""
+    u32 variable ``spill`` to 1. ``slow`` runs after any step that was not in place (it may
+    have changed ``E`` or the flags)."""
     acc, E = Expr.var(f"{p}_acc"), Expr.var(f"{p}_E")
     e, sm, d, s = Expr.var(f"{p}_e"), Expr.var(f"{p}_sm"), Expr.var(f"{p}_d"), Expr.var(f"{p}_s")
-    keep = Expr.u32(0xFFFFFFFF) if keep is None else keep
     m = Expr.cast(I64, (b & 0x7FFFFF) | 0x800000)
     frac = b & 0x7FFFFF
     flag = Expr.select(frac.ne(Expr.u32(0)), Expr.u32(sa.FLAG_NAN),
                        Expr.select((b >> 31).eq(Expr.u32(1)), Expr.u32(sa.FLAG_NINF), Expr.u32(sa.FLAG_PINF)))
-    live = keep & 1
-    spill = [Node.assign("spill", Expr.var("spill") | live)]
+    spill = [Node.assign("spill", Expr.u32(1))]
     move = [
         Node.if_(acc.eq(Expr.i64(0)), [
             Node.assign(f"{p}_E", (e.max(Expr.i32(WINDOW_LOW + 1)) - WINDOW_LOW).min(Expr.i32(WINDOW_TOP))),
@@ -90,16 +88,15 @@ def see(p: str, b: Expr, slow: list[Node] | None = None, keep: Expr | None = Non
                     spill)])])]
     return [
         Node.let_bind(f"{p}_e", Expr.bitcast(I, (b >> 23) & 0xFF)),
-        Node.let_bind(f"{p}_sm", Expr.select((b >> 31).eq(Expr.u32(1)), Expr.i64(0) - m, m)
-                      & Expr.cast(I64, Expr.bitcast(I, keep))),
+        Node.let_bind(f"{p}_sm", Expr.select((b >> 31).eq(Expr.u32(1)), Expr.i64(0) - m, m)),
         Node.let_bind(f"{p}_d", e - E),
         Node.if_(Expr.bitcast(U, d).le(Expr.u32(WINDOW_REACH)), [Node.assign(f"{p}_acc", acc + (sm << d))], [
             Node.if_(Expr.bitcast(U, e - 1).lt(Expr.u32(254)), move, [
-                Node.if_(e.eq(Expr.i32(255)), [Node.assign(f"{p}_fl", Expr.var(f"{p}_fl") | (flag & keep))])]),
+                Node.if_(e.eq(Expr.i32(255)), [Node.assign(f"{p}_fl", Expr.var(f"{p}_fl") | flag)])]),
             *(slow or [])]),
         # acc stays in [-2**62, 2**62)
         Node.assign("spill", Expr.var("spill") | Expr.select(
-            (Expr.bitcast(DataType.U64, acc) + Expr.u64(1 << 62)).lt(Expr.u64(1 << 63)), Expr.u32(0), live)),
+            (Expr.bitcast(DataType.U64, acc) + Expr.u64(1 << 62)).lt(Expr.u64(1 << 63)), Expr.u32(0), Expr.u32(1))),
     ]
 
 
@@ -179,32 +176,41 @@ def window_scatter_program(index_t: DataType, cap: int) -> Program:
     outside ``[0, S)``, `SPILL` when a slot's terms did not fit its window (then ``out`` is
     not the result). ``prm``: (PER, E0, 0, S), E0 every empty window's bit 0
     (`first_window`)."""
-    from .scatter import _slot
-
     SPER = Expr.load("prm", 0)
-    i, s, lo = Expr.var("i"), Expr.var("s"), Expr.var("lo")
-    rel, at = Expr.var("rel"), Expr.var("at")
-    add = [*_slot(index_t, i),
-           Node.let_bind("rel", Expr.var("slot") - lo),
-           Node.let_bind("width", Expr.select(Expr.var("ok"), Expr.var("hi") - lo, Expr.u32(0))),
-           # all ones where rel < width (both below 2**31), else 0. Another range's value goes
-           # to some window of this range as +0 (`see`'s keep): the window's address never
-           # depends on the random choice, which a compiler's select would make a branch
-           Node.let_bind("mask", Expr.bitcast(U, Expr.bitcast(I, (rel - Expr.var("width")) & ~rel) >> 31)),
-           Node.let_bind("at", rel & (cap - 1)),
-           Node.assign("bad", Expr.var("bad") | Expr.select(Expr.var("ok"), Expr.u32(0), Expr.u32(BAD))),
+    i, s, lo, q, cnt = Expr.var("i"), Expr.var("s"), Expr.var("lo"), Expr.var("q"), Expr.var("cnt")
+    raw, at, c0 = Expr.var("raw"), Expr.var("at"), Expr.var("c0")
+    n = Expr.buf_len("index")
+    if index_t is DataType.U32:
+        ok = raw.lt(EXTRA)
+    elif index_t is DataType.I32:
+        ok = raw.ge(Expr.i32(0)).and_(Expr.bitcast(U, raw).lt(EXTRA))
+    else:
+        ok = raw.ge(Expr.lit(index_t, 0)).and_(raw.lt(Expr.cast(index_t, EXTRA)))
+    # a chunk's contributions of this range, listed branch-free (each is stored at the end
+    # of the list, which grows by one where it is this range's: a random half, which a
+    # branch would mispredict), then added one after the other
+    scan = [Node.let_bind("raw", Expr.load("index", i)),
+            Node.assign("bad", Expr.var("bad") | Expr.select(ok, Expr.u32(0), Expr.u32(BAD))),
+            Node.store("list", cnt, i),
+            Node.assign("cnt", cnt + Expr.select(ok.and_((Expr.cast(U, raw) - lo).lt(Expr.var("hi") - lo)),
+                                                 Expr.u32(1), Expr.u32(0)))]
+    add = [Node.let_bind("j", Expr.load("list", q)),
+           Node.let_bind("at", Expr.cast(U, Expr.load("index", Expr.var("j"))) - lo),
            *_slot_state("w", at),
-           *see("w", Expr.bitcast(U, Expr.load("values", i)), [
-               Node.store("meta", at, (Expr.var("w_fl") << 9) | Expr.bitcast(U, Expr.var("w_E") + EMPTY))],
-               Expr.var("mask")),
+           *see("w", Expr.bitcast(U, Expr.load("values", Expr.var("j"))), [
+               Node.store("meta", at, (Expr.var("w_fl") << 9) | Expr.bitcast(U, Expr.var("w_E") + EMPTY))]),
            Node.store("accs", at, Expr.bitcast(DataType.U64, Expr.var("w_acc")))]
+    chunks = Node.loop("ch", Expr.u32(0), (n >> CHUNK_LOG) + 1, [
+        Node.let_bind("c0", Expr.var("ch") << CHUNK_LOG), Node.let_bind("cnt", Expr.u32(0)),
+        Node.loop("i", c0, Expr.min(c0 + CHUNK, n), scan),
+        Node.loop("q", Expr.u32(0), cnt, add)])
     finish = [*_slot_state("f", s - lo),
               *see("f", Expr.bitcast(U, Expr.load("target", s))),
               *round_window("f", "bits"),
               Node.store("out", s, Expr.bitcast(DataType.F32, Expr.var("bits")))]
     body = [Node.let_bind("lo", GID * SPER), Node.let_bind("hi", Expr.min(lo + SPER, EXTRA)),
             Node.let_bind("spill", Expr.u32(0)), Node.let_bind("bad", Expr.u32(0)),
-            Node.loop("i", Expr.u32(0), Expr.buf_len("index"), add),
+            chunks,
             Node.loop("s", lo, Expr.var("hi"), finish),
             Node.if_((Expr.var("bad") | Expr.var("spill")).ne(Expr.u32(0)), [
                 Node.expr(Expr.atomic(AtomicOp.OR, "flag", Expr.u32(0), Expr.var("bad") | (Expr.var("spill") * SPILL)))])]
@@ -212,8 +218,8 @@ def window_scatter_program(index_t: DataType, cap: int) -> Program:
                             BufferDecl.read("prm", 2, U, 4), BufferDecl.read("target", 3, DataType.F32),
                             BufferDecl.output("out", 4, DataType.F32), BufferDecl.output("flag", 5, U, 1),
                             BufferDecl.workgroup("accs", cap, DataType.U64),
-                            BufferDecl.workgroup("meta", cap, U)], 1, body)
+                            BufferDecl.workgroup("meta", cap, U), BufferDecl.workgroup("list", CHUNK, U)], 1, body)
 
 
-__all__ = ["BAD", "EMPTY", "SAMPLE", "SPILL", "WINDOW_LOW", "WINDOW_REACH", "WINDOW_TOP", "capacity", "first_window", "fits_shift", "round_window", "see",
+__all__ = ["BAD", "CHUNK", "CHUNK_LOG", "EMPTY", "SAMPLE", "SPILL", "WINDOW_LOW", "WINDOW_REACH", "WINDOW_TOP", "capacity", "first_window", "fits_shift", "round_window", "see",
            "window_scatter_program"]
