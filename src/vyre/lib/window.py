@@ -54,7 +54,7 @@ WINDOW_TOP = 254 - WINDOW_REACH   # the highest bit 0 a window takes: an exponen
 EMPTY = 256         # the meta word holds E + EMPTY in its low 9 bits; 0 (a zeroed slot) is the call's E0
 SAMPLE = 64         # values `first_window` looks at
 BAD, SPILL = 1, 2   # bits of the flag word: a bad index, a spill
-CHUNK_LOG = 14      # contributions a range lists at a time (`window_scatter_program`)
+CHUNK_LOG = 12      # contributions a range lists at a time (`window_scatter_program`; 16 KiB)
 CHUNK = 1 << CHUNK_LOG
 
 
