@@ -263,3 +263,32 @@ def test_binned_sum_reads_a_run_again_only_for_its_specials(backend, monkeypatch
         for wg in ((None,) if backend.id() == "reference" else (None, 5)):
             got = L.sum(x, backend=backend, workgroup_size=wg)
             assert _bits(got, fmt) == want, tag(fmt=fmt, case=k, wg=wg, got=hex(_bits(got, fmt)), want=hex(want))
+
+
+@pytest.mark.parametrize("wg", [None, 3])
+def test_binned_sum_is_one_dispatch(backend, monkeypatch, request, wg):
+    """On serial backends the binned exact f32 sum runs both passes in one dispatch
+    (`vyre.lib.reduce.binned_sum_program`: the workgroups' digits, a grid sync, then their
+    total rounded once): one `Runner.run` per call, the model's bits for sizes 0, 1, a prime
+    and 2**k +- 1, one workgroup or many, with the flags of specials in any workgroup."""
+    from vyre.lib import runner
+
+    take_form(monkeypatch, backend, True)
+    calls = []
+    real = runner.Runner.run
+
+    def counted(self, *args, **kwargs):
+        calls.append(args[0])
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(runner.Runner, "run", counted)
+    rng = rng_for(request.node.name)
+    for n in sizes(rng, 3000):
+        for special in (None, 0x7F800000, 0xFF800000, 0x7FC00001):
+            bits = adversarial_f32(rng, n, specials=False)
+            if special is not None and n:
+                bits[int(rng.integers(0, n))] = special
+            calls.clear()
+            got = L.sum(bits.view(np.float32), backend=backend, workgroup_size=wg)
+            assert int(np.float32(got).view(np.uint32)) == exact_sum_bits(bits.tolist(), "f32"), tag(n=n, wg=wg)
+            assert len(calls) == (1 if n else 0), tag(n=n, wg=wg)

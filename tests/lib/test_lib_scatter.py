@@ -186,3 +186,123 @@ def test_64bit_atomic_path_gives_the_u32_paths_bytes(backend, monkeypatch, fmt, 
         first = L.index_add(target, index, values, backend=backend)
         monkeypatch.setattr(scatter, "WIDE_MAX", 0)
         assert L.index_add(target, index, values, backend=backend).tobytes() == first.tobytes(), slots
+
+
+def _window_friendly_f32(rng: np.random.Generator, n: int) -> np.ndarray:
+    """f32 bits whose non-zero finite values lie within 2**17 of each other (one slot's
+    terms fit a `vyre.lib.window` window, whatever their order), mixed with ±0, subnormals (zeros, S9), infinities,
+    NaNs and exact cancelling pairs."""
+    base = (rng.uniform(1, 2, n) * np.exp2(rng.integers(-8, 9, n))).astype(np.float32).view(np.uint32)
+    pool = [base, base ^ np.uint32(0x80000000),                       # x and -x: huge cancellation
+            np.zeros(n, np.uint32), np.full(n, 0x80000000, np.uint32),
+            rng.integers(1, 0x800000, n).astype(np.uint32),           # subnormals
+            np.full(n, 0x7F800000, np.uint32), np.full(n, 0xFF800000, np.uint32), np.full(n, 0x7FC00001, np.uint32)]
+    weights = np.array([40, 20, 4, 4, 4, 1, 1, 1], float)
+    pick = rng.choice(len(pool), n, p=weights / weights.sum())
+    return np.choose(pick, pool).astype(np.uint32)
+
+
+def _skip_without_window(backend, slots: int) -> None:
+    """Skips a backend that refuses the window program for ``slots`` slots (its workgroup
+    memory: CUDA's 48 KiB holds about 2,700 windows a range)."""
+    from vyre.ir import DataType
+    from vyre.lib import scatter, window
+    from vyre.lib.runner import Runner
+
+    cap = window.capacity(-(-slots // scatter.SERIAL_RANGES))
+    for index_t in (DataType.U32, DataType.I32):
+        if not scatter._runs_window(Runner(backend).backend, index_t, cap):
+            pytest.skip(f"{backend.id()} refuses the window program for {slots} slots")
+
+
+def _no_fallback(monkeypatch, backend, slots: int = 1024) -> None:
+    """Makes every index_add path but `vyre.lib.window`'s fail (`_skip_without_window`)."""
+    from vyre.lib import scatter
+
+    _skip_without_window(backend, slots)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the window path spilled or was not taken")
+
+    for name in ("serial_wide_scatter_program", "wide_scatter_program", "scatter_program"):
+        monkeypatch.setattr(scatter, name, refuse)
+
+
+def test_window_path_is_exact_on_serial_backends(backend, monkeypatch, request):
+    """The serial f32 index_add (`vyre.lib.window`: one i64 window per slot in workgroup
+    memory, rounded by the i64 -> f32 conversion) gives math.fsum's bytes per slot, without
+    falling back, for sizes 0, 1, a prime and 2**k +- 1 of contributions and of slots
+    (more slots than ranges, fewer, a power of two), ±0, subnormals, specials and exact
+    cancellation; the order changes nothing."""
+    take_form(monkeypatch, backend, True)
+    _no_fallback(monkeypatch, backend)
+    rng = rng_for(request.node.name)
+    for n in sizes(rng, 3000):
+        for slots in (1, 2, 3, 64, 65, int(rng.integers(4, 600))):
+            bits = _window_friendly_f32(rng, n)
+            tbits = _window_friendly_f32(rng, slots)
+            index = rng.integers(0, slots, n).astype(np.uint32)
+            want = np.array([exact_sum_bits([int(tbits[s]), *(int(b) for b in bits[index == s])], "f32")
+                             for s in range(slots)], np.uint32)
+            got = L.index_add(tbits.view(np.float32), index, bits.view(np.float32), backend=backend)
+            assert got.view(np.uint32).tobytes() == want.tobytes(), tag(n=n, slots=slots)
+            p = rng.permutation(n)
+            again = L.index_add(tbits.view(np.float32), index[p].astype(np.int32), bits[p].view(np.float32),
+                                backend=backend)
+            assert again.tobytes() == got.tobytes(), tag(n=n, slots=slots)
+
+
+def test_window_rounding_at_the_edges(backend, monkeypatch):
+    """Slot totals that round to the largest f32, land exactly on 2**-126, fall below it
+    (subnormal: a zero of the total's sign, S9), cancel to +0, and windows that moved down
+    and up (the first term far from the others), all without a spill; then totals that
+    overflow to ±inf (beyond a window: they spill to the 16-word path)."""
+    take_form(monkeypatch, backend, True)
+    mx, tiny = 3.4028234663852886e38, 2.0**-126
+    exact = [
+        [mx, -mx * 2**-24, mx * 2**-25],             # rounds back to the largest f32
+        [3 * tiny, -2 * tiny],                        # exactly 2**-126
+        [1.5 * tiny, -tiny],                          # 2**-127: a subnormal, +0
+        [-1.5 * tiny, tiny],                          # -2**-127: -0
+        [1.0, -1.0, 2.0**-20, -(2.0**-20)],           # +0
+        [2.0**-30, 1.0, 2.0**-30 * 3],                # a window below the first term
+        [2.0**-10, 2.0**20, -(2.0**-11)],             # a window above the first term
+        [1.0 + 2.0**-23, 2.0**-24, 2.0**-36],         # a tie broken by a far term
+        [1.5 * tiny, -0.5 * tiny],                    # a subnormal term counts as zero (S9)
+        [3.0, 2.0**-22, -(2.0**-22)],
+    ]
+    overflow = [[mx, mx * 2**-24], [-mx, -mx]]       # +inf (a tie to even), -inf
+
+    def check(cases: list[list[float]]) -> list[str]:
+        index = np.array([s for s, c in enumerate(cases) for _ in c], np.uint32)
+        values = np.array([x for c in cases for x in c], np.float64).astype(np.float32)
+        bits = values.view(np.uint32)
+        want = [hex(exact_sum_bits([0, *(int(b) for b in bits[index == s])], "f32")) for s in range(len(cases))]
+        got = L.index_add(np.zeros(len(cases), np.float32), index, values, backend=backend)
+        assert [hex(b) for b in got.view(np.uint32)] == want
+        return want
+
+    assert check(overflow) == ["0x7f800000", "0xff800000"]
+    _no_fallback(monkeypatch, backend)
+    assert check(exact)[:4] == ["0x7f7fffff", "0x800000", "0x0", "0x80000000"]
+
+
+def test_window_spill_falls_back(backend, monkeypatch):
+    """Terms of one slot further apart than a window holds (here 2**100 and 2**-100) spill:
+    the window program says so, and index_add gives the 16-word path's exact bytes."""
+    from vyre.ir import DataType
+    from vyre.lib import window
+    from vyre.lib.runner import Runner, params
+
+    take_form(monkeypatch, backend, True)
+    _skip_without_window(backend, 2)
+    values = np.float32([2.0**100, 2.0**-100, 1.0, -(2.0**100)])
+    index = np.uint32([0, 0, 1, 0])
+    target = np.float32([0, 5])
+    r = Runner(backend)
+    prog = window.window_scatter_program(DataType.U32, window.capacity(1))
+    _, flag = r.run(prog, [values, index, params(1, window.first_window(values), 0, 2), target], 2, 2, keep=False)
+    assert int(flag[0]) & window.SPILL
+    got = L.index_add(target, index, values, backend=backend)
+    assert got.view(np.uint32).tolist() == [exact_sum_bits([0, *values[[0, 1, 3]].view(np.uint32).tolist()], "f32"),
+                                            0x40C00000]

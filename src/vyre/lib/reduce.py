@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from vyre.ir import AtomicOp, BinOp, BufferDecl, DataType, Expr, Node, Program
+from vyre.ir import AtomicOp, BinOp, BufferDecl, DataType, Expr, MemoryOrdering, Node, Program
 from vyre.ir import superacc as sa
 
 from . import columns
@@ -95,6 +95,9 @@ def _half_bits(key: Expr, dtype: DataType, op: BinOp) -> Expr:
 
 UNROLL = 8        # items a pass loads before combining them (loads in flight per invocation)
 EXACT_UNROLL = 4  # the same for exact sums (each item takes more registers)
+# the same for exact sums through exponent bins (`binned`: a few scalar operations and one
+# private add a value; 8 a round ran 4-8% faster than 4 on PoCL, 2-core VM)
+BIN_UNROLL = 8
 
 
 @functools.cache
@@ -303,6 +306,29 @@ def exact_program(source: DataType | str, layout: sa.Layout, fmt: sa.Format, wg:
     return Program.wrapped(bufs, wg, body)
 
 
+@functools.cache
+def binned_sum_program(source: DataType, fmt: sa.Format, wg: int, unroll: int) -> Program:
+    """The whole binned exact sum (`binned`: serial backends) in one dispatch: `exact_program`'s
+    first pass (each workgroup's normalised digits and flags into ``out``), a grid sync, then
+    invocation 0 adds every workgroup's digits, normalises them once and rounds the total to
+    ``fmt`` in ``res[0]``. Where the two passes were two dispatches, the second one cost more
+    host time on PoCL than its kernel (a dispatch's round trip)."""
+    first = exact_program(source, columns.LAYOUT, fmt, wg, False, unroll, True)
+    K = columns.LAYOUT.digits
+    stride = K + 1
+    p, fl = Expr.var("part"), Expr.var("fl2")
+    total = [Node.let_bind("fl2", Expr.u32(0)),
+             Node.loop("part", Expr.u32(0), Expr.buf_len("out") / stride, [
+                 *sa.add_digits_local("acc", lambda k: sa.as_i32(Expr.load("out", p * stride + k)), K),
+                 Node.assign("fl2", fl | Expr.load("out", p * stride + K))]),
+             *sa.normalise("acc", K, "p2n"),
+             *sa.round_digits("acc", K, fl, columns.LAYOUT, fmt, "bits", "p2r"),
+             Node.store("res", Expr.u32(0), Expr.var("bits"))]
+    body = [*first.body, Node.barrier(MemoryOrdering.GRID_SYNC), Node.if_(Expr.gid_x().eq(Expr.u32(0)), total)]
+    res = BufferDecl.output("res", first.buffer("out").binding + 1, U, 1)
+    return Program.wrapped([*first.buffers, res], wg, body)
+
+
 # ---- passes ---------------------------------------------------------------------------------
 def _source(a: Arr) -> Any:
     """The dispatch input of a caller's array (`Arr.source`)."""
@@ -363,6 +389,22 @@ def _two_pass(r: Runner, make: Any, inputs: list, n: int, like: Arr, dtype: Data
     return _scalar_out(r, out, like, dtype)
 
 
+def _binned_sum(r: Runner, a: Arr, fmt: sa.Format, unroll: int, per_max: int) -> Any:
+    """`_two_pass` for the binned exact sum: one workgroup's pass alone when one suffices,
+    else `binned_sum_program` (both passes in one dispatch)."""
+    wg = r.fit(columns.BYTES, r.serial_wg)
+    g = r.groups(a.n, per_max=per_max, wg=wg)
+    T = g * wg
+    u = unroll if rounds_fit(a.n, T, unroll) else 1
+    first = params(a.n, T, -(-a.n // (T * u)))
+    if g == 1:
+        prog = exact_program(a.dtype, columns.LAYOUT, fmt, wg, True, u, True)
+        return _scalar_out(r, r.run(prog, [_source(a), first], 1, 1, keep=a.on_device)[0], a, a.dtype)
+    outs = r.run(binned_sum_program(a.dtype, fmt, wg, u), [_source(a), first], g,
+                 g * (columns.LAYOUT.digits + 1), keep=a.on_device)
+    return _scalar_out(r, outs[1], a, a.dtype)
+
+
 def sum_type(dtype: DataType) -> DataType:
     """The type of a sum (numpy's rule on 64-bit Linux): 8- and 16-bit integers sum to i64
     (signed) or u64 (unsigned), every other type to itself."""
@@ -409,9 +451,12 @@ def _reduce(x: Any, op: BinOp, name: str, backend: Any, workgroup_size: int | No
 
         # each invocation adds at most LOCAL_HEADROOM values to its column before it settles
         # (binned: at most BIN_VALUES to its bins, which add 508 terms to the column)
-        per_max = columns.BIN_VALUES - EXACT_UNROLL if binned(a.dtype, r.serial) else sa.LOCAL_HEADROOM - EXACT_UNROLL
+        unroll = BIN_UNROLL if binned(a.dtype, r.serial) else EXACT_UNROLL
+        per_max = columns.BIN_VALUES - unroll if binned(a.dtype, r.serial) else sa.LOCAL_HEADROOM - unroll
+        if binned(a.dtype, r.serial):
+            return _binned_sum(r, a, fmt, unroll, per_max)
         return _two_pass(r, make_sum, [_source(a)], a.n, a, a.dtype, columns.LAYOUT.digits + 1,
-                         wg=r.fit(columns.BYTES, r.serial_wg if r.serial else None), unroll=EXACT_UNROLL,
+                         wg=r.fit(columns.BYTES, r.serial_wg if r.serial else None), unroll=unroll,
                          per_max=per_max)
 
     if op is BinOp.ADD and a.dtype.storage_only:
@@ -473,4 +518,4 @@ def dot(x: Any, y: Any, *, backend: Any = None, workgroup_size: int | None = Non
     return _two_pass(r, make, inputs, a.n, a, DataType.F32, sa.DOT.digits + 1, wg=r.wg)
 
 
-__all__ = ["dot", "exact_program", "max", "min", "sum", "sum_type", "tree_program", "wide_sum_program"]
+__all__ = ["binned_sum_program", "dot", "exact_program", "max", "min", "sum", "sum_type", "tree_program", "wide_sum_program"]

@@ -8,7 +8,9 @@ bf16) get, per slot, the exact sum of its initial value and every contribution, 
 values; else `vyre.ir.superacc.atomic_add_value`'s u32 chunks) and a second pass rounds
 every slot (on serial backends, a CPU device, the 64-bit path takes no atomics: each of a
 few invocations owns a range of slots and adds its contributions with plain adds,
-`serial_wide_scatter_program`). The order of
+`serial_wide_scatter_program`; an f32 target there first takes `vyre.lib.window`'s one
+dispatch with a 12-byte window per slot in workgroup memory, and these paths only when a
+slot's terms do not fit its window). The order of
 ``index`` and the workgroup size change nothing. An index outside ``[0, len(target))`` is an
 `LibError` L004 (the pass flags it; nothing is written). ``gather(x, index)`` is
 ``x[index]`` with the same index rule.
@@ -25,7 +27,7 @@ from vyre.driver.runnable import refusals
 from vyre.ir import AtomicOp, BufferDecl, DataType, Expr, Node, Program
 from vyre.ir import superacc as sa
 
-from . import columns
+from . import columns, window
 from .arrays import NUMERIC, Arr, as_arr, require, result, to_kind
 from .errors import LibError
 from .kernels import EXTRA, GID, PER, element, grid_stride, prm, storage
@@ -235,6 +237,11 @@ def _runs_wide(backend: Any, dtype: DataType, index_t: DataType, wg: int) -> boo
     return not refusals(wide_scatter_program(dtype, index_t, wg), backend)
 
 
+@functools.lru_cache(maxsize=64)
+def _runs_window(backend: Any, index_t: DataType, cap: int) -> bool:
+    return not refusals(window.window_scatter_program(index_t, cap), backend)
+
+
 @functools.cache
 def gather_program(dtype: DataType, index_t: DataType, wg: int) -> Program:
     """``out[i] = x[index[i]]`` (16-bit floats: their bits in a u32 word each)."""
@@ -311,6 +318,19 @@ def index_add(target: Any, index: Any, values: Any, *, backend: Any = None,
         if r.read_u32(outs[1], 0):
             raise _bad_index("vyre.lib.index_add", t.n)
         return result(outs[0], t, t.dtype, t.n)
+    cap = window.capacity(-(-t.n // SERIAL_RANGES))
+    if r.serial and t.dtype is DataType.F32 and _runs_window(r.backend, i.dtype, cap):
+        # one dispatch, a window per slot in workgroup memory (`vyre.lib.window`); a spill
+        # (terms of one slot too far apart for its window) takes the paths below
+        ranges = min(SERIAL_RANGES, t.n)
+        out, flag = r.run(window.window_scatter_program(i.dtype, cap),
+                          [_data(v), _data(i), params(-(-t.n // ranges), window.first_window(v.data), 0, t.n), _data(t)],
+                          ranges, t.n, keep=t.on_device)
+        word = r.read_u32(flag, 0)
+        if word & window.BAD:
+            raise _bad_index("vyre.lib.index_add", t.n)
+        if not word & window.SPILL:
+            return result(out, t, t.dtype, t.n)
     if _wide(r, t.dtype, i.dtype, i.n, t.n):
         if r.serial:
             ranges = min(SERIAL_RANGES, t.n)
