@@ -19,6 +19,16 @@ GID, LID, WGID = Expr.gid_x(), Expr.lid_x(), Expr.wgid_x()
 N, T, PER, EXTRA = (Expr.load("prm", k) for k in range(4))
 
 
+def index_ok(index_t: DataType, raw: Expr) -> Expr:
+    """Whether an index value ``raw`` of type ``index_t`` lies in ``[0, S)``, ``S = prm[3]``
+    (`EXTRA`): the one range rule of scatter-add and gather."""
+    if index_t is DataType.U32:
+        return raw.lt(EXTRA)
+    if index_t is DataType.I32:
+        return raw.ge(Expr.i32(0)).and_(Expr.bitcast(DataType.U32, raw).lt(EXTRA))
+    return raw.ge(Expr.lit(index_t, 0)).and_(raw.lt(Expr.cast(index_t, EXTRA)))
+
+
 def prm(binding: int) -> BufferDecl:
     return BufferDecl.read("prm", binding, U, 4)
 

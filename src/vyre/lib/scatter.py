@@ -30,7 +30,7 @@ from vyre.ir import superacc as sa
 from . import columns, window
 from .arrays import NUMERIC, Arr, as_arr, require, result, to_kind
 from .errors import LibError
-from .kernels import EXTRA, GID, PER, element, grid_stride, prm, storage
+from .kernels import EXTRA, GID, PER, element, grid_stride, index_ok, prm, storage
 from .runner import Runner, params
 
 U, I = DataType.U32, DataType.I32
@@ -40,13 +40,7 @@ INDEX_TYPES = (DataType.U32, DataType.I32, DataType.U64, DataType.I64)
 def _slot(index_t: DataType, i: Expr) -> list[Node]:
     """``slot`` (u32) and ``ok`` (bool) of ``index[i]`` against ``S = prm[3]``."""
     raw = Expr.load("index", i)
-    if index_t is DataType.U32:
-        ok = raw.lt(EXTRA)
-    elif index_t is DataType.I32:
-        ok = raw.ge(Expr.i32(0)).and_(Expr.bitcast(U, raw).lt(EXTRA))
-    else:
-        ok = raw.ge(Expr.lit(index_t, 0)).and_(raw.lt(Expr.cast(index_t, EXTRA)))
-    return [Node.let_bind("raw", raw), Node.let_bind("ok", ok),
+    return [Node.let_bind("raw", raw), Node.let_bind("ok", index_ok(index_t, raw)),
             Node.let_bind("slot", Expr.cast(U, Expr.var("raw")))]
 
 

@@ -45,7 +45,7 @@ import numpy as np
 from vyre.ir import AtomicOp, BufferDecl, DataType, Expr, Node, Program
 from vyre.ir import superacc as sa
 
-from .kernels import EXTRA, GID
+from .kernels import EXTRA, GID, index_ok
 
 U, I, I64 = DataType.U32, DataType.I32, DataType.I64
 WINDOW_LOW = 12     # an empty slot's window starts this many bits below its first value's bit 0
@@ -180,12 +180,7 @@ def window_scatter_program(index_t: DataType, cap: int) -> Program:
     i, s, lo, q, cnt = Expr.var("i"), Expr.var("s"), Expr.var("lo"), Expr.var("q"), Expr.var("cnt")
     raw, at, c0 = Expr.var("raw"), Expr.var("at"), Expr.var("c0")
     n = Expr.buf_len("index")
-    if index_t is DataType.U32:
-        ok = raw.lt(EXTRA)
-    elif index_t is DataType.I32:
-        ok = raw.ge(Expr.i32(0)).and_(Expr.bitcast(U, raw).lt(EXTRA))
-    else:
-        ok = raw.ge(Expr.lit(index_t, 0)).and_(raw.lt(Expr.cast(index_t, EXTRA)))
+    ok = index_ok(index_t, raw)
     # a chunk's contributions of this range, listed branch-free (each is stored at the end
     # of the list, which grows by one where it is this range's: a random half, which a
     # branch would mispredict), then added one after the other
