@@ -16,7 +16,6 @@ of 0, a normal f32, or a double of at least 2^-126 in magnitude, where the two a
 from __future__ import annotations
 
 import math
-import struct
 from collections.abc import Iterable
 from contextvars import ContextVar
 
@@ -39,6 +38,7 @@ from .dsl import (
     Tup,
     Ty,
     Val,
+    bits64,
     closure,
 )
 
@@ -122,12 +122,8 @@ def hexfloat(x: float) -> str:
 # value on every argument the functions pass them), and does not define
 NATIVE = {"vym_plain_f32": "VYM_D2F"}
 
-# the float64 constants of the source being printed: value bits -> index in ``vym_k``
-_POOL: ContextVar[dict[int, int] | None] = ContextVar("vym_pool", default=None)
-
-
-def _bits64(x: float) -> int:
-    return struct.unpack("<Q", struct.pack("<d", x))[0]
+# the float64 constants of the source being printed: value bits -> (index in ``vym_k``, value)
+_POOL: ContextVar[dict[int, tuple[int, float]] | None] = ContextVar("vym_pool", default=None)
 
 
 def literal(v: Val) -> tuple[str, int]:
@@ -140,8 +136,8 @@ def literal(v: Val) -> tuple[str, int]:
     if t is BOOL:
         return ("true" if x else "false"), _PRIMARY
     pool = _POOL.get()
-    if t is F64 and pool is not None and _bits64(x) & 0xFFFFFFFF:
-        i = pool.setdefault(_bits64(x), len(pool))
+    if t is F64 and pool is not None and bits64(x) & 0xFFFFFFFF:
+        i, _ = pool.setdefault(bits64(x), (len(pool), x))
         return f"VYM_K({i}, {hexfloat(x)})", _PRIMARY
     if t is F64 or t is F32:
         text = hexfloat(x) + ("f" if t is F32 else "")
@@ -312,7 +308,7 @@ def lookup_source(m: Lookup) -> str:
 def source(roots: Iterable[Function], common: bool = True) -> str:
     """C source of the roots and everything they reach (callees first), after `COMMON` and
     (CUDA) the ``vym_k`` constants they use (`literal`)."""
-    pool: dict[int, int] = {}
+    pool: dict[int, tuple[int, float]] = {}
     token = _POOL.set(pool)
     try:
         parts = []
@@ -328,7 +324,7 @@ def source(roots: Iterable[Function], common: bool = True) -> str:
         _POOL.reset(token)
     head = [COMMON] if common else []
     if pool:
-        vals = ",".join(hexfloat(struct.unpack("<d", struct.pack("<Q", b))[0]) for b in pool)
+        vals = ",".join(hexfloat(x) for _, x in pool.values())
         head.append("#if defined(__CUDACC__) || defined(__CUDACC_RTC__)\n"
                     f"__constant__ double vym_k[{len(pool)}] = {{{vals}}};\n#endif")
     return "\n".join(head + parts) + "\n"

@@ -77,7 +77,7 @@ from typing import Any
 
 __all__ = [
     "BOOL", "F32", "F64", "I32", "I64", "U32", "U64", "Block", "Function", "If", "Let", "Lookup",
-    "Ret", "Set", "Table", "Ty", "Val", "clz", "closure", "f32", "f64", "function", "i32", "lit",
+    "Ret", "Set", "Table", "Ty", "Val", "bits64", "clz", "closure", "f32", "f64", "function", "i32", "lit",
     "fma", "lookup", "mulhi", "pair", "select", "sqrt", "table", "u32", "u64",
 ]
 
@@ -240,6 +240,11 @@ Operand = Val | int | float | bool
 def _need(ok: bool, what: str) -> None:
     if not ok:
         raise TypeError(what)
+
+
+def bits64(x: float) -> int:
+    """The IEEE bits of the float64 ``x`` (a printer's view of a literal)."""
+    return struct.unpack("<Q", struct.pack("<d", x))[0]
 
 
 def _f32_exact(v: float) -> bool:

@@ -38,6 +38,7 @@ from .dsl import (
     Tup,
     Ty,
     Val,
+    bits64,
     closure,
     stmt_vals,
     subexprs,
@@ -108,16 +109,12 @@ def _lit(v: Val) -> str:
         return f"{x}i" if x != -(1 << 31) else "bitcast<i32>(0x80000000u)"
     if t is F32:
         return f"0x{_bits32(x):08x}u"
-    bits = _bits64(x) if t is F64 else x & ((1 << 64) - 1)
+    bits = bits64(x) if t is F64 else x & ((1 << 64) - 1)
     return f"vec2<u32>(0x{bits & 0xFFFFFFFF:08x}u, 0x{bits >> 32:08x}u)"
 
 
 def _bits32(x: float) -> int:
     return struct.unpack("<I", struct.pack("<f", x))[0]
-
-
-def _bits64(x: float) -> int:
-    return struct.unpack("<Q", struct.pack("<d", x))[0]
 
 
 def expr(v: Val) -> str:
