@@ -371,11 +371,14 @@ def _device_view(words: Any, like: Arr, dtype: DataType) -> Any:
 
 
 def _two_pass(r: Runner, make: Any, inputs: list, n: int, like: Arr, dtype: DataType,
-              partial_words: int, wg: int | None = None, unroll: int = 1, per_max: int = 1 << 14) -> Any:
+              partial_words: int, wg: int | None = None, unroll: int = 1, per_max: int = 1 << 14,
+              joined: Any = None) -> Any:
     """Run ``make(first, final, wg, unroll)`` over ``n`` items (``wg`` invocations a workgroup,
     default this call's, or on serial backends `Runner.serial_wg`; ``unroll`` items a round,
     at most ``per_max`` items an invocation), then over the partials (this call's workgroup
-    size, one item a round); one pass when one workgroup suffices."""
+    size, one item a round); one pass when one workgroup suffices. ``joined(wg, unroll)``:
+    a program doing both passes in one dispatch (its partials first, its result second), run
+    instead of the two."""
     wg = (r.serial_wg if r.serial else r.wg) if wg is None else wg
     g = r.groups(n, per_max=per_max, wg=wg)
     T = g * wg
@@ -384,25 +387,12 @@ def _two_pass(r: Runner, make: Any, inputs: list, n: int, like: Arr, dtype: Data
     if g == 1:
         out = r.run(make(True, True, wg, u), [*inputs, first], 1, 1, keep=like.on_device)[0]
         return _scalar_out(r, out, like, dtype)
+    if joined is not None:
+        outs = r.run(joined(wg, u), [*inputs, first], g, g * partial_words, keep=like.on_device)
+        return _scalar_out(r, outs[1], like, dtype)
     part = r.run(make(True, False, wg, u), [*inputs, first], g, g * partial_words, wait=False)[0]
     out = r.run(make(False, True, r.wg, 1), [part, params(g, r.wg, -(-g // r.wg))], 1, 1, keep=like.on_device)[0]
     return _scalar_out(r, out, like, dtype)
-
-
-def _binned_sum(r: Runner, a: Arr, fmt: sa.Format, unroll: int, per_max: int) -> Any:
-    """`_two_pass` for the binned exact sum: one workgroup's pass alone when one suffices,
-    else `binned_sum_program` (both passes in one dispatch)."""
-    wg = r.fit(columns.BYTES, r.serial_wg)
-    g = r.groups(a.n, per_max=per_max, wg=wg)
-    T = g * wg
-    u = unroll if rounds_fit(a.n, T, unroll) else 1
-    first = params(a.n, T, -(-a.n // (T * u)))
-    if g == 1:
-        prog = exact_program(a.dtype, columns.LAYOUT, fmt, wg, True, u, True)
-        return _scalar_out(r, r.run(prog, [_source(a), first], 1, 1, keep=a.on_device)[0], a, a.dtype)
-    outs = r.run(binned_sum_program(a.dtype, fmt, wg, u), [_source(a), first], g,
-                 g * (columns.LAYOUT.digits + 1), keep=a.on_device)
-    return _scalar_out(r, outs[1], a, a.dtype)
 
 
 def sum_type(dtype: DataType) -> DataType:
@@ -451,13 +441,14 @@ def _reduce(x: Any, op: BinOp, name: str, backend: Any, workgroup_size: int | No
 
         # each invocation adds at most LOCAL_HEADROOM values to its column before it settles
         # (binned: at most BIN_VALUES to its bins, which add 508 terms to the column)
-        unroll = BIN_UNROLL if binned(a.dtype, r.serial) else EXACT_UNROLL
-        per_max = columns.BIN_VALUES - unroll if binned(a.dtype, r.serial) else sa.LOCAL_HEADROOM - unroll
-        if binned(a.dtype, r.serial):
-            return _binned_sum(r, a, fmt, unroll, per_max)
+        # (binned: both passes in one dispatch, `binned_sum_program`)
+        bins = binned(a.dtype, r.serial)
+        unroll = BIN_UNROLL if bins else EXACT_UNROLL
+        per_max = (columns.BIN_VALUES if bins else sa.LOCAL_HEADROOM) - unroll
+        joined = (lambda wg, u: binned_sum_program(a.dtype, fmt, wg, u)) if bins else None
         return _two_pass(r, make_sum, [_source(a)], a.n, a, a.dtype, columns.LAYOUT.digits + 1,
                          wg=r.fit(columns.BYTES, r.serial_wg if r.serial else None), unroll=unroll,
-                         per_max=per_max)
+                         per_max=per_max, joined=joined)
 
     if op is BinOp.ADD and a.dtype.storage_only:
         return _narrow_sum(r, a)
