@@ -48,15 +48,14 @@ from _common import emit
 MM = importlib.import_module("vyre.lib.matmul")
 REPS = 7
 T = MM.Tiles
-I8_TILES = [MM.CUDA_BYTES, MM.CUDA_BYTES_240, T(128, 64, 80, 256, prefetch=True), T(128, 64, 48, 256, prefetch=True),
-            T(128, 64, 80, 128, prefetch=True), T(64, 128, 80, 128, prefetch=True)]
-U32_TILES = [MM.CUDA_WORDS, MM.CUDA_WORDS_32, T(64, 64, 64, 256)]
-# what the second process times with the accumulators in workgroup memory: the tiles before
-BEFORE = {"i8": MM.CUDA_BYTES_240, "u32": MM.CUDA_WORDS}
+I8_TILES = [MM.CUDA_BYTES, T(128, 128, 64, 256), T(128, 256, 32, 256), T(256, 128, 64, 256), T(128, 128, 64, 128)]
+U32_TILES = [MM.CUDA_WORDS, T(64, 64, 64, 128), T(128, 64, 32, 256), T(64, 64, 32, 256)]
+# what the second process times with the accumulators in workgroup memory
+BEFORE = {"i8": MM.CUDA_BYTES, "u32": MM.CUDA_WORDS}
 
 
 def label(t) -> str:
-    return f"{t.bm}x{t.bn}x{t.bk}/{t.threads}" + ("" if t.unrolled else " loops") + (" prefetch" if t.prefetch else "")
+    return f"{t.bm}x{t.bn}x{t.bk}/{t.threads}"
 
 
 def sampled_exact(a: np.ndarray, b: np.ndarray, out: np.ndarray, rng, count: int = 256) -> bool:
@@ -116,20 +115,39 @@ def timed(b, program, inputs: list[np.ndarray], cfg: DispatchConfig, reps: int =
 
 
 def lib_run(b, ta: DataType, tb: DataType, a: np.ndarray, bm: np.ndarray, words: bool,
-            reps: int = REPS, t=None) -> tuple[float, bytes]:
-    """vyre.lib.matmul's own Program and launch (as `matmul` builds them) on resident buffers,
-    with its tiles or ``t``."""
+            reps: int = REPS, t=None) -> tuple[float, bytes, float]:
+    """vyre.lib.matmul's own two Programs and launches (as `matmul` builds them) on resident
+    buffers, with its tiles or ``t``: (median device ms of both passes, output bytes, the
+    transpose's share in ms)."""
     m, k = a.shape
     n = bm.shape[1]
     t = t or MM.tiles("cuda", words)
-    packed = not words and k % 4 == 0 and n % 4 == 0
-    prog = MM.program(ta, tb, packed, t)
+    tn = -(-n // MM.TR)
+    cfg = DispatchConfig(grid_override=(-(-k // MM.TR) * tn, 1, 1), dispatch_elements=k * n)
+    tr_ms, bt = timed(b, MM.transpose_program(tb), [bm.reshape(-1), params(k, n, 0, tn)], cfg, reps)
     tiles_n = -(-n // t.bn)
     cfg = DispatchConfig(grid_override=(-(-m // t.bm) * tiles_n, 1, 1), dispatch_elements=m * n)
-    src = [a.reshape(-1), bm.reshape(-1)]
-    if packed:
-        src = [s.view(np.int32) for s in src]
-    return timed(b, prog, [*src, params(m, n, k, tiles_n)], cfg, reps)
+    bt_arr = np.frombuffer(bt, bm.dtype)[:k * n]
+    ms, out = timed(b, MM.program(ta, tb, t), [a.reshape(-1), bt_arr, params(m, n, k, tiles_n)], cfg, reps)
+    return ms + tr_ms, out, tr_ms
+
+
+def call_ms(A: np.ndarray, B: np.ndarray) -> float:
+    """Median device ms of the whole `vyre.lib.matmul` call on torch CUDA tensors (both passes
+    and the Python between them), CUDA events around it."""
+    import torch
+
+    ta, tb = torch.from_numpy(A).cuda(), torch.from_numpy(B).cuda()
+    L.matmul(ta, tb)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    samples = []
+    for _ in range(REPS):
+        start.record()
+        L.matmul(ta, tb)
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end))
+    return float(np.median(samples))
 
 
 def torch_int_mm(A: np.ndarray, B: np.ndarray) -> tuple[float, np.ndarray]:
@@ -176,16 +194,21 @@ def i8_gemm(b, rng, n: int, tiles: list, res: dict, prefix: str = "i8") -> None:
         res.update({f"{prefix}_torch_int_mm_ms": torch_ms, f"{prefix}_torch_int_mm_tops": ops / torch_ms / 1e9})
     table = res.setdefault(f"{prefix}_tiles", {})
     for i, t in enumerate(tiles):
-        ms, out = lib_run(b, DataType.I8, DataType.I8, A, B, False, t=t)
+        ms, out, tr_ms = lib_run(b, DataType.I8, DataType.I8, A, B, False, t=t)
         got = np.frombuffer(out, np.int32)[:n * n].reshape(n, n)
-        row = {"ms": ms, "tops": ops / ms / 1e9, "sampled_exact": sampled_exact(A, B, got, rng)}
+        row = {"ms": ms, "tops": ops / ms / 1e9, "transpose_ms": tr_ms, "sampled_exact": sampled_exact(A, B, got, rng)}
         if ref is not None:
             row["equal_to_torch"] = got.tobytes() == ref.tobytes()
             row["ratio_vs_torch"] = torch_ms / ms
         table[label(t)] = row
         if i == 0:
             res.update({f"{prefix}_n": n, f"{prefix}_vyre_ms": ms, f"{prefix}_vyre_tops": row["tops"],
-                        f"{prefix}_tile": label(t)})
+                        f"{prefix}_tile": label(t), f"{prefix}_transpose_ms": tr_ms})
+            try:   # the whole call on torch tensors (both passes, the Python between)
+                cms = call_ms(A, B)
+                res.update({f"{prefix}_call_ms": cms, f"{prefix}_call_tops": ops / cms / 1e9})
+            except Exception as exc:
+                res[f"{prefix}_call"] = f"unavailable: {exc}"[:200]
             if ref is not None:
                 res.update({f"{prefix}_equal_to_torch": row["equal_to_torch"],
                             f"ratio_{prefix}_vyre_vs_torch": row["ratio_vs_torch"]})
@@ -209,10 +232,10 @@ def u32_gemm(b, rng, n: int, tiles: list, res: dict, prefix: str = "u32", simt: 
         finally:
             del os.environ["VYRE_CUDA_TENSOR_CORES"]
         assert not scalar.supports_tensor_cores()
-        simt_ms, simt_out = lib_run(scalar, DataType.U32, DataType.U32, A, B, True, reps=3)
+        simt_ms, simt_out, _ = lib_run(scalar, DataType.U32, DataType.U32, A, B, True, reps=3)
         # the SIMT form of the earlier tile too: the Program is the same on both paths, so
         # the tiles move the SIMT baseline as well
-        earlier_ms, earlier_out = lib_run(scalar, DataType.U32, DataType.U32, A, B, True, reps=3, t=tiles[1])
+        earlier_ms, earlier_out, _ = lib_run(scalar, DataType.U32, DataType.U32, A, B, True, reps=3, t=tiles[1])
         res[f"{prefix}_simt_tiles"] = {label(tiles[0]): simt_ms, label(tiles[1]): earlier_ms,
                                        "equal": earlier_out[:4 * n * n] == simt_out[:4 * n * n]}
         scalar.shutdown()
@@ -222,9 +245,9 @@ def u32_gemm(b, rng, n: int, tiles: list, res: dict, prefix: str = "u32", simt: 
                         A, B, np.frombuffer(simt_out, np.uint32).reshape(n, n), rng)})
     table = res.setdefault(f"{prefix}_tiles", {})
     for i, t in enumerate(tiles):
-        ms, out = lib_run(b, DataType.U32, DataType.U32, A, B, True, t=t)
+        ms, out, tr_ms = lib_run(b, DataType.U32, DataType.U32, A, B, True, t=t)
         out = out[:4 * n * n]
-        row = {"ms": ms, "tops": ops / ms / 1e9,
+        row = {"ms": ms, "tops": ops / ms / 1e9, "transpose_ms": tr_ms,
                "sampled_exact": sampled_exact(A, B, np.frombuffer(out, np.uint32).reshape(n, n), rng)}
         if simt_out is not None:
             row.update(equal_to_simt=out == simt_out, ratio_vs_simt=simt_ms / ms)

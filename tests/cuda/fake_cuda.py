@@ -32,6 +32,7 @@ class _Props:
     max_block_dim_x, max_block_dim_y, max_block_dim_z = 1024, 1024, 64
     max_grid_dim_x, max_grid_dim_y, max_grid_dim_z = 2**31 - 1, 65535, 65535
     max_shared_memory_per_block = 49152
+    max_shared_memory_per_block_optin = 232448
     l2_cache_size = 50 << 20
     warp_size = 32
     memory_clock_rate = 2_619_000
@@ -149,8 +150,8 @@ class StreamOptions(EventOptions):
 
 
 class LaunchConfig:
-    def __init__(self, grid: Any, block: Any) -> None:
-        self.grid, self.block = grid, block
+    def __init__(self, grid: Any, block: Any, shmem_size: int = 0) -> None:
+        self.grid, self.block, self.shmem_size = grid, block, shmem_size
 
 
 class _Kernel:

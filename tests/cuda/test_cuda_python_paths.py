@@ -169,7 +169,7 @@ def test_capability_answers_are_the_device_attributes(fake):
         ("cuda", True, True, True)
     assert (prof.max_shared_memory_bytes, prof.compute_units, prof.l2_cache_bytes, prof.regs_per_thread_max,
             prof.shared_memory_bank_count, prof.shared_memory_bank_width_bytes, prof.subgroup_size) == \
-        (p.max_shared_memory_per_block, p.multiprocessor_count, p.l2_cache_size, 255, 32, 4, 32)
+        (p.max_shared_memory_per_block_optin, p.multiprocessor_count, p.l2_cache_size, 255, 32, 4, 32)
     assert prof.mem_bw_gbps == int(2 * p.memory_clock_rate * 1e3 * (p.global_memory_bus_width / 8) / 1e9)
     assert prof.device_name == "fake H100 (no GPU: tests/cuda/fake_cuda.py) (sm_90)"
     nvrtc = b.device.rt.cubins.version

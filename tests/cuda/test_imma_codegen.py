@@ -41,9 +41,8 @@ def _programs():
             yield e.name, e.program
     for words in (False, True):
         t = MM.tiles("cuda", words)
-        for ta, tb, packed in ([(D.U32, D.U32, False), (D.I32, D.I32, False)] if words else
-                               [(D.I8, D.U8, True), (D.U8, D.I8, False), (D.I8, D.I8, True)]):
-            yield f"lib {ta.value}x{tb.value} packed={packed}", MM.program(ta, tb, packed, t)
+        for ta, tb in ([(D.U32, D.U32), (D.I32, D.I32)] if words else [(D.I8, D.U8), (D.U8, D.I8), (D.I8, D.I8)]):
+            yield f"lib {ta.value}x{tb.value}", MM.program(ta, tb, t)
 
 
 @pytest.mark.parametrize("name, program", list(_programs()), ids=lambda v: v if isinstance(v, str) else "")
@@ -74,9 +73,9 @@ def test_sass_holds_imma_where_cuobjdump_is_installed(tmp_path) -> None:
 
     if shutil.which("cuobjdump") is None:
         pytest.skip("cuobjdump (with nvdisasm) is not on PATH")
-    for ta, tb, packed, op in [(D.I8, D.U8, True, "IMMA.16832.S8.U8"), (D.U32, D.U32, False, "IMMA.16832.U8.U8")]:
+    for ta, tb, op in [(D.I8, D.U8, "IMMA.16832.S8.U8"), (D.U32, D.U32, "IMMA.16832.U8.U8")]:
         cubin = tmp_path / "k.cubin"
-        cubin.write_bytes(compiler.compile_cubin(generate(MM.program(ta, tb, packed, MM.tiles("cuda", ta is D.U32)))[1],
+        cubin.write_bytes(compiler.compile_cubin(generate(MM.program(ta, tb, MM.tiles("cuda", ta is D.U32)))[1],
                                                  "sm_90"))
         sass = subprocess.run(["cuobjdump", "-sass", str(cubin)], capture_output=True, text=True, timeout=120).stdout
         assert op in sass
@@ -99,18 +98,26 @@ def test_whole_byte_tiles_read_fragments_with_ldmatrix_on_sm80_and_sm90() -> Non
     assert "ldmatrix" not in compiler.compile_ptx(generate(edges)[1], "sm_90")
 
 
+# the opt-in shared memory per block of an A100 (sm_80) and an H100 (sm_90)
+OPTIN = {"sm_80": 163 * 1024, "sm_90": 227 * 1024}
+
+
 @pytest.mark.parametrize("tile", ["CUDA_BYTES", "CUDA_WORDS"])
 def test_the_cuda_tiles_build_for_sm80_and_sm90(tile: str) -> None:
-    """vyre.lib.matmul's CUDA tiles fit the 48 KiB of static workgroup memory and assemble
-    (ptxas runs in NVRTC for a cubin)."""
+    """vyre.lib.matmul's CUDA tiles (and the transpose before them) assemble with each
+    device's shared memory (ptxas runs in NVRTC for a cubin), and take no more of it than
+    the device has."""
     compiler = _compiler()
+    from vyre.drivers.cuda import tiles
     from vyre.drivers.cuda.codegen import generate
 
     t = getattr(MM, tile)
-    ta, tb, packed = (D.U32, D.U32, False) if tile == "CUDA_WORDS" else (D.I8, D.U8, True)
-    source = generate(MM.program(ta, tb, packed, t))[1]
-    for arch in ("sm_80", "sm_90"):
-        assert compiler.compile_cubin(source, arch)[:4] == b"\x7fELF", (tile, arch)
+    ta, tb = (D.U32, D.U32) if tile == "CUDA_WORDS" else (D.I8, D.U8)
+    for arch, limit in OPTIN.items():
+        for prog in (MM.program(ta, tb, t), MM.transpose_program(tb)):
+            plan, source = generate(prog, shared_limit=limit)
+            assert tiles.layout(plan, limit).total <= limit, (tile, arch)
+            assert compiler.compile_cubin(source, arch)[:4] == b"\x7fELF", (tile, arch)
 
 
 def _k_loop(*extra, bound=None) -> tuple:
@@ -150,8 +157,8 @@ def test_the_lib_tiles_keep_their_accumulators_in_registers(words: bool, monkeyp
     from vyre.drivers.cuda import imma
     from vyre.drivers.cuda.codegen import generate
 
-    ta, packed = (D.U32, False) if words else (D.I8, True)
-    program = MM.program(ta, ta, packed, MM.tiles("cuda", words))
+    ta = D.U32 if words else D.I8
+    program = MM.program(ta, ta, MM.tiles("cuda", words))
     kernel = generate(program)[1].split('extern "C"')[1]
     step = "vy_res32<" if words else "vy_res8<"
     assert "uint vy_racc0[" in kernel and step in kernel and "vy_res_get<" in kernel and "vy_res_put<" in kernel

@@ -59,8 +59,8 @@ def compiled(cuda):
     for ta, tb in LIB_PAIRS:
         dta, dtb = MM._NP[np.dtype(ta)], MM._NP[np.dtype(tb)]
         words = dta in MM.WORDS
-        for packed in ([False] if words else [True, False]):
-            programs.append((MM.program(dta, dtb, packed, MM.tiles("cuda", words)), None))
+        programs.append((MM.program(dta, dtb, MM.tiles("cuda", words)), None))
+        programs.append((MM.transpose_program(dtb), None))
     cuda.precompile(programs)
     return True
 
@@ -74,10 +74,10 @@ def test_the_compiled_module_uses_imma(cuda, tmp_path):
     _imma(cuda)
     from vyre.drivers.cuda import compiler
 
-    for ta, tb, packed, ptx_op, sass_op in [
-            (D.I8, D.U8, True, "mma.sync.aligned.m16n8k32.row.col.s32.s8.u8.s32", "IMMA.16832.S8.U8"),
-            (D.U32, D.U32, False, "mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32", "IMMA.16832.U8.U8")]:
-        kernel, _, cubin = cuda.device.compile(MM.program(ta, tb, packed, MM.tiles("cuda", ta is D.U32)))
+    for ta, tb, ptx_op, sass_op in [
+            (D.I8, D.U8, "mma.sync.aligned.m16n8k32.row.col.s32.s8.u8.s32", "IMMA.16832.S8.U8"),
+            (D.U32, D.U32, "mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32", "IMMA.16832.U8.U8")]:
+        kernel, _, cubin = cuda.device.compile(MM.program(ta, tb, MM.tiles("cuda", ta is D.U32)))
         ptx = compiler.compile_ptx(kernel.source, cuda.device.rt.facts.arch)
         assert ptx_op in ptx
         # vyre.lib.matmul's byte tiles are whole warp tiles: fragments by ldmatrix

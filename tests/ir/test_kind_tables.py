@@ -361,6 +361,9 @@ OVER_BUDGET = {
     # vyre.lower.legalize.matmul, the CUDA form of vyre.drivers.cuda.imma), and ProgramFacts
     # records its element types (facts.matmul, which both read)
     "MatMulAcc": 9,
+    # likewise: its scalar copy (vyre.lower.legalize.tile), its CUDA form and pipelines
+    # (vyre.drivers.cuda.tiles), and two facts (the buffer it reads, ProgramFacts.tile_loads)
+    "LoadTile": 10,
     # The original kinds are the IR's building blocks: the legalizations (f32 helpers, int64
     # pairs, f16/bf16, narrow storage, matmul loops, accumulate), the kernel frontend, inlining
     # and the planner *build* them, and their specific rewrites test them by name (a u32 add's

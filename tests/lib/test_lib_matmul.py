@@ -58,10 +58,11 @@ def test_every_backend_gives_the_same_bytes(backend_id: str, monkeypatch) -> Non
             assert got.dtype == _result_type(ta) and got.tobytes() == _want(a, b).tobytes(), (ta, tb, m, k, n)
 
 
-def test_workgroup_tiles_and_word_reads_do_not_change_a_bit() -> None:
-    """The CUDA tiles (MM.CUDA_BYTES and MM.CUDA_WORDS, and the earlier ones benchmarks time
-    beside them) on the reference give numpy's bytes: the tiling never shows. k spans several
-    slices of each and ends inside one; m and n end inside a tile."""
+def test_workgroup_tiles_do_not_change_a_bit() -> None:
+    """The CUDA tiles (MM.CUDA_BYTES and MM.CUDA_WORDS, and others benchmarks time beside
+    them) on the reference give numpy's bytes through both passes (the transpose of b, then
+    the tiled product): the tiling never shows. k spans several slices of each and ends inside
+    one; m and n end inside a tile."""
     from vyre.driver import DispatchConfig
     from vyre.ir import DataType
     from vyre.lib.runner import params
@@ -73,19 +74,17 @@ def test_workgroup_tiles_and_word_reads_do_not_change_a_bit() -> None:
         a, b = _full(rng, ta, (m, k)), _full(rng, tb, (k, n))
         words = dta is DataType.U32
         assert MM.tiles("cuda", words) == (MM.CUDA_WORDS if words else MM.CUDA_BYTES)
-        for packed, t in ([(False, MM.CUDA_WORDS), (False, MM.CUDA_WORDS_32), (False, MM.Tiles(64, 64, 64, 256)),
-                           (False, MM.Tiles(64, 64, 64, 128, prefetch=True))] if words else
-                          [(False, MM.CUDA_BYTES), (True, MM.CUDA_BYTES), (True, MM.CUDA_BYTES_240),
-                           (True, MM.CUDA_BYTES_160),
-                           (True, MM.Tiles(64, 64, 240, 128, unrolled=False)),
-                           (True, MM.Tiles(64, 64, 160, 128, prefetch=True))]):
+        tn = -(-n // MM.TR)
+        cfg = DispatchConfig(grid_override=(-(-k // MM.TR) * tn, 1, 1), dispatch_elements=k * n)
+        bt = run(MM.transpose_program(dtb), [b.reshape(-1), params(k, n, 0, tn)], cfg)[0]
+        assert np.frombuffer(bt, tb)[:k * n].tobytes() == np.ascontiguousarray(b.T).tobytes()
+        for t in ([MM.CUDA_WORDS, MM.SMALL, MM.Tiles(64, 64, 64, 128)] if words else
+                  [MM.CUDA_BYTES, MM.SMALL, MM.Tiles(128, 128, 64, 256), MM.Tiles(64, 64, 80, 128)]):
             tiles_n = -(-n // t.bn)
-            ins = [a.reshape(-1), b.reshape(-1)]
-            if packed:
-                ins = [x.view(np.int32) for x in ins]
             cfg = DispatchConfig(grid_override=(-(-m // t.bm) * tiles_n, 1, 1), dispatch_elements=m * n)
-            out = run(MM.program(dta, dtb, packed, t), [*ins, params(m, n, k, tiles_n)], cfg)[0]
-            assert np.frombuffer(out, np.uint32)[:m * n].tobytes() == _want(a, b).tobytes(), (ta, packed)
+            out = run(MM.program(dta, dtb, t), [a.reshape(-1), np.frombuffer(bt, tb)[:k * n],
+                                                params(m, n, k, tiles_n)], cfg)[0]
+            assert np.frombuffer(out, np.uint32)[:m * n].tobytes() == _want(a, b).tobytes(), (ta, t)
 
 
 def test_empty_dimensions_give_zeros_of_the_shape() -> None:

@@ -57,6 +57,7 @@ class ProgramFacts:
     indirect: bool                        # an IndirectDispatch statement
     returns: bool                         # a Return statement (an invocation may end early)
     matmul: frozenset[tuple[DataType, DataType]]  # (a, b) element types of each matmul_acc
+    tile_loads: bool                      # a LoadTile statement (copies a tile into workgroup memory)
     specs: tuple[tuple[str, E.Spec], ...]  # specialization constants: first use of each name
     statements: int                       # statements of the body and every function body
     body_statements: tuple[int, ...]      # per body (`N.program_bodies` order): its statements
@@ -171,6 +172,7 @@ NODE_FACTS: dict[type, Callable[[_Acc, Any], None]] = {
     N.Assign: lambda a, n: a.assigned.add(n.name),
     N.Store: lambda a, n: a.stored.add(n.buffer),
     N.MatMulAcc: _matmul,
+    N.LoadTile: lambda a, n: (a.read.add(n.src), a.flags.add("tile_loads")),
 }
 #: the expression kinds that set a fact
 EXPR_FACTS: dict[type, Callable[[_Acc, Any], None]] = {
@@ -244,7 +246,8 @@ def _compute(program: Program) -> ProgramFacts:
         subgroup_ops=frozenset(m for op in ops if isinstance(m := OP_MEMBER.get(op), SubgroupOp)),
         barrier=has("barrier"), grid_sync=has("grid_sync"),
         loops=has("loops"), while_loop=has("while_loop"), indirect=has("indirect"),
-        returns=has("returns"), matmul=frozenset(a.matmul), specs=tuple(a.specs.items()), statements=sum(sizes),
+        returns=has("returns"), matmul=frozenset(a.matmul),
+        tile_loads=has("tile_loads"), specs=tuple(a.specs.items()), statements=sum(sizes),
         body_statements=tuple(sizes), body_calls=tuple(tuple(c) for c in calls),
         assigned=frozenset(a.assigned), stored=frozenset(a.stored), fresh_base=a.fresh,
         fully_written=_fully_written(program, read, has("returns")))

@@ -220,6 +220,12 @@ NODE_KINDS: tuple[Kind, ...] = (
                        _f("k", INT)), ("vyre.node.matmul_acc",), 15,
          lambda n, t: f"matmul_acc {n.d}[{n.m}x{n.n}] += {n.a}[{n.m}x{n.k}] * {n.b}[{n.n}x{n.k}]^T",
          syncs=True),
+    Kind(N.LoadTile, (_f("dst", BUFFER), _f("src", BUFFER), _f("offset", EXPR), _f("stride", EXPR),
+                      _f("rows", INT), _f("cols", INT), _f("rows_in", EXPR), _f("cols_in", EXPR)),
+         ("vyre.node.load_tile",), 16,
+         lambda n, t: (f"load_tile {n.dst}[{n.rows}x{n.cols}] = {n.src}[{t(n.offset)} + r*{t(n.stride)} + c] "
+                       f"(r < {t(n.rows_in)}, c < {t(n.cols_in)}; else 0)"),
+         pure=False, syncs=True),
 )
 KINDS: tuple[Kind, ...] = EXPR_KINDS + NODE_KINDS
 KIND: dict[type, Kind] = {k.cls: k for k in KINDS}

@@ -15,8 +15,8 @@ from .limits import MAX_DEPTH, too_deep
 from .types import MemoryOrdering
 
 # what `vyre.ir` exports from here: Node and every statement kind (a new kind is added here)
-__all__ = ["Assign", "Barrier", "Block", "Break", "Continue", "Eval", "If", "IndirectDispatch", "Let", "Loop",
-           "MatMulAcc", "Node", "Region", "Return", "Store", "While"]
+__all__ = ["Assign", "Barrier", "Block", "Break", "Continue", "Eval", "If", "IndirectDispatch", "Let", "LoadTile",
+           "Loop", "MatMulAcc", "Node", "Region", "Return", "Store", "While"]
 
 
 class Node:
@@ -111,6 +111,23 @@ class Node:
         invocation of the workgroup must reach it (as a barrier); it orders memory as a
         barrier before and after. On CUDA sm_80+ it runs on the tensor cores (IMMA)."""
         return MatMulAcc(d, a, b, int(m), int(n), int(k))
+
+    @staticmethod
+    def load_tile(dst: str, src: str, offset: Any, stride: Any, rows: int, cols: int,
+                  rows_in: Any, cols_in: Any) -> LoadTile:
+        """Copy a ``rows`` x ``cols`` tile of the row-major matrix in buffer ``src`` into the
+        workgroup array ``dst`` (row-major, ``cols`` elements a row), by the whole workgroup
+        together: for every ``r < rows``, ``c < cols``, ``dst[r*cols + c] =
+        src[offset + r*stride + c]`` (u32 index arithmetic, wrapping; an index past the end of
+        ``src`` reads 0, S6) where ``r < rows_in`` and ``c < cols_in``, and 0 elsewhere (the
+        edges of a matrix that is not a multiple of the tile). ``offset``, ``stride``,
+        ``rows_in`` and ``cols_in`` are u32 expressions with the same value in every
+        invocation of the workgroup; ``src`` and ``dst`` have one element type. Every
+        invocation must reach it; it orders memory as a barrier before and after. On CUDA
+        sm_80+ it is an asynchronous copy (``cp.async``), and a loop of tile loads feeding a
+        matmul_acc runs as a multi-stage pipeline."""
+        return LoadTile(dst, src, coerce(offset), coerce(stride), int(rows), int(cols), coerce(rows_in),
+                        coerce(cols_in))
 
     @staticmethod
     def block(body: Iterable[Node]) -> Block:
@@ -208,6 +225,21 @@ class MatMulAcc(Node):
     m: int
     n: int
     k: int
+
+
+@dataclass(frozen=True)
+class LoadTile(Node):
+    """``dst[r*cols + c] = src[offset + r*stride + c]`` where ``r < rows_in``, ``c < cols_in``,
+    else 0, for the ``rows`` x ``cols`` tile, by the whole workgroup (`Node.load_tile`)."""
+
+    dst: str
+    src: str
+    offset: Expr
+    stride: Expr
+    rows: int
+    cols: int
+    rows_in: Expr
+    cols_in: Expr
 
 
 @dataclass(frozen=True)

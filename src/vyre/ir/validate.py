@@ -96,9 +96,10 @@ CODES: dict[str, str] = {
     "V036": "while loop without a valid iteration cap",
     "V037": "misplaced or invalid indirect_dispatch",
     "V038": "invalid matmul_acc (arrays, types or shape)",
-    "V039": "matmul_acc that not every invocation of the workgroup reaches",
+    "V039": "matmul_acc or load_tile that not every invocation of the workgroup reaches",
     "V040": "the value of a float atomic is used",
     "V041": "a float-atomic buffer is also loaded, stored or given atomics of another kind",
+    "V042": "invalid load_tile (arrays, types, shape, or a value that differs between invocations)",
 }
 
 
@@ -170,11 +171,12 @@ class _Validator:
                                     for n in N.walk_nodes(body)), True, True,
                           any(_in_subgroup(e) for e in N.walk_exprs(body)),
                           any(isinstance(n, N.Return) for n in N.walk_nodes(body)),
-                          any(isinstance(n, N.MatMulAcc) for n in N.walk_nodes(body)),
+                          any(isinstance(n, N.MatMulAcc | N.LoadTile) for n in N.walk_nodes(body)),
                           False)   # float atomics need sane declarations (V019 refuses anyway)
         facts = facts_of(self.p)
         return _Needs(facts.barrier, facts.grid_sync, facts.indirect, bool(facts.specs),
-                      bool(facts.subgroup_ops), facts.returns, bool(facts.matmul), facts.float_atomics)
+                      bool(facts.subgroup_ops), facts.returns, bool(facts.matmul) or facts.tile_loads,
+                      facts.float_atomics)
 
     # ---- float atomics (S36) ---------------------------------------------------------------
     def float_atomics(self) -> None:
@@ -334,11 +336,12 @@ class _Validator:
                     self._subgroup_uniform(sub, f"{here}.{label}", u)
 
     def matmuls(self, returns: bool) -> None:
-        """V039 for a program that uses matmul_acc (``returns``: it has a return_ statement)."""
+        """V039 for a program that uses matmul_acc or load_tile (``returns``: it has a return_
+        statement)."""
         if returns:
-            self.add("V039", "body", "return_ in a program that uses matmul_acc.",
+            self.add("V039", "body", "return_ in a program that uses matmul_acc or load_tile.",
                      "guard the remaining work with Node.if_ instead: every invocation of the "
-                     "workgroup must reach each matmul_acc.")
+                     "workgroup must reach each matmul_acc and load_tile.")
 
     def specs(self) -> None:
         seen: dict[str, E.Spec] = {}
@@ -635,6 +638,44 @@ class _Validator:
                          f"which has {decl.count}.", f"declare {decl.name!r} with at least {need} "
                          "elements, or use a smaller tile.")
 
+    def _tile(self, n: N.LoadTile, at: _At) -> None:
+        loc, scope = at.loc, at.scope
+        if self.in_function:
+            self.add("V035", loc, "load_tile inside a function.",
+                     "place it in the program body, where the whole workgroup reaches it.")
+        elif not at.uniform:
+            self.add("V039", loc, "load_tile under control flow that differs between invocations.",
+                     "move it out of the divergent if/loop: every invocation of the workgroup must "
+                     "reach it (it acts as a barrier).")
+        for what, e in (("offset", n.offset), ("stride", n.stride), ("rows_in", n.rows_in), ("cols_in", n.cols_in)):
+            self.expr(e, loc, scope, DataType.U32, f"load_tile {what}")
+            if not self.uniform_expr(e, self.nonuniform):
+                self.add("V042", loc, f"load_tile {what} can differ between the invocations of a workgroup.",
+                         "compute it from workgroup_id, constants and values every invocation shares "
+                         "(not local_id or a per-invocation load).")
+        dst, src = self.p.buffer(n.dst), self.p.buffer(n.src)
+        for role, name, decl in (("dst", n.dst, dst), ("src", n.src, src)):
+            if decl is None:
+                self.add("V001", loc, f"load_tile {role}={name!r} is not a declared buffer.",
+                         "declare it in Program.wrapped(buffers=...).")
+                return
+        if not dst.is_workgroup:
+            self.add("V042", loc, f"load_tile dst={n.dst!r} is a {dst.access.value} buffer, not a workgroup array.",
+                     "declare the destination with BufferDecl.workgroup(name, count, dtype).")
+        if not src.is_bound:
+            self.add("V042", loc, f"load_tile src={n.src!r} is not a caller-backed buffer.",
+                     "copy from a read, read_write or output buffer (copy workgroup arrays with stores).")
+        if src.dtype is not dst.dtype:
+            self.add("V042", loc, f"load_tile copies {src.dtype.value} elements into a {dst.dtype.value} array.",
+                     "give the destination array the source buffer's element type.")
+        if any(not isinstance(v, int) or isinstance(v, bool) or v < 1 for v in (n.rows, n.cols)):
+            self.add("V042", loc, f"load_tile shape {n.rows}x{n.cols} has a size below 1.",
+                     "give rows and cols as positive ints.")
+        elif n.rows * n.cols > dst.count:
+            self.add("V042", loc, f"load_tile needs rows*cols = {n.rows * n.cols} elements of {n.dst!r}, "
+                     f"which has {dst.count}.", f"declare {n.dst!r} with at least {n.rows * n.cols} "
+                     "elements, or load a smaller tile.")
+
     def _block(self, n: N.Block | N.Region, at: _At) -> None:
         self.block(n.body, f"{at.loc}.body", at.scope, at.loops, at.uniform, at.depth + 1, grid=at.grid,
                    in_loop=self.in_loop)
@@ -719,7 +760,7 @@ V = _Validator
 _STMT: dict[type, Callable[[_Validator, Any, _At], None]] = {
     N.Let: V._let, N.Assign: V._assign, N.Store: V._store, N.If: V._if, N.Loop: V._loop,
     N.While: V._while, N.Break: V._jump, N.Continue: V._jump, N.IndirectDispatch: V._indirect,
-    N.MatMulAcc: V._matmul,
+    N.MatMulAcc: V._matmul, N.LoadTile: V._tile,
     N.Block: V._block, N.Region: V._block, N.Return: V._return, N.Barrier: V._barrier, N.Eval: V._eval,
 }
 # expression kinds that can differ between invocations, each with the rule saying when

@@ -114,6 +114,11 @@ class Resolver:
         return N.Store(n.buffer, self.expr(n.index, U, scope),
                        self.expr(n.value, None if decl is None else decl.dtype.value_type, scope))
 
+    def _tile(self, n: N.LoadTile, scope: dict[str, DataType]) -> N.Node:
+        x = self.expr
+        return N.LoadTile(n.dst, n.src, x(n.offset, U, scope), x(n.stride, U, scope), n.rows, n.cols,
+                          x(n.rows_in, U, scope), x(n.cols_in, U, scope))
+
     def _if(self, n: N.If, scope: dict[str, DataType]) -> N.Node:
         return N.If(self.expr(n.cond, B, scope), self.body(n.then, scope), self.body(n.otherwise, scope))
 
@@ -131,7 +136,8 @@ class Resolver:
 
 R = Resolver
 # statements whose expressions have a context (the rest: none; Let: `Resolver.stmt`)
-_STMT = {N.Assign: R._assign, N.Store: R._store, N.If: R._if, N.Loop: R._loop, N.While: R._while}
+_STMT = {N.Assign: R._assign, N.Store: R._store, N.If: R._if, N.Loop: R._loop, N.While: R._while,
+         N.LoadTile: R._tile}
 # (exempt: Let, `Resolver.stmt`; Eval, an expression with no context; and every kind with no
 # expression of its own (bodies at most: they are walked in this scope): nothing to type)
 STMT_EXEMPT = frozenset({N.Let, N.Eval} | {k.cls for k in NODE_KINDS if not k.roles(EXPR, OPT, ARGS)})

@@ -6,8 +6,8 @@ buffers, the statement tree and (version 2, when there are any) the functions. E
 are encoded by their fixed position in the tables below (append-only).
 
 Version 2 added the 64-bit, 16-bit-float and storage-only types, local arrays, functions and
-calls, while/break/continue and indirect_dispatch. Statement tag 15 (matmul_acc) was appended
-within version 2: a reader older than it refuses such bytes with a `WireError` (unknown
+calls, while/break/continue and indirect_dispatch. Statement tags 15 (matmul_acc) and 16
+(load_tile) were appended within version 2: a reader older than one refuses such bytes with a `WireError` (unknown
 statement tag), and every other program's bytes are unchanged. This reader reads versions 1 and 2; a
 version-1 reader refuses version-2 bytes with a `WireError` that says to upgrade.
 
@@ -63,10 +63,10 @@ S_WORKGROUP, S_BUFFERS, S_BODY, S_FUNCTIONS = 1, 2, 3, 4
 # kind tags: the one list of kinds (`vyre.ir.kinds`) holds them (append-only)
 _TAG = {k.cls: k.tag for k in KINDS}
 (N_LET, N_ASSIGN, N_STORE, N_IF, N_LOOP, N_BLOCK, N_REGION, N_RETURN, N_BARRIER, N_EVAL,
- N_WHILE, N_BREAK, N_CONTINUE, N_INDIRECT, N_MATMUL) = (
+ N_WHILE, N_BREAK, N_CONTINUE, N_INDIRECT, N_MATMUL, N_TILE) = (
     _TAG[N.Let], _TAG[N.Assign], _TAG[N.Store], _TAG[N.If], _TAG[N.Loop], _TAG[N.Block], _TAG[N.Region],
     _TAG[N.Return], _TAG[N.Barrier], _TAG[N.Eval], _TAG[N.While], _TAG[N.Break], _TAG[N.Continue],
-    _TAG[N.IndirectDispatch], _TAG[N.MatMulAcc])
+    _TAG[N.IndirectDispatch], _TAG[N.MatMulAcc], _TAG[N.LoadTile])
 (X_LIT, X_VAR, X_LOAD, X_BUFLEN, X_ID, X_BIN, X_UN, X_SELECT, X_CAST, X_BITCAST, X_FMA,
  X_ATOMIC, X_SPEC, X_SUBGROUP, X_CALL) = (
     _TAG[E.Lit], _TAG[E.Var], _TAG[E.Load], _TAG[E.BufLen], _TAG[E.Id], _TAG[E.Bin], _TAG[E.Un],
@@ -260,10 +260,16 @@ def _n_matmul(out: bytearray, n: N.MatMulAcc) -> None:
     _uleb(out, n.m), _uleb(out, n.n), _uleb(out, n.k)
 
 
+def _n_tile(out: bytearray, n: N.LoadTile) -> None:
+    out.append(N_TILE), _str(out, n.dst), _str(out, n.src), _expr(out, n.offset), _expr(out, n.stride)
+    _uleb(out, n.rows), _uleb(out, n.cols), _expr(out, n.rows_in), _expr(out, n.cols_in)
+
+
 _NODE_ENCODERS = {N.Let: _n_let, N.Assign: _n_assign, N.Store: _n_store, N.If: _n_if, N.Loop: _n_loop,
                   N.Block: _n_block, N.Region: _n_region, N.Return: _n_return, N.Barrier: _n_barrier,
                   N.Eval: _n_eval, N.While: _n_while, N.Break: _n_break, N.Continue: _n_continue,
-                  N.IndirectDispatch: _n_indirect, N.MatMulAcc: _n_matmul}
+                  N.IndirectDispatch: _n_indirect, N.MatMulAcc: _n_matmul,
+                  N.LoadTile: _n_tile}
 
 
 def _nodes(out: bytearray, body: tuple[N.Node, ...]) -> None:
@@ -531,6 +537,8 @@ _NODE_DECODERS = {
     N_INDIRECT: lambda r, d: N.IndirectDispatch(r.string(), r.uleb(0xFFFFFFFF)),
     N_MATMUL: lambda r, d: N.MatMulAcc(r.string(), r.string(), r.string(), r.uleb(0xFFFFFFFF),
                                        r.uleb(0xFFFFFFFF), r.uleb(0xFFFFFFFF)),
+    N_TILE: lambda r, d: N.LoadTile(r.string(), r.string(), _rexpr(r, d), _rexpr(r, d), r.uleb(0xFFFFFFFF),
+                                    r.uleb(0xFFFFFFFF), _rexpr(r, d), _rexpr(r, d)),
 }
 
 

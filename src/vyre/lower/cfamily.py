@@ -316,6 +316,9 @@ class CSyntax(Syntax):
     # call (emitted when the plan leaves a matmul_acc to the target); None: scalar loops
     matmul_native: Callable[[Printer, N.Node], list[str]] | None = None
     matmul_prelude: str = ""
+    # a target's own load_tile likewise (emitted when the plan leaves a load_tile to the target)
+    tile_native: Callable[[Printer, N.Node], list[str]] | None = None
+    tile_prelude: str = ""
     unswitch_loads: bool = False   # `Syntax.unswitch_loads`
 
     types = CT
@@ -558,11 +561,28 @@ class CSyntax(Syntax):
         for line in self.matmul_native(p, n):
             p.out(line)
 
+    def tile(self, p: Printer, n: N.Node) -> None:
+        if self.tile_native is None:
+            super().tile(p, n)
+            return
+        for line in self.tile_native(p, n):
+            p.out(line)
+
     # ---- kernels ------------------------------------------------------------------------------
+    def workgroup_counts(self, p: Printer) -> dict[str, int]:
+        """The elements each workgroup array takes in the kernel (a target may give an array
+        more, `CudaSyntax`): all of them are declared and zeroed."""
+        return {w.name: w.count for w in p.plan.workgroup}
+
+    def workgroup_declarations(self, p: Printer) -> list[str]:
+        counts = self.workgroup_counts(p)
+        return [self.local_array.format(t=ST[w.dtype.size], name=f"w_{w.name}", count=counts[w.name])
+                for w in p.plan.workgroup]
+
     def prologue(self, p: Printer, index: int) -> None:
         plan = p.plan
-        for w in plan.workgroup:
-            p.out(self.local_array.format(t=ST[w.dtype.size], name=f"w_{w.name}", count=w.count))
+        for line in self.workgroup_declarations(p):
+            p.out(line)
         for loc in p.program.local_buffers:   # per invocation, zeroed in every phase
             st = ST[loc.dtype.size]
             p.out(f"{st} l_{loc.name}[{loc.count}];")
@@ -570,8 +590,9 @@ class CSyntax(Syntax):
         if plan.workgroup:
             wx, wy, wz = p.program.workgroup_size
             p.out(f"const uint vy_lin = {p.lin()};")
+            counts = self.workgroup_counts(p)
             for w in plan.workgroup:
-                p.out(f"for (uint z = vy_lin; z < {w.count}u; z += {wx * wy * wz}u) "
+                p.out(f"for (uint z = vy_lin; z < {counts[w.name]}u; z += {wx * wy * wz}u) "
                       f"w_{w.name}[z] = ({ST[w.dtype.size]})0;")
             p.out(self.barrier_line)
 
@@ -633,6 +654,8 @@ class CSyntax(Syntax):
             preludes.append(PRELUDE16)
         if p.plan.native_matmul:
             preludes.append(self.matmul_prelude)
+        if p.plan.native_tiles:
+            preludes.append(self.tile_prelude)
         if p.plan.uses_transcendentals:
             preludes.append(crmath.prelude({e.op for e in N.program_exprs(p.plan.program)
                                             if isinstance(e, E.Un | E.Bin)}))

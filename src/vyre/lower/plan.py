@@ -23,6 +23,8 @@ from vyre.ir.types import MemoryOrdering
 
 from .accumulate import Scratch, accumulate
 from .legalize.matmul import Keep, expand_matmul
+from .legalize.tile import Keep as TileKeep
+from .legalize.tile import expand_tiles
 from .loops import LoopFacts, analyse
 
 ENTRY = "vyre_phase_{}"
@@ -54,6 +56,7 @@ class KernelPlan:
     # which loops keep the while cap and the cancel poll (`vyre.lower.loops`)
     loops: LoopFacts = field(default_factory=LoopFacts)
     native_matmul: bool = False          # matmul_acc statements left for the target to print
+    native_tiles: bool = False           # load_tile statements left for the target to print
     # hidden u32 buffers of float atomics (S36, `vyre.lower.accumulate`), bound last in this
     # order; when any, the last phase finalises their targets over a grid of its own
     scratch: tuple[Scratch, ...] = ()
@@ -155,17 +158,19 @@ def propagate_ids(program: Program) -> Program:
 
 
 def lower(program: Program, vector: bool = False,
-          legalize: Callable[[Program], Program] | None = None, matmul: Keep | None = None) -> KernelPlan:
+          legalize: Callable[[Program], Program] | None = None, matmul: Keep | None = None,
+          tiles: TileKeep | None = None) -> KernelPlan:
     """Plan the kernels of a *validated* program (``vector``: the target can emit the
     elementwise vector form, see `_vector_form`). Float atomics are rewritten onto u32
     atomics first (`vyre.lower.accumulate`), then the target's ``legalize`` rewrite runs, if
     any. Functions are inlined (`vyre.ir.inline`): the plan's program has none. Each
     matmul_acc becomes scalar loops (`vyre.lower.legalize.matmul`) unless
     ``matmul(program, statement)`` says the target prints it itself (`Syntax.matmul`); a
-    matmul_acc left acts as a barrier here."""
+    matmul_acc left acts as a barrier here. Each load_tile likewise becomes a scalar copy
+    (`vyre.lower.legalize.tile`) unless ``tiles(program, statement)`` claims it (`Syntax.tile`)."""
     acc = accumulate(program)
     program = acc.program if legalize is None else legalize(acc.program)
-    program = expand_matmul(propagate_ids(inline(program)), matmul)
+    program = expand_tiles(expand_matmul(propagate_ids(inline(program)), matmul), tiles)
     phases: list[list[N.Node]] = [[]]
     for n in program.body:
         if isinstance(n, N.Barrier) and n.ordering is MemoryOrdering.GRID_SYNC:
@@ -173,7 +178,7 @@ def lower(program: Program, vector: bool = False,
         else:
             phases[-1].append(n)
     facts = program.facts   # of the inlined program: one walk, shared with every later stage
-    native = bool(facts.matmul)
+    native = bool(facts.matmul) or facts.tile_loads
     # A kernel can only run long in a loop; where no barrier needs every lane to arrive, its
     # loops poll the cancel word so a timed-out dispatch stops instead of running on. Loops
     # of bounded work need not poll, nor whiles that cannot reach their cap count trips
@@ -196,4 +201,5 @@ def lower(program: Program, vector: bool = False,
                       4 if form else 1, *(form or (frozenset(), frozenset())),
                       uses_wide=facts.uses_wide, uses_half=facts.uses_half,
                       wide_atomics=facts.wide_atomics, indirect=indirect, phase_loops=loops,
-                      loops=verdicts, native_matmul=native, scratch=acc.scratch)
+                      loops=verdicts, native_matmul=bool(facts.matmul), native_tiles=facts.tile_loads,
+                      scratch=acc.scratch)

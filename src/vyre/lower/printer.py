@@ -664,6 +664,11 @@ class Printer:
         it as scalar loops before printing, `vyre.lower.legalize.matmul`)."""
         self.s.matmul(self, n)
 
+    def tile(self, n: N.LoadTile, guarded: bool) -> None:
+        """A load_tile the plan left to the target (`Syntax.tile`; every other target gets it
+        as a scalar copy before printing, `vyre.lower.legalize.tile`)."""
+        self.s.tile(self, n)
+
     # ---- kernels ---------------------------------------------------------------------------------
     def kernel(self, index: int, body: tuple[N.Node, ...]) -> str:
         self.lines = []
@@ -778,7 +783,7 @@ NODES: dict[type, Callable[[Printer, N.Node, bool], None]] = {
     N.Loop: Printer.loop, N.While: Printer.while_, N.Break: Printer.break_,
     N.Continue: Printer.continue_, N.IndirectDispatch: Printer.nothing, N.Block: Printer.scoped,
     N.Region: Printer.scoped, N.Return: Printer.return_, N.Barrier: Printer.barrier, N.Eval: Printer.eval,
-    N.MatMulAcc: Printer.matmul,
+    N.MatMulAcc: Printer.matmul, N.LoadTile: Printer.tile,
 }
 
 

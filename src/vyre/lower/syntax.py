@@ -110,6 +110,10 @@ class Syntax:
         raise TypeError(f"the {self.name} printer has no native matmul_acc: the plan expands it into "
                         "scalar loops (vyre.lower.legalize.matmul) unless the target claims it")
 
+    def tile(self, p: Printer, n: Any) -> None:   # a load_tile the plan left to the target
+        raise TypeError(f"the {self.name} printer has no native load_tile: the plan expands it into "
+                        "a scalar copy (vyre.lower.legalize.tile) unless the target claims it")
+
     def prologue(self, p: Printer, index: int) -> None: raise NotImplementedError
     def vector_body(self, p: Printer, body: tuple) -> None: raise NotImplementedError
     def kernel_head(self, p: Printer, index: int) -> str: raise NotImplementedError

@@ -52,6 +52,7 @@ from .legalize.half import HALF, HalfRefusal, lower_half
 from .legalize.int64 import Int64Refusal, lower_int64
 from .legalize.matmul import expand_matmul
 from .legalize.narrow import NARROW, lower_narrow
+from .legalize.tile import expand_tiles
 from .plan import KernelPlan, lower
 from .printer import emit
 from .syntax import ERR_DEVICE_LOOPS, Syntax, error_bits
@@ -77,12 +78,12 @@ class WgslRefusal(Exception):
 
 
 def legalized(program: Program) -> Program:
-    """The Program WGSL prints for ``program``: matmul_acc as scalar loops
-    (`vyre.lower.legalize.matmul`, before narrow storage is packed), 64-bit integers as u32 pairs
+    """The Program WGSL prints for ``program``: matmul_acc and load_tile as scalar loops
+    (`vyre.lower.legalize.matmul`, `vyre.lower.legalize.tile`, before narrow storage is packed), 64-bit integers as u32 pairs
     (`vyre.lower.legalize.int64`) and the float operations in `LACKS` as exact integer
     helpers. Raises `WgslRefusal` for what the pair lowering refuses."""
     try:
-        program = lower_int64(lower_narrow(lower_half(expand_matmul(program))))
+        program = lower_int64(lower_narrow(lower_half(expand_tiles(expand_matmul(program)))))
     except (Int64Refusal, HalfRefusal) as exc:
         raise WgslRefusal(str(exc)) from None
     return legalize(program, LACKS)

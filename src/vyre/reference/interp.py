@@ -289,6 +289,32 @@ class Machine:
         mem = self.wgmem[n.d].reshape(-1, d.count)
         mem[groups, :m * nn] = acc.reshape(groups.size, m * nn).astype(np.uint32)
 
+    def _tile(self, n: N.LoadTile, idx: np.ndarray | None) -> None:
+        """``dst`` = the tile of ``src`` once for each workgroup with a lane here (every lane
+        of a workgroup reaches it together, with the same offset, stride and limits: V039,
+        V042). Indices in u32 arithmetic, wrapping; past the end of ``src`` they read 0 (S6),
+        and so do the elements outside ``rows_in`` x ``cols_in``."""
+        groups, first = np.unique(self.wg_of(idx), return_index=True)
+
+        def value(e: E.Expr) -> np.ndarray:
+            v, _ = self.eval(e, idx)
+            return np.broadcast_to(np.asarray(v), (self.size(idx),))[first].astype(np.uint64)[:, None, None]
+
+        off, stride, rows_in, cols_in = (value(e) for e in (n.offset, n.stride, n.rows_in, n.cols_in))
+        r = np.arange(n.rows, dtype=np.uint64)[None, :, None]
+        c = np.arange(n.cols, dtype=np.uint64)[None, None, :]
+        with np.errstate(over="ignore"):
+            at = ((off + r * stride + c) & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        valid = (r < rows_in) & (c < cols_in) & (at < self.counts[n.src])
+        if n.src in self.tracked and self.access is not None:
+            wg = np.broadcast_to(groups[:, None, None], at.shape)
+            self.access.reads.setdefault(n.src, []).append((at[valid], wg[valid]))
+        mem = self.memory[n.src]
+        words = mem[np.where(valid, at, 0)] if mem.size else np.zeros(at.shape, mem.dtype)
+        dst = self.p.buffer(n.dst)
+        tile = np.where(valid, words, 0).astype(mem.dtype).reshape(groups.size, n.rows * n.cols)
+        self.wgmem[n.dst].reshape(-1, dst.count)[groups, :n.rows * n.cols] = tile
+
     def _eval_stmt(self, n: N.Eval, idx: np.ndarray | None) -> None:
         self.eval(n.value, idx, discard=True)
 
@@ -608,7 +634,7 @@ _STMT: dict[type, Callable[[Machine, Any, Any], None]] = {
     N.Let: M._let_assign, N.Assign: M._let_assign, N.Store: M._store, N.If: M._if, N.Loop: M.loop,
     N.Block: M._block, N.Region: M._block, N.Return: M._return, N.Barrier: M._nothing,
     N.Eval: M._eval_stmt, N.While: M.while_, N.Break: M._jump, N.Continue: M._jump,
-    N.IndirectDispatch: M._nothing, N.MatMulAcc: M._matmul,
+    N.IndirectDispatch: M._nothing, N.MatMulAcc: M._matmul, N.LoadTile: M._tile,
 }
 # how each expression kind evaluates; a WeakLit never reaches a built Program (EVAL_EXEMPT)
 _EVAL: dict[type, Callable[[Machine, Any, Any, bool], tuple[Any, DataType]]] = {

@@ -61,6 +61,9 @@ class Kernel:
     # them; when any, the last phase gets a grid of its own covering the largest of those
     # buffers (one invocation per element)
     scratch: tuple[tuple[int, int], ...] = ()
+    # workgroup memory a launch asks for at launch time (dynamic), in bytes; 0: none (the
+    # kernel's arrays are declared in it)
+    shared_bytes: int = 0
 
     def skips_zero_fill(self, name: str, count: int, global_x: int) -> bool:
         """True when the launch overwrites every element of output ``name``."""
@@ -71,7 +74,7 @@ class Kernel:
         return {"entries": list(entries), "uses_ctl": self.uses_ctl, "fully_written": sorted(self.fully_written),
                 "stoppable": self.stoppable, "items": self.items, "source": self.source,
                 "indirect": [list(x) if x else None for x in self.indirect],
-                "scratch": [list(x) for x in self.scratch]}
+                "scratch": [list(x) for x in self.scratch], "shared_bytes": self.shared_bytes}
 
     @staticmethod
     def from_meta(handle: Any, meta: dict[str, Any]) -> Kernel:
@@ -79,7 +82,7 @@ class Kernel:
         scratch = tuple((int(pos), int(words)) for pos, words in meta.get("scratch") or ())
         return Kernel(handle, bool(meta["uses_ctl"]), frozenset(meta["fully_written"]), "disk",
                       meta.get("source"), bool(meta["stoppable"]), int(meta["items"]),
-                      indirect, scratch)  # type: ignore[arg-type]
+                      indirect, scratch, int(meta.get("shared_bytes") or 0))  # type: ignore[arg-type]
 
     @staticmethod
     def indirect_of(plan: Any) -> tuple[tuple[int, int] | None, ...]:

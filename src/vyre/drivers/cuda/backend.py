@@ -165,7 +165,7 @@ class CudaDevice(Device):
             supports_tensor_cores=self.tensor_cores,
             max_workgroup_size=f.max_block, max_invocations_per_workgroup=f.max_threads_per_block,
             max_storage_buffer_binding_size=f.total_memory, subgroup_size=f.warp_size,
-            has_shared_memory=True, has_mul_high=True, max_shared_memory_bytes=f.shared_per_block,
+            has_shared_memory=True, has_mul_high=True, max_shared_memory_bytes=f.shared_optin,
             compute_units=f.sm_count, l2_cache_bytes=f.l2_bytes, mem_bw_gbps=f.bandwidth_gbps,
             regs_per_thread_max=255, shared_memory_bank_count=32, shared_memory_bank_width_bytes=4,
             device_name=f"{f.name} ({f.arch})")
@@ -188,21 +188,37 @@ class CudaDevice(Device):
 
     def compile(self, program: Program) -> tuple[Kernel, dict, bytes]:
         self.rt.ensure_current()
-        plan, source = generate(program, self.tensor_cores)
+        limit = self.rt.facts.shared_optin
+        plan, source = generate(program, self.tensor_cores, limit)
         cubin, built_from = self.rt.cubins.get_or_compile(source, self.rt.facts.arch)
         module = self.rt.load(cubin)
-        kernel = kernel_of(tuple(module.get_kernel(name) for name in plan.entries), plan, source, built_from)
+        kernel = kernel_of(tuple(module.get_kernel(name) for name in plan.entries), plan, source, built_from, limit)
+        self._allow_shared(kernel)
         return kernel, kernel.meta(plan.entries), cubin
 
+    def _allow_shared(self, kernel: Kernel) -> None:
+        """Let the kernel's entry points take its dynamic shared memory (past 48 KiB a
+        function must opt in to it)."""
+        if kernel.shared_bytes > 48 * 1024:
+            attr = cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            for h in kernel.handle:
+                raw = getattr(h, "handle", h)
+                if isinstance(raw, cu.CUfunction):
+                    _ok(cu.cuFuncSetAttribute(raw, attr, kernel.shared_bytes))
+                else:
+                    _ok(cu.cuKernelSetAttribute(attr, kernel.shared_bytes, raw, self.rt.dev.device_id))
+
     def compiler(self) -> CudaCompiler:
-        return CudaCompiler(self.rt.facts.arch, self.tensor_cores)
+        return CudaCompiler(self.rt.facts.arch, self.tensor_cores, self.rt.facts.shared_optin)
 
     def load(self, meta: dict, artifact: bytes) -> Kernel:
         self.rt.ensure_current()
         key = blake3.blake3(artifact).digest()   # programs built in one batch share one cubin
         module = self._modules.get(key) or self.rt.load(artifact)
         self._modules[key] = module
-        return Kernel.from_meta(tuple(module.get_kernel(n) for n in meta["entries"]), meta)
+        kernel = Kernel.from_meta(tuple(module.get_kernel(n) for n in meta["entries"]), meta)
+        self._allow_shared(kernel)
+        return kernel
 
     # ---- memory ------------------------------------------------------------------------------
     def alloc(self, nbytes: int) -> Any:
@@ -317,11 +333,11 @@ class CudaDevice(Device):
             words = self._counts[counts] = tuple(np.uint32(c) for c in counts)
         return (*buffers, *words, ctl.arg, ctl.handle.ptr)
 
-    def _config(self, grid: tuple[int, int, int], block: tuple[int, int, int]) -> Any:
-        key = (grid, block)
+    def _config(self, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int = 0) -> Any:
+        key = (grid, block, shared)
         cfg = self._configs.get(key)
         if cfg is None:
-            cfg = self._configs[key] = cc.LaunchConfig(grid=grid, block=block)
+            cfg = self._configs[key] = cc.LaunchConfig(grid=grid, block=block, shmem_size=shared)
             if len(self._configs) > 1024:
                 self._configs.clear()
         return cfg
@@ -330,7 +346,7 @@ class CudaDevice(Device):
                packed: tuple, timed: Any = False, phases: slice | None = None,
                last_grid: tuple[int, int, int] | None = None) -> Any:
         self.rt.ensure_current()
-        cfg = self._config(grid, block)
+        cfg = self._config(grid, block, kernel.shared_bytes)
         s = self._target
         handles = kernel.handle if phases is None else kernel.handle[phases]
         if last_grid is not None:   # the finalising phase of float atomics: a grid of its own
@@ -341,7 +357,7 @@ class CudaDevice(Device):
         for k in handles:
             cc.launch(s, cfg, k, *packed)
         if last_grid is not None and all(last_grid):
-            cc.launch(s, self._config(last_grid, block), last, *packed)
+            cc.launch(s, self._config(last_grid, block, kernel.shared_bytes), last, *packed)
         if not timed:
             return None
         s.record(end)
@@ -355,7 +371,8 @@ class CudaDevice(Device):
         # bound in the calling thread, whose context is made current now (the engine calls
         # it only from this thread)
         self.rt.ensure_current()
-        return functools.partial(cc.launch, self.stream, self._config(grid, block), kernel.handle[0], *packed)
+        return functools.partial(cc.launch, self.stream, self._config(grid, block, kernel.shared_bytes),
+                                 kernel.handle[0], *packed)
 
     def timer(self) -> Any:
         self.rt.ensure_current()

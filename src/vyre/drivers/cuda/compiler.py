@@ -104,12 +104,14 @@ class CudaCompiler:
 
     arch: str
     tensor_cores: bool = False   # matmul_acc on IMMA (the device's `CudaDevice.tensor_cores`)
+    shared_limit: int = 48 * 1024   # shared memory a block may have (the device's opt-in limit)
 
     def build(self, program: Program) -> tuple[dict, bytes]:
         from .codegen import generate
 
-        plan, source = generate(program, self.tensor_cores)
-        return kernel_of(None, plan, source, "compiled").meta(plan.entries), compile_cubin(source, self.arch)
+        plan, source = generate(program, self.tensor_cores, self.shared_limit)
+        return (kernel_of(None, plan, source, "compiled", self.shared_limit).meta(plan.entries),
+                compile_cubin(source, self.arch))
 
     def build_many(self, programs: list[Program]) -> list[tuple[dict, bytes] | None]:
         """Several programs in one NVRTC invocation (`batch_source`): each gets the whole
@@ -117,7 +119,7 @@ class CudaCompiler:
         compiled alone (None for one that fails: its dispatch reports why)."""
         from .codegen import generate
 
-        gens = [generate(p, self.tensor_cores) for p in programs]
+        gens = [generate(p, self.tensor_cores, self.shared_limit) for p in programs]
         try:
             source, entries = batch_source(gens)
             cubin = compile_cubin(source, self.arch)
@@ -125,11 +127,12 @@ class CudaCompiler:
             out: list[tuple[dict, bytes] | None] = []
             for plan, src in gens:
                 try:
-                    out.append((kernel_of(None, plan, src, "compiled").meta(plan.entries), compile_cubin(src, self.arch)))
+                    out.append((kernel_of(None, plan, src, "compiled", self.shared_limit).meta(plan.entries),
+                                compile_cubin(src, self.arch)))
                 except Exception:
                     out.append(None)
             return out
-        return [(kernel_of(None, plan, src, "compiled").meta(names), cubin)
+        return [(kernel_of(None, plan, src, "compiled", self.shared_limit).meta(names), cubin)
                 for (plan, src), names in zip(gens, entries)]
 
 
@@ -148,11 +151,15 @@ def batch_source(gens: list[tuple[Any, str]]) -> tuple[str, list[tuple[str, ...]
     return "".join(parts), entries
 
 
-def kernel_of(handles: Any, plan: Any, source: str, built_from: str) -> Kernel:
+def kernel_of(handles: Any, plan: Any, source: str, built_from: str, shared_limit: int) -> Kernel:
     """The engine's `Kernel` of a lowered plan and its source (``handles``: the loaded entry
-    points, one per phase)."""
+    points, one per phase), printed for a device whose blocks may have ``shared_limit`` bytes
+    of shared memory (`tiles.dynamic_bytes`: what its launches ask for)."""
+    from .tiles import dynamic_bytes
+
     return Kernel(handles, plan.uses_ctl, plan.fully_written, built_from, source, plan.stoppable,
-                  plan.vector, Kernel.indirect_of(plan), Kernel.scratch_of(plan))
+                  plan.vector, Kernel.indirect_of(plan), Kernel.scratch_of(plan),
+                  dynamic_bytes(plan, shared_limit))
 
 
 class CubinCache:

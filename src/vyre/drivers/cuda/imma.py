@@ -543,6 +543,11 @@ WIDE_SHARED_ACCESS = True
 RESIDENT_ACCUMULATORS = True
 
 
+def operands(s: N.Node) -> tuple[str, str, str] | None:
+    """(d, a, b) of a matmul_acc statement; None for any other statement."""
+    return (s.d, s.a, s.b) if isinstance(s, N.MatMulAcc) else None
+
+
 def threads(program: Program) -> int:
     wx, wy, wz = program.workgroup_size
     return wx * wy * wz
@@ -673,7 +678,9 @@ def call(p: Printer, n: N.MatMulAcc) -> list[str]:
     them to d on the last trip."""
     prog = p.program
     a, b = prog.buffer(n.a), prog.buffer(n.b)
-    ptrs = f"{p.ptr(n.a)}, {p.ptr(n.b)}, {p.lin()}"
+    from . import tiles
+
+    ptrs = f"{tiles.operand(p, n.a)}, {tiles.operand(p, n.b)}, {p.lin()}"   # (a pipeline's stage)
     r = _found(p, n)
     if r is not None:
         v = f"v_{r.loop.var}"

@@ -45,6 +45,7 @@ class DeviceFacts:
     mem_clock_khz: int
     bus_width_bits: int
     total_memory: int
+    shared_optin: int = 0   # shared memory a block may have once its kernel opts in (dynamic)
 
     @property
     def bandwidth_gbps(self) -> int:
@@ -87,7 +88,9 @@ class Runtime:
             max_grid=(p.max_grid_dim_x, p.max_grid_dim_y, p.max_grid_dim_z),
             shared_per_block=p.max_shared_memory_per_block, l2_bytes=p.l2_cache_size,
             warp_size=p.warp_size, mem_clock_khz=p.memory_clock_rate,
-            bus_width_bits=p.global_memory_bus_width, total_memory=self.mem_info()[1])
+            bus_width_bits=p.global_memory_bus_width, total_memory=self.mem_info()[1],
+            shared_optin=max(p.max_shared_memory_per_block,
+                             int(getattr(p, "max_shared_memory_per_block_optin", 0) or 0)))
         self.cubins = CubinCache()
         self.pinned = cc.LegacyPinnedMemoryResource()
         driver_version = _check(cu.cuDriverGetVersion())

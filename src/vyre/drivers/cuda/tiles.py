@@ -1,0 +1,325 @@
+"""load_tile on CUDA (sm_80 and newer): asynchronous copies (``cp.async``), multi-stage
+pipelines, and workgroup memory past 48 KiB.
+
+Owns the CUDA form of `vyre.ir.node.LoadTile` and when it is used (`claims`); everywhere else
+a load_tile is the scalar copy of `vyre.lower.legalize.tile`, with the same bytes.
+
+**One load_tile** is a barrier, 16-byte ``cp.async`` copies of the tile's chunks (the copy
+itself zero-fills what lies past ``rows_in`` x ``cols_in`` or past the end of ``src``: its
+source size is the chunk's valid prefix), a wait for them, and a barrier. A chunk needs the
+source pointer, ``offset`` and ``stride`` 16-byte aligned, checked at run time (once, the same
+in every thread); otherwise, and where an index of the tile would wrap past 2**32, the tile is
+copied element by element, synchronously, with the same bytes.
+
+**A pipeline** (`pipelines`): a counted loop whose body is exactly some load_tile statements
+followed by one matmul_acc reading their destinations, where those arrays are named nowhere
+else in the program and the tiles' offsets and limits are pure expressions of the loop
+variable and locals from before the loop. Then the loop runs ``stages`` trips of copies ahead:
+each destination has ``stages`` copies (stage ``(v - from) % stages`` for trip ``v``); the
+first trip issues the copies of trips ``from .. from+stages-2``, and every trip issues those of
+trip ``v + stages - 1`` (into the stage its matmul_acc read one trip earlier, behind that
+matmul_acc's closing barrier), then waits until its own copies have landed (``cp.async.wait_group
+stages-1``) and meets the workgroup at a barrier, and its matmul_acc reads its stage. The
+offsets of a later trip are the statement's own expressions printed with the loop variable
+rebound to that trip in a nested scope. So the tensor cores of trip ``v`` overlap the copies
+of the next ``stages - 1`` trips, and the bytes are those of the loop as written.
+
+**Workgroup memory** (`layout`): ``stages`` multiplies the pipelined arrays; the most stages
+(at most `MAX_STAGES`) whose total fits the device's opt-in limit are used. A kernel whose
+arrays take more than `STATIC_LIMIT` bytes declares them in dynamic shared memory (``extern
+__shared__``) and its launch asks for that many bytes (`vyre.driver.engine.device.Kernel.
+shared_bytes`; the CUDA device raises the function's limit when it loads it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from vyre.ir import expr as E
+from vyre.ir import node as N
+from vyre.ir.kinds import BINDS, BUFFER, kind_of
+from vyre.ir.program import Program
+from vyre.ir.typecheck import TypeFault, infer
+from vyre.ir.types import DataType
+
+from . import imma
+
+if TYPE_CHECKING:
+    from vyre.lower.plan import KernelPlan
+    from vyre.lower.printer import Printer
+
+STATIC_LIMIT = 48 * 1024   # static __shared__ per block: more needs dynamic shared memory
+MAX_STAGES = 4
+
+PRELUDE = r"""
+// ---- load_tile as asynchronous copies (vyre.drivers.cuda.tiles) ----
+// 16 bytes from global src to shared dst, of which the first `bytes` are read (0..16) and the
+// rest zero-filled
+static __device__ __forceinline__ void vy_cp16(void* dst, const void* src, uint bytes) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(s), "l"(src), "r"(bytes) : "memory");
+}
+static __device__ __forceinline__ void vy_cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+static __device__ __forceinline__ void vy_cp_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }
+
+// dst (ROWS x COLS elements of type S) = the tile of src (count elements) at offset + r * stride
+// + c, for r < rin and c < cin, 0 elsewhere and past the end of src (S6), u32 indices wrapping;
+// by the T threads of the block (lin: this thread). Whole 16-byte chunks are copied
+// asynchronously where src, offset and stride are 16-byte aligned (the caller commits and
+// waits), else elements are copied now.
+template <typename S, int ROWS, int COLS, int T>
+static __device__ __forceinline__ void vy_tile(S* dst, const S* src, uint count, uint off, uint stride,
+                                               uint rin, uint cin, uint lin) {
+    constexpr uint ES = (uint)sizeof(S), CH = 16u / ES;
+    if constexpr ((COLS * sizeof(S)) % 16 == 0) {
+        // aligned, and no index of the tile wraps past 2^32 (then a chunk's valid elements
+        // are a prefix of it: those below cin and below count)
+        const bool aligned = ((((size_t)src) | (size_t)(off * ES) | (size_t)(stride * ES)) & 15u) == 0u;
+        const unsigned long long last = (unsigned long long)off + (unsigned long long)(ROWS - 1) * stride + (COLS - 1);
+        if (aligned && last <= 0xFFFFFFFFull) {
+            constexpr uint PER = (uint)COLS / CH, TOTAL = (uint)ROWS * PER;
+            #pragma unroll
+            for (uint q = 0u; q < (TOTAL + T - 1u) / T; q++) {
+                const uint e = q * (uint)T + lin;
+                if (TOTAL % T == 0u || e < TOTAL) {
+                    const uint r = e / PER, c = (e % PER) * CH;
+                    const uint i = off + r * stride + c;
+                    uint n = 0u;
+                    if (r < rin && c < cin && i < count) n = min(min(cin - c, count - i), CH);
+                    vy_cp16(dst + r * (uint)COLS + c, n ? (const void*)(src + i) : (const void*)src, n * ES);
+                }
+            }
+            return;
+        }
+    }
+    #pragma unroll 1
+    for (uint e = lin; e < (uint)(ROWS * COLS); e += (uint)T) {
+        const uint r = e / (uint)COLS, c = e % (uint)COLS, x = off + r * stride + c;
+        dst[e] = (r < rin && c < cin && x < count) ? src[x] : (S)0;
+    }
+}
+"""
+
+
+def claims(program: Program, n: N.Node) -> bool:
+    """Whether this load_tile is printed as asynchronous copies (always, on sm_80+: the
+    caller passes this only there)."""
+    return True
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """A loop of tile loads feeding one matmul_acc (module docstring)."""
+
+    loop: N.Node   # a counted loop
+    tiles: tuple[N.LoadTile, ...]
+    stages: int
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Workgroup memory of a plan's kernels: each array's element count (its stages
+    included) and byte offset, the total, and whether it is dynamic shared memory."""
+
+    counts: dict[str, int]
+    offsets: dict[str, int]
+    total: int
+    dynamic: bool
+    pipelines: dict[int, Pipeline]   # by id of the loop and of each of its load_tile statements
+
+
+def _buffers_named(s: N.Node) -> set[str]:
+    out = {getattr(s, f) for f in kind_of(s).roles(BUFFER)}
+    for root in N.node_exprs(s):
+        for x in E.walk(root):
+            out |= {getattr(x, f) for f in kind_of(x).roles(BUFFER)}
+    return out
+
+
+def _candidate(program: Program, loop: N.Node) -> tuple[N.LoadTile, ...] | None:
+    """The load_tile statements of ``loop`` when it has the pipeline's shape, else None: a
+    counted loop (its kind's row: a loop that binds its variable) from a u32 constant, whose
+    body is load_tile statements and then one matmul_acc reading their arrays
+    (`imma.operands`)."""
+    k = kind_of(loop)
+    if not (k.loop and k.roles(BINDS)) or len(loop.body) < 2:
+        return None
+    *head, last = loop.body
+    ops = imma.operands(last)
+    if ops is None or not all(isinstance(s, N.LoadTile) for s in head):
+        return None
+    tiles = tuple(head)
+    dsts = [t.dst for t in tiles]
+    d, a, b = ops
+    if len(set(dsts)) != len(dsts) or not set(dsts) <= {a, b} or d in dsts:
+        return None
+    try:   # (the stage arithmetic is in u32, from a start that names no local)
+        if infer(loop.from_, {}, program) is not DataType.U32:
+            return None
+    except TypeFault:
+        return None
+    for root in (loop.to, *(e for t in tiles for e in (t.offset, t.stride, t.rows_in, t.cols_in))):
+        if any(not kind_of(x).pure for x in E.walk(root)):
+            return None
+    mine = set(map(id, tiles)) | {id(last)}
+    for s in N.walk_nodes(program.body):
+        if id(s) not in mine and s is not loop and _buffers_named(s) & set(dsts):
+            return None
+    return tiles
+
+
+def _bytes(counts: dict[str, int], program: Program) -> tuple[dict[str, int], int]:
+    offsets, at = {}, 0
+    for w in program.workgroup_buffers:
+        offsets[w.name] = at
+        at += -(-counts[w.name] * w.dtype.size // 16) * 16
+    return offsets, at
+
+
+def _layout(plan: KernelPlan, limit: int) -> Layout:
+    program = plan.program
+    base = {w.name: w.count for w in program.workgroup_buffers}
+    found: list[tuple[N.Node, tuple[N.LoadTile, ...]]] = []
+    if plan.native_tiles:
+        for phase in plan.phases:
+            for s in N.walk_nodes(phase):
+                tiles = _candidate(program, s)
+                if tiles is not None:
+                    found.append((s, tiles))
+    piped = {t.dst for _, tiles in found for t in tiles}
+    stages = 1
+    for k in range(MAX_STAGES, 1, -1):
+        if found and _bytes({n: c * (k if n in piped else 1) for n, c in base.items()}, program)[1] <= limit:
+            stages = k
+            break
+    pipelines: dict[int, Pipeline] = {}
+    if stages > 1:
+        for loop, tiles in found:
+            p = Pipeline(loop, tiles, stages)
+            pipelines[id(loop)] = p
+            pipelines.update({id(t): p for t in tiles})
+    counts = {n: c * (stages if n in piped and stages > 1 else 1) for n, c in base.items()}
+    offsets, total = _bytes(counts, program)
+    return Layout(counts, offsets, total, total > STATIC_LIMIT, pipelines)
+
+
+def layout(plan: KernelPlan, limit: int) -> Layout:
+    """The workgroup memory of ``plan``'s kernels on a device whose blocks may have ``limit``
+    bytes of it (module docstring); computed once per plan."""
+    key = (id(plan), limit)
+    got = _LAYOUTS.get(key)
+    if got is not None and got[0] is plan:
+        return got[1]
+    lay = _layout(plan, limit)
+    if len(_LAYOUTS) > 64:
+        _LAYOUTS.clear()
+    _LAYOUTS[key] = (plan, lay)
+    return lay
+
+
+_LAYOUTS: dict[tuple[int, int], tuple[KernelPlan, Layout]] = {}
+
+
+def limit_of(p: Printer) -> int:
+    """The shared memory a block may have on the device the printer's syntax is for."""
+    return getattr(p.s, "shared_limit", STATIC_LIMIT)
+
+
+def dynamic_bytes(plan: KernelPlan, limit: int) -> int:
+    """The dynamic shared memory a launch of ``plan``'s kernels asks for (0: static)."""
+    lay = layout(plan, limit)
+    return lay.total if lay.dynamic else 0
+
+
+def declarations(p: Printer) -> list[str]:
+    """The lines declaring the kernel's workgroup arrays (static, or pointers into dynamic
+    shared memory)."""
+    from vyre.lower.cfamily import ST
+
+    lay = layout(p.plan, limit_of(p))
+    out = []
+    if lay.dynamic:
+        out.append("extern __shared__ __align__(16) unsigned char vy_smem[];")
+    for w in p.plan.workgroup:
+        t = ST[w.dtype.size]
+        if lay.dynamic:
+            out.append(f"{t}* const w_{w.name} = ({t}*)(vy_smem + {lay.offsets[w.name]});")
+        else:
+            out.append(f"__shared__ __align__(16) {t} w_{w.name}[{lay.counts[w.name]}];")
+    return out
+
+
+def operand(p: Printer, name: str) -> str:
+    """The pointer a matmul_acc reads array ``name`` through: its current stage where a
+    pipeline fills it."""
+    lay = layout(p.plan, limit_of(p))
+    for pipe in {id(v): v for v in lay.pipelines.values()}.values():
+        if any(t.dst == name for t in pipe.tiles):
+            count = p.program.buffer(name).count
+            return f"({p.ptr(name)} + vy_stage_{pipe.loop.var} * {count}u)"
+    return p.ptr(name)
+
+
+def _issue(p: Printer, t: N.LoadTile, stage: str | None) -> None:
+    """The copies of one tile (into ``stage`` of its array; None: not pipelined)."""
+    from vyre.lower.cfamily import ST
+
+    dst = p.program.buffer(t.dst)
+    off, _, _ = p.expr(t.offset)
+    stride, _, _ = p.expr(t.stride)
+    rin, _, _ = p.expr(t.rows_in)
+    cin, _, _ = p.expr(t.cols_in)
+    to = p.ptr(t.dst) if stage is None else f"{p.ptr(t.dst)} + ({stage}) * {dst.count}u"
+    threads = p.program.invocations_per_workgroup
+    p.out(f"vy_tile<{ST[dst.dtype.size]}, {t.rows}, {t.cols}, {threads}>({to}, {p.ptr(t.src)}, "
+          f"{p.count(t.src)}, {off}, {stride}, {rin}, {cin}, {p.lin()});")
+
+
+def _trip(p: Printer, pipe: Pipeline, trip: str, end: str) -> None:
+    """Issue (and commit) the copies of trip ``trip`` (a C expression) when it is below ``end``:
+    the loop variable rebound in a nested scope, its stage ``(trip - from) % stages``."""
+    v = pipe.loop.var
+    at = p.name("vy_trip")
+    p.out(f"const uint {at} = {trip};")   # (not in the scope that rebinds v: its initializer would read itself)
+    p.open("")
+    p.out(f"const uint v_{v} = {at};")
+    p.open(f"if (v_{v} < {end})")
+    first, _, _ = p.expr(pipe.loop.from_)
+    stage = f"(v_{v} - {first}) % {pipe.stages}u"
+    for t in pipe.tiles:
+        _issue(p, t, stage)
+    p.close()
+    p.close()
+    p.out("vy_cp_commit();")
+
+
+def call(p: Printer, n: N.Node) -> list[str]:
+    """The lines of one load_tile (printed through ``p``; returns none of its own)."""
+    assert isinstance(n, N.LoadTile)
+    pipe = layout(p.plan, limit_of(p)).pipelines.get(id(n))
+    if pipe is None:
+        p.out("__syncthreads();")
+        p.open("")
+        _issue(p, n, None)
+        p.close()
+        p.out("vy_cp_commit();")
+        p.out("vy_cp_wait<0>();")
+        p.out("__syncthreads();")
+        return []
+    if n is not pipe.tiles[0]:
+        return []   # issued with the pipeline's first tile
+    v = pipe.loop.var
+    first, _, _ = p.expr(pipe.loop.from_)
+    end, _, _ = p.expr(pipe.loop.to)
+    p.out(f"const uint vy_end_{v} = {end};")
+    p.out(f"const uint vy_stage_{v} = (v_{v} - {first}) % {pipe.stages}u;")
+    p.open(f"if (v_{v} == {first})")   # the first trip: the copies of the trips before the steady state
+    for s in range(pipe.stages - 1):
+        _trip(p, pipe, f"{first} + {s}u", f"vy_end_{v}")
+    p.close()
+    _trip(p, pipe, f"v_{v} + {pipe.stages - 1}u", f"vy_end_{v}")
+    p.out(f"vy_cp_wait<{pipe.stages - 1}>();")
+    p.out("__syncthreads();")
+    return []

@@ -1,0 +1,90 @@
+"""load_tile as plain scalar loops: the form every target prints (CUDA prints asynchronous
+copies instead where `vyre.drivers.cuda.tiles` claims it, sm_80 and newer).
+
+``load_tile(dst, src, offset, stride, rows, cols, rows_in, cols_in)`` becomes a workgroup
+barrier (no invocation may still read ``dst``), then each invocation (linear local id ``l`` of
+``W``) copying the elements ``e = l, l + W, ...`` below ``rows*cols``::
+
+    r = e / cols, c = e % cols
+    dst[e] = src[offset + r*stride + c]   if r < rows_in and c < cols_in
+    dst[e] = 0                            otherwise
+
+then a barrier again (every element is in place before anything reads it). Loads and stores
+move bits unchanged (S9), and a load past the end of ``src`` reads 0 (S6), so this is the
+reference's copy on any workgroup size. The locals are named ``__vylt<c>_...``, a prefix
+programs may not use (V025).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from vyre.ir import expr as E
+from vyre.ir import node as N
+from vyre.ir.program import Program
+
+from .walk import Scope, walk_body
+
+Keep = Callable[[Program, N.Node], bool]
+
+
+def scalar_copy(program: Program, n: N.LoadTile, c: int) -> list[N.Node]:
+    """The statements that do ``n`` with a scalar loop (module docstring); ``c`` makes the
+    local names unique."""
+    X, S = E.Expr, N.Node
+    wx, wy, wz = program.workgroup_size
+    w = wx * wy * wz
+    lin = X.lid(0) + X.u32(wx) * (X.lid(1) + X.u32(wy) * X.lid(2))
+    v = {s: f"__vylt{c}_{s}" for s in ("l", "off", "st", "rin", "cin", "q", "e", "r", "c")}
+    var = {s: X.var(name) for s, name in v.items()}
+    total = n.rows * n.cols
+    cols = X.u32(n.cols)
+    zero = X.lit(program.buffer(n.dst).dtype.value_type, 0)
+    inside = var["r"].lt(var["rin"]).and_(var["c"].lt(var["cin"]))
+    element = [
+        S.let_bind(v["r"], var["e"] / cols),
+        S.let_bind(v["c"], var["e"] % cols),
+        S.if_(inside, [S.store(n.dst, var["e"], X.load(n.src, var["off"] + var["r"] * var["st"] + var["c"]))],
+              [S.store(n.dst, var["e"], zero)]),
+    ]
+    return [
+        S.barrier(),
+        S.block([
+            S.let_bind(v["l"], lin),
+            S.let_bind(v["off"], n.offset), S.let_bind(v["st"], n.stride),
+            S.let_bind(v["rin"], n.rows_in), S.let_bind(v["cin"], n.cols_in),
+            S.loop(v["q"], X.u32(0), X.u32(-(-total // w)), [
+                S.let_bind(v["e"], var["q"] * X.u32(w) + var["l"]),
+                S.if_(var["e"].lt(X.u32(total)), element),
+            ]),
+        ]),
+        S.barrier(),
+    ]
+
+
+class _Expand:
+    def __init__(self, program: Program, keep: Keep | None) -> None:
+        self.p = program
+        self.keep = keep
+        self.count = 0
+
+    def expr(self, e: E.Expr, scope: Scope) -> E.Expr:
+        return e
+
+    def stmt(self, n: N.Node, scope: Scope) -> list[N.Node] | None:
+        if not isinstance(n, N.LoadTile) or (self.keep is not None and self.keep(self.p, n)):
+            return None
+        self.count += 1
+        return scalar_copy(self.p, n, self.count)
+
+
+def expand_tiles(program: Program, keep: Keep | None = None) -> Program:
+    """``program`` with every load_tile that ``keep`` does not claim as scalar loops; the same
+    object when there is none to expand. A load_tile is only in the program body (V035)."""
+    if not program.facts.tile_loads:
+        return program
+    x = _Expand(program, keep)
+    body = walk_body(program.body, {}, x)
+    if not x.count:
+        return program
+    return Program(program.buffers, program.workgroup_size, body, program.functions)
