@@ -173,9 +173,15 @@ NARROW = [(64, 64, 160, 128, "i8", "u8"), (32, 16, 64, 32, "u8", "u8"), (33, 17,
 RESIDENT = [(128, 64, 80, 128, "i8", "u8"), (128, 64, 80, 256, "u8", "i8"), (64, 64, 64, 256, "u32", "i32"),
             (64, 64, 64, 128, "u32", "u32"), (33, 17, 70, 96, "i8", "i8"), (128, 128, 48, 64, "u8", "u8"),
             (5, 7, 37, 64, "i32", "u32"), (96, 40, 36, 128, "u32", "u32"), (64, 64, 240, 128, "i8", "i8")]
-WIDE = [True] * len(CASES) + [False] * len(NARROW) + [True] * len(RESIDENT)
-TRIPS = [1] * (len(CASES) + len(NARROW)) + [2] * len(RESIDENT)
-CASES = CASES + NARROW + RESIDENT
+# the resident form on swizzled operand arrays (what vyre.drivers.cuda.tiles' pipelines fill:
+# vy_swz rows; the harness stores a and b in that layout): vyre.lib.matmul's CUDA tiles, rows
+# of 32, 64 and 128 bytes
+SWIZZLED = [(128, 256, 64, 256, "i8", "i8"), (64, 64, 64, 128, "u8", "i8"), (64, 64, 32, 128, "u32", "u32"),
+            (32, 16, 128, 32, "i8", "u8"), (64, 32, 32, 64, "u8", "u8"), (64, 64, 8, 128, "i32", "u32")]
+WIDE = [True] * len(CASES) + [False] * len(NARROW) + [True] * (len(RESIDENT) + len(SWIZZLED))
+TRIPS = [1] * (len(CASES) + len(NARROW)) + [2] * (len(RESIDENT) + len(SWIZZLED))
+SWZ = [False] * (len(CASES) + len(NARROW) + len(RESIDENT)) + [True] * len(SWIZZLED)
+CASES = CASES + NARROW + RESIDENT + SWIZZLED
 NP = {"i8": np.int8, "u8": np.uint8, "i32": np.int32, "u32": np.uint32}
 
 
@@ -202,12 +208,13 @@ def _resident_case(i: int, m: int, n: int, k: int, t: int, ta: str, tb: str) -> 
     words = ta not in ("i8", "u8")
     tm, tn, slots = imma._warp_tile(m, n, t, words)
     geo = f"{m}, {n}, {t}, {tm}, {tn}, {slots}"
+    sw = ", true, true" if SWZ[i] else ""
     if words:
-        acc, e, step = f"uint acc[{slots}][4][{tm}][{tn}][4];", "uint", f"vy_res32<{m}, {n}, {k}, {t}, {tm}, {tn}, {slots}>"
+        acc, e, step = f"uint acc[{slots}][4][{tm}][{tn}][4];", "uint", f"vy_res32<{m}, {n}, {k}, {t}, {tm}, {tn}, {slots}{sw}>"
     else:
         flags = ", ".join(str(v).lower() for v in (ta == "i8", tb == "i8"))
         acc, e = f"uint acc[{slots}][{tm}][{tn}][4];", "vy_u8"
-        step = f"vy_res8<{m}, {n}, {k}, {t}, {tm}, {tn}, {slots}, {flags}>"
+        step = f"vy_res8<{m}, {n}, {k}, {t}, {tm}, {tn}, {slots}, {flags}{sw}>"
     steps = " ".join([f"{step}(acc, a, b, lin);"] * TRIPS[i])
     return (f"    run<{e}>(dir, {i}, {m}, {n}, {k}, {t}, [](uint* d, {e}* a, {e}* b, uint lin) "
             f"{{ {acc} vy_res_get<{geo}>(acc, d, lin); {steps} vy_res_put<{geo}>(acc, d, lin); }});")
@@ -230,7 +237,8 @@ def results(tmp_path_factory) -> dict[int, tuple[np.ndarray, np.ndarray]]:
         a = _full_range(rng, NP[ta], (m, k))
         b = _full_range(rng, NP[tb], (n, k))
         d = _full_range(rng, np.uint32, (m, n))
-        Path(work / f"in{i}.bin").write_bytes(a.tobytes() + b.tobytes() + d.tobytes())
+        sa, sb = (_swizzle(a), _swizzle(b)) if SWZ[i] else (a, b)
+        Path(work / f"in{i}.bin").write_bytes(sa.tobytes() + sb.tobytes() + d.tobytes())
         exact = TRIPS[i] * (a.astype(np.int64) @ b.astype(np.int64).T) + d.astype(np.int64)   # wraps mod 2**64
         expected[i] = (exact & 0xFFFFFFFF).astype(np.uint32)
     subprocess.run([str(exe), str(work)], check=True, timeout=600)
@@ -241,12 +249,28 @@ def results(tmp_path_factory) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     return out
 
 
+def _swizzle(x: np.ndarray) -> np.ndarray:
+    """``x`` (rows x cols) in the swizzled layout vy_swz describes: row r's 16-byte chunk c
+    stored at chunk c ^ f(r), f(r) = (r // (8 // q)) % q for q chunks a row (q >= 8: r % 8)."""
+    rows = x.shape[0]
+    raw = np.ascontiguousarray(x).view(np.uint8).reshape(rows, -1)
+    q = raw.shape[1] // 16
+    per, mask = (1, 7) if q >= 8 else (8 // q, q - 1)
+    out = np.empty_like(raw)
+    for r in range(rows):
+        for c in range(q):
+            dst = c ^ ((r // per) & mask)
+            out[r, 16 * dst:16 * dst + 16] = raw[r, 16 * c:16 * c + 16]
+    return out
+
+
 def _full_range(rng: np.random.Generator, dt, shape) -> np.ndarray:
     info = np.iinfo(dt)
     return rng.integers(int(info.min), int(info.max), size=shape, endpoint=True, dtype=np.int64).astype(dt)
 
 
-@pytest.mark.parametrize("case", range(len(CASES)), ids=[f"{m}x{n}x{k}-t{t}-{a}x{b}" for m, n, k, t, a, b in CASES])
+@pytest.mark.parametrize("case", range(len(CASES)), ids=[f"{m}x{n}x{k}-t{t}-{a}x{b}" + ("-swizzled" if SWZ[i] else "")
+                                                        for i, (m, n, k, t, a, b) in enumerate(CASES)])
 def test_imma_block_routine_gives_the_wrapped_int64_product(results, case: int) -> None:
     want, got, _ = results[case]
     assert np.array_equal(got, want)
@@ -260,7 +284,8 @@ def _whole_tiles(m: int, n: int, k: int, ta: str) -> bool:
     return ta in ("i8", "u8") and m % (16 * tm) == 0 and n % (8 * tn) == 0 and k % 16 == 0 and tn % 2 == 0
 
 
-@pytest.mark.parametrize("case", range(len(CASES)), ids=[f"{m}x{n}x{k}-t{t}-{a}x{b}" for m, n, k, t, a, b in CASES])
+@pytest.mark.parametrize("case", range(len(CASES)), ids=[f"{m}x{n}x{k}-t{t}-{a}x{b}" + ("-swizzled" if SWZ[i] else "")
+                                                        for i, (m, n, k, t, a, b) in enumerate(CASES)])
 def test_whole_byte_tiles_read_their_fragments_with_ldmatrix(results, case: int) -> None:
     m, n, k, t, ta, _ = CASES[case]
     if TRIPS[case] > 1:

@@ -103,15 +103,35 @@ static __device__ __forceinline__ void vy_ldsm2(uint* r, const vy_u8* row) {
 """.replace("%SS%", _mma_case("s8", "s8")).replace("%SU%", _mma_case("s8", "u8")) \
    .replace("%US%", _mma_case("u8", "s8")).replace("%UU%", _mma_case("u8", "u8"))
 
+# the layout of the operand arrays a pipeline fills (vyre.drivers.cuda.tiles): guarded, as the
+# tile prelude holds it too
+SWIZZLE = r"""
+#ifndef VY_SWZ
+#define VY_SWZ
+// The byte offset of byte b of row r of a swizzled workgroup array whose rows are P bytes
+// (P / 16 = Q a power of two): the row's 16-byte chunk b >> 4 is stored at chunk
+// (b >> 4) ^ f(r), f(r) = (r / (8 / Q)) mod Q (Q >= 8: r mod 8). The 8 rows of an ldmatrix,
+// or 8 consecutive rows read 16 bytes at a time at one column, then fall on 8 different runs
+// of 4 banks instead of sharing a few (rows 64 bytes apart: 4-way bank conflicts).
+template <uint P>
+static __device__ __forceinline__ uint vy_swz(uint r, uint b) {
+    constexpr uint Q = P / 16u, RPL = Q >= 8u ? 1u : 8u / Q, MK = (Q >= 8u ? 8u : Q) - 1u;
+    return r * P + (((b >> 4) ^ ((r / RPL) & MK)) << 4) + (b & 15u);
+}
+#endif
+"""
+
 # the block-level routines (target-neutral C++ apart from vy_mma, vy_ldsm4/2, __byte_perm, uint2/uint4)
 BLOCK = r"""
+%SWIZZLE%
 // 4 consecutive bytes (columns col..col+3, col a multiple of 4) of row `row` of an R x K byte
 // array, lowest column in the lowest byte; zero outside the array
-template <int R, int K, bool CR, bool CK>
+template <int R, int K, bool CR, bool CK, bool SW = false>
 static __device__ __forceinline__ uint vy_frag8(const vy_u8* p, uint row, uint col) {
     if (CR && row >= (uint)R) return 0u;
     if constexpr (K % 4 == 0) {
         if (CK && col >= (uint)K) return 0u;
+        if constexpr (SW) return *(const uint*)(p + vy_swz<(uint)K>(row, col));
         return *(const uint*)(p + row * (uint)K + col);
     } else {
         uint v = 0u;
@@ -124,11 +144,11 @@ static __device__ __forceinline__ uint vy_frag8(const vy_u8* p, uint row, uint c
 
 // the four byte planes of 4 consecutive words (columns col..col+3) of row `row` of an R x K
 // word array: planes[i] holds byte i of each word, the word of column col in the lowest byte
-template <int R, int K, bool CR, bool CK>
+template <int R, int K, bool CR, bool CK, bool SW = false>
 static __device__ __forceinline__ void vy_frag32(const uint* p, uint row, uint col, uint* planes) {
     uint w0 = 0u, w1 = 0u, w2 = 0u, w3 = 0u;
     if (!CR || row < (uint)R) {
-        const uint* q = p + row * (uint)K + col;
+        const uint* q = SW ? p + vy_swz<4u * (uint)K>(row, 4u * col) / 4u : p + row * (uint)K + col;
         if constexpr (K % 4 == 0) {
             if (!CK || col < (uint)K) {
                 const uint4 v = *(const uint4*)q;
@@ -281,12 +301,46 @@ static __device__ __forceinline__ void vy_tile_put(const uint (&acc)[TM][TN][4],
 
 // acc += a (M x K bytes, rows m0 on) * b (N x K bytes, rows n0 on)^T over all of k; AS/BS:
 // a/b are signed bytes; W: whole tiles read their fragments with ldmatrix
-template <int M, int N, int K, int TM, int TN, bool AS, bool BS, bool W>
+template <int M, int N, int K, int TM, int TN, bool AS, bool BS, bool W, bool SA = false, bool SB = false>
 static __device__ __forceinline__ void vy_tile_k8(uint (&acc)[TM][TN][4], const vy_u8* a, const vy_u8* b, uint m0, uint n0, uint lane) {
     constexpr bool CM = M % (16 * TM) != 0, CN = N % (8 * TN) != 0, CK = K % 32 != 0;
     constexpr bool LDSM = W && !CM && !CN && K % 16 == 0 && TN % 2 == 0;
     const uint g = lane >> 2, t = lane & 3u;
-    if constexpr (LDSM) {
+    if constexpr (LDSM && (SA || SB)) {
+        // as below, on swizzled arrays (vy_swz): each row address through the swizzle
+        const auto at_a = [&](uint row, uint col) { return a + (SA ? vy_swz<(uint)K>(row, col) : row * (uint)K + col); };
+        const auto at_b = [&](uint row, uint col) { return b + (SB ? vy_swz<(uint)K>(row, col) : row * (uint)K + col); };
+        #pragma unroll
+        for (uint k0 = 0u; k0 + 32u <= (uint)K; k0 += 32u) {
+            uint af[TM][4], bf[TN][2];
+            #pragma unroll
+            for (int i = 0; i < TM; i++)
+                vy_ldsm4(af[i], at_a(m0 + 16u * (uint)i + (lane & 15u), k0 + 16u * (lane >> 4)));
+            #pragma unroll
+            for (int j = 0; j < TN; j += 2) {
+                uint q[4];
+                vy_ldsm4(q, at_b(n0 + 8u * (uint)j + 8u * (lane >> 4) + (lane & 7u), k0 + 16u * ((lane >> 3) & 1u)));
+                bf[j][0] = q[0]; bf[j][1] = q[1]; bf[j + 1][0] = q[2]; bf[j + 1][1] = q[3];
+            }
+            vy_mma_tiles<TM, TN, AS, BS>(acc, af, bf);
+        }
+        if constexpr (K % 32 == 16) {
+            const uint k0 = (uint)K - 16u;
+            uint af[TM][4], bf[TN][2];
+            #pragma unroll
+            for (int i = 0; i < TM; i++) {
+                vy_ldsm2(af[i], at_a(m0 + 16u * (uint)i + (lane & 15u), k0));
+                af[i][2] = af[i][3] = 0u;
+            }
+            #pragma unroll
+            for (int j = 0; j < TN; j += 2) {
+                uint q[2];
+                vy_ldsm2(q, at_b(n0 + 8u * (uint)j + (lane & 15u), k0));
+                bf[j][0] = q[0]; bf[j + 1][0] = q[1]; bf[j][1] = bf[j + 1][1] = 0u;
+            }
+            vy_mma_tiles<TM, TN, AS, BS>(acc, af, bf);
+        }
+    } else if constexpr (LDSM) {
         // whole tiles (no edge checks, rows 16-byte aligned): fragments by ldmatrix, one
         // instruction for the 4 registers of an A tile or the 2 + 2 of two B tiles. Lane l
         // addresses A row l&15, bytes 16(l>>4) on (matrix q = register q of the A layout:
@@ -335,12 +389,12 @@ static __device__ __forceinline__ void vy_tile_k8(uint (&acc)[TM][TN][4], const 
             for (int i = 0; i < TM; i++)
                 #pragma unroll
                 for (int r = 0; r < 4; r++)
-                    af[i][r] = vy_frag8<M, K, CM, CK>(a, m0 + 16u * i + g + 8u * (r & 1), k0 + 4u * t + 16u * (r >> 1));
+                    af[i][r] = vy_frag8<M, K, CM, CK, SA>(a, m0 + 16u * i + g + 8u * (r & 1), k0 + 4u * t + 16u * (r >> 1));
             #pragma unroll
             for (int j = 0; j < TN; j++)
                 #pragma unroll
                 for (int r = 0; r < 2; r++)
-                    bf[j][r] = vy_frag8<N, K, CN, CK>(b, n0 + 8u * j + g, k0 + 4u * t + 16u * r);
+                    bf[j][r] = vy_frag8<N, K, CN, CK, SB>(b, n0 + 8u * j + g, k0 + 4u * t + 16u * r);
             vy_mma_tiles<TM, TN, AS, BS>(acc, af, bf);
         }
     }
@@ -377,7 +431,7 @@ static __device__ __forceinline__ void vy_tile_put32(const uint (&acc)[4][TM][TN
 
 // acc += a (M x K words) * b (N x K words)^T: the ten u8 x u8 products of planes i, j with
 // i + j <= 3, accumulated per shift s = i + j
-template <int M, int N, int K, int TM, int TN>
+template <int M, int N, int K, int TM, int TN, bool SA = false, bool SB = false>
 static __device__ __forceinline__ void vy_tile_k32(uint (&acc)[4][TM][TN][4], const uint* a, const uint* b, uint m0, uint n0, uint lane) {
     constexpr bool CM = M % (16 * TM) != 0, CN = N % (8 * TN) != 0, CK = K % 32 != 0;
     const uint g = lane >> 2, t = lane & 3u;
@@ -387,7 +441,7 @@ static __device__ __forceinline__ void vy_tile_k32(uint (&acc)[4][TM][TN][4], co
         for (int i = 0; i < TM; i++)
             #pragma unroll
             for (int r = 0; r < 4; r++) {
-                vy_frag32<M, K, CM, CK>(a, m0 + 16u * i + g + 8u * (r & 1), k0 + 4u * t + 16u * (r >> 1), planes);
+                vy_frag32<M, K, CM, CK, SA>(a, m0 + 16u * i + g + 8u * (r & 1), k0 + 4u * t + 16u * (r >> 1), planes);
                 #pragma unroll
                 for (int pl = 0; pl < 4; pl++) af[i][pl][r] = planes[pl];
             }
@@ -395,7 +449,7 @@ static __device__ __forceinline__ void vy_tile_k32(uint (&acc)[4][TM][TN][4], co
         for (int j = 0; j < TN; j++)
             #pragma unroll
             for (int r = 0; r < 2; r++) {
-                vy_frag32<N, K, CN, CK>(b, n0 + 8u * j + g, k0 + 4u * t + 16u * r, planes);
+                vy_frag32<N, K, CN, CK, SB>(b, n0 + 8u * j + g, k0 + 4u * t + 16u * r, planes);
                 #pragma unroll
                 for (int pl = 0; pl < 4; pl++) bf[j][pl][r] = planes[pl];
             }
@@ -417,7 +471,7 @@ static __device__ __forceinline__ void vy_tile_k32(uint (&acc)[4][TM][TN][4], co
 // d (M x N words) += a (M x K bytes) * b (N x K bytes)^T, by the T threads of the block
 // (T a multiple of 32; lin the thread's linear index); AS/BS: a/b are signed bytes; W: whole
 // tiles read their fragments with ldmatrix, accumulator pairs are 8-byte accesses
-template <int M, int N, int K, int T, bool AS, bool BS, bool W>
+template <int M, int N, int K, int T, bool AS, bool BS, bool W, bool SA = false, bool SB = false>
 static __device__ __forceinline__ void vy_imma8(uint* d, const vy_u8* a, const vy_u8* b, uint lin) {
     constexpr int TM = M >= 32 ? 2 : 1, TN = N >= 32 ? 4 : (N >= 16 ? 2 : 1);
     constexpr int GM = (M + 16 * TM - 1) / (16 * TM), GN = (N + 8 * TN - 1) / (8 * TN);
@@ -426,14 +480,14 @@ static __device__ __forceinline__ void vy_imma8(uint* d, const vy_u8* a, const v
         const uint m0 = (w / (uint)GN) * (16u * TM), n0 = (w % (uint)GN) * (8u * TN);
         uint acc[TM][TN][4];
         vy_tile_get<M, N, TM, TN, W>(acc, d, m0, n0, lane >> 2, lane & 3u);
-        vy_tile_k8<M, N, K, TM, TN, AS, BS, W>(acc, a, b, m0, n0, lane);
+        vy_tile_k8<M, N, K, TM, TN, AS, BS, W, SA, SB>(acc, a, b, m0, n0, lane);
         vy_tile_put<M, N, TM, TN, W>(acc, d, m0, n0, lane >> 2, lane & 3u);
     }
 }
 
 // d (M x N words) += a (M x K words) * b (N x K words)^T mod 2^32 through byte planes; W:
 // accumulator pairs are 8-byte accesses
-template <int M, int N, int K, int T, bool W>
+template <int M, int N, int K, int T, bool W, bool SA = false, bool SB = false>
 static __device__ __forceinline__ void vy_imma32(uint* d, const uint* a, const uint* b, uint lin) {
     constexpr int TM = M >= 32 ? 2 : 1, TN = N >= 16 ? 2 : 1;
     constexpr int GM = (M + 16 * TM - 1) / (16 * TM), GN = (N + 8 * TN - 1) / (8 * TN);
@@ -442,7 +496,7 @@ static __device__ __forceinline__ void vy_imma32(uint* d, const uint* a, const u
         const uint m0 = (w / (uint)GN) * (16u * TM), n0 = (w % (uint)GN) * (8u * TN);
         uint acc[4][TM][TN][4];
         vy_tile_get32<M, N, TM, TN, W>(acc, d, m0, n0, lane >> 2, lane & 3u);
-        vy_tile_k32<M, N, K, TM, TN>(acc, a, b, m0, n0, lane);
+        vy_tile_k32<M, N, K, TM, TN, SA, SB>(acc, a, b, m0, n0, lane);
         vy_tile_put32<M, N, TM, TN, W>(acc, d, m0, n0, lane >> 2, lane & 3u);
     }
 }
@@ -506,27 +560,27 @@ static __device__ __forceinline__ void vy_res_put(const uint (&acc)[S][4][TM][TN
 }
 
 // acc += a (M x K bytes) * b (N x K bytes)^T
-template <int M, int N, int K, int T, int TM, int TN, int S, bool AS, bool BS>
+template <int M, int N, int K, int T, int TM, int TN, int S, bool AS, bool BS, bool SA = false, bool SB = false>
 static __device__ __forceinline__ void vy_res8(uint (&acc)[S][TM][TN][4], const vy_u8* a, const vy_u8* b, uint lin) {
     #pragma unroll
     for (int s = 0; s < S; s++) {
         uint m0, n0;
         if (vy_res_tile<M, N, T, TM, TN, S>(lin, s, m0, n0))
-            vy_tile_k8<M, N, K, TM, TN, AS, BS, true>(acc[s], a, b, m0, n0, lin & 31u);
+            vy_tile_k8<M, N, K, TM, TN, AS, BS, true, SA, SB>(acc[s], a, b, m0, n0, lin & 31u);
     }
 }
 
 // acc += a (M x K words) * b (N x K words)^T, per shift
-template <int M, int N, int K, int T, int TM, int TN, int S>
+template <int M, int N, int K, int T, int TM, int TN, int S, bool SA = false, bool SB = false>
 static __device__ __forceinline__ void vy_res32(uint (&acc)[S][4][TM][TN][4], const uint* a, const uint* b, uint lin) {
     #pragma unroll
     for (int s = 0; s < S; s++) {
         uint m0, n0;
         if (vy_res_tile<M, N, T, TM, TN, S>(lin, s, m0, n0))
-            vy_tile_k32<M, N, K, TM, TN>(acc[s], a, b, m0, n0, lin & 31u);
+            vy_tile_k32<M, N, K, TM, TN, SA, SB>(acc[s], a, b, m0, n0, lin & 31u);
     }
 }
-"""
+""".replace("%SWIZZLE%", SWIZZLE)
 
 PRELUDE = MMA + BLOCK
 
@@ -682,17 +736,21 @@ def call(p: Printer, n: N.MatMulAcc) -> list[str]:
 
     ptrs = f"{tiles.operand(p, n.a)}, {tiles.operand(p, n.b)}, {p.lin()}"   # (a pipeline's stage)
     r = _found(p, n)
+    sw = f", {str(tiles.swizzled(p, n.a)).lower()}, {str(tiles.swizzled(p, n.b)).lower()}" \
+        if tiles.swizzled(p, n.a) or tiles.swizzled(p, n.b) else ""
+    # a pipeline's tiles end with a barrier right before their matmul_acc
+    head = [] if tiles.fed(p, n) else ["__syncthreads();"]
     if r is not None:
         v = f"v_{r.loop.var}"
         first, _, _ = p.expr(r.loop.from_)
         end, _, _ = p.expr(r.loop.to)
         geo = f"{n.m}, {n.n}, {threads(prog)}, {r.tm}, {r.tn}, {r.slots}"
         if r.words:
-            step = f"vy_res32<{n.m}, {n.n}, {n.k}, {threads(prog)}, {r.tm}, {r.tn}, {r.slots}>"
+            step = f"vy_res32<{n.m}, {n.n}, {n.k}, {threads(prog)}, {r.tm}, {r.tn}, {r.slots}{sw}>"
         else:
             signed = ", ".join("true" if t.dtype is DataType.I8 else "false" for t in (a, b))
-            step = f"vy_res8<{n.m}, {n.n}, {n.k}, {threads(prog)}, {r.tm}, {r.tn}, {r.slots}, {signed}>"
-        return ["__syncthreads();",
+            step = f"vy_res8<{n.m}, {n.n}, {n.k}, {threads(prog)}, {r.tm}, {r.tn}, {r.slots}, {signed}{sw}>"
+        return [*head,
                 f"if ({v} == {first}) vy_res_get<{geo}>({r.name}, {p.ptr(n.d)}, {p.lin()});",
                 f"{step}({r.name}, {ptrs});",
                 f"if ({v} + 1 == {end}) vy_res_put<{geo}>({r.name}, {p.ptr(n.d)}, {p.lin()});",
@@ -701,7 +759,7 @@ def call(p: Printer, n: N.MatMulAcc) -> list[str]:
     wide = "true" if WIDE_SHARED_ACCESS else "false"
     if a.dtype in _PTX:
         signed = ", ".join("true" if t.dtype is DataType.I8 else "false" for t in (a, b))
-        fn = f"vy_imma8<{shape}, {signed}, {wide}>"
+        fn = f"vy_imma8<{shape}, {signed}, {wide}{sw}>"
     else:
-        fn = f"vy_imma32<{shape}, {wide}>"
-    return ["__syncthreads();", f"{fn}({p.ptr(n.d)}, {ptrs});", "__syncthreads();"]
+        fn = f"vy_imma32<{shape}, {wide}{sw}>"
+    return [*head, f"{fn}({p.ptr(n.d)}, {ptrs});", "__syncthreads();"]

@@ -55,31 +55,48 @@ MAX_STAGES = 4
 PRELUDE = r"""
 // ---- load_tile as asynchronous copies (vyre.drivers.cuda.tiles) ----
 // 16 bytes from global src to shared dst, of which the first `bytes` are read (0..16) and the
-// rest zero-filled
+// rest zero-filled; vy_cp16_all: all 16 read
 static __device__ __forceinline__ void vy_cp16(void* dst, const void* src, uint bytes) {
     const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(s), "l"(src), "r"(bytes) : "memory");
 }
+static __device__ __forceinline__ void vy_cp16_all(void* dst, const void* src) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(s), "l"(src) : "memory");
+}
 static __device__ __forceinline__ void vy_cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
 static __device__ __forceinline__ void vy_cp_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }
-
-// dst (ROWS x COLS elements of type S) = the tile of src (count elements) at offset + r * stride
-// + c, for r < rin and c < cin, 0 elsewhere and past the end of src (S6), u32 indices wrapping;
-// by the T threads of the block (lin: this thread). Whole 16-byte chunks are copied
-// asynchronously where src, offset and stride are 16-byte aligned (the caller commits and
-// waits), else elements are copied now.
-template <typename S, int ROWS, int COLS, int T>
+%SWIZZLE%
+// dst (ROWS x COLS elements of type S; SW: swizzled rows, vy_swz) = the tile of src (count
+// elements) at offset + r * stride + c, for r < rin and c < cin, 0 elsewhere and past the end
+// of src (S6), u32 indices wrapping; by the T threads of the block (lin: this thread). Whole
+// 16-byte chunks are copied asynchronously where src, offset and stride are 16-byte aligned
+// and no index wraps (the caller commits and waits): with no test per chunk where the whole
+// tile lies inside the limits and src, else each chunk reads its valid prefix. Otherwise the
+// elements are copied now.
+template <typename S, int ROWS, int COLS, int T, bool SW = false>
 static __device__ __forceinline__ void vy_tile(S* dst, const S* src, uint count, uint off, uint stride,
                                                uint rin, uint cin, uint lin) {
-    constexpr uint ES = (uint)sizeof(S), CH = 16u / ES;
-    if constexpr ((COLS * sizeof(S)) % 16 == 0) {
-        // aligned, and no index of the tile wraps past 2^32 (then a chunk's valid elements
-        // are a prefix of it: those below cin and below count)
+    constexpr uint ES = (uint)sizeof(S), CH = 16u / ES, P = (uint)COLS * ES;
+    unsigned char* const base = (unsigned char*)dst;
+    if constexpr (P % 16u == 0u) {
         const bool aligned = ((((size_t)src) | (size_t)(off * ES) | (size_t)(stride * ES)) & 15u) == 0u;
         const unsigned long long last = (unsigned long long)off + (unsigned long long)(ROWS - 1) * stride + (COLS - 1);
         if (aligned && last <= 0xFFFFFFFFull) {
             constexpr uint PER = (uint)COLS / CH, TOTAL = (uint)ROWS * PER;
+            if (rin >= (uint)ROWS && cin >= (uint)COLS && last < (unsigned long long)count) {
+                #pragma unroll
+                for (uint q = 0u; q < (TOTAL + T - 1u) / T; q++) {
+                    const uint e = q * (uint)T + lin;
+                    if (TOTAL % T == 0u || e < TOTAL) {
+                        const uint r = e / PER, c = (e % PER) * CH;
+                        vy_cp16_all(base + (SW ? vy_swz<P>(r, c * ES) : (r * (uint)COLS + c) * ES),
+                                    src + (off + r * stride + c));
+                    }
+                }
+                return;
+            }
             #pragma unroll
             for (uint q = 0u; q < (TOTAL + T - 1u) / T; q++) {
                 const uint e = q * (uint)T + lin;
@@ -88,7 +105,8 @@ static __device__ __forceinline__ void vy_tile(S* dst, const S* src, uint count,
                     const uint i = off + r * stride + c;
                     uint n = 0u;
                     if (r < rin && c < cin && i < count) n = min(min(cin - c, count - i), CH);
-                    vy_cp16(dst + r * (uint)COLS + c, n ? (const void*)(src + i) : (const void*)src, n * ES);
+                    vy_cp16(base + (SW ? vy_swz<P>(r, c * ES) : (r * (uint)COLS + c) * ES),
+                            n ? (const void*)(src + i) : (const void*)src, n * ES);
                 }
             }
             return;
@@ -97,10 +115,11 @@ static __device__ __forceinline__ void vy_tile(S* dst, const S* src, uint count,
     #pragma unroll 1
     for (uint e = lin; e < (uint)(ROWS * COLS); e += (uint)T) {
         const uint r = e / (uint)COLS, c = e % (uint)COLS, x = off + r * stride + c;
-        dst[e] = (r < rin && c < cin && x < count) ? src[x] : (S)0;
+        S* to = SW ? (S*)(base + vy_swz<P>(r, c * ES)) : dst + e;
+        *to = (r < rin && c < cin && x < count) ? src[x] : (S)0;
     }
 }
-"""
+""".replace("%SWIZZLE%", imma.SWIZZLE)
 
 
 def claims(program: Program, n: N.Node) -> bool:
@@ -128,6 +147,7 @@ class Layout:
     total: int
     dynamic: bool
     pipelines: dict[int, Pipeline]   # by id of the loop and of each of its load_tile statements
+    swizzled: frozenset[str] = frozenset()   # arrays stored with swizzled rows (`_swizzles`)
 
 
 def _buffers_named(s: N.Node) -> set[str]:
@@ -202,7 +222,19 @@ def _layout(plan: KernelPlan, limit: int) -> Layout:
             pipelines.update({id(t): p for t in tiles})
     counts = {n: c * (stages if n in piped and stages > 1 else 1) for n, c in base.items()}
     offsets, total = _bytes(counts, program)
-    return Layout(counts, offsets, total, total > STATIC_LIMIT, pipelines)
+    swizzled = frozenset(t.dst for loop, tiles in found for t in tiles
+                         if stages > 1 and _swizzles(program, t, loop.body[-1]))
+    return Layout(counts, offsets, total, total > STATIC_LIMIT, pipelines, swizzled)
+
+
+def _swizzles(program: Program, t: N.LoadTile, mm: N.Node) -> bool:
+    """Whether a pipelined array is stored with swizzled rows (vy_swz: no bank conflicts for
+    the matmul_acc's 16-byte fragment reads): only the tile writes it and only the matmul_acc
+    reads it (a pipeline's arrays), with rows of the matmul_acc's k elements, a power of two
+    of 16-byte chunks."""
+    pitch = t.cols * program.buffer(t.dst).dtype.size
+    chunks = pitch // 16
+    return t.cols == mm.k and pitch % 16 == 0 and chunks & (chunks - 1) == 0
 
 
 def layout(plan: KernelPlan, limit: int) -> Layout:
@@ -262,6 +294,17 @@ def operand(p: Printer, name: str) -> str:
     return p.ptr(name)
 
 
+def swizzled(p: Printer, name: str) -> bool:
+    """Whether workgroup array ``name`` is stored with swizzled rows (its readers pass it on)."""
+    return name in layout(p.plan, limit_of(p)).swizzled
+
+
+def fed(p: Printer, mm: N.Node) -> bool:
+    """Whether matmul_acc ``mm`` ends a pipeline's loop (its tiles' barrier comes right before it)."""
+    lay = layout(p.plan, limit_of(p))
+    return any(pipe.loop.body[-1] is mm for pipe in lay.pipelines.values())
+
+
 def _issue(p: Printer, t: N.LoadTile, stage: str | None) -> None:
     """The copies of one tile (into ``stage`` of its array; None: not pipelined)."""
     from vyre.lower.cfamily import ST
@@ -273,7 +316,8 @@ def _issue(p: Printer, t: N.LoadTile, stage: str | None) -> None:
     cin, _, _ = p.expr(t.cols_in)
     to = p.ptr(t.dst) if stage is None else f"{p.ptr(t.dst)} + ({stage}) * {dst.count}u"
     threads = p.program.invocations_per_workgroup
-    p.out(f"vy_tile<{ST[dst.dtype.size]}, {t.rows}, {t.cols}, {threads}>({to}, {p.ptr(t.src)}, "
+    sw = ", true" if t.dst in layout(p.plan, limit_of(p)).swizzled else ""
+    p.out(f"vy_tile<{ST[dst.dtype.size]}, {t.rows}, {t.cols}, {threads}{sw}>({to}, {p.ptr(t.src)}, "
           f"{p.count(t.src)}, {off}, {stride}, {rin}, {cin}, {p.lin()});")
 
 
