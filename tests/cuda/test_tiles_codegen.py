@@ -40,7 +40,11 @@ def _tile_program():
 
 def test_a_load_tile_is_cp_async_between_barriers() -> None:
     compiler = _compiler()
+    from semantics.test_load_tile import tile_program
     from vyre.drivers.cuda.codegen import generate
+
+    for t in (D.I8, D.U8, D.I16, D.U32, D.F32, D.U64):   # every element size assembles
+        assert compiler.compile_cubin(generate(tile_program(t))[1], "sm_90")[:4] == b"\x7fELF", t
 
     plan, source = generate(_tile_program())
     assert plan.native_tiles and "vy_tile<uint, 5, 12, 32>" in source
@@ -58,13 +62,16 @@ def test_the_lib_k_loop_is_a_pipeline_in_dynamic_shared_memory() -> None:
     prog = MM.program(D.I8, D.I8, MM.CUDA_BYTES)
     plan, source = generate(prog, shared_limit=H100)
     lay = tiles.layout(plan, H100)
-    stages = {p.stages for p in lay.pipelines.values()}
-    assert stages == {4} and lay.dynamic and tiles.dynamic_bytes(plan, H100) == lay.total <= H100
     t = MM.CUDA_BYTES
-    assert lay.counts == {"wa": 4 * t.bm * t.bk, "wb": 4 * t.bn * t.bk, "wd": t.bm * t.bn}
-    assert "extern __shared__" in source and "vy_cp_wait<3>();" in source
+    stages = {p.stages for p in lay.pipelines.values()}
+    (k,) = stages   # as many as fit beside the 128 KiB accumulator tile, at most 4
+    assert k == min(4, (H100 - 4 * t.bm * t.bn) // (t.bm * t.bk + t.bn * t.bk)) >= 2
+    assert lay.dynamic and tiles.dynamic_bytes(plan, H100) == lay.total <= H100
+    assert lay.counts == {"wa": k * t.bm * t.bk, "wb": k * t.bn * t.bk, "wd": t.bm * t.bn}
+    assert lay.swizzled == {"wa", "wb"}   # rows of a power of two of 16-byte chunks
+    assert "extern __shared__" in source and f"vy_cp_wait<{k - 1}>();" in source
     ptx = compiler.compile_ptx(source, "sm_90")
-    assert "cp.async.wait_group 3" in ptx and "mma.sync.aligned.m16n8k32" in ptx
+    assert f"cp.async.wait_group {k - 1}" in ptx and "mma.sync.aligned.m16n8k32" in ptx
     # with 48 KiB (no opt-in) the same loop has no room for stages: one load_tile at a time
     plan, source = generate(MM.program(D.U32, D.U32, MM.Tiles(32, 32, 32, 64)))
     lay = tiles.layout(plan, tiles.STATIC_LIMIT)

@@ -5,10 +5,10 @@ Two passes, each one Program for every backend:
 
 * `transpose_program`: ``bt`` (N x K) = ``b`` (K x N) transposed, so that the columns of b are
   rows, k contiguous, as matmul_acc (``d += a · btᵀ``) and the tensor cores read them. Each
-  workgroup copies a TR x (TR+1) tile of b with `Node.load_tile` (one column more than it
-  writes: the workgroup-memory row pitch is then odd in bytes or words, so the column reads
-  of a warp hit different banks) and writes it out transposed, k consecutive across the
-  invocations.
+  workgroup copies a TR x (TR + 16 bytes) tile of b with `Node.load_tile` (16 bytes more than
+  it writes: whole 16-byte chunks, which CUDA copies asynchronously, and a row pitch that
+  spreads a warp's column reads over 8 bank runs) and writes it out transposed, k
+  consecutive across the invocations.
 * `program`: one workgroup per BM x BN tile of the output. Its k loop is exactly two
   load_tile statements (a's BM x BK tile and bt's BN x BK tile, zero past the matrix edges,
   so every shape is exact) and one `Node.matmul_acc` into the workgroup's i32/u32 tile,
@@ -17,8 +17,8 @@ Two passes, each one Program for every backend:
 On CUDA that loop is what `vyre.drivers.cuda.tiles` runs as a pipeline: the tiles of the next
 ``stages - 1`` slices of k are copied by ``cp.async`` while the tensor cores work on this one,
 and `vyre.drivers.cuda.imma` keeps the accumulators in registers for the whole loop. The byte
-tile is 128 x 256 x 64 with 256 threads: eight warps of 64 x 32 outputs (two warp tiles each),
-``wd`` 128 KiB and four stages of 24 KiB in dynamic shared memory. Elsewhere the tiles are
+tile is 128 x 256 x 128 with 256 threads: eight warps of 64 x 64 outputs, ``wd`` 128 KiB and
+two stages of 48 KiB in dynamic shared memory (benchmarks/cuda_imma.py times others beside it). Elsewhere the tiles are
 small (32 x 32 x 32) so the workgroup arrays fit every device; load_tile is then a scalar
 copy and matmul_acc scalar loops. Neither changes a bit of the result.
 """
@@ -58,7 +58,7 @@ class Tiles:
     threads: int
 
 
-CUDA_BYTES = Tiles(128, 256, 64, 256)
+CUDA_BYTES = Tiles(128, 256, 128, 256)
 CUDA_WORDS = Tiles(64, 64, 32, 128)
 SMALL = Tiles(32, 32, 32, 64)
 # the transpose's tile (TR x TR outputs per workgroup) and workgroup size
@@ -67,11 +67,28 @@ TR, TR_THREADS = 64, 256
 LARGEST = 256
 
 
-def tiles(backend_id: str, words: bool) -> Tiles:
-    """The tiles `matmul` uses on a backend, for 32-bit (``words``) or 8-bit matrices."""
-    if backend_id == "cuda":
-        return CUDA_WORDS if words else CUDA_BYTES
-    return SMALL
+# CUDA byte tiles for devices with less shared memory per block than CUDA_BYTES takes with
+# two stages (an A100 opts in to 163 KiB), largest first
+CUDA_BYTES_SMALLER = (Tiles(128, 128, 128, 256), Tiles(128, 128, 64, 256))
+H100_SHARED = 227 * 1024
+
+
+def two_stage_bytes(t: Tiles, words: bool) -> int:
+    """Workgroup memory of the tiled product with two stages of its operand tiles."""
+    size = 4 if words else 1
+    return 4 * t.bm * t.bn + 2 * size * (t.bm + t.bn) * t.bk
+
+
+def tiles(backend_id: str, words: bool, shared: int = H100_SHARED) -> Tiles:
+    """The tiles `matmul` uses on a backend, for 32-bit (``words``) or 8-bit matrices;
+    ``shared``: the workgroup memory a block may have there (CUDA: the largest byte tile
+    that takes two pipeline stages within it)."""
+    if backend_id != "cuda":
+        return SMALL
+    if words:
+        return CUDA_WORDS
+    return next((t for t in (CUDA_BYTES, *CUDA_BYTES_SMALLER) if two_stage_bytes(t, False) <= shared),
+                CUDA_BYTES_SMALLER[-1])
 
 
 def _loop(count: int, threads: int, tag: str, body) -> Node:
@@ -91,8 +108,9 @@ def transpose_program(t: DataType) -> Program:
     """``bt[n*K + k] = b[k*N + n]`` for the K x N matrix ``b`` (``prm = [K, N, 0, tiles along
     N]``): one workgroup per TR x TR tile (module docstring)."""
     k0, n0 = Expr.var("k0"), Expr.var("n0")
-    # here pm = K (rows of b), pn = N (its columns)
-    pitch = TR + 1
+    # here pm = K (rows of b), pn = N (its columns); the tile's rows are 16 bytes longer than
+    # the TR columns written (whole 16-byte chunks: cp.async on CUDA)
+    pitch = TR + 16 // t.size
 
     def put(e: Expr) -> list[Node]:
         nl, kl = e / TR, e % TR     # consecutive invocations: consecutive k, one n
@@ -222,7 +240,7 @@ def matmul(a: Any, b: Any, *, backend: Any = None, tensor_cores: bool | None = N
     like = Arr(x.kind, td, m * n, None, x.on_device, x.original)
     if 0 in (m, n, k):
         return _shaped(to_kind(np.zeros(m * n, td.host), like, td), (m, n))
-    t = tiles(r.id, words)
+    t = tiles(r.id, words, r.backend.device_profile().max_shared_memory_bytes)
     device = r.device and (x.on_device or y.on_device)
     tn = -(-n // TR)
     bt = r.run(transpose_program(y.dtype), [_source(y, device), params(k, n, 0, tn)], -(-k // TR) * tn,

@@ -115,7 +115,7 @@ SWIZZLE = r"""
 // of 4 banks instead of sharing a few (rows 64 bytes apart: 4-way bank conflicts).
 template <uint P>
 static __device__ __forceinline__ uint vy_swz(uint r, uint b) {
-    constexpr uint Q = P / 16u, RPL = Q >= 8u ? 1u : 8u / Q, MK = (Q >= 8u ? 8u : Q) - 1u;
+    constexpr uint Q = P >= 16u ? P / 16u : 1u, RPL = Q >= 8u ? 1u : 8u / Q, MK = (Q >= 8u ? 8u : Q) - 1u;
     return r * P + (((b >> 4) ^ ((r / RPL) & MK)) << 4) + (b & 15u);
 }
 #endif
@@ -634,7 +634,7 @@ class Resident:
 
 # the warp tiles (TM x TN mma tiles) the resident form tries, largest first: the first whose
 # tiles keep every warp busy, else the smallest that fits the shape
-_WARP_TILES = {False: ((4, 4), (2, 4), (2, 2), (1, 2), (1, 1)), True: ((2, 2), (1, 2), (1, 1))}
+_WARP_TILES = {False: ((4, 8), (4, 4), (2, 4), (2, 2), (1, 2), (1, 1)), True: ((2, 2), (1, 2), (1, 1))}
 
 
 def _warp_tile(m: int, n: int, t: int, words: bool) -> tuple[int, int, int]:

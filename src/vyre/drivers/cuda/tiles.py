@@ -91,8 +91,9 @@ static __device__ __forceinline__ void vy_tile(S* dst, const S* src, uint count,
                     const uint e = q * (uint)T + lin;
                     if (TOTAL % T == 0u || e < TOTAL) {
                         const uint r = e / PER, c = (e % PER) * CH;
-                        vy_cp16_all(base + (SW ? vy_swz<P>(r, c * ES) : (r * (uint)COLS + c) * ES),
-                                    src + (off + r * stride + c));
+                        uint at;
+                        if constexpr (SW) at = vy_swz<P>(r, c * ES); else at = (r * (uint)COLS + c) * ES;
+                        vy_cp16_all(base + at, src + (off + r * stride + c));
                     }
                 }
                 return;
@@ -105,18 +106,32 @@ static __device__ __forceinline__ void vy_tile(S* dst, const S* src, uint count,
                     const uint i = off + r * stride + c;
                     uint n = 0u;
                     if (r < rin && c < cin && i < count) n = min(min(cin - c, count - i), CH);
-                    vy_cp16(base + (SW ? vy_swz<P>(r, c * ES) : (r * (uint)COLS + c) * ES),
-                            n ? (const void*)(src + i) : (const void*)src, n * ES);
+                    uint at;
+                    if constexpr (SW) at = vy_swz<P>(r, c * ES); else at = (r * (uint)COLS + c) * ES;
+                    vy_cp16(base + at, n ? (const void*)(src + i) : (const void*)src, n * ES);
                 }
             }
             return;
         }
     }
+    // element by element, B elements of a thread at a time: their loads in flight together
+    constexpr uint B = 8u;
     #pragma unroll 1
-    for (uint e = lin; e < (uint)(ROWS * COLS); e += (uint)T) {
-        const uint r = e / (uint)COLS, c = e % (uint)COLS, x = off + r * stride + c;
-        S* to = SW ? (S*)(base + vy_swz<P>(r, c * ES)) : dst + e;
-        *to = (r < rin && c < cin && x < count) ? src[x] : (S)0;
+    for (uint e0 = 0u; e0 < (uint)(ROWS * COLS); e0 += B * (uint)T) {
+        S v[B];
+        #pragma unroll
+        for (uint j = 0u; j < B; j++) {
+            const uint e = e0 + j * (uint)T + lin, r = e / (uint)COLS, c = e % (uint)COLS, x = off + r * stride + c;
+            v[j] = (e < (uint)(ROWS * COLS) && r < rin && c < cin && x < count) ? src[x] : (S)0;
+        }
+        #pragma unroll
+        for (uint j = 0u; j < B; j++) {
+            const uint e = e0 + j * (uint)T + lin, r = e / (uint)COLS, c = e % (uint)COLS;
+            if (e < (uint)(ROWS * COLS)) {
+                if constexpr (SW) *(S*)(base + vy_swz<P>(r, c * ES)) = v[j];
+                else dst[e] = v[j];
+            }
+        }
     }
 }
 """.replace("%SWIZZLE%", imma.SWIZZLE)
