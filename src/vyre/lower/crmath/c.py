@@ -51,6 +51,7 @@ COMMON = r"""
 #define VYM_COLD static __attribute__((noinline))
 #define VYM_D2F(x) ((float)(x))
 #define VYM_F2D(x) ((double)(x))
+#define VYM_RCP(x) (1.0 / (x))
 #define VYM_K(i, x) (x)
 #define VYM_L2D(x) as_double((vy_u64)(x))
 #define VYM_D2L(x) as_ulong(x)
@@ -62,8 +63,11 @@ COMMON = r"""
 // and no double below 2^-126 but zero, where the two agree
 static __device__ __forceinline__ float vym_d2f(double x) { float r; asm("cvt.rn.f32.f64 %0, %1;" : "=f"(r) : "d"(x)); return r; }
 static __device__ __forceinline__ double vym_f2d(float x) { double r; asm("cvt.f64.f32 %0, %1;" : "=d"(r) : "f"(x)); return r; }
+// 1/x within 2^-22 (MUFU.RCP64H): a seed `vym_rcp` refines, where 1.0 / x is a division routine
+static __device__ __forceinline__ double vym_rcp_approx(double x) { double r; asm("rcp.approx.ftz.f64 %0, %1;" : "=d"(r) : "d"(x)); return r; }
 #define VYM_D2F(x) vym_d2f(x)
 #define VYM_F2D(x) vym_f2d(x)
+#define VYM_RCP(x) vym_rcp_approx(x)
 #define VYM_K(i, x) vym_k[i]
 #define VYM_L2D(x) __longlong_as_double((long long)(x))
 #define VYM_D2L(x) ((vy_u64)__double_as_longlong(x))
@@ -72,6 +76,7 @@ static __device__ __forceinline__ double vym_f2d(float x) { double r; asm("cvt.f
 #define VYM_COLD static __attribute__((noinline))
 #define VYM_D2F(x) ((float)(x))
 #define VYM_F2D(x) ((double)(x))
+#define VYM_RCP(x) (1.0 / (x))
 #define VYM_K(i, x) (x)
 VY_FN double vym_l2d(vy_u64 u) { double d; __builtin_memcpy(&d, &u, 8); return d; }
 VY_FN vy_u64 vym_d2l(double d) { vy_u64 u; __builtin_memcpy(&u, &d, 8); return u; }
@@ -120,7 +125,7 @@ def hexfloat(x: float) -> str:
 
 # functions of the language the C family prints as its own operation (computing the same
 # value on every argument the functions pass them), and does not define
-NATIVE = {"vym_plain_f32": "VYM_D2F"}
+NATIVE = {"vym_plain_f32": "VYM_D2F", "vym_rcp_seed": "VYM_RCP"}
 
 # the float64 constants of the source being printed: value bits -> (index in ``vym_k``, value)
 _POOL: ContextVar[dict[int, tuple[int, float]] | None] = ContextVar("vym_pool", default=None)

@@ -172,9 +172,11 @@ def hard(name: str) -> Lookup:
 
 def off_midpoint(b: Block, y: Val) -> Val:
     """Whether the low 29 bits of the double ``y`` (of the 52 an f32 drops) are more than
-    DEVICE_EPS |y| (under 32 of their units) from the half-way pattern"""
-    h = b.let((y.lo() & 0x1FFFFFFF).to(I32) - 0x10000000, "h")
-    return h.gt(40) | h.lt(-40)
+    DEVICE_EPS |y| (under 32 of their units) from the half-way pattern: with h those bits less
+    0x10000000, h > 40 or h < -40, tested as the unsigned 8 h + 320 > 640, where 8 h is the low
+    word shifted left by 3 less 2^31 (mod 2^32; |8 h| < 2^31): a shift-and-add (one LEA on
+    sm_90) and one compare, where the mask, the add and two compares took three"""
+    return ((y.lo() << 3) + 0x80000140).gt(640)
 
 
 def rounds_plainly(b: Block, y: Val) -> Val:
@@ -238,6 +240,21 @@ with mpmath.workprec(200):
     _EXP2_C = [float(_LN2 ** i / mpmath.factorial(i)) for i in range(7)]
 
 EXP_T = table("vym_exp_t", F64, lambda: [float(mpmath.power(2, mpmath.mpf(j) / 64)) for j in range(64)])
+
+
+@functools.cache
+def _exp_ta() -> list[float]:
+    """2^(j/64) with j/64 taken off its exponent: the bits of EXP_T[j] less j << 46 (each a normal
+    double, high word in [0x3FE04000, 0x3FFFFFFF]), so that adding k << 14 to the high word of
+    entry k mod 64 gives 2^(k/64) (`vym_scale`)"""
+    out = []
+    for j, v in enumerate(EXP_T.values):
+        (u,) = struct.unpack("<Q", struct.pack("<d", v))
+        out.append(struct.unpack("<d", struct.pack("<Q", u - (j << 46)))[0])
+    return out
+
+
+EXP_TA = table("vym_exp_ta", F64, _exp_ta)
 # 2^(j/64) - 1 for j = i - 32, -32 <= j < 32 (e^y - 1's part that must not cancel)
 @functools.cache
 def _expm1_table() -> list[float]:
@@ -250,11 +267,11 @@ EXPM1_T = table("vym_expm1_t", F64, _expm1_table)
 
 @function(F64, ki=I32, p=F64)
 def vym_scale(b: Block, ki: Val, p: Val) -> None:
-    """2^(k/64) * p for an integer |k| < 2^15 and a normal result: the table's 2^(j/64), j = k
-    mod 64, with (k - j)/64 added to its exponent (exact), times p (one rounding)"""
-    j = b.let(ki & 63, "j")
-    t = b.let(EXP_T[j], "t")
-    b.ret(pair(F64, t.hi() + ((ki - j).to(U32) << 14), t.lo()) * p)   # (k - j)/64 << 20
+    """2^(k/64) * p for an integer |k| < 2^15 and a normal result: 2^(j/64), j = k mod 64, with
+    (k - j)/64 added to its exponent (exact: EXP_TA's entry j, whose high word is EXP_T's less
+    j << 14, plus k << 14, one multiply-add), times p (one rounding)"""
+    t = b.let(EXP_TA[ki & 63], "t")
+    b.ret(pair(F64, t.hi() + (ki.to(U32) << 14), t.lo()) * p)
 
 
 @function((I32, F64), x=F64)
@@ -539,16 +556,30 @@ def vym_tan_y(b: Block, x: Val) -> None:
 
 
 # ---- tanh, sinh, cosh, expm1, log1p ------------------------------------------------------------
+@function(F64, d=F64)
+def vym_rcp_seed(b: Block, d: Val) -> None:
+    """1/d for 2 <= d < 2^60, within 2^-14 relative: the seed `vym_tanh_y` refines. Here (WGSL)
+    the quotient; the C family prints its own (`vyre.lower.crmath.c.NATIVE`: CUDA's
+    rcp.approx.ftz.f64, one MUFU.RCP64H within 2^-22, OpenCL and host C the quotient)"""
+    b.ret(1.0 / d)
+
+
 @function(F64, x=F32)
 def vym_tanh_y(b: Block, x: Val) -> None:
-    ax = b.let(fabs(x), "ax")
-
-    def small() -> Val:
-        e = b.let(vym_expm1_d(2.0 * ax.to(F64)), "e")
-        return e / (e + 2.0)
-
-    y = b.choose(ax.ge(10.0), lambda: f64(1.0), small, "y")
-    b.ret(select(negative(x), -y, y))
+    """tanh x = e / (e + 2), e = e^(2|x|) - 1, for |x| clamped to 10 (tanh 10 rounds to 1, as
+    tanh of every larger |x| does; NaN becomes 10 too: the entry's argument test sends it to the
+    special values), without a division: with r0 a seed of 1/d (`vym_rcp_seed`, d = e + 2) and
+    eps = 1 - d r0 (|eps| <= 2^-14), 1/d = r0 (1 + eps + eps^2 + eps^3) (1 + O(eps^4)), so
+    e r0 (1 + eps + eps^2 + eps^3) is within 2^-51 of e/d, whatever the seed's own error below
+    2^-14. The sign goes into the high word (tanh is odd; the result is never NaN)"""
+    ax = b.let(select(fabs(x).lt(10.0), fabs(x), f32(10.0)), "ax")
+    e = b.let(vym_expm1_d(2.0 * ax.to(F64)), "e")
+    d = b.let(e + 2.0, "d")
+    r0 = b.let(vym_rcp_seed(d), "r0")
+    eps = b.let(fma(-d, r0, 1.0), "eps")
+    q0 = b.let(e * r0, "q0")
+    y = b.let(fma(q0, fma(fma(eps, eps, eps), eps, eps), q0), "y")
+    b.ret(pair(F64, y.hi() | (x.bits() & 0x80000000), y.lo()))
 
 
 @function(F64, x=F32)
@@ -727,6 +758,13 @@ def _entry(name: str, core: Function, special: Callable[[Val], Special], fast: F
             plain = ~functools.reduce(lambda a, c: a | c, [c for c, _ in special(x)])
         else:
             plain = fast.args(x)
+        if fast is not None and fast.total:      # one branch: the argument test joins the rounding test
+            y = b.let(core(x), "y")
+            ok, r = plain_f32(b, y, fast.normal)
+            with b.if_(plain & ok):
+                b.ret(r)
+            b.ret(slow(x))
+            return
         with b.if_(~plain):
             b.ret(slow(x))
         y = b.let(core(x), "y")
@@ -816,10 +854,13 @@ class Fast:
     """An entry's common-path test on its argument, in float compares (a NaN fails each one)
     where the special-value tests work on the bits: it must exclude every argument a special
     value claims. ``normal``: every argument it admits has a normal, finite result (so the
-    rounding test skips the result's range)."""
+    rounding test skips the result's range). ``total``: the core may run on every f32 argument
+    (NaN and infinities included: no out-of-range table index, no loop, no trap; what it computes
+    for an argument outside ``args`` is discarded), so the entry computes it before testing the
+    argument and branches once, on both tests."""
 
-    def __init__(self, args: Callable[[Val], Val], normal: bool = False) -> None:
-        self.args, self.normal = args, normal
+    def __init__(self, args: Callable[[Val], Val], normal: bool = False, total: bool = False) -> None:
+        self.args, self.normal, self.total = args, normal, total
 
 
 FLT_MAX = float.fromhex("0x1.fffffep+127")
@@ -836,10 +877,13 @@ def _nonzero(x: Val) -> Val:
 # name -> the common path's arguments (see each function's special values above)
 FAST: dict[str, Fast] = {
     # e^x in (2^-126, 2^128) for -87.336 < x < 88.722
-    "exp": Fast(lambda x: x.gt(-87.25) & x.lt(88.5), normal=True),
+    "exp": Fast(lambda x: fabs(x).lt(87.25), normal=True, total=True),
     "exp2": Fast(lambda x: x.gt(-126.0) & x.lt(128.0), normal=True),
     "log": Fast(lambda x: x.gt(0.0) & x.le(FLT_MAX)), "log2": Fast(lambda x: x.gt(0.0) & x.le(FLT_MAX)),
-    "sin": Fast(_finite), "cos": Fast(_finite), "tan": Fast(_finite), "tanh": Fast(_finite),
+    "sin": Fast(_finite), "cos": Fast(_finite), "tan": Fast(_finite),
+    # tanh: infinities too (the core clamps |x| to 10, whose tanh rounds to 1); |x| >= 2^-100
+    # keeps the result normal
+    "tanh": Fast(lambda x: fabs(x).ge(2.0 ** -100), normal=True, total=True),
     "sinh": Fast(lambda x: _nonzero(x) & fabs(x).lt(90.0)),
     "cosh": Fast(lambda x: fabs(x).lt(89.0), normal=True),    # cosh 89 < 2.3e38
     "expm1": Fast(lambda x: _nonzero(x) & x.lt(100.0)),
