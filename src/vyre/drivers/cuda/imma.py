@@ -738,8 +738,11 @@ def call(p: Printer, n: N.MatMulAcc) -> list[str]:
     r = _found(p, n)
     sw = f", {str(tiles.swizzled(p, n.a)).lower()}, {str(tiles.swizzled(p, n.b)).lower()}" \
         if tiles.swizzled(p, n.a) or tiles.swizzled(p, n.b) else ""
-    # a pipeline's tiles end with a barrier right before their matmul_acc
-    head = [] if tiles.fed(p, n) else ["__syncthreads();"]
+    # a pipeline's tiles end with a barrier right before their matmul_acc, and only its loop's
+    # last trip needs the closing one (`tiles.fed`)
+    last = tiles.fed(p, n)
+    head = [] if last else ["__syncthreads();"]
+    tail = f"if ({last}) __syncthreads();" if last else "__syncthreads();"
     if r is not None:
         v = f"v_{r.loop.var}"
         first, _, _ = p.expr(r.loop.from_)
@@ -754,7 +757,7 @@ def call(p: Printer, n: N.MatMulAcc) -> list[str]:
                 f"if ({v} == {first}) vy_res_get<{geo}>({r.name}, {p.ptr(n.d)}, {p.lin()});",
                 f"{step}({r.name}, {ptrs});",
                 f"if ({v} + 1 == {end}) vy_res_put<{geo}>({r.name}, {p.ptr(n.d)}, {p.lin()});",
-                "__syncthreads();"]
+                tail]
     shape = f"{n.m}, {n.n}, {n.k}, {threads(prog)}"
     wide = "true" if WIDE_SHARED_ACCESS else "false"
     if a.dtype in _PTX:
@@ -762,4 +765,4 @@ def call(p: Printer, n: N.MatMulAcc) -> list[str]:
         fn = f"vy_imma8<{shape}, {signed}, {wide}{sw}>"
     else:
         fn = f"vy_imma32<{shape}, {wide}{sw}>"
-    return [*head, f"{fn}({p.ptr(n.d)}, {ptrs});", "__syncthreads();"]
+    return [*head, f"{fn}({p.ptr(n.d)}, {ptrs});", tail]

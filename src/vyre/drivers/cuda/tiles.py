@@ -16,10 +16,11 @@ followed by one matmul_acc reading their destinations, where those arrays are na
 else in the program and the tiles' offsets and limits are pure expressions of the loop
 variable and locals from before the loop. Then the loop runs ``stages`` trips of copies ahead:
 each destination has ``stages`` copies (stage ``(v - from) % stages`` for trip ``v``); the
-first trip issues the copies of trips ``from .. from+stages-2``, and every trip issues those of
-trip ``v + stages - 1`` (into the stage its matmul_acc read one trip earlier, behind that
-matmul_acc's closing barrier), then waits until its own copies have landed (``cp.async.wait_group
-stages-1``) and meets the workgroup at a barrier, and its matmul_acc reads its stage. The
+first trip issues the copies of trips ``from .. from+stages-2``; every trip waits until its own
+copies have landed (``cp.async.wait_group stages-2``) and meets the workgroup at a barrier
+(one barrier a trip: every warp is then past the matmul_acc of the trip before), issues the
+copies of trip ``v + stages - 1`` into the stage that matmul_acc read, and its matmul_acc reads
+its own stage; only the last trip's matmul_acc ends with a barrier. The
 offsets of a later trip are the statement's own expressions printed with the loop variable
 rebound to that trip in a nested scope. So the tensor cores of trip ``v`` overlap the copies
 of the next ``stages - 1`` trips, and the bytes are those of the loop as written.
@@ -314,10 +315,16 @@ def swizzled(p: Printer, name: str) -> bool:
     return name in layout(p.plan, limit_of(p)).swizzled
 
 
-def fed(p: Printer, mm: N.Node) -> bool:
-    """Whether matmul_acc ``mm`` ends a pipeline's loop (its tiles' barrier comes right before it)."""
+def fed(p: Printer, mm: N.Node) -> str | None:
+    """Where matmul_acc ``mm`` ends a pipeline's loop, the condition of its closing barrier
+    (the loop's last trip: within the loop the barrier after each trip's wait orders the
+    stages, and before the matmul_acc, its tiles' barrier), else None."""
     lay = layout(p.plan, limit_of(p))
-    return any(pipe.loop.body[-1] is mm for pipe in lay.pipelines.values())
+    for pipe in lay.pipelines.values():
+        if pipe.loop.body[-1] is mm:
+            v = pipe.loop.var
+            return f"v_{v} + 1u == vy_end_{v}"
+    return None
 
 
 def _issue(p: Printer, t: N.LoadTile, stage: str | None) -> None:
@@ -378,7 +385,9 @@ def call(p: Printer, n: N.Node) -> list[str]:
     for s in range(pipe.stages - 1):
         _trip(p, pipe, f"{first} + {s}u", f"vy_end_{v}")
     p.close()
-    _trip(p, pipe, f"v_{v} + {pipe.stages - 1}u", f"vy_end_{v}")
-    p.out(f"vy_cp_wait<{pipe.stages - 1}>();")
+    # this trip's copies landed (the later trips' may still be in flight), and every warp is
+    # past the matmul_acc of the trip before: its stage takes the copies of trip v + stages - 1
+    p.out(f"vy_cp_wait<{pipe.stages - 2}>();")
     p.out("__syncthreads();")
+    _trip(p, pipe, f"v_{v} + {pipe.stages - 1}u", f"vy_end_{v}")
     return []
