@@ -310,9 +310,10 @@ static __device__ __forceinline__ void vy_tile_k8(uint (&acc)[TM][TN][4], const 
         // as below, on swizzled arrays (vy_swz): each row address through the swizzle
         const auto at_a = [&](uint row, uint col) { return a + (SA ? vy_swz<(uint)K>(row, col) : row * (uint)K + col); };
         const auto at_b = [&](uint row, uint col) { return b + (SB ? vy_swz<(uint)K>(row, col) : row * (uint)K + col); };
-        #pragma unroll
-        for (uint k0 = 0u; k0 + 32u <= (uint)K; k0 += 32u) {
-            uint af[TM][4], bf[TN][2];
+        // the fragments of step k0 + 32 are loaded before the mma of step k0 (two register
+        // sets): ldmatrix and mma are asm volatile, so the compiler keeps them in this order,
+        // and the loads' latency is spent on the tensor cores' work
+        const auto load = [&](uint k0, uint (&af)[TM][4], uint (&bf)[TN][2]) {
             #pragma unroll
             for (int i = 0; i < TM; i++)
                 vy_ldsm4(af[i], at_a(m0 + 16u * (uint)i + (lane & 15u), k0 + 16u * (lane >> 4)));
@@ -322,7 +323,16 @@ static __device__ __forceinline__ void vy_tile_k8(uint (&acc)[TM][TN][4], const 
                 vy_ldsm4(q, at_b(n0 + 8u * (uint)j + 8u * (lane >> 4) + (lane & 7u), k0 + 16u * ((lane >> 3) & 1u)));
                 bf[j][0] = q[0]; bf[j][1] = q[1]; bf[j + 1][0] = q[2]; bf[j + 1][1] = q[3];
             }
-            vy_mma_tiles<TM, TN, AS, BS>(acc, af, bf);
+        };
+        constexpr uint STEPS = (uint)K / 32u;
+        if constexpr (STEPS > 0u) {
+            uint af[2][TM][4], bf[2][TN][2];
+            load(0u, af[0], bf[0]);
+            #pragma unroll
+            for (uint s = 0u; s < STEPS; s++) {
+                if (s + 1u < STEPS) load(32u * (s + 1u), af[(s + 1u) & 1u], bf[(s + 1u) & 1u]);
+                vy_mma_tiles<TM, TN, AS, BS>(acc, af[s & 1u], bf[s & 1u]);
+            }
         }
         if constexpr (K % 32 == 16) {
             const uint k0 = (uint)K - 16u;
