@@ -48,8 +48,8 @@ from _common import emit
 MM = importlib.import_module("vyre.lib.matmul")
 REPS = 7
 T = MM.Tiles
-I8_TILES = [MM.CUDA_BYTES, T(128, 256, 64, 256), T(256, 128, 128, 256), T(256, 128, 64, 256), T(128, 128, 128, 256),
-            T(128, 256, 32, 256)]
+I8_TILES = [MM.CUDA_BYTES, T(128, 256, 128, 512), T(128, 256, 64, 512), T(256, 128, 128, 256), T(128, 256, 64, 256),
+            T(256, 128, 128, 512)]
 U32_TILES = [MM.CUDA_WORDS, T(64, 64, 64, 128), T(128, 64, 32, 256), T(64, 64, 32, 256)]
 # what the second process times with the accumulators in workgroup memory
 BEFORE = {"i8": MM.CUDA_BYTES, "u32": MM.CUDA_WORDS}

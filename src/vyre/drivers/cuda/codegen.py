@@ -141,6 +141,13 @@ class CudaSyntax(CSyntax):
     def workgroup_counts(self, p: Printer) -> dict[str, int]:
         return tiles.layout(p.plan, self.shared_limit).counts
 
+    def kernel_head(self, p: Printer, index: int) -> str:
+        # the block size is the program's workgroup size: __launch_bounds__ makes the compiler
+        # keep registers within what that many threads may have (65536 / T each), so a large
+        # workgroup never fails to launch for want of registers (it spills instead)
+        head = super().kernel_head(p, index)
+        return head.replace(self.kernel, f"{self.kernel} __launch_bounds__({p.program.invocations_per_workgroup})", 1)
+
     def workgroup_declarations(self, p: Printer) -> list[str]:
         return tiles.declarations(p)
 

@@ -221,7 +221,7 @@ static __device__ __forceinline__ void vy_rotate(uint* v, uint r) {
 // rows of a half-warp's 8-byte access fall on 4 different 8-bank runs instead of one
 template <int M, int N, int TN, bool CM, bool CN, bool W>
 static __device__ __forceinline__ void vy_get_pairs(const uint* d, uint row, uint n0, uint g, uint t, uint* x, uint* y) {
-    if constexpr (W && N % 32 == 0 && (TN == 2 || TN == 4)) {
+    if constexpr (W && N % 32 == 0 && (TN == 2 || TN == 4 || TN == 8)) {
         const uint r = g & (uint)(TN - 1);
         #pragma unroll
         for (int s = 0; s < TN; s++)
@@ -238,7 +238,7 @@ static __device__ __forceinline__ void vy_get_pairs(const uint* d, uint row, uin
 // vy_get_pairs's inverse: writes x[j], y[j] to the pairs of tile j (in the same order)
 template <int M, int N, int TN, bool CM, bool CN, bool W>
 static __device__ __forceinline__ void vy_put_pairs(uint* d, uint row, uint n0, uint g, uint t, const uint* x, const uint* y) {
-    if constexpr (W && N % 32 == 0 && (TN == 2 || TN == 4)) {
+    if constexpr (W && N % 32 == 0 && (TN == 2 || TN == 4 || TN == 8)) {
         const uint r = g & (uint)(TN - 1);
         uint vx[TN], vy[TN];
         #pragma unroll
