@@ -75,8 +75,9 @@ def _record(name: str) -> Syntax:
 
 
 # what a record may leave to the base class: WGSL has no vector form, no subgroups and no
-# native matmul_acc (it prints the scalar loops of vyre.lower.legalize.matmul)
-OPTIONAL = {"wgsl": {"vector_body", "subgroup", "matmul"}, "cuda": set(), "opencl": set()}
+# native matmul_acc or load_tile (it prints the scalar loops of vyre.lower.legalize.matmul
+# and .tile)
+OPTIONAL = {"wgsl": {"vector_body", "subgroup", "matmul", "tile"}, "cuda": set(), "opencl": set()}
 
 
 @pytest.mark.parametrize("record", ["cuda", "opencl", "wgsl"])

@@ -99,6 +99,18 @@ def _loop(count: int, threads: int, tag: str, body) -> Node:
         Node.if_(e.lt(Expr.u32(count)), body(e))])
 
 
+def _rows(rows: int, cols: int, threads: int, tag: str, body) -> list[Node]:
+    """``body(r, c)`` for every element (r, c) of a rows x cols tile, by ``threads``
+    invocations: consecutive invocations take consecutive columns (coalesced), each its own
+    column ``c`` for every row it visits, so the column's tests and offsets are computed once.
+    Needs ``threads`` a multiple of ``cols`` and ``rows`` a multiple of ``threads / cols``."""
+    per = threads // cols   # rows one step covers
+    c, r0 = Expr.var(f"{tag}c"), Expr.var(f"{tag}r0")
+    return [Node.let_bind(f"{tag}c", LID % cols), Node.let_bind(f"{tag}r0", LID / cols),
+            Node.loop(f"{tag}q", Expr.u32(0), Expr.u32(rows // per),
+                      body(Expr.var(f"{tag}q") * per + r0, c))]
+
+
 def _shape() -> list[Node]:
     return [Node.let_bind(v, Expr.load("prm", Expr.u32(i))) for i, v in enumerate(("pm", "pn", "pk", "ptn"))]
 
@@ -112,16 +124,16 @@ def transpose_program(t: DataType) -> Program:
     # the TR columns written (whole 16-byte chunks: cp.async on CUDA)
     pitch = TR + 16 // t.size
 
-    def put(e: Expr) -> list[Node]:
-        nl, kl = e / TR, e % TR     # consecutive invocations: consecutive k, one n
-        return [Node.if_((n0 + nl).lt(N_).and_((k0 + kl).lt(M_)),
+    def put(nl: Expr, kl: Expr) -> list[Node]:   # consecutive invocations: consecutive k, one n
+        return [Node.if_(Expr.var("kok").and_((n0 + nl).lt(N_)),
                          [Node.store("bt", (n0 + nl) * M_ + k0 + kl, Expr.load("w", kl * pitch + nl))])]
 
     body = [*_shape(),
             Node.let_bind("k0", (WGID / TILES_N) * TR),
             Node.let_bind("n0", (WGID % TILES_N) * TR),
             Node.load_tile("w", "b", k0 * N_ + n0, N_, TR, pitch, M_ - k0, N_ - n0),
-            _loop(TR * TR, TR_THREADS, "o", put)]
+            Node.let_bind("kok", (k0 + LID % TR).lt(M_)),
+            *_rows(TR, TR, TR_THREADS, "o", put)]
     bufs = [BufferDecl.read("b", 0, t), BufferDecl.read("prm", 1, U, 4), BufferDecl.output("bt", 2, t),
             BufferDecl.workgroup("w", TR * pitch, t)]
     return Program.wrapped(bufs, TR_THREADS, body)
@@ -140,6 +152,15 @@ def program(ta: DataType, tb: DataType, t: Tiles) -> Program:
         return [Node.if_((row0 + r).lt(M_).and_((col0 + c).lt(N_)),
                          [Node.store("out", (row0 + r) * N_ + col0 + c, Expr.load("wd", e))])]
 
+    def store_row(r: Expr, c: Expr) -> list[Node]:
+        return [Node.if_(Expr.var("cok").and_((row0 + r).lt(M_)),
+                         [Node.store("out", (row0 + r) * N_ + col0 + c, Expr.load("wd", r * bn + c))])]
+
+    # the output tile: each invocation its own column where a block step covers whole rows
+    rowwise = T % bn == 0 and bm % (T // bn) == 0
+    out = [Node.let_bind("cok", (col0 + LID % bn).lt(N_)), *_rows(bm, bn, T, "o", store_row)] if rowwise \
+        else [_loop(bm * bn, T, "o", store_out)]
+
     k0 = kt * bk
     body = [
         *_shape(),
@@ -149,7 +170,7 @@ def program(ta: DataType, tb: DataType, t: Tiles) -> Program:
             Node.load_tile("wa", "a", row0 * K_ + k0, K_, bm, bk, M_ - row0, K_ - k0),
             Node.load_tile("wb", "bt", col0 * K_ + k0, K_, bn, bk, N_ - col0, K_ - k0),
             Node.matmul_acc("wd", "wa", "wb", bm, bn, bk)]),
-        _loop(bm * bn, T, "o", store_out),
+        *out,
     ]
     bufs = [BufferDecl.read("a", 0, ta), BufferDecl.read("bt", 1, tb),
             BufferDecl.read("prm", 2, U, 4), BufferDecl.output("out", 3, td),

@@ -574,6 +574,11 @@ class CSyntax(Syntax):
         more, `CudaSyntax`): all of them are declared and zeroed."""
         return {w.name: w.count for w in p.plan.workgroup}
 
+    def zeroed_counts(self, p: Printer) -> dict[str, int]:
+        """The elements of each workgroup array the kernel zeroes first (a target may leave
+        out arrays that are written whole before any read, `CudaSyntax`)."""
+        return self.workgroup_counts(p)
+
     def workgroup_declarations(self, p: Printer) -> list[str]:
         counts = self.workgroup_counts(p)
         return [self.local_array.format(t=ST[w.dtype.size], name=f"w_{w.name}", count=counts[w.name])
@@ -590,8 +595,10 @@ class CSyntax(Syntax):
         if plan.workgroup:
             wx, wy, wz = p.program.workgroup_size
             p.out(f"const uint vy_lin = {p.lin()};")
-            counts = self.workgroup_counts(p)
+            counts = self.zeroed_counts(p)
             for w in plan.workgroup:
+                if not counts[w.name]:
+                    continue
                 p.out(f"for (uint z = vy_lin; z < {counts[w.name]}u; z += {wx * wy * wz}u) "
                       f"w_{w.name}[z] = ({ST[w.dtype.size]})0;")
             p.out(self.barrier_line)

@@ -141,6 +141,10 @@ class CudaSyntax(CSyntax):
     def workgroup_counts(self, p: Printer) -> dict[str, int]:
         return tiles.layout(p.plan, self.shared_limit).counts
 
+    def zeroed_counts(self, p: Printer) -> dict[str, int]:
+        lay = tiles.layout(p.plan, self.shared_limit)
+        return {n: 0 if n in lay.whole else c for n, c in lay.counts.items()}
+
     def kernel_head(self, p: Printer, index: int) -> str:
         # the block size is the program's workgroup size: __launch_bounds__ makes the compiler
         # keep registers within what that many threads may have (65536 / T each), so a large

@@ -164,6 +164,9 @@ class Layout:
     dynamic: bool
     pipelines: dict[int, Pipeline]   # by id of the loop and of each of its load_tile statements
     swizzled: frozenset[str] = frozenset()   # arrays stored with swizzled rows (`_swizzles`)
+    # pipelined arrays each trip's tile writes whole before its matmul_acc reads them: the
+    # kernel need not zero them first
+    whole: frozenset[str] = frozenset()
 
 
 def _buffers_named(s: N.Node) -> set[str]:
@@ -240,7 +243,9 @@ def _layout(plan: KernelPlan, limit: int) -> Layout:
     offsets, total = _bytes(counts, program)
     swizzled = frozenset(t.dst for loop, tiles in found for t in tiles
                          if stages > 1 and _swizzles(program, t, loop.body[-1]))
-    return Layout(counts, offsets, total, total > STATIC_LIMIT, pipelines, swizzled)
+    whole = frozenset(t.dst for loop, tiles in found for t in tiles
+                      if stages > 1 and t.rows * t.cols == program.buffer(t.dst).count)
+    return Layout(counts, offsets, total, total > STATIC_LIMIT, pipelines, swizzled, whole)
 
 
 def _swizzles(program: Program, t: N.LoadTile, mm: N.Node) -> bool:
