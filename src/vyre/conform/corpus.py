@@ -277,9 +277,85 @@ def _matmuls() -> list[CorpusEntry]:
     return out
 
 
+def load_tile_program(t: DataType, rows: int, cols: int, wg: int) -> Program:
+    """Workgroup ``g`` loads the rows x cols tile of ``S`` at offset ``P[0] + g * P[1]``
+    (stride ``P[2]``, limits ``P[3]`` rows and ``P[4] - g`` columns, S38) into a workgroup
+    array and writes the whole array to ``O[g*rows*cols ...]``."""
+    prm = [Expr.load("P", Expr.u32(i)) for i in range(5)]
+    g, lid = Expr.wgid_x(), Expr.lid_x()
+    n = rows * cols
+    e = Expr.var("e")
+    body = [Node.load_tile("w", "S", prm[0] + g * prm[1], prm[2], rows, cols, prm[3], prm[4] - g),
+            Node.loop("q", Expr.u32(0), Expr.u32(-(-n // wg)), [
+                Node.let_bind("e", Expr.var("q") * wg + lid),
+                Node.if_(e.lt(Expr.u32(n)), [Node.store("O", g * n + e, Expr.load("w", e))])])]
+    return Program.wrapped([BufferDecl.read("S", 0, t), BufferDecl.read("P", 1, U, 8),
+                            BufferDecl.output("O", 2, t), BufferDecl.workgroup("w", n, t)], wg, body)
+
+
+def tiled_matmul_program(t: DataType, m: int, n: int, k: int, wg: int) -> Program:
+    """``O`` (M x N, i32/u32) = ``A`` (M x K) · ``Bt`` (N x K)ᵀ with shapes ``P[0..2]`` = M, N, K:
+    one workgroup per m x n output tile, whose k loop is two load_tile statements and a
+    matmul_acc (the loop a CUDA pipeline runs), the tile then written out (S37, S38)."""
+    td = I if t in (DataType.I8, DataType.U8) else t
+    pm, pn, pk = (Expr.load("P", Expr.u32(i)) for i in range(3))
+    g, lid = Expr.wgid_x(), Expr.lid_x()
+    r0, c0, kt = Expr.var("r0"), Expr.var("c0"), Expr.var("kt")
+    tiles_n = (Expr.var("pn") + (n - 1)) / n
+    e = Expr.var("e")
+    r, c = e / n, e % n
+    body = [Node.let_bind("pm", pm), Node.let_bind("pn", pn), Node.let_bind("pk", pk),
+            Node.let_bind("r0", (g / tiles_n) * m), Node.let_bind("c0", (g % tiles_n) * n),
+            Node.loop("kt", Expr.u32(0), (Expr.var("pk") + (k - 1)) / k, [
+                Node.load_tile("wa", "A", r0 * Expr.var("pk") + kt * k, Expr.var("pk"), m, k,
+                               Expr.var("pm") - r0, Expr.var("pk") - kt * k),
+                Node.load_tile("wb", "Bt", c0 * Expr.var("pk") + kt * k, Expr.var("pk"), n, k,
+                               Expr.var("pn") - c0, Expr.var("pk") - kt * k),
+                Node.matmul_acc("wd", "wa", "wb", m, n, k)]),
+            Node.loop("q", Expr.u32(0), Expr.u32(-(-(m * n) // wg)), [
+                Node.let_bind("e", Expr.var("q") * wg + lid),
+                Node.if_(e.lt(Expr.u32(m * n)).and_((r0 + r).lt(Expr.var("pm"))).and_((c0 + c).lt(Expr.var("pn"))),
+                         [Node.store("O", (r0 + r) * Expr.var("pn") + c0 + c, Expr.load("wd", e))])])]
+    bufs = [BufferDecl.read("A", 0, t), BufferDecl.read("Bt", 1, t), BufferDecl.read("P", 2, U, 4),
+            BufferDecl.output("O", 3, td), BufferDecl.workgroup("wa", m * k, t),
+            BufferDecl.workgroup("wb", n * k, t), BufferDecl.workgroup("wd", m * n, td)]
+    return Program.wrapped(bufs, wg, body)
+
+
+def _tiles() -> list[CorpusEntry]:
+    """load_tile (S38) over three workgroups: element types of every size, offsets and strides
+    that are and are not 16-byte aligned, partial limits, the end of the source, indices that
+    wrap past 2**32; and k loops of tile loads feeding a matmul_acc (a CUDA pipeline), with
+    edges in every dimension."""
+    out = []
+    groups = 3
+    for t, (rows, cols, wg), prm in [
+            (DataType.I8, (5, 32, 32), (0, 32, 32, 5, 32)), (DataType.U8, (5, 12, 32), (3, 4, 13, 4, 7)),
+            (DataType.I16, (4, 8, 64), (8, 16, 24, 9, 30)), (U, (5, 12, 32), (5, 4, 7, 2, 11)),
+            (F, (4, 8, 32), (0, 8, 8, 4, 8)), (I, (5, 12, 32), (60, 4, 16, 5, 12)),
+            (DataType.U64, (3, 6, 32), (2, 2, 12, 3, 6)), (U, (5, 12, 32), (2**32 - 6, 1, 16, 5, 12))]:
+        def make(seed: int, t=t, prm=prm) -> list[np.ndarray]:
+            return [witness_words(t, 100, seed), np.array([*prm, 0, 0, 0], np.uint32)]
+        out.append(CorpusEntry(f"load_tile.{t.value}.{rows}x{cols}.at{prm[0]}.stride{prm[2]}",
+                               load_tile_program(t, rows, cols, wg), make, ("S38", "S6"), oob=True,
+                               grid_override=(groups, 1, 1)))
+    for t, (m, n, k, wg), (pm, pn, pk) in [(DataType.I8, (32, 32, 32, 64), (70, 45, 100)),
+                                           (DataType.U8, (32, 32, 64, 64), (64, 64, 192)),
+                                           (U, (32, 32, 16, 64), (40, 33, 50))]:
+        tiles = -(-pm // m) * -(-pn // n)
+
+        def make(seed: int, t=t, pm=pm, pn=pn, pk=pk) -> list[np.ndarray]:
+            return [witness_words(t, pm * pk, seed), witness_words(t, pn * pk, seed + 1),
+                    np.array([pm, pn, pk, 0], np.uint32)]
+        out.append(CorpusEntry(f"load_tile.matmul.{t.value}.{m}x{n}x{k}.{pm}x{pn}x{pk}",
+                               tiled_matmul_program(t, m, n, k, wg), make, ("S37", "S38"),
+                               grid_override=(tiles, 1, 1)))
+    return out
+
+
 def corpus() -> list[CorpusEntry]:
     """Every corpus entry, in a stable order."""
-    return _elementwise() + _structured() + _subgroups() + _matmuls()
+    return _elementwise() + _structured() + _subgroups() + _matmuls() + _tiles()
 
 
 def corpus_by_name() -> dict[str, CorpusEntry]:
