@@ -157,3 +157,23 @@ def run_threads(target, args: Sequence[tuple], timeout: float, what: str = "work
     if hung:
         pytest.fail(f"{len(hung)} of {len(threads)} threads still running after {timeout:g} s "
                     f"(a hang): {', '.join(hung)}")
+
+
+def nvrtc():
+    """vyre's NVRTC compiler module, or a skip (a failure with VYRE_REQUIRE_NVRTC=1) where
+    NVRTC is unavailable."""
+    import os
+
+    import pytest
+
+    from vyre.driver.errors import BackendUnavailable
+
+    try:
+        from vyre.drivers.cuda import compiler
+
+        compiler.nvrtc_version()
+        return compiler
+    except BackendUnavailable as err:
+        if os.environ.get("VYRE_REQUIRE_NVRTC") == "1":
+            pytest.fail(f"NVRTC is required here but unavailable: {err}")
+        pytest.skip(f"NVRTC unavailable: {err}")

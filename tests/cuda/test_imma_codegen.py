@@ -8,31 +8,19 @@ a failure."""
 from __future__ import annotations
 
 import importlib
-import os
 import shutil
 import subprocess
 
 import pytest
 
 from vyre.conform.corpus import corpus, matmul_acc_program
-from vyre.driver.errors import BackendUnavailable
 from vyre.ir import DataType
+
+from helpers import nvrtc
 
 D = DataType
 MM = importlib.import_module("vyre.lib.matmul")
 PTX_TYPE = {D.I8: "s8", D.U8: "u8", D.U32: "u8", D.I32: "u8"}
-
-
-def _compiler():
-    try:
-        from vyre.drivers.cuda import compiler
-
-        compiler.nvrtc_version()
-        return compiler
-    except BackendUnavailable as err:
-        if os.environ.get("VYRE_REQUIRE_NVRTC") == "1":
-            pytest.fail(f"NVRTC is required here but unavailable: {err}")
-        pytest.skip(f"NVRTC unavailable: {err}")
 
 
 def _programs():
@@ -47,7 +35,7 @@ def _programs():
 
 @pytest.mark.parametrize("name, program", list(_programs()), ids=lambda v: v if isinstance(v, str) else "")
 def test_the_tensor_core_path_emits_mma_sync_with_the_operand_types(name, program) -> None:
-    compiler = _compiler()
+    compiler = nvrtc()
     from vyre.drivers.cuda.codegen import generate
 
     (ta, tb), = program.facts.matmul
@@ -58,7 +46,7 @@ def test_the_tensor_core_path_emits_mma_sync_with_the_operand_types(name, progra
 
 
 def test_a_block_that_is_not_whole_warps_gets_scalar_loops() -> None:
-    compiler = _compiler()
+    compiler = nvrtc()
     from vyre.drivers.cuda.codegen import generate
 
     p = matmul_acc_program(D.I8, D.I8, D.I32, 5, 7, 37, 48)
@@ -68,7 +56,7 @@ def test_a_block_that_is_not_whole_warps_gets_scalar_loops() -> None:
 
 
 def test_sass_holds_imma_where_cuobjdump_is_installed(tmp_path) -> None:
-    compiler = _compiler()
+    compiler = nvrtc()
     from vyre.drivers.cuda.codegen import generate
 
     if shutil.which("cuobjdump") is None:
@@ -85,7 +73,7 @@ def test_whole_byte_tiles_read_fragments_with_ldmatrix_on_sm80_and_sm90() -> Non
     """A matmul_acc of whole warp tiles (vyre.lib.matmul's CUDA byte tile shape, k = 240 an
     odd multiple of 16) reads its fragments with ldmatrix .x4 and its last 16 k with .x2; a
     shape with edges keeps the scalar fragment loads."""
-    compiler = _compiler()
+    compiler = nvrtc()
     from vyre.drivers.cuda.codegen import generate
 
     t = MM.tiles("cuda", False)
@@ -107,7 +95,7 @@ def test_the_cuda_tiles_build_for_sm80_and_sm90(tile: str) -> None:
     """vyre.lib.matmul's CUDA tiles (and the transpose before them) assemble with each
     device's shared memory (ptxas runs in NVRTC for a cubin), and take no more of it than
     the device has."""
-    compiler = _compiler()
+    compiler = nvrtc()
     from vyre.drivers.cuda import tiles
     from vyre.drivers.cuda.codegen import generate
 

@@ -12,20 +12,10 @@ import pytest
 from vyre.conform.corpus import corpus
 from vyre.conform.generator import random_program
 from vyre.driver import pipeline as P
-from vyre.driver.errors import BackendUnavailable, KernelCompileFailed
+from vyre.driver.errors import KernelCompileFailed
 from vyre.ir import BinOp, BufferDecl, DataType, Expr, Node, Program, UnOp, fingerprint
 
-
-def _nvrtc():
-    try:
-        from vyre.drivers.cuda import compiler
-
-        compiler.nvrtc_version()
-        return compiler
-    except BackendUnavailable as err:
-        if os.environ.get("VYRE_REQUIRE_NVRTC") == "1":
-            pytest.fail(f"NVRTC is required here but unavailable: {err}")
-        pytest.skip(f"NVRTC unavailable: {err}")
+from helpers import nvrtc
 
 
 def _sources():
@@ -38,7 +28,7 @@ def _sources():
 
 
 def test_every_corpus_and_random_program_compiles_to_sm90_cubin():
-    compiler = _nvrtc()
+    compiler = nvrtc()
     failures = []
     count = 0
     for name, source in _sources():
@@ -53,7 +43,7 @@ def test_every_corpus_and_random_program_compiles_to_sm90_cubin():
 
 
 def test_nvrtc_failure_reports_log_and_source_path():
-    compiler = _nvrtc()
+    compiler = nvrtc()
     with pytest.raises(KernelCompileFailed) as err:
         compiler.compile_cubin('extern "C" __global__ void k() { undefined_thing(); }', "sm_90")
     assert "undefined_thing" in err.value.log
@@ -62,7 +52,7 @@ def test_nvrtc_failure_reports_log_and_source_path():
 
 
 def test_cubin_cache_hits_disk_without_nvrtc(tmp_path, monkeypatch):
-    compiler = _nvrtc()
+    compiler = nvrtc()
     from vyre.drivers.cuda.codegen import generate
 
     monkeypatch.setenv("VYRE_CACHE_DIR", str(tmp_path))
@@ -80,7 +70,7 @@ def test_programs_built_in_worker_processes_give_the_serial_cubins():
     """Issue 24: warm-up and conformance build in a pool (`vyre.driver.engine.farm`): each
     worker validates, lowers and compiles; the cubin is NVRTC's for the same source, and a
     program that does not validate is left to its dispatch (None)."""
-    compiler = _nvrtc()
+    compiler = nvrtc()
     from vyre.driver.engine import farm
     from vyre.drivers.cuda.codegen import generate
     from vyre.ir import wire
@@ -101,7 +91,7 @@ def test_programs_built_in_worker_processes_give_the_serial_cubins():
 def test_a_batch_of_programs_compiles_into_one_cubin_with_entries_renamed_apart():
     """Several programs per NVRTC call (its fixed cost is about half of a small program's);
     a program that does not validate is left out (None) and the others still build."""
-    compiler = _nvrtc()
+    compiler = nvrtc()
     from vyre.driver.engine import farm
     from vyre.ir import wire
 
@@ -137,7 +127,7 @@ def test_signed_abs_reaches_ptx_without_an_abs_instruction(t):
     abs.s32/abs.s64, which ptxas takes as non-negative: `saturating_add(abs(x), x)` of
     INT64_MIN folded its saturation to INT64_MAX (conform random/7001179 on the H100). The
     CUDA form keeps the negation opaque, so no abs instruction may reach the PTX."""
-    compiler = _nvrtc()
+    compiler = nvrtc()
     from vyre.drivers.cuda.codegen import generate
 
     g = Expr.gid_x()

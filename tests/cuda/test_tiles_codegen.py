@@ -8,28 +8,14 @@ a missing NVRTC into a failure."""
 from __future__ import annotations
 
 import importlib
-import os
 
-import pytest
-
-from vyre.driver.errors import BackendUnavailable
 from vyre.ir import DataType
+
+from helpers import nvrtc
 
 D = DataType
 MM = importlib.import_module("vyre.lib.matmul")
 H100 = 227 * 1024
-
-
-def _compiler():
-    try:
-        from vyre.drivers.cuda import compiler
-
-        compiler.nvrtc_version()
-        return compiler
-    except BackendUnavailable as err:
-        if os.environ.get("VYRE_REQUIRE_NVRTC") == "1":
-            pytest.fail(f"NVRTC is required here but unavailable: {err}")
-        pytest.skip(f"NVRTC unavailable: {err}")
 
 
 def _tile_program():
@@ -39,7 +25,7 @@ def _tile_program():
 
 
 def test_a_load_tile_is_cp_async_between_barriers() -> None:
-    compiler = _compiler()
+    compiler = nvrtc()
     from semantics.test_load_tile import tile_program
     from vyre.drivers.cuda.codegen import generate
 
@@ -55,7 +41,7 @@ def test_a_load_tile_is_cp_async_between_barriers() -> None:
 
 
 def test_the_lib_k_loop_is_a_pipeline_in_dynamic_shared_memory() -> None:
-    compiler = _compiler()
+    compiler = nvrtc()
     from vyre.drivers.cuda import tiles
     from vyre.drivers.cuda.codegen import generate
 

@@ -54,7 +54,9 @@ def test_facts_equal_a_plain_recomputation(p):
     exprs = list(_all_exprs(p))
     nodes = list(_all_nodes(p))
     assert f.atomic_buffers == {e.buffer for e in exprs if isinstance(e, E.Atomic)}
-    assert f.read == {e.buffer for e in exprs if isinstance(e, E.Atomic | E.Load)}
+    assert f.read == {e.buffer for e in exprs if isinstance(e, E.Atomic | E.Load)} \
+        | {n.src for n in nodes if isinstance(n, N.LoadTile)}
+    assert f.tile_loads == any(isinstance(n, N.LoadTile) for n in nodes)
     assert f.division == any(isinstance(e, E.Bin) and e.op in (BinOp.DIV, BinOp.MOD) for e in exprs)
     assert f.transcendental == any(isinstance(e, E.Un | E.Bin) and e.op in TRANSCENDENTAL for e in exprs)
     assert f.subgroup_ops == {e.op for e in exprs if isinstance(e, E.Subgroup)}
@@ -74,7 +76,8 @@ def _fully_written_oracle(p) -> frozenset[str]:
     """OUTPUT buffers stored at gid.x by a top-level statement before the first top-level
     statement holding a return, and never loaded nor touched by an atomic."""
     out = set()
-    read = {e.buffer for e in _all_exprs(p) if isinstance(e, E.Atomic | E.Load)}
+    read = {e.buffer for e in _all_exprs(p) if isinstance(e, E.Atomic | E.Load)} \
+        | {n.src for n in _all_nodes(p) if isinstance(n, N.LoadTile)}
     for n in p.body:
         if any(isinstance(s, N.Return) for s in N.walk_nodes((n,))):
             break

@@ -593,15 +593,19 @@ class _Validator:
             self.add("V035", at.loc, "indirect_dispatch inside a function.",
                      "place it at the start of a phase of the program body.")
 
-    def _matmul(self, n: N.MatMulAcc, at: _At) -> None:
-        loc = at.loc
+    def _whole_workgroup(self, what: str, at: _At) -> None:
+        """V035 / V039 for a statement the whole workgroup executes together."""
         if self.in_function:
-            self.add("V035", loc, "matmul_acc inside a function.",
+            self.add("V035", at.loc, f"{what} inside a function.",
                      "place it in the program body, where the whole workgroup reaches it.")
         elif not at.uniform:
-            self.add("V039", loc, "matmul_acc under control flow that differs between invocations.",
+            self.add("V039", at.loc, f"{what} under control flow that differs between invocations.",
                      "move it out of the divergent if/loop: every invocation of the workgroup must "
                      "reach it (it acts as a barrier).")
+
+    def _matmul(self, n: N.MatMulAcc, at: _At) -> None:
+        loc = at.loc
+        self._whole_workgroup("matmul_acc", at)
         decls = {}
         for role, name in (("d", n.d), ("a", n.a), ("b", n.b)):
             decl = self.p.buffer(name)
@@ -640,13 +644,7 @@ class _Validator:
 
     def _tile(self, n: N.LoadTile, at: _At) -> None:
         loc, scope = at.loc, at.scope
-        if self.in_function:
-            self.add("V035", loc, "load_tile inside a function.",
-                     "place it in the program body, where the whole workgroup reaches it.")
-        elif not at.uniform:
-            self.add("V039", loc, "load_tile under control flow that differs between invocations.",
-                     "move it out of the divergent if/loop: every invocation of the workgroup must "
-                     "reach it (it acts as a barrier).")
+        self._whole_workgroup("load_tile", at)
         for what, e in (("offset", n.offset), ("stride", n.stride), ("rows_in", n.rows_in), ("cols_in", n.cols_in)):
             self.expr(e, loc, scope, DataType.U32, f"load_tile {what}")
             if not self.uniform_expr(e, self.nonuniform):

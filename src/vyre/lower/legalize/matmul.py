@@ -26,7 +26,7 @@ from vyre.ir import node as N
 from vyre.ir.program import Program
 from vyre.ir.types import Builtin, DataType
 
-from .walk import Scope, walk_body
+from .walk import expand_statements
 
 U = DataType.U32
 Keep = Callable[[Program, N.MatMulAcc], bool]
@@ -79,30 +79,9 @@ def scalar_loops(program: Program, n: N.MatMulAcc, c: int) -> list[N.Node]:
     ]
 
 
-class _Expand:
-    def __init__(self, program: Program, keep: Keep | None) -> None:
-        self.p = program
-        self.keep = keep
-        self.count = 0
-
-    def expr(self, e: E.Expr, scope: Scope) -> E.Expr:
-        return e
-
-    def stmt(self, n: N.Node, scope: Scope) -> list[N.Node] | None:
-        if not isinstance(n, N.MatMulAcc) or (self.keep is not None and self.keep(self.p, n)):
-            return None
-        self.count += 1
-        return scalar_loops(self.p, n, self.count)
-
-
 def expand_matmul(program: Program, keep: Keep | None = None) -> Program:
     """``program`` with every matmul_acc that ``keep`` does not claim as scalar loops; the same
     object when there is none to expand. A matmul_acc is only in the program body (V035)."""
     if not program.facts.matmul:
         return program
-    x = _Expand(program, keep)
-    body = walk_body(program.body, {}, x)
-    if not x.count:
-        return program
-    return Program(program.buffers, program.workgroup_size, body, program.functions)
-
+    return expand_statements(program, N.MatMulAcc, scalar_loops, keep)

@@ -23,7 +23,7 @@ from vyre.ir import expr as E
 from vyre.ir import node as N
 from vyre.ir.program import Program
 
-from .walk import Scope, walk_body
+from .walk import expand_statements
 
 Keep = Callable[[Program, N.Node], bool]
 
@@ -62,29 +62,9 @@ def scalar_copy(program: Program, n: N.LoadTile, c: int) -> list[N.Node]:
     ]
 
 
-class _Expand:
-    def __init__(self, program: Program, keep: Keep | None) -> None:
-        self.p = program
-        self.keep = keep
-        self.count = 0
-
-    def expr(self, e: E.Expr, scope: Scope) -> E.Expr:
-        return e
-
-    def stmt(self, n: N.Node, scope: Scope) -> list[N.Node] | None:
-        if not isinstance(n, N.LoadTile) or (self.keep is not None and self.keep(self.p, n)):
-            return None
-        self.count += 1
-        return scalar_copy(self.p, n, self.count)
-
-
 def expand_tiles(program: Program, keep: Keep | None = None) -> Program:
     """``program`` with every load_tile that ``keep`` does not claim as scalar loops; the same
     object when there is none to expand. A load_tile is only in the program body (V035)."""
     if not program.facts.tile_loads:
         return program
-    x = _Expand(program, keep)
-    body = walk_body(program.body, {}, x)
-    if not x.count:
-        return program
-    return Program(program.buffers, program.workgroup_size, body, program.functions)
+    return expand_statements(program, N.LoadTile, scalar_copy, keep)

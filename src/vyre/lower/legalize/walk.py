@@ -73,3 +73,33 @@ def walk_function(f: Function, rw: Rewrite, params=None, result=None) -> Functio
     if result is None and f.result is not None:
         result = rw.expr(f.result, body_scope(f.body, scope, rw.p))
     return Function(f.name, tuple(params if params is not None else f.params), body, result)
+
+
+class _Expand:
+    """Replaces each statement of one kind that ``keep`` does not claim by ``rewrite``'s
+    statements (`expand_statements`)."""
+
+    def __init__(self, program: Program, kind: type, rewrite: Any, keep: Any) -> None:
+        self.p, self.kind, self.rewrite, self.keep = program, kind, rewrite, keep
+        self.count = 0
+
+    def expr(self, e: Any, scope: Scope) -> Any:
+        return e
+
+    def stmt(self, n: N.Node, scope: Scope) -> list[N.Node] | None:
+        if not isinstance(n, self.kind) or (self.keep is not None and self.keep(self.p, n)):
+            return None
+        self.count += 1
+        return self.rewrite(self.p, n, self.count)
+
+
+def expand_statements(program: Program, kind: type, rewrite: Any, keep: Any = None) -> Program:
+    """``program`` with every statement of ``kind`` that ``keep(program, statement)`` does not
+    claim replaced by ``rewrite(program, statement, c)`` (``c`` numbers them from 1, for unique
+    local names); the same object when there is none to replace. Such statements are only in
+    the program body (V035), which is all this walks."""
+    x = _Expand(program, kind, rewrite, keep)
+    body = walk_body(program.body, {}, x)
+    if not x.count:
+        return program
+    return Program(program.buffers, program.workgroup_size, body, program.functions)
