@@ -124,6 +124,29 @@ def cuda_math() -> None:
     fig.savefig(OUT / "cuda_math.png", dpi=120)
 
 
+def cuda_imma() -> None:
+    """Integer GEMMs on the tensor cores (benchmarks/cuda_imma.py): i8 8192^3 in TOPS for each
+    tile timed beside torch._int_mm, and the u32 byte planes against vyre's SIMT form."""
+    if not (RESULTS / "cuda_imma.json").exists():
+        return
+    r = load("cuda_imma")
+    tiles = r.get("i8_tiles", {})
+    names = [*tiles, "torch._int_mm"]
+    tops = [row["tops"] for row in tiles.values()] + [r.get("i8_torch_int_mm_tops", 0.0)]
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(9, 3.2), gridspec_kw={"width_ratios": [3, 1]})
+    ax.bar(range(len(names)), tops, color=["tab:blue"] * len(tiles) + ["tab:gray"])
+    ax.set_xticks(range(len(names)), names, rotation=25, ha="right", fontsize=7)
+    ax.axhline(600, color="tab:orange", lw=0.8, ls="--")
+    ax.set_ylabel("TOPS (i8 8192^3, H100)")
+    u32 = r.get("u32_tiles", {})
+    bx.bar(range(len(u32)), [row.get("ratio_vs_simt", 0.0) for row in u32.values()])
+    bx.set_xticks(range(len(u32)), list(u32), rotation=25, ha="right", fontsize=7)
+    bx.axhline(10, color="tab:orange", lw=0.8, ls="--")
+    bx.set_ylabel("u32 4096^3: x vyre SIMT")
+    fig.tight_layout()
+    fig.savefig(OUT / "cuda_imma.png", dpi=120)
+
+
 def device_arrays() -> None:
     """Per-call cost of a saxpy vs array size (benchmarks/cuda_device_arrays.py's sweep): vyre
     on CuPy arrays against what users would write instead, when recorded."""
@@ -152,7 +175,7 @@ def device_arrays() -> None:
 
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
-    for fn in (cuda_kernels, dispatch, cluster, wgpu, primitives, cuda_math, device_arrays):
+    for fn in (cuda_kernels, dispatch, cluster, wgpu, primitives, cuda_math, cuda_imma, device_arrays):
         fn()
         print("wrote", fn.__name__)
 
