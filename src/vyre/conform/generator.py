@@ -79,6 +79,7 @@ class GenOptions:
     locals: bool = True
     indirect: bool = True
     matmul: bool = True      # matmul_acc on workgroup arrays (then no early returns: V039)
+    tile_loads: bool = True  # load_tile of an input into a workgroup array (likewise, S38)
     float_atomics: bool = True   # exact float atomic ADD/MIN/MAX statements (S36)
     # features a backend refuses by design (see `options_for`): "f32_div", "f32_mod", "fma",
     # "sqrt", "reciprocal", and the transcendentals by name ("exp", "sin", ...)
@@ -343,7 +344,9 @@ def random_program(seed: int, opts: GenOptions | None = None) -> tuple[Program, 
     opts.grid_sync = use_sync
     mm_rng = random.Random(seed * 7919 + 26)   # its own stream: other programs stay as they were
     use_mm = use_wg and opts.matmul and mm_rng.random() < 0.5
-    if use_mm:
+    lt_rng = random.Random(seed * 7919 + 38)   # likewise for load_tile
+    use_lt = use_wg and opts.tile_loads and lt_rng.random() < 0.5
+    if use_mm or use_lt:
         opts.returns = False
     if opts.transcendental_share < 1.0 and random.Random(seed * 104729 + 13).random() >= opts.transcendental_share:
         opts.max_transcendentals = 0
@@ -390,6 +393,8 @@ def random_program(seed: int, opts: GenOptions | None = None) -> tuple[Program, 
         ctx.scopes[-1][name] = U
     if use_mm:
         body += _matmul(ctx, mm_rng, buffers)
+    if use_lt:
+        body += _load_tile(ctx, lt_rng, buffers, n)
     if use_sync:
         buffers.append(BufferDecl.output("out_g", 7, U, n))
         indirect = opts.indirect and rng.random() < 0.5
@@ -443,6 +448,32 @@ def _matmul(ctx: _Ctx, rng: random.Random, buffers: list[BufferDecl]) -> list[No
         got = Expr.bitcast(U, got)
     out.append(Node.store("out_u", Expr.gid_x(), got ^ Expr.load("out_u", Expr.gid_x())))
     return out
+
+
+def _load_tile(ctx: _Ctx, rng: random.Random, buffers: list[BufferDecl], n: int) -> list[Node]:
+    """A load_tile (S38) of one of the program's inputs into a workgroup array: offsets from
+    the workgroup id, strides and limits that may reach past the input's end or wrap, one
+    element of the tile xor-ed into ``out_u``."""
+    inputs = [b for b in buffers if b.access.value == "read" and b.name.startswith("in_")]
+    src = rng.choice(inputs)
+    t = src.dtype
+    rows, cols = rng.choice([1, 2, 3, 5]), rng.choice([1, 3, 4, 8, 16])
+    count = rows * cols
+    buffers.append(BufferDecl.workgroup("ltw", count, t))
+    g = Expr.wgid_x()
+    offset = g * Expr.u32(rng.choice([0, 1, 3, cols, 16])) + Expr.u32(rng.choice([0, 1, 5, n - 1, 2**32 - 3]))
+    stride = Expr.u32(rng.choice([0, 1, cols, cols + 3, 16, n]))
+    rows_in = Expr.u32(rng.choice([0, 1, rows, rows + 2]))
+    cols_in = Expr.u32(rng.choice([cols, cols + 1, 2])) - (g % Expr.u32(2) if rng.random() < 0.5 else Expr.u32(0))
+    got = Expr.load("ltw", (Expr.lid_x() * Expr.u32(rng.choice([1, 7]))) % Expr.u32(count))
+    vt = t.value_type
+    if vt.is_float:
+        bits = Expr.bitcast(DataType.U32, got) if vt.size == 4 else Expr.cast(DataType.U32, Expr.bitcast(
+            DataType.U64 if vt.size == 8 else DataType.U32, got))
+    else:
+        bits = got if vt is U else Expr.cast(U, got)
+    return [Node.load_tile("ltw", src.name, offset, stride, rows, cols, rows_in, cols_in),
+            Node.store("out_u", Expr.gid_x(), bits ^ Expr.load("out_u", Expr.gid_x()))]
 
 
 #: correctly rounded functions that random programs leave out on a CPU wgpu adapter
