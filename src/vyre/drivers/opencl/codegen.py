@@ -91,7 +91,8 @@ OPENCL = CSyntax(
 # the lanes of an elementwise kernel with correctly rounded functions (`KernelPlan.lane_loop`):
 # PoCL's "loops" work-group method (vyre.drivers.opencl.runtime) vectorises no work-item loop,
 # but LLVM vectorises this loop of one invocation's lanes: 16 lanes (two AVX-512 vectors of
-# doubles) ran exp's 16M elements in 21 ms where 4 and 8 took 35 (2-core Xeon VM, PoCL 3.1)
+# doubles) ran exp's 16M elements in 21 ms where 4 and 8 took 35 (2-core Xeon VM, PoCL 3.1, at
+# LLVM's own width; `vyre.lower.cfamily.LANE_WIDTH` took the 16 to 13 ms)
 LANES = 16
 
 BASE_OPTIONS = ("-cl-std=CL1.2", "-w")  # -w: PoCL's clang notes are noise here
