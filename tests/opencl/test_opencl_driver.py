@@ -192,3 +192,39 @@ def test_zero_copy_never_reads_the_callers_array_after_an_async_call_returns(ope
     a[:] = np.arange(a.size, dtype=np.uint32)
     assert np.array_equal(as_u32(opencl.dispatch_arrays(p, [a, trips])[0].tobytes()), want)
     assert seen or not opencl.device.zero_copy
+
+
+def _lane_inputs(name: str) -> np.ndarray:
+    """Bits of f32 inputs that leave exp's or tanh's common path (specials, subnormals, the
+    ends of the fast range, the hard cases) mixed into ordinary ones, 16-lane blocks with one,
+    several or no such lanes, and a length that leaves a partial block."""
+    from vyre.lower.crmath import hard_cases
+
+    rng = np.random.default_rng(21)
+    odd = [0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001, 0xFFFFFFFF, 0, 0x80000000, 1, 0x807FFFFF,
+           0x42AE8000, 0xC2AE8000, 0x42AE7FFF, 0xC2AE7FFF, 0x42C80000, 0xC2DC0000, 0x1E3CE508,
+           *(k for k, _ in hard_cases()[name])]
+    x = rng.uniform(-90, 90, 16 * 64 + 5).astype(np.float32).view(np.uint32)
+    x[16:16 + len(odd)] = odd                       # blocks where most lanes leave the path
+    x[16 * 40 + 7] = 0x7FC00000                      # one lane of a block
+    x[-3:] = odd[:3]                                 # the partial block
+    return x
+
+
+@pytest.mark.parametrize("name", ["exp", "tanh"])
+def test_lane_loop_gives_the_reference_bytes(opencl, name):
+    """Elementwise exp/tanh print their lanes as a vectorisable loop (`KernelPlan.lane_loop`)
+    with the slow path run afterwards for the lanes that need it; a program that reads what
+    it stores keeps the plain vector form. Both give the reference's bytes."""
+    from vyre.ir import UnOp
+
+    op = UnOp(name)
+    x = _lane_inputs(name)
+    p = Program.wrapped([BufferDecl.read("x", 0, DataType.F32), BufferDecl.output("o", 1, DataType.F32)], 256,
+                        [Node.store("o", GX, Expr.un(op, Expr.load("x", GX)) * 2.0)])
+    assert "#pragma clang loop vectorize(enable)" in opencl.generated_source(p)
+    assert opencl.dispatch(p, [x.view(np.float32)]) == reference.run(p, [x.view(np.float32)])
+    inplace = Program.wrapped([BufferDecl.read_write("x", 0, DataType.F32)], 256,
+                              [Node.store("x", GX, Expr.un(op, Expr.load("x", GX)))])
+    assert "vectorize(enable)" not in opencl.generated_source(inplace)
+    assert opencl.dispatch(inplace, [x.view(np.float32)]) == reference.run(inplace, [x.view(np.float32)])

@@ -615,10 +615,65 @@ class CSyntax(Syntax):
             params.append(self.cancel_param)
         return f"{self.kernel} {plan.entries[index]}({', '.join(params)})"
 
+    def lane_loop(self, p: Printer, body: tuple) -> None:
+        """The vector form's lanes as a loop (`KernelPlan.lane_loop`), when all of them are in
+        range: each lane's body with the functions of `crmath.LANE_HELPER` on their common
+        path (each entry's name is defined as its lane function for the loop, which sets the
+        lane's bit of ``vy_slow`` where the entry would have left that path), then the body
+        again, as written, for those lanes only. The stores of the vector form go to outputs
+        that the body never reads (`lane_loop_ops`), so a lane run twice stores what the second
+        run computes. Else the lanes one at a time, as `vector_body` does."""
+        plan = p.plan
+        w = plan.vector
+        p.out(f"const uint vy_base = {w}u * {self.builtins(Builtin.GID, 0)};")
+        vec = sorted(plan.vector_loads | plan.vector_stores)
+        cond = [f"vy_base + {w}u <= vy_gx"] + [f"vy_base + {w}u <= {p.count(b)}" for b in vec]
+        p.open(f"if ({' && '.join(cond)})")
+        p.out("uint vy_slow = 0u;")
+        names = [crmath.LANE_HELPER[op] for op in sorted(lane_loop_ops(plan), key=lambda o: o.value)]
+        for entry, lane in names:
+            p.out(f"#define {entry}(x) vy_lane_f32({lane}(x), &vy_s)")
+        p.out(f"#pragma clang loop vectorize(enable) vectorize_width({LANE_WIDTH})")
+        p.open(f"for (uint vy_j = 0u; vy_j < {w}u; vy_j++)")
+        p.gid_x = "vy_gid"
+        p.out("const uint vy_gid = vy_base + vy_j;")
+        p.out("uint vy_s = 0u;")
+        p.lane_loads = {b: f"{p.ptr(b)}[vy_gid]" for b in plan.vector_loads}
+        p.lane_stores = {b: f"{p.ptr(b)}[vy_gid]" for b in plan.vector_stores}
+        p.open("")
+        p.block(body)
+        p.close()
+        p.out("vy_slow |= vy_s << vy_j;")
+        p.close()
+        for entry, _ in names:
+            p.out(f"#undef {entry}")
+        p.open("if (vy_slow != 0u)")
+        p.open(f"for (uint vy_j = 0u; vy_j < {w}u; vy_j++)")
+        p.out("const uint vy_gid = vy_base + vy_j;")
+        p.open("if ((vy_slow >> vy_j) & 1u)")
+        p.block(body)
+        p.close()
+        p.close()
+        p.close()
+        p.lane_loads, p.lane_stores = {}, {}
+        p.close()
+        p.open("else")
+        p.open(f"for (uint vy_j = 0u; vy_j < {w}u; vy_j++)")
+        p.out("const uint vy_gid = vy_base + vy_j;")
+        p.open("if (vy_gid < vy_gx)")
+        p.block(body)
+        p.close()
+        p.close()
+        p.close()
+        p.gid_x = None
+
     def vector_body(self, p: Printer, body: tuple) -> None:
         """Four consecutive invocations per thread: 128-bit loads and stores when all four
         elements are in range (and the pointers aligned), else the four one at a time. Either
         way exactly the invocations gid.x < vy_gx run, each with its own gid.x."""
+        if p.plan.lane_loop:
+            self.lane_loop(p, body)
+            return
         assert self.vload4 is not None and self.vstore4 is not None and self.make4 is not None
         plan = p.plan
         w = plan.vector
@@ -664,9 +719,35 @@ class CSyntax(Syntax):
         if p.plan.native_tiles:
             preludes.append(self.tile_prelude)
         if p.plan.uses_transcendentals:
-            preludes.append(crmath.prelude({e.op for e in N.program_exprs(p.plan.program)
-                                            if isinstance(e, E.Un | E.Bin)}))
+            ops = {e.op for e in N.program_exprs(p.plan.program) if isinstance(e, E.Un | E.Bin)}
+            preludes.append(crmath.lane_prelude(ops) + LANE_PRELUDE if p.plan.lane_loop else crmath.prelude(ops))
         return "\n".join([*preludes, *kernels])
+
+
+# the lane loop's vector width: 8 doubles (one AVX-512 register; LLVM splits it where vectors
+# are narrower). PoCL 3.1 on a Skylake-AVX512 VM chose 4 by itself: exp's 16M elements took
+# 22 ms in the kernel, 13-15 ms at 8
+LANE_WIDTH = 8
+
+# a lane function's f32, its "left the common path" bit or-ed into the lane's flag word (the
+# lane function is pure and inlined: its two uses of ``r`` compute it once)
+LANE_PRELUDE = """VY_FN float vy_lane_f32_(float r, bool ok, uint* s) { *s |= ok ? 0u : 1u; return r; }
+#define vy_lane_f32(r, s) vy_lane_f32_((r).v0, (r).v1, (s))
+"""
+
+
+def lane_loop_ops(plan: KernelPlan) -> frozenset:
+    """The ops of `crmath.LANE_HELPER` in a vector-form plan whose lanes may run as a loop
+    (`KernelPlan.lane_loop`): every store of the body is a vector store (an output at gid.x
+    that the body never reads), so running a lane's body again changes nothing but what it
+    stores. Empty when there are none or the plan has no such form."""
+    if plan.vector <= 1 or not plan.uses_transcendentals:
+        return frozenset()
+    body = plan.phases[0]
+    if any(isinstance(n, N.Store) and n.buffer not in plan.vector_stores for n in N.walk_nodes(body)):
+        return frozenset()
+    ops = {e.op for e in N.program_exprs(plan.program) if isinstance(e, E.Un)}
+    return frozenset(op for op in ops if op in crmath.LANE_HELPER)
 
 
 def emit_source(plan: KernelPlan, syntax: CSyntax) -> str:

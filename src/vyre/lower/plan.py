@@ -60,6 +60,10 @@ class KernelPlan:
     # hidden u32 buffers of float atomics (S36, `vyre.lower.accumulate`), bound last in this
     # order; when any, the last phase finalises their targets over a grid of its own
     scratch: tuple[Scratch, ...] = ()
+    # the vector form's lanes as a loop the target's compiler vectorises, the correctly
+    # rounded functions of `vyre.lower.crmath.LANE_HELPER` on their branch-free common path
+    # there, and the lanes that leave it run again after (`vyre.lower.cfamily.lane_loop_ops`)
+    lane_loop: bool = False
 
     @property
     def stoppable(self) -> bool:

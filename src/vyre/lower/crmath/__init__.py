@@ -21,10 +21,10 @@ from vyre.ir.types import BinOp, UnOp
 
 from . import c as _c
 from .binary import vym_atan2, vym_pow
-from .functions import DEVICE_EPS, ENTRY, HARD_CASES, hard_cases, vym_hypot
+from .functions import DEVICE_EPS, ENTRY, HARD_CASES, LANE, hard_cases, vym_hypot
 
-__all__ = ["DEVICE_EPS", "DOUBLE", "HARD_CASES", "HELPER", "hard_cases", "prelude", "roots",
-           "wgsl_prelude"]
+__all__ = ["DEVICE_EPS", "DOUBLE", "HARD_CASES", "HELPER", "LANE_HELPER", "hard_cases", "lane_prelude",
+           "prelude", "roots", "wgsl_prelude"]
 
 # the functions of two operands (pow and atan2: vyre.lower.crmath.binary)
 BINARY = {BinOp.HYPOT: vym_hypot, BinOp.POW: vym_pow, BinOp.ATAN2: vym_atan2}
@@ -33,6 +33,9 @@ HELPER: dict[UnOp | BinOp, str] = {
     **{UnOp(name): fn.name for name, fn in ENTRY.items()},
     **{op: fn.name for op, fn in BINARY.items()},
 }
+# the ops whose entry has a branch-free common path (`vyre.lower.crmath.functions.LANE`): the
+# entry's name -> its lane function's
+LANE_HELPER: dict[UnOp, tuple[str, str]] = {UnOp(name): (ENTRY[name].name, fn.name) for name, fn in LANE.items()}
 # the double each helper rounds, as a C expression of the f32 ``x`` (tests measure its error
 # against DEVICE_EPS)
 DOUBLE: dict[UnOp, str] = {
@@ -50,6 +53,12 @@ def roots(ops: frozenset[UnOp | BinOp] | set[UnOp | BinOp]) -> list:
 def prelude(ops: frozenset[UnOp | BinOp] | set[UnOp | BinOp]) -> str:
     """C source of the helpers (and their tables) for the given ops; '' when none."""
     fns = roots(ops)
+    return _c.source(fns) if fns else ""
+
+
+def lane_prelude(ops: frozenset[UnOp | BinOp] | set[UnOp | BinOp]) -> str:
+    """`prelude` of ``ops`` plus the lane functions of those in `LANE_HELPER` (C family)."""
+    fns = roots(ops) + [LANE[op.value] for op in LANE_HELPER if op in ops]
     return _c.source(fns) if fns else ""
 
 

@@ -905,8 +905,29 @@ def _core_of(name: str, core: Function) -> Function:
     return Function(f"vym_{name}_y", F64, (("x", F32),), build)
 
 
-ENTRY: dict[str, Function] = {name: _entry(name, _core_of(name, core), special, FAST.get(name))
-                              for name, (core, special) in _ENTRIES.items()}
+_CORE: dict[str, Function] = {name: _core_of(name, core) for name, (core, _) in _ENTRIES.items()}
+ENTRY: dict[str, Function] = {name: _entry(name, _CORE[name], special, FAST.get(name))
+                              for name, (_, special) in _ENTRIES.items()}
+
+
+def _lane(name: str, core: Function, fast: Fast) -> Function:
+    """``vym_<name>_lane(x)``: the entry's common path with no branch, for a loop over
+    lanes that a compiler vectorises (OpenCL on a CPU: `vyre.lower.cfamily`): the core's
+    double rounded plainly, and whether the entry would have returned it (else the caller
+    runs the entry, ``vym_<name>``, on that lane afterwards). Only for a `Fast` with
+    ``total``: the core runs on every f32 argument."""
+
+    def build(b: Block, x: Val) -> None:
+        y = b.let(core(x), "y")
+        ok, r = plain_f32(b, y, fast.normal)
+        b.ret(r, fast.args(x) & ok)
+
+    return Function(f"vym_{name}_lane", (F32, BOOL), (("x", F32),), build)
+
+
+#: the lane functions (`_lane`) of the entries whose common path is total
+LANE: dict[str, Function] = {name: _lane(name, _CORE[name], FAST[name])
+                             for name in _ENTRIES if name in FAST and FAST[name].total}
 
 
 @function(F32, x=F32, y=F32)
