@@ -743,8 +743,7 @@ def lane_loop_ops(plan: KernelPlan) -> frozenset:
     stores. Empty when there are none or the plan has no such form."""
     if plan.vector <= 1 or not plan.uses_transcendentals:
         return frozenset()
-    body = plan.phases[0]
-    if any(isinstance(n, N.Store) and n.buffer not in plan.vector_stores for n in N.walk_nodes(body)):
+    if plan.program.facts.stored - plan.vector_stores:   # (one phase: the program's facts are its)
         return frozenset()
     ops = {e.op for e in N.program_exprs(plan.program) if isinstance(e, E.Un)}
     return frozenset(op for op in ops if op in crmath.LANE_HELPER)
