@@ -122,6 +122,10 @@ def _atomic(op: AtomicOp, ptr: str, val: str, expected: str | None, signed: bool
     return f"{_ATOMIC[op]}({ptr}, {val})"
 
 
+# blocks of more threads than this carry __launch_bounds__ (`CudaSyntax.kernel_head`)
+LAUNCH_BOUNDS_FROM = 256
+
+
 @dataclass(frozen=True)
 class CudaSyntax(CSyntax):
     """CUDA's syntax record: the C family's, with the register arrays of the matmul_acc
@@ -146,11 +150,13 @@ class CudaSyntax(CSyntax):
         return {n: 0 if n in lay.whole else c for n, c in lay.counts.items()}
 
     def kernel_head(self, p: Printer, index: int) -> str:
-        # the block size is the program's workgroup size: __launch_bounds__ makes the compiler
-        # keep registers within what that many threads may have (65536 / T each), so a large
-        # workgroup never fails to launch for want of registers (it spills instead)
+        # the block size is the program's workgroup size: past 256 threads (where 65536 / T
+        # registers a thread is below the 255 any kernel may use) __launch_bounds__ makes the
+        # compiler keep registers within that, so a large workgroup never fails to launch for
+        # want of registers (it spills instead); smaller blocks compile as they did
         head = super().kernel_head(p, index)
-        return head.replace(self.kernel, f"{self.kernel} __launch_bounds__({p.program.invocations_per_workgroup})", 1)
+        t = p.program.invocations_per_workgroup
+        return head.replace(self.kernel, f"{self.kernel} __launch_bounds__({t})", 1) if t > LAUNCH_BOUNDS_FROM else head
 
     def workgroup_declarations(self, p: Printer) -> list[str]:
         return tiles.declarations(p)
