@@ -615,6 +615,32 @@ class CSyntax(Syntax):
             params.append(self.cancel_param)
         return f"{self.kernel} {plan.entries[index]}({', '.join(params)})"
 
+    def _lanes_in_range(self, p: Printer, aligned: bool) -> None:
+        """The vector form's head: this invocation's first gid.x (``vy_base``), and an if
+        opened on all of its lanes being in range (``aligned``: and the vector-accessed
+        buffers 16-byte aligned)."""
+        plan = p.plan
+        w = plan.vector
+        p.out(f"const uint vy_base = {w}u * {self.builtins(Builtin.GID, 0)};")
+        vec = sorted(plan.vector_loads | plan.vector_stores)
+        cond = [f"vy_base + {w}u <= vy_gx"] + [f"vy_base + {w}u <= {p.count(b)}" for b in vec]
+        if aligned:
+            cond += [f"(((size_t){p.ptr(b)}) & 15) == 0" for b in vec]
+        p.open(f"if ({' && '.join(cond)})")
+
+    def _lanes_one_at_a_time(self, p: Printer, body: tuple) -> None:
+        """The vector form's else branch: each lane below ``vy_gx`` alone, with its own gid.x."""
+        p.open("else")
+        p.open(f"for (uint vy_j = 0u; vy_j < {p.plan.vector}u; vy_j++)")
+        p.gid_x = "vy_gid"
+        p.out("const uint vy_gid = vy_base + vy_j;")
+        p.open("if (vy_gid < vy_gx)")
+        p.block(body)
+        p.close()
+        p.close()
+        p.close()
+        p.gid_x = None
+
     def lane_loop(self, p: Printer, body: tuple) -> None:
         """The vector form's lanes as a loop (`KernelPlan.lane_loop`), when all of them are in
         range: each lane's body with the functions of `crmath.LANE_HELPER` on their common
@@ -625,10 +651,7 @@ class CSyntax(Syntax):
         run computes. Else the lanes one at a time, as `vector_body` does."""
         plan = p.plan
         w = plan.vector
-        p.out(f"const uint vy_base = {w}u * {self.builtins(Builtin.GID, 0)};")
-        vec = sorted(plan.vector_loads | plan.vector_stores)
-        cond = [f"vy_base + {w}u <= vy_gx"] + [f"vy_base + {w}u <= {p.count(b)}" for b in vec]
-        p.open(f"if ({' && '.join(cond)})")
+        self._lanes_in_range(p, aligned=False)
         p.out("uint vy_slow = 0u;")
         names = [crmath.LANE_HELPER[op] for op in sorted(lane_loop_ops(plan), key=lambda o: o.value)]
         for entry, lane in names:
@@ -657,15 +680,7 @@ class CSyntax(Syntax):
         p.close()
         p.lane_loads, p.lane_stores = {}, {}
         p.close()
-        p.open("else")
-        p.open(f"for (uint vy_j = 0u; vy_j < {w}u; vy_j++)")
-        p.out("const uint vy_gid = vy_base + vy_j;")
-        p.open("if (vy_gid < vy_gx)")
-        p.block(body)
-        p.close()
-        p.close()
-        p.close()
-        p.gid_x = None
+        self._lanes_one_at_a_time(p, body)
 
     def vector_body(self, p: Printer, body: tuple) -> None:
         """Four consecutive invocations per thread: 128-bit loads and stores when all four
@@ -677,11 +692,7 @@ class CSyntax(Syntax):
         assert self.vload4 is not None and self.vstore4 is not None and self.make4 is not None
         plan = p.plan
         w = plan.vector
-        p.out(f"const uint vy_base = {w}u * {self.builtins(Builtin.GID, 0)};")
-        vec = sorted(plan.vector_loads | plan.vector_stores)
-        cond = [f"vy_base + {w}u <= vy_gx"] + [f"vy_base + {w}u <= {p.count(b)}" for b in vec]
-        cond += [f"(((size_t){p.ptr(b)}) & 15) == 0" for b in vec]
-        p.open(f"if ({' && '.join(cond)})")
+        self._lanes_in_range(p, aligned=True)
         for b in sorted(plan.vector_loads):
             p.out(f"const uint4 vy_{b} = {self.vload4(p.ptr(b), 'vy_base')};")
         for b in sorted(plan.vector_stores):
@@ -697,16 +708,7 @@ class CSyntax(Syntax):
             p.out(self.vstore4(p.ptr(b), "vy_base", self.make4([f"vs_{b}_{j}" for j in range(w)])))
         p.lane_loads, p.lane_stores = {}, {}
         p.close()
-        p.open("else")
-        p.open(f"for (uint vy_j = 0u; vy_j < {w}u; vy_j++)")
-        p.gid_x = "vy_gid"
-        p.out("const uint vy_gid = vy_base + vy_j;")
-        p.open("if (vy_gid < vy_gx)")
-        p.block(body)
-        p.close()
-        p.close()
-        p.close()
-        p.gid_x = None
+        self._lanes_one_at_a_time(p, body)
 
     def module(self, p: Printer, kernels: list[str]) -> str:
         preludes = [self.header, PRELUDE, *self.preludes]
