@@ -24,9 +24,9 @@ from collections.abc import Callable
 from vyre.ir import expr as E
 from vyre.ir import node as N
 from vyre.ir.program import Program
-from vyre.ir.types import Builtin, DataType
+from vyre.ir.types import DataType
 
-from .walk import expand_statements
+from .walk import expand_statements, workgroup_slots
 
 U = DataType.U32
 Keep = Callable[[Program, N.MatMulAcc], bool]
@@ -42,13 +42,9 @@ def scalar_loops(program: Program, n: N.MatMulAcc, c: int) -> list[N.Node]:
     """The statements that do ``n`` with scalar loops (module docstring); ``c`` makes the
     local names unique."""
     d, a, b = (program.buffer(x) for x in (n.d, n.a, n.b))
-    wx, wy, wz = program.workgroup_size
-    w = wx * wy * wz
-    lid = [E.Id(Builtin.LID, axis) for axis in range(3)]
-    lin = lid[0] + E.Expr.u32(wx) * (lid[1] + E.Expr.u32(wy) * lid[2])
-    v = {s: f"__vymm{c}_{s}" for s in ("l", "q", "e", "i", "j", "acc", "p", "r", "pp")}
+    prefix = f"__vymm{c}_"
+    v = {s: f"{prefix}{s}" for s in ("l", "e", "i", "j", "acc", "p", "r", "pp")}
     var = {s: E.Var(name) for s, name in v.items()}
-    total = n.m * n.n
     k = E.Expr.u32(n.k)
     acc = var["acc"]
     pp = var["pp"]
@@ -65,18 +61,7 @@ def scalar_loops(program: Program, n: N.MatMulAcc, c: int) -> list[N.Node]:
             N.Assign(v["acc"], acc + product))),
         N.Store(n.d, var["e"], stored),
     ]
-    return [
-        N.Barrier(),
-        N.Block((
-            N.Let(v["l"], lin),
-            N.Let(v["r"], var["l"] % k),
-            N.Loop(v["q"], E.Expr.u32(0), E.Expr.u32(-(-total // w)), (
-                N.Let(v["e"], var["q"] * E.Expr.u32(w) + var["l"]),
-                N.If(var["e"].lt(E.Expr.u32(total)), tuple(output)),
-            )),
-        )),
-        N.Barrier(),
-    ]
+    return workgroup_slots(program, prefix, n.m * n.n, [N.Let(v["r"], var["l"] % k)], output)
 
 
 def expand_matmul(program: Program, keep: Keep | None = None) -> Program:

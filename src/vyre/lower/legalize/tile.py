@@ -23,7 +23,7 @@ from vyre.ir import expr as E
 from vyre.ir import node as N
 from vyre.ir.program import Program
 
-from .walk import expand_statements
+from .walk import expand_statements, workgroup_slots
 
 Keep = Callable[[Program, N.Node], bool]
 
@@ -32,12 +32,9 @@ def scalar_copy(program: Program, n: N.LoadTile, c: int) -> list[N.Node]:
     """The statements that do ``n`` with a scalar loop (module docstring); ``c`` makes the
     local names unique."""
     X, S = E.Expr, N.Node
-    wx, wy, wz = program.workgroup_size
-    w = wx * wy * wz
-    lin = X.lid(0) + X.u32(wx) * (X.lid(1) + X.u32(wy) * X.lid(2))
-    v = {s: f"__vylt{c}_{s}" for s in ("l", "off", "st", "rin", "cin", "q", "e", "r", "c")}
+    prefix = f"__vylt{c}_"
+    v = {s: f"{prefix}{s}" for s in ("off", "st", "rin", "cin", "e", "r", "c")}
     var = {s: X.var(name) for s, name in v.items()}
-    total = n.rows * n.cols
     cols = X.u32(n.cols)
     zero = X.lit(program.buffer(n.dst).dtype.value_type, 0)
     inside = var["r"].lt(var["rin"]).and_(var["c"].lt(var["cin"]))
@@ -47,19 +44,9 @@ def scalar_copy(program: Program, n: N.LoadTile, c: int) -> list[N.Node]:
         S.if_(inside, [S.store(n.dst, var["e"], X.load(n.src, var["off"] + var["r"] * var["st"] + var["c"]))],
               [S.store(n.dst, var["e"], zero)]),
     ]
-    return [
-        S.barrier(),
-        S.block([
-            S.let_bind(v["l"], lin),
-            S.let_bind(v["off"], n.offset), S.let_bind(v["st"], n.stride),
-            S.let_bind(v["rin"], n.rows_in), S.let_bind(v["cin"], n.cols_in),
-            S.loop(v["q"], X.u32(0), X.u32(-(-total // w)), [
-                S.let_bind(v["e"], var["q"] * X.u32(w) + var["l"]),
-                S.if_(var["e"].lt(X.u32(total)), element),
-            ]),
-        ]),
-        S.barrier(),
-    ]
+    lets = [S.let_bind(v["off"], n.offset), S.let_bind(v["st"], n.stride),
+            S.let_bind(v["rin"], n.rows_in), S.let_bind(v["cin"], n.cols_in)]
+    return workgroup_slots(program, prefix, n.rows * n.cols, lets, element)
 
 
 def expand_tiles(program: Program, keep: Keep | None = None) -> Program:

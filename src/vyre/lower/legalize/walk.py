@@ -75,6 +75,32 @@ def walk_function(f: Function, rw: Rewrite, params=None, result=None) -> Functio
     return Function(f.name, tuple(params if params is not None else f.params), body, result)
 
 
+def workgroup_slots(program: Program, prefix: str, total: int, lets: list[N.Node],
+                    body: list[N.Node]) -> list[N.Node]:
+    """A statement the whole workgroup executes, spread over its invocations: a barrier, then
+    each invocation (``<prefix>l``, its linear local id of ``W``) binds ``lets`` and runs
+    ``body`` for its slots ``<prefix>e = l, l + W, ...`` below ``total`` (loop variable
+    ``<prefix>q``), then a barrier again. The scalar forms of matmul_acc and load_tile."""
+    from vyre.ir.expr import Expr
+
+    wx, wy, wz = program.workgroup_size
+    w = wx * wy * wz
+    lin = Expr.lid(0) + Expr.u32(wx) * (Expr.lid(1) + Expr.u32(wy) * Expr.lid(2))
+    e = Expr.var(f"{prefix}e")
+    return [
+        N.Node.barrier(),
+        N.Node.block([
+            N.Node.let_bind(f"{prefix}l", lin),
+            *lets,
+            N.Node.loop(f"{prefix}q", Expr.u32(0), Expr.u32(-(-total // w)), [
+                N.Node.let_bind(f"{prefix}e", Expr.var(f"{prefix}q") * Expr.u32(w) + Expr.var(f"{prefix}l")),
+                N.Node.if_(e.lt(Expr.u32(total)), body),
+            ]),
+        ]),
+        N.Node.barrier(),
+    ]
+
+
 class _Expand:
     """Replaces each statement of one kind that ``keep`` does not claim by ``rewrite``'s
     statements (`expand_statements`)."""
