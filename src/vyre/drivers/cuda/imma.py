@@ -662,8 +662,8 @@ def _names(e: E.Expr) -> set[str]:
     return {getattr(x, f) for x in E.walk(e) for f in kind_of(x).roles(LOCAL)}
 
 
-def _buffers(s: N.Node) -> set[str]:
-    """The buffers statement ``s`` and its own expressions name."""
+def buffers_named(s: N.Node) -> set[str]:
+    """The buffers statement ``s`` and its own expressions name (also `tiles`' pipeline test)."""
     return {getattr(s, f) for f in kind_of(s).roles(BUFFER)} \
         | {getattr(x, f) for root in N.node_exprs(s) for x in E.walk(root) for f in kind_of(x).roles(BUFFER)}
 
@@ -689,7 +689,7 @@ def _keeps_registers(loop: N.Node, n: N.MatMulAcc, returns: bool = False) -> boo
     inner = list(N.walk_nodes(loop.body))
     if returns or any(kind_of(s).jump for s in inner):
         return False
-    if any(n.d in _buffers(s) for s in inner if s is not n):
+    if any(n.d in buffers_named(s) for s in inner if s is not n):
         return False
     bound = {loop.var} | {getattr(s, f) for s in inner for f in kind_of(s).roles(DECLARES, BINDS, LOCAL)}
     bounds = (loop.from_, loop.to)
@@ -746,8 +746,8 @@ def call(p: Printer, n: N.MatMulAcc) -> list[str]:
 
     ptrs = f"{tiles.operand(p, n.a)}, {tiles.operand(p, n.b)}, {p.lin()}"   # (a pipeline's stage)
     r = _found(p, n)
-    sw = f", {str(tiles.swizzled(p, n.a)).lower()}, {str(tiles.swizzled(p, n.b)).lower()}" \
-        if tiles.swizzled(p, n.a) or tiles.swizzled(p, n.b) else ""
+    swa, swb = tiles.swizzled(p, n.a), tiles.swizzled(p, n.b)
+    sw = f", {str(swa).lower()}, {str(swb).lower()}" if swa or swb else ""
     # a pipeline's tiles end with a barrier right before their matmul_acc, and only its loop's
     # last trip needs the closing one (`tiles.fed`)
     last = tiles.fed(p, n)

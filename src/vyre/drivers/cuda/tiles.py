@@ -34,12 +34,12 @@ shared_bytes`; the CUDA device raises the function's limit when it loads it).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from vyre.ir import expr as E
 from vyre.ir import node as N
-from vyre.ir.kinds import BINDS, BUFFER, kind_of
+from vyre.ir.kinds import BINDS, kind_of
 from vyre.ir.program import Program
 from vyre.ir.typecheck import TypeFault, infer
 from vyre.ir.types import DataType
@@ -164,17 +164,11 @@ class Layout:
     dynamic: bool
     pipelines: dict[int, Pipeline]   # by id of the loop and of each of its load_tile statements
     swizzled: frozenset[str] = frozenset()   # arrays stored with swizzled rows (`_swizzles`)
+    # each pipelined array's loop variable: its current stage is ``vy_stage_<variable>``
+    stage_of: dict[str, str] = field(default_factory=dict)
     # pipelined arrays each trip's tile writes whole before its matmul_acc reads them: the
     # kernel need not zero them first
     whole: frozenset[str] = frozenset()
-
-
-def _buffers_named(s: N.Node) -> set[str]:
-    out = {getattr(s, f) for f in kind_of(s).roles(BUFFER)}
-    for root in N.node_exprs(s):
-        for x in E.walk(root):
-            out |= {getattr(x, f) for f in kind_of(x).roles(BUFFER)}
-    return out
 
 
 def _candidate(program: Program, loop: N.Node) -> tuple[N.LoadTile, ...] | None:
@@ -204,7 +198,7 @@ def _candidate(program: Program, loop: N.Node) -> tuple[N.LoadTile, ...] | None:
             return None
     mine = set(map(id, tiles)) | {id(last)}
     for s in N.walk_nodes(program.body):
-        if id(s) not in mine and s is not loop and _buffers_named(s) & set(dsts):
+        if id(s) not in mine and s is not loop and imma.buffers_named(s) & set(dsts):
             return None
     return tiles
 
@@ -228,24 +222,22 @@ def _layout(plan: KernelPlan, limit: int) -> Layout:
                 if tiles is not None:
                     found.append((s, tiles))
     piped = {t.dst for _, tiles in found for t in tiles}
-    stages = 1
-    for k in range(MAX_STAGES, 1, -1):
-        if found and _bytes({n: c * (k if n in piped else 1) for n, c in base.items()}, program)[1] <= limit:
-            stages = k
-            break
+    stages = next((k for k in range(MAX_STAGES, 1, -1)
+                   if _bytes({n: c * (k if n in piped else 1) for n, c in base.items()}, program)[1] <= limit), 1)
+    if stages == 1:   # no room for two stages: every load_tile is copied on its own
+        found, piped = [], set()
     pipelines: dict[int, Pipeline] = {}
-    if stages > 1:
-        for loop, tiles in found:
-            p = Pipeline(loop, tiles, stages)
-            pipelines[id(loop)] = p
-            pipelines.update({id(t): p for t in tiles})
-    counts = {n: c * (stages if n in piped and stages > 1 else 1) for n, c in base.items()}
+    for loop, tiles in found:
+        p = Pipeline(loop, tiles, stages)
+        pipelines[id(loop)] = p
+        pipelines.update({id(t): p for t in tiles})
+    counts = {n: c * (stages if n in piped else 1) for n, c in base.items()}
     offsets, total = _bytes(counts, program)
-    swizzled = frozenset(t.dst for loop, tiles in found for t in tiles
-                         if stages > 1 and _swizzles(program, t, loop.body[-1]))
-    whole = frozenset(t.dst for loop, tiles in found for t in tiles
-                      if stages > 1 and t.rows * t.cols == program.buffer(t.dst).count)
-    return Layout(counts, offsets, total, total > STATIC_LIMIT, pipelines, swizzled, whole)
+    staged = [(loop, t) for loop, tiles in found for t in tiles]
+    swizzled = frozenset(t.dst for loop, t in staged if _swizzles(program, t, loop.body[-1]))
+    whole = frozenset(t.dst for _, t in staged if t.rows * t.cols == program.buffer(t.dst).count)
+    return Layout(counts, offsets, total, total > STATIC_LIMIT, pipelines, swizzled,
+                  {t.dst: loop.var for loop, t in staged}, whole)
 
 
 def _swizzles(program: Program, t: N.LoadTile, mm: N.Node) -> bool:
@@ -307,12 +299,10 @@ def declarations(p: Printer) -> list[str]:
 def operand(p: Printer, name: str) -> str:
     """The pointer a matmul_acc reads array ``name`` through: its current stage where a
     pipeline fills it."""
-    lay = layout(p.plan, limit_of(p))
-    for pipe in {id(v): v for v in lay.pipelines.values()}.values():
-        if any(t.dst == name for t in pipe.tiles):
-            count = p.program.buffer(name).count
-            return f"({p.ptr(name)} + vy_stage_{pipe.loop.var} * {count}u)"
-    return p.ptr(name)
+    var = layout(p.plan, limit_of(p)).stage_of.get(name)
+    if var is None:
+        return p.ptr(name)
+    return f"({p.ptr(name)} + vy_stage_{var} * {p.program.buffer(name).count}u)"
 
 
 def swizzled(p: Printer, name: str) -> bool:
