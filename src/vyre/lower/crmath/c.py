@@ -55,6 +55,9 @@ COMMON = r"""
 #define VYM_K(i, x) (x)
 #define VYM_L2D(x) as_double((vy_u64)(x))
 #define VYM_D2L(x) as_ulong(x)
+#define VYM_PAIR(h, l) as_double((vy_u64)(h) << 32 | (vy_u64)(l))
+#define VYM_IDX(t, i) ((t)[i])
+#define VYM_FABS(x) fabs(x)
 #elif defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define VYM_TABLE static __device__ const
 #define VYM_COLD static __device__ __noinline__
@@ -71,6 +74,15 @@ static __device__ __forceinline__ double vym_rcp_approx(double x) { double r; as
 #define VYM_K(i, x) vym_k[i]
 #define VYM_L2D(x) __longlong_as_double((long long)(x))
 #define VYM_D2L(x) ((vy_u64)__double_as_longlong(x))
+// a double of two words as one register pair (no move of the low word into place)
+#define VYM_PAIR(h, l) __hiloint2double((int)(h), (int)(l))
+// t[i] for an index below 2^32: the address as one 32x32->64 multiply-add (mad.wide.u32:
+// LEA + LEA.HI.X where C's sign-extended index took a shift, a mask and a 64-bit add), loaded
+// through the read-only cache
+template <typename T> static __device__ __forceinline__ T vym_idx(const T* t, uint i) {
+    const T* a; asm("mad.wide.u32 %0, %1, %2, %3;" : "=l"(a) : "r"(i), "n"((int)sizeof(T)), "l"(t)); return __ldg(a); }
+#define VYM_IDX(t, i) vym_idx(t, (uint)(i))
+#define VYM_FABS(x) fabsf(x)
 #else   /* a host C target */
 #define VYM_TABLE static const
 #define VYM_COLD static __attribute__((noinline))
@@ -82,6 +94,9 @@ VY_FN double vym_l2d(vy_u64 u) { double d; __builtin_memcpy(&d, &u, 8); return d
 VY_FN vy_u64 vym_d2l(double d) { vy_u64 u; __builtin_memcpy(&u, &d, 8); return u; }
 #define VYM_L2D(x) vym_l2d((vy_u64)(x))
 #define VYM_D2L(x) vym_d2l(x)
+#define VYM_PAIR(h, l) vym_l2d((vy_u64)(h) << 32 | (vy_u64)(l))
+#define VYM_IDX(t, i) ((t)[i])
+#define VYM_FABS(x) __builtin_fabsf(x)
 #endif
 // Correctly rounded f32 transcendentals (vyre.lower.crmath), printed from one algorithm per
 // function; doubles are computed with basic IEEE operations only, so every target gets the same.
@@ -125,7 +140,7 @@ def hexfloat(x: float) -> str:
 
 # functions of the language the C family prints as its own operation (computing the same
 # value on every argument the functions pass them), and does not define
-NATIVE = {"vym_plain_f32": "VYM_D2F", "vym_rcp_seed": "VYM_RCP"}
+NATIVE = {"vym_plain_f32": "VYM_D2F", "vym_rcp_seed": "VYM_RCP", "vym_fabs": "VYM_FABS"}
 
 # the float64 constants of the source being printed: value bits -> (index in ``vym_k``, value)
 _POOL: ContextVar[dict[int, tuple[int, float]] | None] = ContextVar("vym_pool", default=None)
@@ -172,7 +187,7 @@ def expr(v: Val) -> tuple[str, int]:
     if op == "call":
         return f"{NATIVE.get(v.data.name, v.data.name)}({', '.join(expr(x)[0] for x in a)})", _PRIMARY
     if op == "index":
-        return f"{v.data.name}[{expr(a[0])[0]}]", _PRIMARY
+        return f"VYM_IDX({v.data.name}, {expr(a[0])[0]})", _PRIMARY
     if op == "lookup":
         return f"{v.data.name}({expr(a[0])[0]}, {expr(a[1])[0]})", _PRIMARY
     if op in _BIN:
@@ -211,9 +226,9 @@ def expr(v: Val) -> tuple[str, int]:
         w = f"VYM_D2L({expr(a[0])[0]})" if a[0].ty is F64 else wrap(a[0], _UNARY)
         return (f"(uint)({w} >> 32)" if op == "hi" else f"(uint){w}"), _UNARY
     if op == "pair":
-        bits = f"(vy_u64){wrap(a[0], _UNARY)} << 32 | (vy_u64){wrap(a[1], _UNARY)}"
         if v.ty is F64:
-            return f"VYM_L2D({bits})", _PRIMARY
+            return f"VYM_PAIR({expr(a[0])[0]}, {expr(a[1])[0]})", _PRIMARY
+        bits = f"(vy_u64){wrap(a[0], _UNARY)} << 32 | (vy_u64){wrap(a[1], _UNARY)}"
         return (f"({bits})", _PRIMARY) if v.ty is U64 else (f"(vy_i64)({bits})", _UNARY)
     if op == "mulhi":
         if v.ty is U64:

@@ -124,8 +124,17 @@ def is_inf(x: Val) -> Val:
 
 
 def fabs(x: Val) -> Val:
-    """|x| of an f32 (its sign bit cleared)."""
-    return (x.bits() & 0x7FFFFFFF).bits()
+    """|x| of an f32 (its sign bit cleared): `vym_fabs`"""
+    return vym_fabs(x)
+
+
+@function(F32, x=F32)
+def vym_fabs(b: Block, x: Val) -> None:
+    """|x| of an f32, its sign bit cleared. The C family prints a call as its own fabs
+    (`vyre.lower.crmath.c.NATIVE`; the same bits for every f32 the functions see: their
+    arguments are flushed, S9), which CUDA folds into the instruction that uses it as an
+    operand modifier (|x| < 87.25 is one FSETP, where the mask and the compare took two)"""
+    b.ret((x.bits() & 0x7FFFFFFF).bits())
 
 
 def negative(x: Val) -> Val:
@@ -228,38 +237,59 @@ def finisher(name: str) -> Function:
 
 
 # ---- e^x, 2^x, e^x - 1 -------------------------------------------------------------------------
-# x = (k/64) ln 2 + r, |r| <= ln2/128 (+ a rounding), 2^(j/64) from a table. exp: x 64/ln2 =
+# x = (k/128) ln 2 + r, |r| <= ln2/256 (+ a rounding), 2^(j/128) from a table. exp: x 128/ln2 =
 # t + x c_lo with t = x c_hi exact (x has 24 bits, c_hi 29), k the integer nearest t,
-# u = (t - k) + x c_lo and 2^(u/64) by its degree-5 Taylor polynomial (truncation < 2^-54.5);
-# exp2: u = 64 x - k exactly; about 2^-51 relative.
+# u = (t - k) + x c_lo (within 2^-53); exp2: u = 128 x - k exactly. 2^(u/128) = 1 + u q(u), q of
+# degree 3 fitted on |u| <= 1/2 + 2^-15 (`_fit`; with the double coefficients, relative error
+# under 2^-52.5); e^y - 1's 2^(u/128) - 1 = u q(u) with q of degree 4 (under 2^-54).
+N_EXP = 128                      # table entries per octave (2^(j/128))
 with mpmath.workprec(200):
     _LN2 = mpmath.log(2)
-    _C64_HI, _C64_LO = _split(64 / _LN2, 29)            # x c_hi exact for an f32 x
-    _EXPU_C = [float((_LN2 / 64) ** i / mpmath.factorial(i)) for i in range(6)]
-    _EM1U_C = [float((_LN2 / 64) ** i / mpmath.factorial(i)) for i in range(1, 7)]
-    _EXP2_C = [float(_LN2 ** i / mpmath.factorial(i)) for i in range(7)]
+    _C_HI, _C_LO = _split(N_EXP / _LN2, 29)            # x c_hi exact for an f32 x
+
+
+@functools.cache
+def _fit(degree: int) -> tuple[float, ...]:
+    """q(u) ~ (2^(u/128) - 1)/u on |u| <= 1/2 + 2^-15, of ``degree``: the interpolant at the
+    Chebyshev nodes (near minimax), ascending coefficients"""
+    n = degree + 1
+    with mpmath.workprec(120):
+        d = mpmath.mpf(0.5) + mpmath.mpf(2) ** -15
+        nodes = [d * mpmath.cos(mpmath.pi * (i + mpmath.mpf(0.5)) / n) for i in range(n)]
+        rows = mpmath.matrix([[u ** j for j in range(n)] for u in nodes])
+        vals = mpmath.matrix([mpmath.expm1(u * _LN2 / N_EXP) / u for u in nodes])
+        return tuple(float(c) for c in mpmath.lu_solve(rows, vals))
+
+
+def exp_poly(u: Val) -> Val:
+    """2^(u/128) for |u| <= 1/2 + 2^-15: 1 + u q(u), q of degree 3 (four fma)"""
+    return fma(u, horner(u, list(_fit(3))), 1.0)
+
 
 EXP_T = table("vym_exp_t", F64, lambda: [float(mpmath.power(2, mpmath.mpf(j) / 64)) for j in range(64)])
 
 
 @functools.cache
 def _exp_ta() -> list[float]:
-    """2^(j/64) with j/64 taken off its exponent: the bits of EXP_T[j] less j << 46 (each a normal
-    double, high word in [0x3FE04000, 0x3FFFFFFF]), so that adding k << 14 to the high word of
-    entry k mod 64 gives 2^(k/64) (`vym_scale`)"""
+    """2^(j/128) with j/128 taken off its exponent: the bits of 2^(j/128) less j << 45 (each a
+    normal double, high word in [0x3FE02000, 0x3FFFFFFF]), so that adding k << 13 to the high
+    word of entry k mod 128 gives 2^(k/128) (`vym_scale`)"""
     out = []
-    for j, v in enumerate(EXP_T.values):
-        (u,) = struct.unpack("<Q", struct.pack("<d", v))
-        out.append(struct.unpack("<d", struct.pack("<Q", u - (j << 46)))[0])
+    with mpmath.workprec(200):
+        for j in range(N_EXP):
+            (u,) = struct.unpack("<Q", struct.pack("<d", float(mpmath.power(2, mpmath.mpf(j) / N_EXP))))
+            out.append(struct.unpack("<d", struct.pack("<Q", u - (j << 45)))[0])
     return out
 
 
 EXP_TA = table("vym_exp_ta", F64, _exp_ta)
-# 2^(j/64) - 1 for j = i - 32, -32 <= j < 32 (e^y - 1's part that must not cancel)
+
+
+# 2^(j/128) - 1 for j = i - 64, -64 <= j < 64 (e^y - 1's part that must not cancel)
 @functools.cache
 def _expm1_table() -> list[float]:
     with mpmath.workprec(200):
-        return [float(mpmath.power(2, mpmath.mpf(i - 32) / 64) - 1) for i in range(64)]
+        return [float(mpmath.power(2, mpmath.mpf(i - 64) / N_EXP) - 1) for i in range(N_EXP)]
 
 
 EXPM1_T = table("vym_expm1_t", F64, _expm1_table)
@@ -267,50 +297,59 @@ EXPM1_T = table("vym_expm1_t", F64, _expm1_table)
 
 @function(F64, ki=I32, p=F64)
 def vym_scale(b: Block, ki: Val, p: Val) -> None:
-    """2^(k/64) * p for an integer |k| < 2^15 and a normal result: 2^(j/64), j = k mod 64, with
-    (k - j)/64 added to its exponent (exact: EXP_TA's entry j, whose high word is EXP_T's less
-    j << 14, plus k << 14, one multiply-add), times p (one rounding)"""
-    t = b.let(EXP_TA[ki & 63], "t")
-    b.ret(pair(F64, t.hi() + (ki.to(U32) << 14), t.lo()) * p)
+    """2^(k/128) * p for an integer |k| < 2^15 and a normal result: 2^(j/128), j = k mod 128,
+    with (k - j)/128 added to its exponent (exact: EXP_TA's entry j, whose high word is that of
+    2^(j/128) less j << 13, plus k << 13, one multiply-add), times p (one rounding)"""
+    t = b.let(EXP_TA[ki & 127], "t")
+    b.ret(pair(F64, t.hi() + (ki.to(U32) << 13), t.lo()) * p)
 
 
-@function((I32, F64), x=F64)
-def vym_exp_reduce(b: Block, x: Val) -> None:
-    """x 64/ln2 = k + u for an f32 x, |x| < 2^8: (k, u), |u| <= 1/2 + 2^-15, u within 2^-53.
-    x c_hi is exact (24 + 29 bits), so each fma below rounds once, as its unfused form (WGSL's)
-    does: the same doubles everywhere, one operation fewer than a product, then sums"""
-    s = b.let(fma(x, _C64_HI, MAGIC), "s")      # k = nearest integer (even on ties), in s's low bits
-    b.ret(s.lo().to(I32), fma(x, _C64_LO, fma(x, _C64_HI, -(s - MAGIC))))
+def exp_reduce(b: Block, x: Val, scale: float = 1.0) -> tuple[Val, Val]:
+    """(scale x) 128/ln2 = k + u for an f32 x and ``scale`` 1 or 2, |scale x| < 2^8: (k, u),
+    |u| <= 1/2 + 2^-15, u within 2^-53. x scale c_hi is exact (24 + 29 bits), so each fma
+    below rounds once, as its unfused form (WGSL's) does: the same doubles everywhere, one
+    operation fewer than a product, then sums; the scale goes into the constants (exact)"""
+    hi, lo = scale * _C_HI, scale * _C_LO
+    s = b.let(fma(x, hi, MAGIC), "s")      # k = nearest integer (even on ties), in s's low bits
+    return b.let(s.lo().to(I32), "k"), b.let(fma(x, lo, fma(x, hi, -(s - MAGIC))), "u")
 
 
 @function(F64, x=F64)
 def vym_exp_d(b: Block, x: Val) -> None:
     """e^x for an f32 x, -160 < x < 100"""
-    k, u = b.let(vym_exp_reduce(x), "ku")
-    b.ret(vym_scale(k, horner(u, _EXPU_C)))
+    k, u = exp_reduce(b, x)
+    b.ret(vym_scale(k, exp_poly(u)))
 
 
 @function(F64, x=F64)
 def vym_exp2_d(b: Block, x: Val) -> None:
-    """2^x for an f32 x, -160 < x < 160 (x * 64 and its fraction are exact)"""
-    t = b.let(x * 64.0, "t")
+    """2^x for a double x, -160 < x < 160, with 128 x - k exact (an f32 x; pow's t, whose
+    low bits fit): k the integer nearest 128 x, u = 128 x - k, 2^(u/128) as in exp"""
+    t = b.let(x * float(N_EXP), "t")
     s = b.let(t + MAGIC, "s")
-    r = b.let((t - (s - MAGIC)) * 2.0 ** -6, "r")
-    b.ret(vym_scale(s.lo().to(I32), horner(r, _EXP2_C)))
+    b.ret(vym_scale(s.lo().to(I32), exp_poly(t - (s - MAGIC))))
 
 
-@function(F64, y=F64)
-def vym_expm1_d(b: Block, y: Val) -> None:
-    """e^y - 1 for y an f32 or twice one, -160 < y < 100, without a branch: with k, u as in exp
-    and m, j the integers nearest k/64 and k - 64 m (|j| <= 32), e^y - 1 = A + 2^(k/64) P where
-    A = 2^(k/64) - 1 = 2^m (2^(j/64) - 1) + (2^m - 1) (the table's 2^(j/64) - 1: no cancellation,
-    |A + B| > |A|/2) and P = 2^(u/64) - 1 by its degree-6 polynomial (relative truncation
-    < 2^-57: k = 0 rounds P itself)"""
-    k, u = b.let(vym_exp_reduce(y), "ku")
-    i = b.let((k + 32) & 63, "i")
-    m2 = b.let(pair(F64, ((k + 32 - i).to(U32) << 14) + (1023 << 20), 0), "m2")   # 2^m, m = (k + 32 - i)/64
-    a = b.let(m2 * EXPM1_T[i] + (m2 - 1.0), "a")
-    b.ret(a + vym_scale(k, u * horner(u, _EM1U_C)))
+def _expm1(name: str, scale: float) -> Function:
+    """``name``(y) = e^(scale y) - 1 for y an f32 (``scale`` 1 or 2) or twice one, -160 <
+    scale y < 100, without a branch: with k, u as in exp and m, j the integers nearest k/128
+    and k - 128 m (|j| <= 64), e^y - 1 = A + 2^(k/128) P where A = 2^(k/128) - 1 = 2^m
+    (2^(j/128) - 1) + (2^m - 1) (the table's 2^(j/128) - 1, times 2^m exactly: one rounding;
+    no cancellation, |A + B| > |A|/2) and P = 2^(u/128) - 1 = u q(u), q of degree 4 (relative
+    error under 2^-54: k = 0 rounds P itself)"""
+
+    def build(b: Block, y: Val) -> None:
+        k, u = exp_reduce(b, y, scale)
+        i = b.let((k + 64) & 127, "i")
+        m2 = b.let(pair(F64, ((k + 64 - i).to(U32) << 13) + (1023 << 20), 0), "m2")   # 2^m, m = (k + 64 - i)/128
+        a = b.let(fma(m2, EXPM1_T[i], m2 - 1.0), "a")
+        b.ret(a + vym_scale(k, u * horner(u, list(_fit(4)))))
+
+    return Function(name, F64, (("y", F64),), build, doc=_expm1.__doc__)
+
+
+vym_expm1_d = _expm1("vym_expm1_d", 1.0)
+vym_expm1_2d = _expm1("vym_expm1_2d", 2.0)     # tanh's e^(2|x|) - 1
 
 
 # ---- ln, log2, ln(1 + x) ---------------------------------------------------------------------
@@ -558,9 +597,10 @@ def vym_tan_y(b: Block, x: Val) -> None:
 # ---- tanh, sinh, cosh, expm1, log1p ------------------------------------------------------------
 @function(F64, d=F64)
 def vym_rcp_seed(b: Block, d: Val) -> None:
-    """1/d for 2 <= d < 2^60, within 2^-14 relative: the seed `vym_tanh_y` refines. Here (WGSL)
+    """1/d for 2 <= d < 2^60, within 2^-17 relative: the seed `vym_tanh_y` refines. Here (WGSL)
     the quotient; the C family prints its own (`vyre.lower.crmath.c.NATIVE`: CUDA's
-    rcp.approx.ftz.f64, one MUFU.RCP64H within 2^-22, OpenCL and host C the quotient)"""
+    rcp.approx.ftz.f64, one MUFU.RCP64H, within 2^-19.9 over every high word of d in [2, 2^64)
+    (measured on an H200); OpenCL and host C the quotient)"""
     b.ret(1.0 / d)
 
 
@@ -569,16 +609,16 @@ def vym_tanh_y(b: Block, x: Val) -> None:
     """tanh x = e / (e + 2), e = e^(2|x|) - 1, for |x| clamped to 10 (tanh 10 rounds to 1, as
     tanh of every larger |x| does; NaN becomes 10 too: the entry's argument test sends it to the
     special values), without a division: with r0 a seed of 1/d (`vym_rcp_seed`, d = e + 2) and
-    eps = 1 - d r0 (|eps| <= 2^-14), 1/d = r0 (1 + eps + eps^2 + eps^3) (1 + O(eps^4)), so
-    e r0 (1 + eps + eps^2 + eps^3) is within 2^-51 of e/d, whatever the seed's own error below
-    2^-14. The sign goes into the high word (tanh is odd; the result is never NaN)"""
+    eps = 1 - d r0 (|eps| <= 2^-17), 1/d = r0 (1 + eps + eps^2) (1 + O(eps^3)), so
+    e r0 (1 + eps + eps^2) is within 2^-51 of e/d. The sign goes into the high word (tanh is
+    odd; the result is never NaN)"""
     ax = b.let(select(fabs(x).lt(10.0), fabs(x), f32(10.0)), "ax")
-    e = b.let(vym_expm1_d(2.0 * ax.to(F64)), "e")
+    e = b.let(vym_expm1_2d(ax.to(F64)), "e")
     d = b.let(e + 2.0, "d")
     r0 = b.let(vym_rcp_seed(d), "r0")
     eps = b.let(fma(-d, r0, 1.0), "eps")
     q0 = b.let(e * r0, "q0")
-    y = b.let(fma(q0, fma(fma(eps, eps, eps), eps, eps), q0), "y")
+    y = b.let(fma(q0, fma(eps, eps, eps), q0), "y")
     b.ret(pair(F64, y.hi() | (x.bits() & 0x80000000), y.lo()))
 
 
