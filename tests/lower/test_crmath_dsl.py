@@ -315,3 +315,26 @@ def test_plain_f32_rounds_as_the_conversion_where_it_claims_to():
     assert ok.sum() > 60000
     assert np.array_equal(got[ok], want[ok])
     assert np.all(got[~ok] == 0xFFFFFFFF)
+
+
+def test_wgsl_prints_its_own_exp_family_in_place_of_the_c_familys():
+    """One description of the exp family at two table sizes (`functions.exp_family`): the C
+    family prints 1024 entries, WGSL the 128-entry substitutes (lavapipe compiles a table as a
+    decision tree), each with the name and signature of the function it replaces; nothing else
+    is substituted."""
+    from vyre.ir import UnOp
+    from vyre.lower.crmath import functions as F
+    from vyre.lower.crmath import prelude, wgsl_prelude
+
+    assert set(F.EXP_FAMILY) == {"vym_scale", "vym_exp_d", "vym_exp2_d", "vym_expm1_d", "vym_expm1_2d"}
+    for f in F.EXP_FAMILY.values():
+        sub = F.WGSL_SUBSTITUTES[id(f)]
+        assert sub is not f and (sub.name, sub.params, sub.result) == (f.name, f.params, f.result)
+    assert len(F.WGSL_SUBSTITUTES) == len(F.EXP_FAMILY)
+    ops = {UnOp.EXP, UnOp.TANH, UnOp.COSH}
+    c, w = prelude(ops), wgsl_prelude(ops)
+    assert f"vym_exp_ta[{1 << F.LG_EXP}]" in c and f"vym_expm1_t[{1 << F.LG_EXP}]" in c
+    assert "fn vym_exp_ta(" in w and "fn vym_expm1_t(" in w
+    assert f"i < {1 << (F.LG_EXP_WGSL - 1)}u" in w and f"i < {1 << (F.LG_EXP - 1)}u" not in w
+    items = dsl.closure(F.ENTRY.values(), substitutes=F.WGSL_SUBSTITUTES)
+    assert not any(x is f for x in items for f in F.EXP_FAMILY.values())

@@ -70,7 +70,7 @@ from __future__ import annotations
 import enum
 import math
 import struct
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -724,14 +724,18 @@ def uses(fn: Function) -> list[Item]:
     return list(seen.values())
 
 
-def closure(roots: Iterable[Function], extra: Callable[[Function], Iterable[Function]] | None = None
-            ) -> list[Item]:
+def closure(roots: Iterable[Function], extra: Callable[[Function], Iterable[Function]] | None = None,
+            substitutes: Mapping[int, Function] | None = None) -> list[Item]:
     """Every function, table and lookup the roots reach, each after what it uses. ``extra(fn)``
-    adds dependencies a printer introduces (the software helpers of 64-bit operations)."""
+    adds dependencies a printer introduces (the software helpers of 64-bit operations);
+    ``substitutes`` (by id) are functions a printer prints in place of others of the same name
+    and signature (WGSL's exp family: `vyre.lower.crmath.functions.exp_family`)."""
     order: list[Item] = []
     state: dict[int, int] = {}
 
     def visit(x: Item) -> None:
+        if substitutes is not None and isinstance(x, Function):
+            x = substitutes.get(id(x), x)
         k = state.get(id(x))
         if k == 2:
             return

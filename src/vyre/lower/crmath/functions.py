@@ -237,119 +237,130 @@ def finisher(name: str) -> Function:
 
 
 # ---- e^x, 2^x, e^x - 1 -------------------------------------------------------------------------
-# x = (k/128) ln 2 + r, |r| <= ln2/256 (+ a rounding), 2^(j/128) from a table. exp: x 128/ln2 =
-# t + x c_lo with t = x c_hi exact (x has 24 bits, c_hi 29), k the integer nearest t,
-# u = (t - k) + x c_lo (within 2^-53); exp2: u = 128 x - k exactly. 2^(u/128) = 1 + u q(u), q of
-# degree 3 fitted on |u| <= 1/2 + 2^-15 (`_fit`; with the double coefficients, relative error
-# under 2^-52.5); e^y - 1's 2^(u/128) - 1 = u q(u) with q of degree 4 (under 2^-54).
-N_EXP = 128                      # table entries per octave (2^(j/128))
+# x = (k/N) ln 2 + r, |r| <= ln2/(2N) (+ a rounding), N = 2^lg entries of 2^(j/N) in a table.
+# exp: x N/ln2 = t + x c_lo with t = x c_hi exact (x has 24 bits, c_hi 29), k the integer nearest
+# t, u = (t - k) + x c_lo (within 2^-53); exp2: u = N x - k exactly. 2^(u/N) = 1 + u q(u), q fitted
+# on |u| <= 1/2 + 2^-15 (`_fit`); e^y - 1's 2^(u/N) - 1 = u q(u) with q one degree higher.
+# One description, two sizes (`exp_family`): the C family's N = 1024, where 2^(u/N) is within
+# 2^-52.7 with q of degree 2 and e^y - 1's q within 2^-54 with degree 3 (one multiply-add fewer
+# each than N = 128 needs: a table read costs the same whatever N), and WGSL's N = 128 (q of
+# degrees 3 and 4: 2^-52.5 and 2^-54), since lavapipe compiles a table as a decision tree and
+# 1024 leaves took expm1's kernel from 1.9 to 14.8 s. Both round to the same f32 (S13).
 with mpmath.workprec(200):
     _LN2 = mpmath.log(2)
-    _C_HI, _C_LO = _split(N_EXP / _LN2, 29)            # x c_hi exact for an f32 x
+
+# table size (log2) -> (degree of exp's q, degree of e^y - 1's q)
+EXP_DEGREES = {10: (2, 3), 7: (3, 4)}
+LG_EXP, LG_EXP_WGSL = 10, 7
 
 
 @functools.cache
-def _fit(degree: int) -> tuple[float, ...]:
-    """q(u) ~ (2^(u/128) - 1)/u on |u| <= 1/2 + 2^-15, of ``degree``: the interpolant at the
+def _fit(n: int, degree: int) -> tuple[float, ...]:
+    """q(u) ~ (2^(u/n) - 1)/u on |u| <= 1/2 + 2^-15, of ``degree``: the interpolant at the
     Chebyshev nodes (near minimax), ascending coefficients"""
-    n = degree + 1
+    k = degree + 1
     with mpmath.workprec(120):
         d = mpmath.mpf(0.5) + mpmath.mpf(2) ** -15
-        nodes = [d * mpmath.cos(mpmath.pi * (i + mpmath.mpf(0.5)) / n) for i in range(n)]
-        rows = mpmath.matrix([[u ** j for j in range(n)] for u in nodes])
-        vals = mpmath.matrix([mpmath.expm1(u * _LN2 / N_EXP) / u for u in nodes])
+        nodes = [d * mpmath.cos(mpmath.pi * (i + mpmath.mpf(0.5)) / k) for i in range(k)]
+        rows = mpmath.matrix([[u ** j for j in range(k)] for u in nodes])
+        vals = mpmath.matrix([mpmath.expm1(u * _LN2 / n) / u for u in nodes])
         return tuple(float(c) for c in mpmath.lu_solve(rows, vals))
 
 
-def exp_poly(u: Val) -> Val:
-    """2^(u/128) for |u| <= 1/2 + 2^-15: 1 + u q(u), q of degree 3 (four fma)"""
-    return fma(u, horner(u, list(_fit(3))), 1.0)
-
-
-EXP_T = table("vym_exp_t", F64, lambda: [float(mpmath.power(2, mpmath.mpf(j) / 64)) for j in range(64)])
-
-
 @functools.cache
-def _exp_ta() -> list[float]:
-    """2^(j/128) with j/128 taken off its exponent: the bits of 2^(j/128) less j << 45 (each a
-    normal double, high word in [0x3FE02000, 0x3FFFFFFF]), so that adding k << 13 to the high
-    word of entry k mod 128 gives 2^(k/128) (`vym_scale`)"""
+def _exp_ta(lg: int) -> list[float]:
+    """2^(j/N) with j/N taken off its exponent: the bits of 2^(j/N) less j << (52 - lg) (each a
+    normal double, high word in [0x3FE00000, 0x3FFFFFFF]), so that adding k << (20 - lg) to the
+    high word of entry k mod N gives 2^(k/N) (`vym_scale`)"""
     out = []
     with mpmath.workprec(200):
-        for j in range(N_EXP):
-            (u,) = struct.unpack("<Q", struct.pack("<d", float(mpmath.power(2, mpmath.mpf(j) / N_EXP))))
-            out.append(struct.unpack("<d", struct.pack("<Q", u - (j << 45)))[0])
+        for j in range(1 << lg):
+            (u,) = struct.unpack("<Q", struct.pack("<d", float(mpmath.power(2, mpmath.mpf(j) / (1 << lg)))))
+            out.append(struct.unpack("<d", struct.pack("<Q", u - (j << (52 - lg))))[0])
     return out
 
 
-EXP_TA = table("vym_exp_ta", F64, _exp_ta)
-
-
-# 2^(j/128) - 1 for j = i - 64, -64 <= j < 64 (e^y - 1's part that must not cancel)
 @functools.cache
-def _expm1_table() -> list[float]:
+def _expm1_table(lg: int) -> list[float]:
+    """2^(j/N) - 1 for j = i - N/2, -N/2 <= j < N/2 (e^y - 1's part that must not cancel)"""
+    n = 1 << lg
     with mpmath.workprec(200):
-        return [float(mpmath.power(2, mpmath.mpf(i - 64) / N_EXP) - 1) for i in range(N_EXP)]
+        return [float(mpmath.power(2, mpmath.mpf(i - n // 2) / n) - 1) for i in range(n)]
 
 
-EXPM1_T = table("vym_expm1_t", F64, _expm1_table)
+def exp_family(lg: int) -> dict[str, Function]:
+    """vym_scale, vym_exp_d, vym_exp2_d, vym_expm1_d and vym_expm1_2d on a table of N = 2^lg
+    entries (the same names at every size: a printer prints one family)"""
+    n = 1 << lg
+    q_exp, q_em1 = EXP_DEGREES[lg]
+    with mpmath.workprec(200):
+        c_hi, c_lo = _split(n / _LN2, 29)            # x c_hi exact for an f32 x
+    ta = table("vym_exp_ta", F64, lambda: _exp_ta(lg))
+    em1 = table("vym_expm1_t", F64, lambda: _expm1_table(lg))
+
+    def poly(u: Val) -> Val:
+        """2^(u/N) for |u| <= 1/2 + 2^-15: 1 + u q(u)"""
+        return fma(u, horner(u, list(_fit(n, q_exp))), 1.0)
+
+    @function(F64, ki=I32, p=F64)
+    def vym_scale(b: Block, ki: Val, p: Val) -> None:
+        """2^(k/N) * p for an integer |k| < 2^20 and a normal result: 2^(j/N), j = k mod N, with
+        (k - j)/N added to its exponent (exact: the table's entry j, whose high word is that of
+        2^(j/N) less j << (20 - lg), plus k << (20 - lg), one multiply-add), times p (one
+        rounding)"""
+        t = b.let(ta[ki & (n - 1)], "t")
+        b.ret(pair(F64, t.hi() + (ki.to(U32) << (20 - lg)), t.lo()) * p)
+
+    def reduce(b: Block, x: Val, scale: float) -> tuple[Val, Val]:
+        """(scale x) N/ln2 = k + u for an f32 x and ``scale`` 1 or 2, |scale x| < 2^8: (k, u),
+        |u| <= 1/2 + 2^-15, u within 2^-53. x scale c_hi is exact (24 + 29 bits), so each fma
+        rounds once, as its unfused form (WGSL's) does: one operation fewer than a product, then
+        sums; the scale goes into the constants (exact)"""
+        hi, lo = scale * c_hi, scale * c_lo
+        s = b.let(fma(x, hi, MAGIC), "s")      # k = nearest integer (even on ties), in s's low bits
+        return b.let(s.lo().to(I32), "k"), b.let(fma(x, lo, fma(x, hi, -(s - MAGIC))), "u")
+
+    @function(F64, x=F64)
+    def vym_exp_d(b: Block, x: Val) -> None:
+        """e^x for an f32 x, -160 < x < 100"""
+        k, u = reduce(b, x, 1.0)
+        b.ret(vym_scale(k, poly(u)))
+
+    @function(F64, x=F64)
+    def vym_exp2_d(b: Block, x: Val) -> None:
+        """2^x for a double x, -160 < x < 160, with N x - k exact (an f32 x; pow's t, whose
+        low bits fit): k the integer nearest N x, u = N x - k, 2^(u/N) as in exp"""
+        t = b.let(x * float(n), "t")
+        s = b.let(t + MAGIC, "s")
+        b.ret(vym_scale(s.lo().to(I32), poly(t - (s - MAGIC))))
+
+    def expm1(name: str, scale: float) -> Function:
+        def build(b: Block, y: Val) -> None:
+            k, u = reduce(b, y, scale)
+            i = b.let((k + n // 2) & (n - 1), "i")
+            m2 = b.let(pair(F64, ((k + n // 2 - i).to(U32) << (20 - lg)) + (1023 << 20), 0), "m2")  # 2^m
+            a = b.let(fma(m2, em1[i], m2 - 1.0), "a")
+            b.ret(a + vym_scale(k, u * horner(u, list(_fit(n, q_em1)))))
+
+        doc = f"""e^(s y) - 1 with s = {scale:g}, for y an f32 or twice one, -160 < s y < 100,
+        without a branch: with k, u as in exp and m, j the integers nearest k/N and k - N m
+        (|j| <= N/2), e^(s y) - 1 = A + 2^(k/N) P where A = 2^(k/N) - 1 = 2^m (2^(j/N) - 1) +
+        (2^m - 1) (the table's 2^(j/N) - 1, times 2^m exactly: one rounding; no cancellation,
+        |A + B| > |A|/2) and P = 2^(u/N) - 1 = u q(u) (relative error under 2^-54: k = 0
+        rounds P itself)"""
+        return Function(name, F64, (("y", F64),), build, doc=doc)
+
+    return {f.name: f for f in (vym_scale, vym_exp_d, vym_exp2_d, expm1("vym_expm1_d", 1.0),
+                                expm1("vym_expm1_2d", 2.0))}
 
 
-@function(F64, ki=I32, p=F64)
-def vym_scale(b: Block, ki: Val, p: Val) -> None:
-    """2^(k/128) * p for an integer |k| < 2^15 and a normal result: 2^(j/128), j = k mod 128,
-    with (k - j)/128 added to its exponent (exact: EXP_TA's entry j, whose high word is that of
-    2^(j/128) less j << 13, plus k << 13, one multiply-add), times p (one rounding)"""
-    t = b.let(EXP_TA[ki & 127], "t")
-    b.ret(pair(F64, t.hi() + (ki.to(U32) << 13), t.lo()) * p)
-
-
-def exp_reduce(b: Block, x: Val, scale: float = 1.0) -> tuple[Val, Val]:
-    """(scale x) 128/ln2 = k + u for an f32 x and ``scale`` 1 or 2, |scale x| < 2^8: (k, u),
-    |u| <= 1/2 + 2^-15, u within 2^-53. x scale c_hi is exact (24 + 29 bits), so each fma
-    below rounds once, as its unfused form (WGSL's) does: the same doubles everywhere, one
-    operation fewer than a product, then sums; the scale goes into the constants (exact)"""
-    hi, lo = scale * _C_HI, scale * _C_LO
-    s = b.let(fma(x, hi, MAGIC), "s")      # k = nearest integer (even on ties), in s's low bits
-    return b.let(s.lo().to(I32), "k"), b.let(fma(x, lo, fma(x, hi, -(s - MAGIC))), "u")
-
-
-@function(F64, x=F64)
-def vym_exp_d(b: Block, x: Val) -> None:
-    """e^x for an f32 x, -160 < x < 100"""
-    k, u = exp_reduce(b, x)
-    b.ret(vym_scale(k, exp_poly(u)))
-
-
-@function(F64, x=F64)
-def vym_exp2_d(b: Block, x: Val) -> None:
-    """2^x for a double x, -160 < x < 160, with 128 x - k exact (an f32 x; pow's t, whose
-    low bits fit): k the integer nearest 128 x, u = 128 x - k, 2^(u/128) as in exp"""
-    t = b.let(x * float(N_EXP), "t")
-    s = b.let(t + MAGIC, "s")
-    b.ret(vym_scale(s.lo().to(I32), exp_poly(t - (s - MAGIC))))
-
-
-def _expm1(name: str, scale: float) -> Function:
-    """``name``(y) = e^(scale y) - 1 for y an f32 (``scale`` 1 or 2) or twice one, -160 <
-    scale y < 100, without a branch: with k, u as in exp and m, j the integers nearest k/128
-    and k - 128 m (|j| <= 64), e^y - 1 = A + 2^(k/128) P where A = 2^(k/128) - 1 = 2^m
-    (2^(j/128) - 1) + (2^m - 1) (the table's 2^(j/128) - 1, times 2^m exactly: one rounding;
-    no cancellation, |A + B| > |A|/2) and P = 2^(u/128) - 1 = u q(u), q of degree 4 (relative
-    error under 2^-54: k = 0 rounds P itself)"""
-
-    def build(b: Block, y: Val) -> None:
-        k, u = exp_reduce(b, y, scale)
-        i = b.let((k + 64) & 127, "i")
-        m2 = b.let(pair(F64, ((k + 64 - i).to(U32) << 13) + (1023 << 20), 0), "m2")   # 2^m, m = (k + 64 - i)/128
-        a = b.let(fma(m2, EXPM1_T[i], m2 - 1.0), "a")
-        b.ret(a + vym_scale(k, u * horner(u, list(_fit(4)))))
-
-    return Function(name, F64, (("y", F64),), build, doc=_expm1.__doc__)
-
-
-vym_expm1_d = _expm1("vym_expm1_d", 1.0)
-vym_expm1_2d = _expm1("vym_expm1_2d", 2.0)     # tanh's e^(2|x|) - 1
+EXP_FAMILY = exp_family(LG_EXP)
+vym_exp_d, vym_exp2_d = EXP_FAMILY["vym_exp_d"], EXP_FAMILY["vym_exp2_d"]
+vym_expm1_d, vym_expm1_2d = EXP_FAMILY["vym_expm1_d"], EXP_FAMILY["vym_expm1_2d"]   # 2d: tanh's e^(2|x|) - 1
+#: what WGSL prints in place of the C family's exp functions (`vyre.lower.crmath.dsl.closure`)
+WGSL_SUBSTITUTES: dict[int, Function] = {id(f): exp_family(LG_EXP_WGSL)[name] for name, f in EXP_FAMILY.items()}
+# 2^(j/64), pow's double-double table (`vyre.lower.crmath.binary`)
+EXP_T = table("vym_exp_t", F64, lambda: [float(mpmath.power(2, mpmath.mpf(j) / 64)) for j in range(64)])
 
 
 # ---- ln, log2, ln(1 + x) ---------------------------------------------------------------------

@@ -297,7 +297,9 @@ def lookup_source(m: Lookup) -> str:
 def source(roots: Iterable[Function]) -> str:
     """WGSL of the roots and everything they reach, software helpers included (callees first)."""
     parts = ["// Correctly rounded f32 transcendentals (vyre.lower.crmath): float64 in software on u32 words"]
-    items = closure(roots, extra=helpers)
+    from .functions import WGSL_SUBSTITUTES
+
+    items = closure(roots, extra=helpers, substitutes=WGSL_SUBSTITUTES)
     indexed: set[int] = set()
     rows: dict[int, set[int]] = {}
     for fn in items:
