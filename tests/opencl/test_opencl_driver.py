@@ -176,6 +176,40 @@ def test_zero_copy_large_host_arrays_give_the_reference_bytes(opencl, monkeypatc
     assert np.array_equal(a, a0) and np.array_equal(x, x0)
 
 
+def test_zero_copy_dispatch_writes_large_outputs_into_the_bytes_it_returns(opencl, monkeypatch):
+    """`dispatch` on a host-unified device: a large output of whole words is written in place
+    into the bytes object it returns (`vyre.driver.hostbytes`: no copy after the kernel), a
+    padded narrow output (u8, a length that is not whole words) is copied out of its words,
+    an output no invocation fully writes is zero where unwritten, and each call returns fresh
+    objects that later calls leave alone. Bytes as the reference's and as dispatch_arrays'."""
+    from vyre.driver.engine.core import DIRECT_BYTES
+
+    if not opencl.device.zero_copy:
+        pytest.skip("this OpenCL device does not share host memory")
+    seen = _counting_wraps(opencl, monkeypatch)
+    n = DIRECT_BYTES // 4 + 37
+    nb = 4 * n + 3                      # u8 output: not whole words
+    prog = Program.wrapped([BufferDecl.read("a", 0, U), BufferDecl.output("full", 1, U),
+                            BufferDecl.output("part", 2, U), BufferDecl.output("narrow", 3, DataType.U8).with_count(nb)],
+                           64, [Node.store("full", GX, Expr.load("a", GX) * 3),
+                                Node.if_(GX.lt(Expr.u32(n // 3)), [Node.store("part", GX, GX + 1)]),
+                                Node.store("narrow", GX, GX)])
+    a = np.arange(n, dtype=np.uint32) * 7
+    want = reference.run(prog, [a])
+    first = opencl.dispatch(prog, [a])
+    assert first == want and all(type(o) is bytes for o in first)
+    assert [o.tobytes() for o in opencl.dispatch_arrays(prog, [a])] == want
+    def at(o: bytes) -> int:
+        return np.frombuffer(o, np.uint8).ctypes.data
+
+    # the two whole-word outputs were the kernel's buffers; the narrow one was copied out
+    assert (True, at(first[0]), n * 4) in seen and (True, at(first[1]), n * 4) in seen
+    assert all(ptr != at(first[2]) for _, ptr, _ in seen)
+    second = opencl.dispatch(prog, [a + 1])
+    assert first == want and second[0] != first[0] and second[0] == reference.run(prog, [a + 1])[0]
+    assert not np.frombuffer(first[1], np.uint32)[n // 3:].any()
+
+
 def test_zero_copy_never_reads_the_callers_array_after_an_async_call_returns(opencl, monkeypatch):
     """dispatch_async returns before the kernel runs: it stages its large inputs at call time
     (wraps nothing), so writing the caller's array afterwards changes nothing."""

@@ -51,7 +51,7 @@ from vyre.ir.fingerprint import fingerprint, identity
 from vyre.ir.launch import effective_program, uses_atomics
 from vyre.ir.program import Program
 
-from .. import observability, tuner
+from .. import hostbytes, observability, tuner
 from ..backend import CompiledPipeline, Resource, VyreBackend
 from ..bounded import fifo
 from ..capability import Capabilities, answer_queries
@@ -232,8 +232,9 @@ class Flight:
         self.keep: tuple = ()
         # outputs read straight into the returned arrays once the dispatch is complete:
         # (output position, this dispatch's own device buffer, bytes, and on a zero-copy
-        # device the array that buffer wraps, else None)
-        self.direct: tuple[tuple[int, Any, int, Any], ...] = ()
+        # device the array that buffer wraps, else None; the bytes object whose storage that
+        # array is, for `dispatch`, else None)
+        self.direct: tuple[tuple[int, Any, int, Any, bytes | None], ...] = ()
         # host arrays used in place (`Device.wrap_host`): (buffer, writable), unwrapped after
         # the wait; bound positions of outputs already zero (fresh zeroed arrays)
         self.wrapped: tuple[tuple[Any, bool], ...] = ()
@@ -714,7 +715,7 @@ class EngineBackend(VyreBackend):
     def _enqueue(self, pipe: EnginePipeline, prep: Prepared, ins: list[Input], config: DispatchConfig,
                  deadline: float | None, timed: bool, fence: bool = True,
                  device_outputs: bool = False, outputs: list[DeviceInput] | None = None,
-                 direct: bool = False, direct_reads: bool = False) -> Flight:
+                 direct: bool = False, direct_reads: bool = False, as_bytes: bool = False) -> Flight:
         """Stage, launch and read back one dispatch. With ``fence`` False the caller waits
         with `Device.finish` instead (synchronous calls without a deadline). With
         ``device_outputs`` every output gets its own fresh device buffer, left on the device
@@ -723,8 +724,9 @@ class EngineBackend(VyreBackend):
         With ``direct`` (a call that waits for this dispatch, on a device with direct host
         copies) large host inputs are uploaded from the caller's memory, or on a `zero_copy`
         device read there in place (only inputs the program never writes); with
-        ``direct_reads`` too (it wants arrays) large outputs go to buffers of this dispatch,
-        read straight into the arrays by `_complete` (zero-copy: written into them)."""
+        ``direct_reads`` too (it wants arrays, or bytes on a zero-copy device: ``as_bytes``)
+        large outputs go to buffers of this dispatch, read straight into the arrays by
+        `_complete` (zero-copy: written into them, or into the bytes)."""
         dev = self.device
         lock = self.lock
         lock.acquire()
@@ -741,7 +743,7 @@ class EngineBackend(VyreBackend):
                     waited, tails = [], []
                     views = bufs = self._fresh_outputs(prep, bufs, outputs, flight, waited, tails)
                 elif direct_reads and prep.out_nbytes >= DIRECT_BYTES:
-                    views = bufs = self._direct_outputs(prep, bufs, flight)
+                    views = bufs = self._direct_outputs(prep, bufs, flight, as_bytes)
                 direct_min = 0 if dev.synchronous else DIRECT_BYTES if direct else -1
                 wrap = direct and dev.zero_copy
                 for pos, index, nbytes in prep.copies_in:
@@ -822,12 +824,14 @@ class EngineBackend(VyreBackend):
         flight.keep = tuple(fresh) if not tails else tuple(fresh) + tuple(b for _, b, _ in tails)
         return bufs
 
-    def _direct_outputs(self, prep: Prepared, bufs: list[Any], flight: Flight) -> list[Any]:
+    def _direct_outputs(self, prep: Prepared, bufs: list[Any], flight: Flight, as_bytes: bool) -> list[Any]:
         """`_enqueue`'s buffers with each large output replaced by a buffer of this dispatch
         alone (``flight.direct``), which `_complete` reads straight into the returned array:
         a later dispatch reuses the cached buffers, so they cannot be read after the wait.
         On a `zero_copy` device that buffer is the returned array itself (zeroed when made,
-        where it must be: ``flight.zeroed``), and nothing is read."""
+        where it must be: ``flight.zeroed``), and nothing is read; for ``as_bytes``
+        (`dispatch`), the returned bytes object's storage (`hostbytes.fresh`), where the
+        output is whole words."""
         dev = self.device
         bufs = list(bufs)
         direct = []
@@ -835,14 +839,21 @@ class EngineBackend(VyreBackend):
         for i, (pos, nbytes, exact) in enumerate(prep.outs):
             if exact >= DIRECT_BYTES:
                 if dev.zero_copy:   # zeroed here where the launch may leave elements unwritten
-                    words = (np.zeros if pos in zero else np.empty)(nbytes // 4, np.uint32)
+                    held = None
+                    if as_bytes and nbytes == exact:   # written into the bytes `dispatch` returns
+                        held, raw = hostbytes.fresh(exact)
+                        words = raw.view(np.uint32)
+                        if pos in zero:
+                            words.fill(0)
+                    else:
+                        words = (np.zeros if pos in zero else np.empty)(nbytes // 4, np.uint32)
                     bufs[pos] = dev.wrap_host(words, True)
                     flight.wrapped += ((bufs[pos], True),)
                     flight.zeroed += (pos,)
-                    direct.append((i, bufs[pos], exact, words))
+                    direct.append((i, bufs[pos], exact, words, held))
                 else:
                     bufs[pos] = dev.alloc(nbytes)
-                    direct.append((i, bufs[pos], exact, None))
+                    direct.append((i, bufs[pos], exact, None, None))
         flight.direct = tuple(direct)
         return bufs
 
@@ -920,7 +931,7 @@ class EngineBackend(VyreBackend):
         if not read:
             outs: list[Any] = []
         elif arrays is None:
-            outs = [v.tobytes() for v in sset.views]
+            outs = [v.tobytes() for v in sset.views] if not flight.direct else self._read_direct_bytes(flight)
         else:
             outs = [v.view(dt).copy() for v, dt in zip(sset.views, arrays)] if not flight.direct else \
                 self._read_direct(flight, arrays)
@@ -943,7 +954,7 @@ class EngineBackend(VyreBackend):
         dev = self.device
         outs = [None if v.nbytes >= DIRECT_BYTES else v.view(dt).copy()
                 for v, dt in zip(flight.sset.views, arrays)]
-        for i, buf, exact, words in flight.direct:
+        for i, buf, exact, words, _ in flight.direct:
             dt = np.dtype(arrays[i])
             if words is not None:   # written in place (`unwrap_host` made it visible)
                 outs[i] = words.view(np.uint8)[:exact].view(dt)
@@ -955,6 +966,15 @@ class EngineBackend(VyreBackend):
                 raise self.failure(exc) from None
             outs[i] = arr
             dev.free(buf)
+        flight.direct = ()
+        return outs
+
+    def _read_direct_bytes(self, flight: Flight) -> list[bytes]:
+        """`_read_direct` for `dispatch` on a zero-copy device: each large output is the bytes
+        object it was written into, or (a padded narrow output) its words' exact bytes."""
+        outs: list[Any] = [None if v.nbytes >= DIRECT_BYTES else v.tobytes() for v in flight.sset.views]
+        for i, _, exact, words, held in flight.direct:
+            outs[i] = held if held is not None else words.view(np.uint8)[:exact].tobytes()
         flight.direct = ()
         return outs
 
@@ -977,8 +997,11 @@ class EngineBackend(VyreBackend):
             deadline = None if config.timeout is None else time.monotonic() + config.timeout
             if deadline is None and not timed:
                 direct = self._direct and config.fixpoint_iterations == 1
+                # large outputs straight into the returned arrays, or on a zero-copy device into
+                # the returned bytes (`hostbytes`)
                 flight = self._enqueue(pipe, prep, ins, config, None, False, False, direct=direct,
-                                       direct_reads=direct and arrays)
+                                       direct_reads=direct and (arrays or self.device.zero_copy),
+                                       as_bytes=not arrays)
             else:
                 flight = self._enqueue(pipe, prep, ins, config, deadline, timed)
             if timed:
