@@ -1,9 +1,9 @@
 """OpenCL on PoCL: a 16M-element correctly rounded f32 `exp` (and `sin`, `log`, `tanh`) against
 numpy on float32 (numpy's own, not correctly rounded, SIMD functions), wall time of a host
 dispatch including transfers, median; also the kernel's device time, and the floor: a
-negation through the same path (`negate_*`). `dispatch` returns bytes (a copy of the output
-the kernel wrote); `*_arrays_ms` times `dispatch_arrays`, which returns numpy arrays as numpy
-does (on PoCL the kernel writes them in place: no copy)."""
+negation through the same path (`negate_*`). `dispatch` returns bytes, `*_arrays_ms` times
+`dispatch_arrays`, which returns numpy arrays as numpy does; on PoCL the kernel writes a large
+output in place into either (`vyre.driver.hostbytes` for the bytes): no copy."""
 
 from __future__ import annotations
 
