@@ -722,8 +722,14 @@ class CSyntax(Syntax):
             preludes.append(self.tile_prelude)
         if p.plan.uses_transcendentals:
             ops = {e.op for e in N.program_exprs(p.plan.program) if isinstance(e, E.Un | E.Bin)}
+            preludes.append(self.crmath_head(p))
             preludes.append(crmath.lane_prelude(ops) + LANE_PRELUDE if p.plan.lane_loop else crmath.prelude(ops))
         return "\n".join([*preludes, *kernels])
+
+    def crmath_head(self, p: Printer) -> str:
+        """What goes right before the correctly rounded functions (CUDA: VYM_SHARED_TABLES,
+        where the kernels copy the tables those functions read into shared memory)."""
+        return ""
 
 
 # the lane loop's vector width: 8 doubles (one AVX-512 register; LLVM splits it where vectors

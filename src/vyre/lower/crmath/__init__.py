@@ -24,7 +24,7 @@ from .binary import vym_atan2, vym_pow
 from .functions import DEVICE_EPS, ENTRY, HARD_CASES, LANE, hard_cases, vym_hypot
 
 __all__ = ["DEVICE_EPS", "DOUBLE", "HARD_CASES", "HELPER", "LANE_HELPER", "hard_cases", "lane_prelude",
-           "prelude", "roots", "wgsl_prelude"]
+           "prelude", "roots", "shared_tables", "wgsl_prelude"]
 
 # the functions of two operands (pow and atan2: vyre.lower.crmath.binary)
 BINARY = {BinOp.HYPOT: vym_hypot, BinOp.POW: vym_pow, BinOp.ATAN2: vym_atan2}
@@ -60,6 +60,14 @@ def lane_prelude(ops: frozenset[UnOp | BinOp] | set[UnOp | BinOp]) -> str:
     """`prelude` of ``ops`` plus the lane functions of those in `LANE_HELPER` (C family)."""
     fns = roots(ops) + [LANE[op.value] for op in LANE_HELPER if op in ops]
     return _c.source(fns) if fns else ""
+
+
+def shared_tables(ops: frozenset[UnOp | BinOp] | set[UnOp | BinOp]) -> list[tuple[str, str, int]]:
+    """(name, C type, entries) of each table the helpers of ``ops`` read once per evaluation
+    (`vyre.lower.crmath.dsl.Table.shared`): a CUDA kernel that evaluates them in a loop copies
+    these into shared memory first and defines VYM_SHARED_TABLES (`prelude`'s reads then go
+    there)."""
+    return [(t.name, _c.CT[t.ty], len(t.values)) for t in _c.shared_tables(roots(ops))]
 
 
 def wgsl_prelude(ops: frozenset[UnOp | BinOp] | set[UnOp | BinOp]) -> str:

@@ -57,6 +57,7 @@ COMMON = r"""
 #define VYM_D2L(x) as_ulong(x)
 #define VYM_PAIR(h, l) as_double((vy_u64)(h) << 32 | (vy_u64)(l))
 #define VYM_IDX(t, i) ((t)[i])
+#define VYM_SH(t, i) VYM_IDX(t, i)
 #define VYM_FABS(x) fabs(x)
 #elif defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define VYM_TABLE static __device__ const
@@ -82,6 +83,13 @@ static __device__ __forceinline__ double vym_rcp_approx(double x) { double r; as
 template <typename T> static __device__ __forceinline__ T vym_idx(const T* t, uint i) {
     const T* a; asm("mad.wide.u32 %0, %1, %2, %3;" : "=l"(a) : "r"(i), "n"((int)sizeof(T)), "l"(t)); return __ldg(a); }
 #define VYM_IDX(t, i) vym_idx(t, (uint)(i))
+// a table read once per evaluation: from the block's shared copy where the kernel made one
+// (VYM_SHARED_TABLES: vyre.drivers.cuda.codegen, kernels that evaluate it in a loop)
+#if defined(VYM_SHARED_TABLES)
+#define VYM_SH(t, i) t##_s[i]
+#else
+#define VYM_SH(t, i) VYM_IDX(t, i)
+#endif
 #define VYM_FABS(x) fabsf(x)
 #else   /* a host C target */
 #define VYM_TABLE static const
@@ -96,6 +104,7 @@ VY_FN vy_u64 vym_d2l(double d) { vy_u64 u; __builtin_memcpy(&u, &d, 8); return u
 #define VYM_D2L(x) vym_d2l(x)
 #define VYM_PAIR(h, l) vym_l2d((vy_u64)(h) << 32 | (vy_u64)(l))
 #define VYM_IDX(t, i) ((t)[i])
+#define VYM_SH(t, i) VYM_IDX(t, i)
 #define VYM_FABS(x) __builtin_fabsf(x)
 #endif
 // Correctly rounded f32 transcendentals (vyre.lower.crmath), printed from one algorithm per
@@ -187,7 +196,7 @@ def expr(v: Val) -> tuple[str, int]:
     if op == "call":
         return f"{NATIVE.get(v.data.name, v.data.name)}({', '.join(expr(x)[0] for x in a)})", _PRIMARY
     if op == "index":
-        return f"VYM_IDX({v.data.name}, {expr(a[0])[0]})", _PRIMARY
+        return f"{'VYM_SH' if v.data.shared else 'VYM_IDX'}({v.data.name}, {expr(a[0])[0]})", _PRIMARY
     if op == "lookup":
         return f"{v.data.name}({expr(a[0])[0]}, {expr(a[1])[0]})", _PRIMARY
     if op in _BIN:
@@ -301,13 +310,24 @@ def function_source(fn: Function) -> str:
 
 
 def table_source(t: Table) -> str:
+    """The table; a `Table.shared` one with its shared-memory copy's declaration (CUDA, where
+    the kernel makes one: `VYM_SH`)."""
     if t.ty is F64:
         vals = ",".join(hexfloat(v) for v in t.values)
     elif t.ty is U32:
         vals = ",".join(f"0x{v:08x}u" for v in t.values)
     else:
         vals = ",".join(literal(Val("lit", t.ty, data=v))[0] for v in t.values)
-    return f"VYM_TABLE {CT[t.ty]} {t.name}[{len(t.values)}] = {{{vals}}};"
+    out = f"VYM_TABLE {CT[t.ty]} {t.name}[{len(t.values)}] = {{{vals}}};"
+    if t.shared:
+        out += f"\n#if defined(VYM_SHARED_TABLES)\n__shared__ {CT[t.ty]} {t.name}_s[{len(t.values)}];\n#endif"
+    return out
+
+
+def shared_tables(roots: Iterable[Function]) -> list[Table]:
+    """The `Table.shared` tables the roots reach (what a kernel that defines
+    VYM_SHARED_TABLES copies into shared memory first)."""
+    return [t for t in closure(roots) if isinstance(t, Table) and t.shared]
 
 
 def lookup_source(m: Lookup) -> str:

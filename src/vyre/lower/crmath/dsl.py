@@ -611,10 +611,13 @@ def function(result: Ty | Sequence[Ty], *, soft: bool = False, cold: bool = Fals
 
 
 class Table:
-    """A read-only table (module constant) of one type; ``values`` is computed on first use."""
+    """A read-only table (module constant) of one type; ``values`` is computed on first use.
+    ``shared``: read once per evaluation on the common path, so a CUDA kernel that evaluates
+    it in a loop keeps a copy in shared memory (`vyre.lower.crmath.c`, `VYM_SH`)."""
 
-    def __init__(self, name: str, ty: Ty, values: Callable[[], Sequence[int | float]]) -> None:
-        self.name, self.ty = name, ty
+    def __init__(self, name: str, ty: Ty, values: Callable[[], Sequence[int | float]],
+                 shared: bool = False) -> None:
+        self.name, self.ty, self.shared = name, ty, shared
         self._values = values
         self._cache: tuple[int | float, ...] | None = None
 
@@ -647,9 +650,10 @@ class Table:
         return Val("row", Tup((self.ty,) * width, row=True), (k,), (self, width))
 
 
-def table(name: str, ty: Ty, values: Callable[[], Sequence[int | float]]) -> Table:
-    """A `Table` named ``name`` of type ``ty`` whose entries ``values()`` gives."""
-    return Table(name, ty, values)
+def table(name: str, ty: Ty, values: Callable[[], Sequence[int | float]], shared: bool = False) -> Table:
+    """A `Table` named ``name`` of type ``ty`` whose entries ``values()`` gives (``shared``:
+    see `Table`)."""
+    return Table(name, ty, values, shared)
 
 
 class Lookup:

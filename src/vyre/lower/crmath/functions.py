@@ -288,15 +288,16 @@ def _expm1_table(lg: int) -> list[float]:
         return [float(mpmath.power(2, mpmath.mpf(i - n // 2) / n) - 1) for i in range(n)]
 
 
-def exp_family(lg: int) -> dict[str, Function]:
+def exp_family(lg: int, shared: bool = False) -> dict[str, Function]:
     """vym_scale, vym_exp_d, vym_exp2_d, vym_expm1_d and vym_expm1_2d on a table of N = 2^lg
-    entries (the same names at every size: a printer prints one family)"""
+    entries (the same names at every size: a printer prints one family); ``shared``: the
+    tables are read once per evaluation (`vyre.lower.crmath.dsl.Table`)"""
     n = 1 << lg
     q_exp, q_em1 = EXP_DEGREES[lg]
     with mpmath.workprec(200):
         c_hi, c_lo = _split(n / _LN2, 29)            # x c_hi exact for an f32 x
-    ta = table("vym_exp_ta", F64, lambda: _exp_ta(lg))
-    em1 = table("vym_expm1_t", F64, lambda: _expm1_table(lg))
+    ta = table("vym_exp_ta", F64, lambda: _exp_ta(lg), shared)
+    em1 = table("vym_expm1_t", F64, lambda: _expm1_table(lg), shared)
 
     def poly(u: Val) -> Val:
         """2^(u/N) for |u| <= 1/2 + 2^-15: 1 + u q(u)"""
@@ -354,7 +355,7 @@ def exp_family(lg: int) -> dict[str, Function]:
                                 expm1("vym_expm1_2d", 2.0))}
 
 
-EXP_FAMILY = exp_family(LG_EXP)
+EXP_FAMILY = exp_family(LG_EXP, shared=True)
 vym_exp_d, vym_exp2_d = EXP_FAMILY["vym_exp_d"], EXP_FAMILY["vym_exp2_d"]
 vym_expm1_d, vym_expm1_2d = EXP_FAMILY["vym_expm1_d"], EXP_FAMILY["vym_expm1_2d"]   # 2d: tanh's e^(2|x|) - 1
 #: what WGSL prints in place of the C family's exp functions (`vyre.lower.crmath.dsl.closure`)
