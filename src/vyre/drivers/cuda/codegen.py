@@ -136,7 +136,7 @@ def shared_math_tables(plan: KernelPlan) -> list[tuple[str, str, int]]:
     functions it evaluates inside a loop, in blocks of SHARED_TABLES_FROM threads or more,
     when it has no workgroup arrays of its own. A read there is one mask, one shift and an
     LDS, with a shorter latency than the read-only cache's (compute-bound exp: 4 % less
-    time on an H100); the copy, 8 KiB a table for each block, is paid back only where each
+    time on an H100, tanh 1 %); the copy, 8 KiB a table for each block, is paid back only where each
     thread evaluates the function many times, which a loop marks, and costs a block of a few
     threads more than it saves. Empty otherwise: the functions read the global tables."""
     prog = plan.program
