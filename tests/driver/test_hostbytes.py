@@ -27,3 +27,17 @@ def test_fresh_bytes_hold_what_was_written_into_their_view(n):
 def test_fresh_refuses_the_shared_small_objects(n):
     with pytest.raises(ValueError):
         hostbytes.fresh(n)
+
+
+def test_the_view_keeps_the_bytes_alive():
+    """A view outliving every other reference to its bytes object (a dispatch abandoned while
+    the device still holds the view) writes into live storage, not freed memory."""
+    import gc
+
+    out, view = hostbytes.fresh(1 << 22)
+    first = id(out)
+    del out
+    gc.collect()
+    view[:] = 7                       # freed storage would be unmapped here (1 MiB and up)
+    owner = view.base.obj._owner      # view -> memoryview -> ctypes array -> the bytes
+    assert view[::4096].tolist() == [7] * 1024 and id(owner) == first

@@ -338,3 +338,25 @@ def test_wgsl_prints_its_own_exp_family_in_place_of_the_c_familys():
     assert f"i < {1 << (F.LG_EXP_WGSL - 1)}u" in w and f"i < {1 << (F.LG_EXP - 1)}u" not in w
     items = dsl.closure(F.ENTRY.values(), substitutes=F.WGSL_SUBSTITUTES)
     assert not any(x is f for x in items for f in F.EXP_FAMILY.values())
+
+
+def test_every_wgsl_function_and_table_is_printed_once_whatever_ops_meet():
+    """Functions of the WGSL exp family reached from several ops are one family: each
+    function and table is defined once (five families, one per substitute, gave exp + tanh
+    two vym_exp_ta and naga refused the module), for every pair of correctly rounded ops and
+    for all of them together; the C prelude likewise."""
+    import itertools
+    import re
+
+    from vyre.lower.crmath import HELPER, prelude, wgsl_prelude
+
+    ops = list(HELPER)
+
+    def once(text: str, pattern: str) -> None:
+        names = re.findall(pattern, text, re.M)
+        dup = {n for n in names if names.count(n) > 1}
+        assert not dup, dup
+
+    for some in [*itertools.combinations(ops, 2), tuple(ops)]:
+        once(wgsl_prelude(set(some)), r"^fn (\w+)\(")
+    once(prelude(set(ops)), r"^(?:VY_FN|VYM_COLD) \w+ (\w+)\(")

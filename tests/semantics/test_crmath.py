@@ -401,3 +401,14 @@ def test_hypot_cuda_is_byte_identical(cuda):
     xs, ys, want = _hypot_cases()
     got = _run_bin(cuda, xs, ys)
     assert np.array_equal(got, want), _first_bad(xs, got, want)
+
+
+def test_wgpu_runs_the_exp_family_together_in_one_kernel(wgpu):
+    """exp, tanh and expm1 in one WGSL module share one 128-entry family (one vym_scale, one
+    table each: five copies of the family once printed vym_exp_ta twice and naga refused the
+    module). Their sum gives the reference's bytes on each function's hard cases."""
+    ops = [UnOp.EXP, UnOp.TANH, UnOp.EXPM1]
+    xs = np.concatenate([_cases(op)[0] for op in ops]).astype(np.float32)
+    prog = map_program([DataType.F32], DataType.F32,
+                       lambda v: Expr.un(UnOp.EXP, v) + Expr.un(UnOp.TANH, v) + Expr.un(UnOp.EXPM1, v), wg=64)
+    assert _dispatch(wgpu, prog, [xs]) == reference.run(prog, [xs])

@@ -55,5 +55,6 @@ def fresh(nbytes: int) -> tuple[bytes, np.ndarray]:
     lo, hi = -(-addr // HUGE) * HUGE, (addr + nbytes) // HUGE * HUGE
     if _advise is not None and hi - lo >= 2 * HUGE:   # advice only: its failure changes nothing
         _advise(lo, hi - lo, _MADV_HUGEPAGE)  # type: ignore[operator]
-    view = np.ctypeslib.as_array((ctypes.c_ubyte * nbytes).from_address(addr))
-    return out, view
+    raw = (ctypes.c_ubyte * nbytes).from_address(addr)
+    raw._owner = out   # type: ignore[attr-defined]  # the view keeps the object's storage alive
+    return out, np.ctypeslib.as_array(raw)

@@ -791,6 +791,11 @@ class EngineBackend(VyreBackend):
                 if fence:
                     flight.fence = dev.fence()
             except BaseException as exc:
+                if flight.wrapped:   # host memory this dispatch's queued work may still use
+                    try:
+                        dev.finish()
+                    except BaseException:   # the first error is the one to raise
+                        pass
                 raise self._aborted(prep, sset, exc, config) from None
         finally:
             lock.release()
@@ -974,6 +979,7 @@ class EngineBackend(VyreBackend):
         object it was written into, or (a padded narrow output) its words' exact bytes."""
         outs: list[Any] = [None if v.nbytes >= DIRECT_BYTES else v.tobytes() for v in flight.sset.views]
         for i, _, exact, words, held in flight.direct:
+            assert words is not None   # (zero-copy only: `_run`)
             outs[i] = held if held is not None else words.view(np.uint8)[:exact].tobytes()
         flight.direct = ()
         return outs

@@ -144,7 +144,10 @@ def shared_math_tables(plan: KernelPlan) -> list[tuple[str, str, int]]:
         return []
     looped = {e.op for body in N.program_bodies(prog) for n in N.walk_nodes(body) if isinstance(n, N.Loop | N.While)
               for e in N.walk_exprs(n.body) if isinstance(e, E.Un | E.Bin)}
-    return crmath.shared_tables(frozenset(looped)) if looped else []
+    if not looped or not crmath.shared_tables(frozenset(looped)):
+        return []
+    # VYM_SHARED_TABLES sends every shared table's reads to its copy: copy all the program reaches
+    return crmath.shared_tables(frozenset(e.op for e in N.program_exprs(prog) if isinstance(e, E.Un | E.Bin)))
 
 
 # blocks of more threads than this carry __launch_bounds__ (`CudaSyntax.kernel_head`)

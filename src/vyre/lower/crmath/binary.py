@@ -41,7 +41,7 @@ against mpmath on thousands of pairs chosen to stress them, all below half the b
   for e != 0, |L| >= 0.49, |L - e| <= 1.05 |L|, |p| <= 0.023 |L| and the three additions
   err by at most 2.1u |L|; for e = 0 either lh_i = 0 (L = p: 5.2u |L|) or |L| >= 2 |p|
   (3.6u |L|). t = y L adds u |t|, so |dt| <= 6.2u |t| < 2^-43.4 for |t| < 130, and
-  2^t (`vym_exp2_d`, whose reduction 128 t - k is exact for any double t, within 2^-51)
+  2^t (`vym_exp2_d`, whose reduction N t - k is exact for any double t, within 2^-51)
   is within ln2 2^-43.4 + 2^-51 < 2^-43.8: ``POW_EPS_FAST`` = 2^-43 (measured 2^-45.2).
 * pow accurate: log2(1 + r) = r S(r) with S's terms through r^16 (truncation 2^-112), the
   first seven in double-double; L = e + lt_i + log2(1 + r) in double-double (relative

@@ -361,7 +361,8 @@ EXP_FAMILY = exp_family(LG_EXP, shared=True)
 vym_exp_d, vym_exp2_d = EXP_FAMILY["vym_exp_d"], EXP_FAMILY["vym_exp2_d"]
 vym_expm1_d, vym_expm1_2d = EXP_FAMILY["vym_expm1_d"], EXP_FAMILY["vym_expm1_2d"]   # 2d: tanh's e^(2|x|) - 1
 #: what WGSL prints in place of the C family's exp functions (`vyre.lower.crmath.dsl.closure`)
-WGSL_SUBSTITUTES: dict[int, Function] = {id(f): exp_family(LG_EXP_WGSL)[name] for name, f in EXP_FAMILY.items()}
+_WGSL_FAMILY = exp_family(LG_EXP_WGSL)      # one family: its functions share one table and one vym_scale
+WGSL_SUBSTITUTES: dict[int, Function] = {id(f): _WGSL_FAMILY[name] for name, f in EXP_FAMILY.items()}
 # 2^(j/64), pow's double-double table (`vyre.lower.crmath.binary`)
 EXP_T = table("vym_exp_t", F64, lambda: [float(mpmath.power(2, mpmath.mpf(j) / 64)) for j in range(64)])
 
@@ -623,9 +624,10 @@ def vym_tanh_y(b: Block, x: Val) -> None:
     """tanh x = e / (e + 2), e = e^(2|x|) - 1, for |x| clamped to 10 (tanh 10 rounds to 1, as
     tanh of every larger |x| does; NaN becomes 10 too: the entry's argument test sends it to the
     special values), without a division: with r0 a seed of 1/d (`vym_rcp_seed`, d = e + 2) and
-    eps = 1 - d r0 (|eps| <= 2^-17), 1/d = r0 (1 + eps + eps^2) (1 + O(eps^3)), so
-    e r0 (1 + eps + eps^2) is within 2^-51 of e/d. The sign goes into the high word (tanh is
-    odd; the result is never NaN)"""
+    eps = 1 - d r0 (|eps| <= 2^-17), 1/d = r0 (1 + eps + eps^2) / (1 - eps^3), so
+    e r0 (1 + eps + eps^2) is within 2^-51 of e/d before rounding; with the roundings of d,
+    q0 and the last fma and e's own error, within about 2^-50.2 (DEVICE_EPS is 2^-48). The
+    sign goes into the high word (tanh is odd; the result is never NaN)"""
     ax = b.let(select(fabs(x).lt(10.0), fabs(x), f32(10.0)), "ax")
     e = b.let(vym_expm1_2d(ax.to(F64)), "e")
     d = b.let(e + 2.0, "d")
