@@ -27,7 +27,7 @@ from . import expr as E
 from . import node as N
 from .kinds import EXPR_KINDS, OP_MEMBER
 from .ops import OpId, expr_ops, node_op
-from .types import TRANSCENDENTAL, BinOp, DataType, MemoryOrdering, SubgroupOp
+from .types import TRANSCENDENTAL, BinOp, DataType, MemoryOrdering, SubgroupOp, UnOp
 
 if TYPE_CHECKING:
     from .program import BufferDecl, Program
@@ -49,6 +49,8 @@ class ProgramFacts:
                                           # specialization constant or function parameter names
     division: bool                        # any DIV/MOD (a signed division may fault)
     transcendental: bool
+    transcendentals: frozenset[UnOp | BinOp]          # the correctly rounded ops used (S13)
+    looped_transcendentals: frozenset[UnOp | BinOp]   # those evaluated inside a Loop or While
     subgroup_ops: frozenset[SubgroupOp]
     barrier: bool                         # a workgroup barrier (not a grid sync)
     grid_sync: bool
@@ -238,11 +240,16 @@ def _compute(program: Program) -> ProgramFacts:
                 calls[k].append(e.function)
     has = a.flags.__contains__
     read = frozenset(a.read)
+    crops = frozenset(m for op in ops if (m := OP_MEMBER.get(op)) is not None and m in TRANSCENDENTAL)
+    looped = frozenset(e.op for body in N.program_bodies(program) for n in N.walk_nodes(body)
+                       if isinstance(n, N.Loop | N.While) for e in N.walk_exprs(n.body)
+                       if isinstance(e, E.Un | E.Bin) and e.op in TRANSCENDENTAL) if crops and has("loops") else frozenset()
     return ProgramFacts(
         bound=tuple(bound), workgroup_bytes=wg_bytes, local_bytes=local_bytes, ops=tuple(ops),
         atomic_buffers=frozenset(a.atomic), float_atomic_buffers=frozenset(a.float_atomic),
         wide_atomics=has("wide_atomics"), read=read,
         types=frozenset(a.types), division=has("division"), transcendental=has("transcendental"),
+        transcendentals=crops, looped_transcendentals=looped,
         subgroup_ops=frozenset(m for op in ops if isinstance(m := OP_MEMBER.get(op), SubgroupOp)),
         barrier=has("barrier"), grid_sync=has("grid_sync"),
         loops=has("loops"), while_loop=has("while_loop"), indirect=has("indirect"),

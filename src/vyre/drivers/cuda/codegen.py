@@ -14,8 +14,6 @@ import dataclasses
 import functools
 from dataclasses import dataclass
 
-from vyre.ir import expr as E
-from vyre.ir import node as N
 from vyre.ir.program import Program
 from vyre.ir.types import AtomicOp, Builtin, SubgroupOp
 from vyre.lower import crmath
@@ -142,12 +140,11 @@ def shared_math_tables(plan: KernelPlan) -> list[tuple[str, str, int]]:
     prog = plan.program
     if not plan.uses_transcendentals or plan.workgroup or prog.invocations_per_workgroup < SHARED_TABLES_FROM:
         return []
-    looped = {e.op for body in N.program_bodies(prog) for n in N.walk_nodes(body) if isinstance(n, N.Loop | N.While)
-              for e in N.walk_exprs(n.body) if isinstance(e, E.Un | E.Bin)}
-    if not looped or not crmath.shared_tables(frozenset(looped)):
+    facts = prog.facts
+    if not facts.looped_transcendentals or not crmath.shared_tables(facts.looped_transcendentals):
         return []
     # VYM_SHARED_TABLES sends every shared table's reads to its copy: copy all the program reaches
-    return crmath.shared_tables(frozenset(e.op for e in N.program_exprs(prog) if isinstance(e, E.Un | E.Bin)))
+    return crmath.shared_tables(facts.transcendentals)
 
 
 # blocks of more threads than this carry __launch_bounds__ (`CudaSyntax.kernel_head`)
