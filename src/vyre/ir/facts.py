@@ -48,7 +48,6 @@ class ProgramFacts:
     types: frozenset[DataType]            # every type a buffer, literal, cast, bitcast,
                                           # specialization constant or function parameter names
     division: bool                        # any DIV/MOD (a signed division may fault)
-    transcendental: bool
     transcendentals: frozenset[UnOp | BinOp]          # the correctly rounded ops used (S13)
     looped_transcendentals: frozenset[UnOp | BinOp]   # those evaluated inside a Loop or While
     subgroup_ops: frozenset[SubgroupOp]
@@ -75,6 +74,11 @@ class ProgramFacts:
     def op_set(self) -> frozenset[OpId]:
         """`ops` as a set, for membership tests."""
         return frozenset(self.ops)
+
+    @property
+    def transcendental(self) -> bool:
+        """Whether a correctly rounded op (S13) is used."""
+        return bool(self.transcendentals)
 
     @property
     def atomics(self) -> bool:
@@ -178,9 +182,7 @@ NODE_FACTS: dict[type, Callable[[_Acc, Any], None]] = {
 }
 #: the expression kinds that set a fact
 EXPR_FACTS: dict[type, Callable[[_Acc, Any], None]] = {
-    E.Bin: lambda a, e: a.flags.update(("division",) * (e.op in (BinOp.DIV, BinOp.MOD))
-                                       + ("transcendental",) * (e.op in TRANSCENDENTAL)),
-    E.Un: lambda a, e: a.flags.add("transcendental") if e.op in TRANSCENDENTAL else None,
+    E.Bin: lambda a, e: a.flags.add("division") if e.op in (BinOp.DIV, BinOp.MOD) else None,
     E.Load: lambda a, e: a.read.add(e.buffer),
     E.Atomic: _atomic,
     E.Spec: _spec,
@@ -248,7 +250,7 @@ def _compute(program: Program) -> ProgramFacts:
         bound=tuple(bound), workgroup_bytes=wg_bytes, local_bytes=local_bytes, ops=tuple(ops),
         atomic_buffers=frozenset(a.atomic), float_atomic_buffers=frozenset(a.float_atomic),
         wide_atomics=has("wide_atomics"), read=read,
-        types=frozenset(a.types), division=has("division"), transcendental=has("transcendental"),
+        types=frozenset(a.types), division=has("division"),
         transcendentals=crops, looped_transcendentals=looped,
         subgroup_ops=frozenset(m for op in ops if isinstance(m := OP_MEMBER.get(op), SubgroupOp)),
         barrier=has("barrier"), grid_sync=has("grid_sync"),

@@ -721,7 +721,7 @@ class CSyntax(Syntax):
         if p.plan.native_tiles:
             preludes.append(self.tile_prelude)
         if p.plan.uses_transcendentals:
-            ops = {e.op for e in N.program_exprs(p.plan.program) if isinstance(e, E.Un | E.Bin)}
+            ops = p.plan.program.facts.transcendentals
             preludes.append(self.crmath_head(p))
             preludes.append(crmath.lane_prelude(ops) + LANE_PRELUDE if p.plan.lane_loop else crmath.prelude(ops))
         return "\n".join([*preludes, *kernels])
@@ -753,8 +753,7 @@ def lane_loop_ops(plan: KernelPlan) -> frozenset:
         return frozenset()
     if plan.program.facts.stored - plan.vector_stores:   # (one phase: the program's facts are its)
         return frozenset()
-    ops = {e.op for e in N.program_exprs(plan.program) if isinstance(e, E.Un)}
-    return frozenset(op for op in ops if op in crmath.LANE_HELPER)
+    return frozenset(op for op in plan.program.facts.transcendentals if op in crmath.LANE_HELPER)
 
 
 def emit_source(plan: KernelPlan, syntax: CSyntax) -> str:

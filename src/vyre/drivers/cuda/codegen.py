@@ -128,7 +128,7 @@ def _atomic(op: AtomicOp, ptr: str, val: str, expected: str | None, signed: bool
 SHARED_TABLES_FROM = 128
 
 
-def shared_math_tables(plan: KernelPlan) -> list[tuple[str, str, int]]:
+def shared_math_tables(plan: KernelPlan) -> tuple[tuple[str, str, int], ...]:
     """(name, C type, entries) of the tables of `vyre.lower.crmath` (`Table.shared`: the exp
     family's 2^(j/N)) that this program's kernels copy into shared memory first: those of the
     functions it evaluates inside a loop, in blocks of SHARED_TABLES_FROM threads or more,
@@ -139,10 +139,10 @@ def shared_math_tables(plan: KernelPlan) -> list[tuple[str, str, int]]:
     threads more than it saves. Empty otherwise: the functions read the global tables."""
     prog = plan.program
     if not plan.uses_transcendentals or plan.workgroup or prog.invocations_per_workgroup < SHARED_TABLES_FROM:
-        return []
+        return ()
     facts = prog.facts
     if not facts.looped_transcendentals or not crmath.shared_tables(facts.looped_transcendentals):
-        return []
+        return ()
     # VYM_SHARED_TABLES sends every shared table's reads to its copy: copy all the program reaches
     return crmath.shared_tables(facts.transcendentals)
 

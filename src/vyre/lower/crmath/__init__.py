@@ -17,6 +17,8 @@ Printers call an op's function by `HELPER`; its argument is the canonical (S9) f
 
 from __future__ import annotations
 
+import functools
+
 from vyre.ir.types import BinOp, UnOp
 
 from . import c as _c
@@ -62,12 +64,13 @@ def lane_prelude(ops: frozenset[UnOp | BinOp] | set[UnOp | BinOp]) -> str:
     return _c.source(fns) if fns else ""
 
 
-def shared_tables(ops: frozenset[UnOp | BinOp] | set[UnOp | BinOp]) -> list[tuple[str, str, int]]:
+@functools.cache
+def shared_tables(ops: frozenset[UnOp | BinOp]) -> tuple[tuple[str, str, int], ...]:
     """(name, C type, entries) of each table the helpers of ``ops`` read once per evaluation
     (`vyre.lower.crmath.dsl.Table.shared`): a CUDA kernel that evaluates them in a loop copies
     these into shared memory first and defines VYM_SHARED_TABLES (`prelude`'s reads then go
     there)."""
-    return [(t.name, _c.CT[t.ty], len(t.values)) for t in _c.shared_tables(roots(ops))]
+    return tuple((t.name, _c.CT[t.ty], len(t.values)) for t in _c.shared_tables(roots(ops)))
 
 
 def wgsl_prelude(ops: frozenset[UnOp | BinOp] | set[UnOp | BinOp]) -> str:
